@@ -1,0 +1,191 @@
+//! Decoding and encoding conversations, with format auto-detection.
+
+mod anthropic;
+mod claude_code;
+mod convert;
+mod logs;
+mod openai;
+mod util;
+
+use serde_json::Value;
+
+pub use convert::{Converted, convert};
+
+use crate::conversation::{Conversation, Family, Format};
+use crate::error::{Error, Result};
+
+/// Decodes every conversation in `bytes`, detecting the format.
+///
+/// Most inputs hold one conversation; a tau-bench file holds one per run.
+pub fn decode(bytes: &[u8]) -> Result<Vec<Conversation>> {
+    decode_as(bytes, None)
+}
+
+/// Decodes `bytes` as the given format, or detects it when `format` is `None`.
+pub fn decode_as(bytes: &[u8], format: Option<Format>) -> Result<Vec<Conversation>> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let before = &bytes[..e.valid_up_to()];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        Error::Json {
+            line,
+            column: before.len()
+                - before
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |p| p + 1)
+                + 1,
+            message: "input is not valid UTF-8".into(),
+        }
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if format == Some(Format::ClaudeCode) {
+        return Ok(vec![claude_code::decode(text)?]);
+    }
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
+        Err(e) if looks_like_jsonl(text) && format.is_none() => {
+            if text.lines().take(50).any(is_claude_code_line) {
+                return Ok(vec![claude_code::decode(text)?]);
+            }
+            return Err(Error::json(&e, 0));
+        }
+        Err(e) => return Err(Error::json(&e, 0)),
+    };
+    let format = match format {
+        Some(f) => f,
+        None => detect(&value)?,
+    };
+    decode_value(value, format)
+}
+
+/// Decodes an already parsed JSON value as the given format.
+pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
+    Ok(match format {
+        Format::OpenAi => match value {
+            Value::Array(items) => {
+                let mut conv = Conversation::new(Family::OpenAi);
+                conv.messages = openai::decode_messages(items, "")?;
+                vec![conv]
+            }
+            other => vec![openai::decode_body(other)?],
+        },
+        Format::Anthropic => vec![anthropic::decode_body(value)?],
+        Format::MiniSweAgent => vec![logs::decode_mini_swe(value)?],
+        Format::TauBench => match value {
+            Value::Array(runs) => logs::decode_tau_bench(runs)?,
+            _ => return Err(Error::shape("tau-bench file", "an array of runs")),
+        },
+        Format::ClaudeCode => {
+            let text = value.to_string();
+            vec![claude_code::decode(&text)?]
+        }
+    })
+}
+
+/// Encodes a conversation as a request body of its own wire family.
+pub fn encode(conv: &Conversation) -> Result<Value> {
+    match conv.family {
+        Family::OpenAi => openai::encode_body(conv),
+        Family::Anthropic => anthropic::encode_body(conv),
+    }
+}
+
+/// Guesses the format of a parsed JSON document.
+pub fn detect(v: &Value) -> Result<Format> {
+    match v {
+        Value::Array(items) => {
+            let first = items.first();
+            if first.is_some_and(|r| r.get("traj").is_some()) {
+                Ok(Format::TauBench)
+            } else if first.is_some_and(|m| m.get("role").is_some()) {
+                Ok(Format::OpenAi)
+            } else {
+                Err(Error::UnknownFormat(
+                    "a JSON array that is neither tau-bench runs nor messages".into(),
+                ))
+            }
+        }
+        Value::Object(map) => {
+            if map
+                .get("trajectory_format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| f.starts_with("mini-swe-agent"))
+            {
+                return Ok(Format::MiniSweAgent);
+            }
+            if is_claude_code_value(v) {
+                return Ok(Format::ClaudeCode);
+            }
+            let Some(Value::Array(messages)) = map.get("messages") else {
+                return Err(Error::UnknownFormat(
+                    "a JSON object without a \"messages\" array".into(),
+                ));
+            };
+            if map.contains_key("info")
+                && messages
+                    .iter()
+                    .any(|m| m.get("role") == Some(&"exit".into()))
+            {
+                return Ok(Format::MiniSweAgent);
+            }
+            Ok(guess_family(map.contains_key("system"), messages))
+        }
+        _ => Err(Error::UnknownFormat(format!(
+            "a JSON {}",
+            util::kind(v)
+                .trim_start_matches("a ")
+                .trim_start_matches("an ")
+        ))),
+    }
+}
+
+/// Scores wire-family hints in the messages; OpenAI wins ties.
+fn guess_family(has_system: bool, messages: &[Value]) -> Format {
+    let mut anthropic = if has_system { 2 } else { 0 };
+    let mut openai = 0;
+    for m in messages {
+        match m.get("role").and_then(Value::as_str) {
+            Some("system" | "developer" | "tool" | "function") => openai += 2,
+            _ => {}
+        }
+        if m.get("tool_calls").is_some() || m.get("tool_call_id").is_some() {
+            openai += 2;
+        }
+        if let Some(Value::Array(blocks)) = m.get("content") {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some(
+                        "tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "image"
+                        | "document",
+                    ) => anthropic += 1,
+                    Some("image_url" | "input_audio" | "file") => openai += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    if anthropic > openai {
+        Format::Anthropic
+    } else {
+        Format::OpenAi
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+fn looks_like_jsonl(text: &str) -> bool {
+    let line = first_line(text);
+    line.trim_start().starts_with('{') && serde_json::from_str::<Value>(line).is_ok()
+}
+
+fn is_claude_code_line(line: &str) -> bool {
+    serde_json::from_str::<Value>(line).is_ok_and(|v| is_claude_code_value(&v))
+}
+
+fn is_claude_code_value(v: &Value) -> bool {
+    let ty = v.get("type").and_then(Value::as_str);
+    ty == Some("file-history-snapshot")
+        || (ty.is_some() && (v.get("sessionId").is_some() || v.get("uuid").is_some()))
+}

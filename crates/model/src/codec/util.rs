@@ -1,0 +1,115 @@
+//! Small helpers for taking fields out of JSON objects with precise errors.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::message::{ContentForm, Extra, Part};
+
+/// Turns a value into an object or says where it was not one.
+pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Ok(m),
+        other => Err(Error::shape(
+            at(),
+            format!("a JSON object, found {}", kind(&other)),
+        )),
+    }
+}
+
+/// Removes a required string field.
+pub(crate) fn take_str(map: &mut Extra, key: &str, at: &dyn Fn() -> String) -> Result<String> {
+    match map.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(Error::shape(
+            format!("{}.{key}", at()),
+            format!("a string, found {}", kind(&other)),
+        )),
+        None => Err(Error::shape(at(), format!("a \"{key}\" field"))),
+    }
+}
+
+/// Removes an optional string field; a present non-string is left in place.
+pub(crate) fn take_opt_str(map: &mut Extra, key: &str) -> Option<String> {
+    match map.get(key) {
+        Some(Value::String(_)) => match map.remove(key) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Short name of a JSON value's type, for error messages.
+pub(crate) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Decodes a `content` value with a part decoder for the array form.
+pub(crate) fn decode_content(
+    v: Option<Value>,
+    at: &dyn Fn() -> String,
+    part: &dyn Fn(Value, &dyn Fn() -> String) -> Result<Part>,
+) -> Result<(Vec<Part>, ContentForm)> {
+    match v {
+        None => Ok((Vec::new(), ContentForm::Absent)),
+        Some(Value::Null) => Ok((Vec::new(), ContentForm::Null)),
+        Some(Value::String(s)) => Ok((vec![Part::text(s)], ContentForm::Text)),
+        Some(Value::Array(items)) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let at_i = || format!("{}.content[{i}]", at());
+                parts.push(part(item, &at_i)?);
+            }
+            Ok((parts, ContentForm::Blocks))
+        }
+        Some(other) => Err(Error::shape(
+            format!("{}.content", at()),
+            format!("a string, an array or null, found {}", kind(&other)),
+        )),
+    }
+}
+
+/// Encodes parts in the content form they came in, when that still fits.
+///
+/// Returns `None` for an absent `content` key.
+pub(crate) fn encode_content(
+    parts: &[&Part],
+    form: ContentForm,
+    part: &dyn Fn(&Part) -> Result<Value>,
+) -> Result<Option<Value>> {
+    if parts.is_empty() {
+        return Ok(match form {
+            ContentForm::Absent => None,
+            ContentForm::Null => Some(Value::Null),
+            ContentForm::Text => Some(Value::String(String::new())),
+            ContentForm::Blocks => Some(Value::Array(Vec::new())),
+        });
+    }
+    if form != ContentForm::Blocks
+        && let [Part::Text(t)] = parts
+        && t.extra.is_empty()
+    {
+        return Ok(Some(Value::String(t.text.clone())));
+    }
+    let items = parts.iter().map(|p| part(p)).collect::<Result<Vec<_>>>()?;
+    Ok(Some(Value::Array(items)))
+}
+
+/// Builds an object from leading fields followed by the extras.
+pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Extra) -> Value {
+    let mut map = Map::with_capacity(fields.len() + extra.len());
+    for (k, v) in fields {
+        map.insert(k.to_owned(), v);
+    }
+    for (k, v) in extra {
+        map.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    Value::Object(map)
+}

@@ -1,0 +1,199 @@
+//! A whole conversation: the request envelope around the messages.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::message::{Extra, Message, Role};
+
+/// Which provider API a conversation's structure follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// OpenAI Chat Completions (`messages` with `tool_calls` / `tool` messages).
+    OpenAi,
+    /// Anthropic Messages (top-level `system`, `tool_use` / `tool_result` blocks).
+    Anthropic,
+}
+
+impl Family {
+    /// Lower-case name used on the command line (`openai`, `anthropic`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::OpenAi => "openai",
+            Family::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// The input format a conversation was decoded from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// An OpenAI Chat Completions request body.
+    OpenAi,
+    /// An Anthropic Messages request body.
+    Anthropic,
+    /// A Claude Code session log (JSONL).
+    ClaudeCode,
+    /// A mini-swe-agent trajectory (`*.traj.json`).
+    MiniSweAgent,
+    /// A tau-bench results file (array of runs with `traj`).
+    TauBench,
+}
+
+impl Format {
+    /// Short stable name (`openai`, `anthropic`, `claude-code`, `mini-swe-agent`, `tau-bench`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::ClaudeCode => "claude-code",
+            Format::MiniSweAgent => "mini-swe-agent",
+            Format::TauBench => "tau-bench",
+        }
+    }
+
+    /// The wire family this format's conversations follow.
+    pub fn family(self) -> Family {
+        match self {
+            Format::Anthropic | Format::ClaudeCode => Family::Anthropic,
+            Format::OpenAi | Format::MiniSweAgent | Format::TauBench => Family::OpenAi,
+        }
+    }
+}
+
+/// A tool the model may call, as declared in the request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tool {
+    /// A function tool with a JSON-schema for its input.
+    Function(FunctionTool),
+    /// Any other tool declaration (server tools, custom tools…), kept verbatim.
+    Opaque(Value),
+}
+
+/// A function tool declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionTool {
+    /// Tool name.
+    pub name: String,
+    /// Description shown to the model.
+    pub description: Option<String>,
+    /// JSON schema of the input (OpenAI `parameters`, Anthropic `input_schema`).
+    pub parameters: Option<Value>,
+    /// Other fields of the tool object (`type`, `cache_control`…).
+    pub extra: Extra,
+    /// Other fields of OpenAI's inner `function` object (`strict`…).
+    pub function_extra: Extra,
+}
+
+/// A point in the history where an agent compacted its own context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactBoundary {
+    /// Index of the first message after the boundary (the agent's summary).
+    pub index: usize,
+    /// Tokens before the compaction, as the agent reported them.
+    pub pre_tokens: Option<u64>,
+    /// What triggered it (`auto`, `manual`), as the agent reported it.
+    pub trigger: Option<String>,
+}
+
+/// A conversation and the request envelope around it.
+///
+/// System prompts are messages with [`Role::System`] at the front, whatever
+/// the wire family: Anthropic's top-level `system` decodes to such a message
+/// and encodes back from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// Input format it was decoded from.
+    pub format: Format,
+    /// Wire family whose rules it follows.
+    pub family: Family,
+    /// Model name from the envelope (or the log).
+    pub model: Option<String>,
+    /// Declared tools; `None` when the `tools` key was absent.
+    pub tools: Option<Vec<Tool>>,
+    /// The messages, system prompt first.
+    pub messages: Vec<Message>,
+    /// Other envelope fields (`max_tokens`, `temperature`, `stream`…), in order.
+    pub extra: Extra,
+    /// Where the source agent compacted its context (Claude Code logs).
+    pub boundaries: Vec<CompactBoundary>,
+    /// Short description of where it came from inside its file (e.g. `run 3: task 1, trial 0`).
+    pub label: Option<String>,
+}
+
+/// One iteration: an assistant message, the results of its tool calls and
+/// any feedback that follows, up to the next assistant message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Iteration {
+    /// Index of the assistant message that opens it.
+    pub start: usize,
+    /// One past the last message that belongs to it.
+    pub end: usize,
+}
+
+impl Iteration {
+    /// The message indices it covers.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl Conversation {
+    /// An empty conversation of the given wire family.
+    pub fn new(family: Family) -> Self {
+        let format = match family {
+            Family::OpenAi => Format::OpenAi,
+            Family::Anthropic => Format::Anthropic,
+        };
+        Conversation {
+            format,
+            family,
+            model: None,
+            tools: None,
+            messages: Vec::new(),
+            extra: Extra::new(),
+            boundaries: Vec::new(),
+            label: None,
+        }
+    }
+
+    /// Splits the messages into iterations; see [`iterations`].
+    pub fn iterations(&self) -> Vec<Iteration> {
+        iterations(&self.messages)
+    }
+
+    /// Number of leading messages before the first assistant message: the
+    /// system prompt and the task.
+    pub fn head_len(&self) -> usize {
+        head_len(&self.messages)
+    }
+}
+
+/// Number of messages before the first assistant message.
+pub fn head_len(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .position(|m| m.role == Role::Assistant)
+        .unwrap_or(messages.len())
+}
+
+/// Splits messages into iterations in one pass.
+///
+/// Every assistant message opens an iteration that runs to the next assistant
+/// message; messages before the first assistant message (system prompt and
+/// task) belong to no iteration.
+pub fn iterations(messages: &[Message]) -> Vec<Iteration> {
+    let mut out: Vec<Iteration> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == Role::Assistant {
+            if let Some(last) = out.last_mut() {
+                last.end = i;
+            }
+            out.push(Iteration {
+                start: i,
+                end: messages.len(),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,338 @@
+//! Messages and their content parts.
+//!
+//! The types here are wire-neutral: one [`Message`] can come from an OpenAI
+//! Chat Completions body, an Anthropic Messages body or an agent log. Each
+//! type keeps the fields it does not model in an `extra` map, and remembers
+//! the shape its content had on the wire ([`ContentForm`]), so that encoding a
+//! decoded body gives back the same JSON value.
+
+use serde_json::{Map, Value};
+
+/// JSON object used for fields that abridge does not model but must keep.
+pub type Extra = Map<String, Value>;
+
+/// Who sent a message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum Role {
+    /// System prompt (OpenAI `system`, Anthropic top-level `system`).
+    System,
+    /// OpenAI `developer` instructions.
+    Developer,
+    /// The user, or the harness speaking for the user.
+    #[default]
+    User,
+    /// The model.
+    Assistant,
+    /// OpenAI `tool` message carrying one tool result.
+    Tool,
+    /// Legacy OpenAI `function` message answering a `function_call`.
+    Function,
+    /// Any other role string, kept as written (the validator reports it).
+    Other(String),
+}
+
+impl Role {
+    /// Parses a wire role string.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            "function" => Role::Function,
+            other => Role::Other(other.to_owned()),
+        }
+    }
+
+    /// The wire role string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Function => "function",
+            Role::Other(s) => s,
+        }
+    }
+
+    /// True for `system` and `developer`: instructions rather than dialogue.
+    pub fn is_instruction(&self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+/// How a message's (or tool result's) content was written on the wire.
+///
+/// Kept so that `"content": "hi"` does not come back as
+/// `"content": [{"type": "text", "text": "hi"}]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContentForm {
+    /// The `content` key was absent.
+    Absent,
+    /// `"content": null`.
+    Null,
+    /// A plain string.
+    #[default]
+    Text,
+    /// An array of typed parts/blocks.
+    Blocks,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Message {
+    /// Sender.
+    pub role: Role,
+    /// Content in order. Tool calls of an OpenAI assistant message come after
+    /// its text; an OpenAI tool message holds exactly one [`Part::ToolResult`].
+    pub parts: Vec<Part>,
+    /// Wire shape of the textual content.
+    pub form: ContentForm,
+    /// Fields of the message object that abridge does not model.
+    pub extra: Extra,
+    /// Facts about the message that are not sent on the wire.
+    pub meta: Meta,
+}
+
+/// Facts about a message that are not part of the wire body.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Meta {
+    /// 1-based line of the source file the message started on, for logs.
+    pub line: Option<usize>,
+    /// The message is an agent's own compaction summary (Claude Code's
+    /// `isCompactSummary`), or an abridge briefing.
+    pub compact_summary: bool,
+    /// Provider-reported token usage of the response that produced this
+    /// assistant message, when the log recorded it.
+    pub usage: Option<Usage>,
+}
+
+/// Provider-reported token usage of one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Prompt tokens not read from or written to a cache.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Total prompt size the provider saw: input plus cached reads and writes.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// One piece of a message's content.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Plain text.
+    Text(TextPart),
+    /// An image, inline or by URL.
+    Image(ImagePart),
+    /// A call of a tool by the assistant.
+    ToolCall(ToolCall),
+    /// The answer to a tool call.
+    ToolResult(ToolResult),
+    /// Model reasoning (Anthropic `thinking`/`redacted_thinking`, OpenAI-compatible `reasoning_content`).
+    Reasoning(Reasoning),
+    /// Any other part, kept verbatim (documents, audio, server tool blocks…).
+    Opaque(Value),
+}
+
+impl Part {
+    /// A text part with no extra fields.
+    pub fn text(text: impl Into<String>) -> Self {
+        Part::Text(TextPart {
+            text: text.into(),
+            extra: Extra::new(),
+        })
+    }
+
+    /// The text of a text part.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Part::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+}
+
+/// A text part.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TextPart {
+    /// The text.
+    pub text: String,
+    /// Other fields of the part (`cache_control`, `citations`…).
+    pub extra: Extra,
+}
+
+/// An image part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImagePart {
+    /// Where the image bytes are.
+    pub source: ImageSource,
+    /// Other fields of the inner object (OpenAI `image_url`, Anthropic `source`), such as `detail`.
+    pub source_extra: Extra,
+    /// Other fields of the part itself (`cache_control`…).
+    pub extra: Extra,
+}
+
+/// Where an image's bytes are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageSource {
+    /// A URL; OpenAI also carries inline images as `data:` URLs here.
+    Url(String),
+    /// Inline base64 data (Anthropic `source.type = "base64"`).
+    Base64 {
+        /// MIME type such as `image/png`.
+        media_type: String,
+        /// Base64 payload.
+        data: String,
+    },
+}
+
+/// A tool call made by the assistant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Call id; results refer to it.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the wire carried them.
+    pub arguments: Arguments,
+    /// Other fields of the call object (OpenAI `index`, Anthropic `cache_control`…).
+    pub extra: Extra,
+    /// Other fields of OpenAI's inner `function` (or `custom`) object.
+    pub function_extra: Extra,
+}
+
+/// Tool-call arguments, in the form the wire uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arguments {
+    /// A JSON document encoded as a string (OpenAI `function.arguments`).
+    /// It is kept as written, even when it is not valid JSON.
+    Json(String),
+    /// A JSON value (Anthropic `input`).
+    Value(Value),
+    /// Free-form text input of an OpenAI custom tool.
+    Custom(String),
+}
+
+impl Arguments {
+    /// Arguments as JSON text, as a model would read them.
+    pub fn to_json_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Arguments::Json(s) | Arguments::Custom(s) => std::borrow::Cow::Borrowed(s),
+            Arguments::Value(v) => std::borrow::Cow::Owned(v.to_string()),
+        }
+    }
+}
+
+/// The result of a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// Id of the call this answers.
+    pub call_id: String,
+    /// Result content (text and images).
+    pub parts: Vec<Part>,
+    /// Wire shape of `content`.
+    pub form: ContentForm,
+    /// Anthropic `is_error`, kept as written (absent, `true` or `false`).
+    pub is_error: Option<bool>,
+    /// Other fields of the result block (`cache_control`…).
+    pub extra: Extra,
+}
+
+impl ToolResult {
+    /// All text of the result, parts joined by newlines.
+    pub fn text(&self) -> String {
+        join_text(&self.parts)
+    }
+}
+
+/// Model reasoning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reasoning {
+    /// Reasoning text; for redacted reasoning, the opaque `data`.
+    pub text: String,
+    /// Anthropic signature; must be sent back unchanged.
+    pub signature: Option<String>,
+    /// Which wire form this came from.
+    pub kind: ReasoningKind,
+    /// Other fields of the block.
+    pub extra: Extra,
+}
+
+/// Wire form of a reasoning part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningKind {
+    /// Anthropic `thinking` block.
+    Thinking,
+    /// Anthropic `redacted_thinking` block (`text` holds `data`).
+    Redacted,
+    /// OpenAI-compatible `reasoning_content` field of an assistant message.
+    Field,
+}
+
+impl Message {
+    /// A message with one text part, written as a plain string.
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Message {
+            role,
+            parts: vec![Part::text(text)],
+            form: ContentForm::Text,
+            extra: Extra::new(),
+            meta: Meta::default(),
+        }
+    }
+
+    /// Tool calls in this message.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// Tool results in this message.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// True when the message carries at least one tool call.
+    pub fn has_tool_calls(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::ToolCall(_)))
+    }
+
+    /// True when the message carries at least one tool result.
+    pub fn has_tool_results(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
+    }
+
+    /// All text parts joined by newlines (tool results and calls excluded).
+    pub fn text_content(&self) -> String {
+        join_text(&self.parts)
+    }
+}
+
+fn join_text(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for t in parts.iter().filter_map(Part::as_text) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(t);
+    }
+    out
+}

@@ -1,0 +1,1 @@
+//! Lossless round trips.
