@@ -1,0 +1,210 @@
+//! Per-message token counts with a cache keyed by content hash.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use abridge_model::{Arguments, Conversation, Message, Part, Tool};
+
+use crate::tokenizer::TokenizerKind;
+
+/// Tokens charged per message for role and framing, as in OpenAI's
+/// published chat-format accounting (`tokens_per_message = 3`).
+pub const MESSAGE_OVERHEAD: usize = 3;
+
+/// Tokens charged for one image. Images are not decoded; this is the cost
+/// of an image at Anthropic's default maximum size (about 1.15 megapixels,
+/// `w*h/750`), an upper bound for OpenAI high detail at 1024×1024 (765).
+pub const IMAGE_TOKENS: usize = 1_600;
+
+/// Tokens of one message, by kind of content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct TokenCounts {
+    /// Text parts.
+    pub text: usize,
+    /// Tool call names and arguments.
+    pub tool_args: usize,
+    /// Tool result content (text; images inside count as images).
+    pub tool_results: usize,
+    /// Images.
+    pub images: usize,
+    /// Reasoning / thinking.
+    pub reasoning: usize,
+    /// Opaque parts (documents, audio, server blocks), counted as their JSON.
+    pub other: usize,
+    /// Per-message framing.
+    pub overhead: usize,
+}
+
+impl TokenCounts {
+    /// Sum of all kinds.
+    pub fn total(&self) -> usize {
+        self.text
+            + self.tool_args
+            + self.tool_results
+            + self.images
+            + self.reasoning
+            + self.other
+            + self.overhead
+    }
+
+    /// Adds another count in place.
+    pub fn add(&mut self, o: &TokenCounts) {
+        self.text += o.text;
+        self.tool_args += o.tool_args;
+        self.tool_results += o.tool_results;
+        self.images += o.images;
+        self.reasoning += o.reasoning;
+        self.other += o.other;
+        self.overhead += o.overhead;
+    }
+}
+
+/// Counts tokens of messages, remembering each message's count by a hash of
+/// its content, so that recounting a history that grew by one message costs
+/// hashing the old ones and tokenizing only the new one.
+#[derive(Debug)]
+pub struct TokenCounter {
+    kind: TokenizerKind,
+    cache: HashMap<u64, TokenCounts>,
+    capacity: usize,
+    hits: u64,
+    misses: u64,
+}
+
+impl TokenCounter {
+    /// A counter with the default cache capacity (100,000 messages).
+    pub fn new(kind: TokenizerKind) -> Self {
+        Self::with_capacity(kind, 100_000)
+    }
+
+    /// A counter whose cache is cleared when it holds `capacity` entries.
+    pub fn with_capacity(kind: TokenizerKind, capacity: usize) -> Self {
+        TokenCounter {
+            kind,
+            cache: HashMap::new(),
+            capacity: capacity.max(1),
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// The tokenizer in use.
+    pub fn kind(&self) -> TokenizerKind {
+        self.kind
+    }
+
+    /// Cache hits and misses so far.
+    pub fn cache_stats(&self) -> (u64, u64) {
+        (self.hits, self.misses)
+    }
+
+    /// Tokens of plain text.
+    pub fn count_text(&self, text: &str) -> usize {
+        self.kind.count(text)
+    }
+
+    /// Tokens of one message, from the cache when its content was seen before.
+    pub fn count_message(&mut self, m: &Message) -> TokenCounts {
+        let key = content_hash(m);
+        if let Some(c) = self.cache.get(&key) {
+            self.hits += 1;
+            return *c;
+        }
+        self.misses += 1;
+        let counts = count_uncached(self.kind, m);
+        if self.cache.len() >= self.capacity {
+            self.cache.clear();
+        }
+        self.cache.insert(key, counts);
+        counts
+    }
+
+    /// Tokens of every message, in order.
+    pub fn count_messages(&mut self, messages: &[Message]) -> Vec<TokenCounts> {
+        messages.iter().map(|m| self.count_message(m)).collect()
+    }
+
+    /// Tokens of the tool declarations (their JSON), 0 without tools.
+    pub fn count_tools(&self, tools: Option<&[Tool]>) -> usize {
+        let Some(tools) = tools else { return 0 };
+        tools
+            .iter()
+            .map(|t| match t {
+                Tool::Function(f) => {
+                    self.kind.count(&f.name)
+                        + f.description.as_deref().map_or(0, |d| self.kind.count(d))
+                        + f.parameters.as_ref().map_or(0, |p| self.kind.count(&p.to_string()))
+                }
+                Tool::Opaque(v) => self.kind.count(&v.to_string()),
+            })
+            .sum()
+    }
+
+    /// Total prompt tokens of a conversation: messages plus tool declarations.
+    pub fn count_conversation(&mut self, conv: &Conversation) -> usize {
+        let messages: usize = conv.messages.iter().map(|m| self.count_message(m).total()).sum();
+        messages + self.count_tools(conv.tools.as_deref())
+    }
+}
+
+fn count_uncached(kind: TokenizerKind, m: &Message) -> TokenCounts {
+    let mut c = TokenCounts {
+        overhead: MESSAGE_OVERHEAD,
+        ..TokenCounts::default()
+    };
+    for p in &m.parts {
+        count_part(kind, p, &mut c, false);
+    }
+    c
+}
+
+fn count_part(kind: TokenizerKind, p: &Part, c: &mut TokenCounts, in_result: bool) {
+    match p {
+        Part::Text(t) if in_result => c.tool_results += kind.count(&t.text),
+        Part::Text(t) => c.text += kind.count(&t.text),
+        Part::Image(_) => c.images += IMAGE_TOKENS,
+        Part::ToolCall(call) => {
+            c.tool_args += kind.count(&call.name) + kind.count(&call.arguments.to_json_text());
+        }
+        Part::ToolResult(r) => {
+            for inner in &r.parts {
+                count_part(kind, inner, c, true);
+            }
+        }
+        Part::Reasoning(r) => c.reasoning += kind.count(&r.text),
+        Part::Opaque(v) => c.other += kind.count(&v.to_string()),
+    }
+}
+
+/// Hash of everything in a message that its token count depends on.
+pub fn content_hash(m: &Message) -> u64 {
+    let mut h = DefaultHasher::new();
+    m.role.as_str().hash(&mut h);
+    m.parts.len().hash(&mut h);
+    for p in &m.parts {
+        hash_part(p, &mut h);
+    }
+    h.finish()
+}
+
+fn hash_part(p: &Part, h: &mut DefaultHasher) {
+    match p {
+        Part::Text(t) => (0u8, &t.text).hash(h),
+        Part::Image(_) => 1u8.hash(h),
+        Part::ToolCall(c) => {
+            (2u8, &c.name).hash(h);
+            match &c.arguments {
+                Arguments::Json(s) | Arguments::Custom(s) => s.hash(h),
+                Arguments::Value(v) => v.to_string().hash(h),
+            }
+        }
+        Part::ToolResult(r) => {
+            (3u8, r.parts.len()).hash(h);
+            for inner in &r.parts {
+                hash_part(inner, h);
+            }
+        }
+        Part::Reasoning(r) => (4u8, &r.text).hash(h),
+        Part::Opaque(v) => (5u8, v.to_string()).hash(h),
+    }
+}

@@ -1,0 +1,74 @@
+//! The per-message counter and its cache.
+
+use abridge_model::{Message, Part, Role, decode};
+use abridge_tokens::{IMAGE_TOKENS, MESSAGE_OVERHEAD, Registry, TokenCounter, TokenizerKind};
+
+#[test]
+fn counts_by_kind() {
+    let body = br#"{"messages": [
+      {"role": "user", "content": [{"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]},
+      {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "read", "arguments": "{\"path\": \"a.rs\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "fn main() {}"}
+    ]}"#;
+    let conv = &decode(body).unwrap()[0];
+    let k = TokenizerKind::O200kBase;
+    let mut counter = TokenCounter::new(k);
+    let c = counter.count_messages(&conv.messages);
+    assert_eq!(c[0].text, k.count("look"));
+    assert_eq!(c[0].images, IMAGE_TOKENS);
+    assert_eq!(c[1].text, k.count("ok"));
+    assert_eq!(c[1].tool_args, k.count("read") + k.count("{\"path\": \"a.rs\"}"));
+    assert_eq!(c[2].tool_results, k.count("fn main() {}"));
+    assert_eq!(c[2].text, 0);
+    assert!(c.iter().all(|m| m.overhead == MESSAGE_OVERHEAD));
+    assert_eq!(
+        counter.count_conversation(conv),
+        c.iter().map(|m| m.total()).sum::<usize>()
+    );
+}
+
+#[test]
+fn growing_history_only_tokenizes_new_messages() {
+    let mut history: Vec<Message> = Vec::new();
+    let mut counter = TokenCounter::new(TokenizerKind::O200kBase);
+    for i in 0..50 {
+        history.push(Message::text(Role::User, format!("step {i}: run the tests again")));
+        counter.count_messages(&history);
+    }
+    let (hits, misses) = counter.cache_stats();
+    assert_eq!(misses, 50);
+    assert_eq!(hits, (0..50).sum::<u64>());
+}
+
+#[test]
+fn changed_content_is_recounted() {
+    let mut counter = TokenCounter::new(TokenizerKind::Cl100kBase);
+    let mut m = Message::text(Role::Assistant, "short");
+    let before = counter.count_message(&m).total();
+    m.parts.push(Part::text("and a good deal more text than before"));
+    let after = counter.count_message(&m).total();
+    assert!(after > before);
+    assert_eq!(counter.cache_stats(), (0, 2));
+}
+
+#[test]
+fn registry_matches_prefixes_and_overrides() {
+    let mut r = Registry::new();
+    assert_eq!(r.lookup("gpt-4o-2024-08-06").unwrap().context_window, 128_000);
+    assert_eq!(r.lookup("openai/gpt-4o-mini").unwrap().tokenizer, TokenizerKind::O200kBase);
+    assert_eq!(r.lookup("gpt-4-0613").unwrap().tokenizer, TokenizerKind::Cl100kBase);
+    assert_eq!(r.lookup("claude-opus-4-6").unwrap().tokenizer, TokenizerKind::Estimate);
+    assert!(r.lookup("my-local-model").is_none());
+    assert_eq!(r.tokenizer_for(Some("my-local-model")), TokenizerKind::O200kBase);
+    let info = abridge_tokens::ModelInfo {
+        context_window: 32_768,
+        max_output: 4_096,
+        tokenizer: TokenizerKind::Estimate,
+    };
+    r.set("my-local", info);
+    assert_eq!(r.lookup("my-local-model"), Some(info));
+    r.set("gpt-4o", info);
+    assert_eq!(r.lookup("gpt-4o-2024-08-06"), Some(info));
+}

@@ -1,0 +1,4 @@
+//! Integration tests of abridge-tokens.
+
+mod counter;
+mod reference;
