@@ -1,1 +1,5 @@
-fn main() {}
+//! The `abridge` command-line tool; all logic lives in the library.
+
+fn main() -> std::process::ExitCode {
+    abridge_cli::main()
+}

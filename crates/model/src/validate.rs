@@ -63,8 +63,11 @@ impl Rule {
 /// One broken rule, where it is broken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// Index of the offending message.
+    /// Index of the offending message in [`Conversation::messages`].
     pub index: usize,
+    /// Its index in the wire body's `messages` array (differs from `index`
+    /// for Anthropic bodies, whose system prompt is not in `messages`).
+    pub wire_index: usize,
     /// The tool call id concerned, if any.
     pub id: Option<String>,
     /// The rule.
@@ -73,7 +76,7 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "messages[{}]: ", self.index)?;
+        write!(f, "messages[{}]: ", self.wire_index)?;
         let id = self.id.as_deref().unwrap_or("?");
         match &self.rule {
             Rule::RoleNotAllowed(r) => write!(f, "role \"{r}\" is not allowed here"),
@@ -97,10 +100,11 @@ impl fmt::Display for Violation {
 }
 
 impl Violation {
-    /// JSON form: `{"index", "id", "rule", "message"}`.
+    /// JSON form: `{"index", "id", "rule", "message"}`, `index` being the
+    /// position in the wire body's `messages` array.
     pub fn to_json(&self) -> Value {
         serde_json::json!({
-            "index": self.index,
+            "index": self.wire_index,
             "id": self.id,
             "rule": self.rule.code(),
             "message": self.to_string(),
@@ -122,6 +126,8 @@ struct Pairing {
     /// the calls of one step (recorded runs reuse ids across steps).
     ids_unique_globally: bool,
     out: Vec<Violation>,
+    /// Messages before the wire `messages` array (Anthropic system prompt).
+    offset: usize,
     seen_calls: HashSet<String>,
     answered: HashSet<String>,
     /// Open calls and the index of the message that made them.
@@ -133,6 +139,7 @@ impl Pairing {
     fn push(&mut self, index: usize, id: Option<&str>, rule: Rule) {
         self.out.push(Violation {
             index,
+            wire_index: index.saturating_sub(self.offset),
             id: id.map(str::to_owned),
             rule,
         });
@@ -228,14 +235,15 @@ fn validate_openai(messages: &[Message]) -> Vec<Violation> {
 }
 
 fn validate_anthropic(messages: &[Message]) -> Vec<Violation> {
-    let mut p = Pairing {
-        ids_unique_globally: true,
-        ..Pairing::default()
-    };
     let lead = messages
         .iter()
         .take_while(|m| m.role == Role::System)
         .count();
+    let mut p = Pairing {
+        ids_unique_globally: true,
+        offset: lead,
+        ..Pairing::default()
+    };
     let last = messages.len().saturating_sub(1);
     for (i, m) in messages.iter().enumerate().skip(lead) {
         let empty = m

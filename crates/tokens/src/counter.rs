@@ -133,7 +133,9 @@ impl TokenCounter {
                 Tool::Function(f) => {
                     self.kind.count(&f.name)
                         + f.description.as_deref().map_or(0, |d| self.kind.count(d))
-                        + f.parameters.as_ref().map_or(0, |p| self.kind.count(&p.to_string()))
+                        + f.parameters
+                            .as_ref()
+                            .map_or(0, |p| self.kind.count(&p.to_string()))
                 }
                 Tool::Opaque(v) => self.kind.count(&v.to_string()),
             })
@@ -142,7 +144,11 @@ impl TokenCounter {
 
     /// Total prompt tokens of a conversation: messages plus tool declarations.
     pub fn count_conversation(&mut self, conv: &Conversation) -> usize {
-        let messages: usize = conv.messages.iter().map(|m| self.count_message(m).total()).sum();
+        let messages: usize = conv
+            .messages
+            .iter()
+            .map(|m| self.count_message(m).total())
+            .sum();
         messages + self.count_tools(conv.tools.as_deref())
     }
 }

@@ -92,7 +92,11 @@ impl Registry {
 
     /// The entry for a model name, if any matches.
     pub fn lookup(&self, model: &str) -> Option<ModelInfo> {
-        let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let name = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
         let best = |entries: &mut dyn Iterator<Item = (&str, ModelInfo)>| {
             entries
                 .filter(|(k, _)| name.starts_with(&k.to_ascii_lowercase()))

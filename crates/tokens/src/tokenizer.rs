@@ -4,7 +4,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// How tokens are counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenizerKind {
     /// OpenAI `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series), exact.

@@ -144,9 +144,10 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
     let mut anthropic = if has_system { 2 } else { 0 };
     let mut openai = 0;
     for m in messages {
-        match m.get("role").and_then(Value::as_str) {
-            Some("system" | "developer" | "tool" | "function") => openai += 2,
-            _ => {}
+        if let Some("system" | "developer" | "tool" | "function") =
+            m.get("role").and_then(Value::as_str)
+        {
+            openai += 2;
         }
         if m.get("tool_calls").is_some() || m.get("tool_call_id").is_some() {
             openai += 2;

@@ -51,11 +51,14 @@ pub(crate) fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// A decoder of one content part, given the part and its location.
+pub(crate) type PartDecoder = dyn Fn(Value, &dyn Fn() -> String) -> Result<Part>;
+
 /// Decodes a `content` value with a part decoder for the array form.
 pub(crate) fn decode_content(
     v: Option<Value>,
     at: &dyn Fn() -> String,
-    part: &dyn Fn(Value, &dyn Fn() -> String) -> Result<Part>,
+    part: &PartDecoder,
 ) -> Result<(Vec<Part>, ContentForm)> {
     match v {
         None => Ok((Vec::new(), ContentForm::Absent)),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 /// The shared corpus folder beside the project, or `None` (with a note on
 /// stderr) when it is absent so that corpus tests skip cleanly.
-pub fn corpus_dir() -> Option<PathBuf> {
+pub(crate) fn corpus_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
     if dir.is_dir() {
         Some(dir)
@@ -18,7 +18,7 @@ pub fn corpus_dir() -> Option<PathBuf> {
 }
 
 /// Every transcript file of the corpus (not licences or sub-agent logs), sorted.
-pub fn corpus_files() -> Vec<PathBuf> {
+pub(crate) fn corpus_files() -> Vec<PathBuf> {
     let Some(dir) = corpus_dir() else {
         return Vec::new();
     };

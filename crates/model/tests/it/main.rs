@@ -1,4 +1,5 @@
 //! Integration tests of abridge-model (one binary: faster to build).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
 mod common;
 mod convert;

@@ -19,7 +19,10 @@ fn counts_by_kind() {
     assert_eq!(c[0].text, k.count("look"));
     assert_eq!(c[0].images, IMAGE_TOKENS);
     assert_eq!(c[1].text, k.count("ok"));
-    assert_eq!(c[1].tool_args, k.count("read") + k.count("{\"path\": \"a.rs\"}"));
+    assert_eq!(
+        c[1].tool_args,
+        k.count("read") + k.count("{\"path\": \"a.rs\"}")
+    );
     assert_eq!(c[2].tool_results, k.count("fn main() {}"));
     assert_eq!(c[2].text, 0);
     assert!(c.iter().all(|m| m.overhead == MESSAGE_OVERHEAD));
@@ -34,7 +37,10 @@ fn growing_history_only_tokenizes_new_messages() {
     let mut history: Vec<Message> = Vec::new();
     let mut counter = TokenCounter::new(TokenizerKind::O200kBase);
     for i in 0..50 {
-        history.push(Message::text(Role::User, format!("step {i}: run the tests again")));
+        history.push(Message::text(
+            Role::User,
+            format!("step {i}: run the tests again"),
+        ));
         counter.count_messages(&history);
     }
     let (hits, misses) = counter.cache_stats();
@@ -47,7 +53,8 @@ fn changed_content_is_recounted() {
     let mut counter = TokenCounter::new(TokenizerKind::Cl100kBase);
     let mut m = Message::text(Role::Assistant, "short");
     let before = counter.count_message(&m).total();
-    m.parts.push(Part::text("and a good deal more text than before"));
+    m.parts
+        .push(Part::text("and a good deal more text than before"));
     let after = counter.count_message(&m).total();
     assert!(after > before);
     assert_eq!(counter.cache_stats(), (0, 2));
@@ -56,12 +63,27 @@ fn changed_content_is_recounted() {
 #[test]
 fn registry_matches_prefixes_and_overrides() {
     let mut r = Registry::new();
-    assert_eq!(r.lookup("gpt-4o-2024-08-06").unwrap().context_window, 128_000);
-    assert_eq!(r.lookup("openai/gpt-4o-mini").unwrap().tokenizer, TokenizerKind::O200kBase);
-    assert_eq!(r.lookup("gpt-4-0613").unwrap().tokenizer, TokenizerKind::Cl100kBase);
-    assert_eq!(r.lookup("claude-opus-4-6").unwrap().tokenizer, TokenizerKind::Estimate);
+    assert_eq!(
+        r.lookup("gpt-4o-2024-08-06").unwrap().context_window,
+        128_000
+    );
+    assert_eq!(
+        r.lookup("openai/gpt-4o-mini").unwrap().tokenizer,
+        TokenizerKind::O200kBase
+    );
+    assert_eq!(
+        r.lookup("gpt-4-0613").unwrap().tokenizer,
+        TokenizerKind::Cl100kBase
+    );
+    assert_eq!(
+        r.lookup("claude-opus-4-6").unwrap().tokenizer,
+        TokenizerKind::Estimate
+    );
     assert!(r.lookup("my-local-model").is_none());
-    assert_eq!(r.tokenizer_for(Some("my-local-model")), TokenizerKind::O200kBase);
+    assert_eq!(
+        r.tokenizer_for(Some("my-local-model")),
+        TokenizerKind::O200kBase
+    );
     let info = abridge_tokens::ModelInfo {
         context_window: 32_768,
         max_output: 4_096,

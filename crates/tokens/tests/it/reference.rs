@@ -42,7 +42,11 @@ fn corpus_counts_match_tiktoken() {
         for d in &docs {
             strings(d, &mut all);
         }
-        assert_eq!(all.len() as u64, expected["strings"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            all.len() as u64,
+            expected["strings"].as_u64().unwrap(),
+            "{name}"
+        );
         for kind in [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase] {
             let counts: Vec<u64> = all.iter().map(|s| kind.count(s) as u64).collect();
             let total: u64 = counts.iter().sum();
@@ -53,7 +57,11 @@ fn corpus_counts_match_tiktoken() {
                 .sum();
             let exp = &expected[kind.as_str()];
             assert_eq!(total, exp["total"].as_u64().unwrap(), "{name} {kind} total");
-            assert_eq!(weighted, exp["weighted"].as_u64().unwrap(), "{name} {kind} weighted");
+            assert_eq!(
+                weighted,
+                exp["weighted"].as_u64().unwrap(),
+                "{name} {kind} weighted"
+            );
         }
     }
 }

@@ -1,0 +1,163 @@
+//! The `abridge` command line: argument parsing and the commands.
+
+mod input;
+mod stats;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use abridge_model::{Family, validate};
+use abridge_tokens::{Registry, TokenizerKind};
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Keep LLM agents inside their context window.
+#[derive(Debug, Parser)]
+#[command(name = "abridge", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print messages, iterations, tool calls, tokens and validity of conversations.
+    Stats(stats::StatsArgs),
+    /// Check tool pairing and roles; exit 1 when a conversation is invalid.
+    Validate {
+        /// File to check (`-` for stdin; `FILE#N` picks the N-th conversation).
+        file: String,
+        #[command(flatten)]
+        input: input::InputArgs,
+    },
+    /// Print a conversation as an OpenAI or Anthropic request body.
+    Convert {
+        /// File to convert (`-` for stdin; `FILE#N` picks the N-th conversation).
+        file: String,
+        /// Target wire format.
+        #[arg(long, value_enum)]
+        to: Target,
+        /// Print compact JSON instead of pretty.
+        #[arg(long)]
+        compact: bool,
+        #[command(flatten)]
+        input: input::InputArgs,
+    },
+}
+
+/// A wire family named on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Target {
+    Openai,
+    Anthropic,
+}
+
+impl From<Target> for Family {
+    fn from(t: Target) -> Self {
+        match t {
+            Target::Openai => Family::OpenAi,
+            Target::Anthropic => Family::Anthropic,
+        }
+    }
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        // A closed pipe (`abridge stats … | head`) is not a failure.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("abridge: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        Command::Stats(args) => stats::run(&args, &mut out),
+        Command::Validate { file, input } => {
+            let (label, conv) = input::one(&file, &input)?;
+            let violations = validate(&conv);
+            if violations.is_empty() {
+                writeln!(out, "{label}: valid ({} messages)", conv.messages.len())?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            writeln!(out, "{label}: invalid, {} violation(s):", violations.len())?;
+            for v in &violations {
+                writeln!(out, "  {v}")?;
+            }
+            Ok(ExitCode::from(1))
+        }
+        Command::Convert {
+            file,
+            to,
+            compact,
+            input,
+        } => {
+            let (label, conv) = input::one(&file, &input)?;
+            let family = Family::from(to);
+            let mut converted = abridge_model::convert(&conv, family)
+                .with_context(|| format!("{label}: cannot convert to {}", family.as_str()))?;
+            let conv = &mut converted.conversation;
+            if family == Family::Anthropic && !conv.extra.contains_key("max_tokens") {
+                // Anthropic requires max_tokens; take the model's output limit.
+                let registry = Registry::new();
+                let max = conv
+                    .model
+                    .as_deref()
+                    .and_then(|m| registry.lookup(m))
+                    .map_or(8_192, |i| i.max_output.min(32_000));
+                conv.extra.insert("max_tokens".into(), max.into());
+                converted
+                    .warnings
+                    .push(format!("added max_tokens = {max} (Anthropic requires it)"));
+            }
+            for w in &converted.warnings {
+                eprintln!("abridge: {label}: {w}");
+            }
+            let body = abridge_model::encode(&converted.conversation)
+                .with_context(|| format!("{label}: cannot encode"))?;
+            if compact {
+                serde_json::to_writer(&mut out, &body)?;
+            } else {
+                serde_json::to_writer_pretty(&mut out, &body)?;
+            }
+            writeln!(out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Parses a tokenizer name for clap.
+fn parse_tokenizer(s: &str) -> Result<TokenizerChoice, String> {
+    if s == "auto" {
+        return Ok(TokenizerChoice::Auto);
+    }
+    s.parse::<TokenizerKind>()
+        .map(TokenizerChoice::Fixed)
+        .map_err(|e| format!("{e}, or auto"))
+}
+
+/// Which tokenizer to count with.
+#[derive(Debug, Clone, Copy)]
+enum TokenizerChoice {
+    /// The model's tokenizer from the registry (o200k_base when unknown).
+    Auto,
+    /// This one.
+    Fixed(TokenizerKind),
+}

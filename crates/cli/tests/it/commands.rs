@@ -1,0 +1,211 @@
+//! `stats`, `validate` and `convert` as a user runs them.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn abridge(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn stats_json_has_the_documented_fields() {
+    let out = abridge(
+        &[
+            "stats",
+            "--json",
+            "examples/coding-agent.openai.json",
+            "examples/web-agent.anthropic.json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let a = &lines[0];
+    assert_eq!(a["format"], "openai");
+    assert_eq!(a["messages"], 22);
+    assert_eq!(a["tool_calls"], 10);
+    assert_eq!(a["valid"], true);
+    assert_eq!(a["violations"], serde_json::json!([]));
+    assert_eq!(a["tokenizer"], "o200k_base");
+    let by_kind: u64 = a["tokens_by_kind"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(a["tokens"].as_u64().unwrap(), by_kind);
+    assert_eq!(lines[1]["format"], "anthropic");
+    assert!(lines[1]["tokens_by_kind"]["images"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn tokenizer_flag_changes_counts() {
+    let count = |tok: &str| {
+        let out = abridge(
+            &[
+                "stats",
+                "--json",
+                "--tokenizer",
+                tok,
+                "examples/coding-agent.openai.json",
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+        assert_eq!(
+            v["tokenizer"],
+            if tok == "auto" { "o200k_base" } else { tok }
+        );
+        v["tokens"].as_u64().unwrap()
+    };
+    let (o, c, e) = (count("o200k_base"), count("cl100k_base"), count("estimate"));
+    assert!(o != c && o != e, "{o} {c} {e}");
+    assert_eq!(count("auto"), o); // gpt-4o uses o200k_base
+    let out = abridge(
+        &[
+            "stats",
+            "--tokenizer",
+            "bogus",
+            "examples/coding-agent.openai.json",
+        ],
+        None,
+    );
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("unknown tokenizer"));
+}
+
+#[test]
+fn stdin_and_bad_input_errors_name_the_place() {
+    let out = abridge(
+        &["stats", "--json", "-"],
+        Some(br#"{"messages": [{"role": "user", "content": "hi"}]}"#),
+    );
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("\"file\":\"<stdin>\""));
+    let out = abridge(
+        &["stats", "-"],
+        Some(b"{\"messages\": [\n {\"role\": \"user\" \"content\": 1}]}"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("<stdin>: cannot decode: invalid JSON at line 2, column 18"),
+        "{err}"
+    );
+    let out = abridge(&["validate", "no/such/file.json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no/such/file.json: cannot read"));
+    let out = abridge(&["validate", "examples/coding-agent.openai.json#3"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("conversation #3 does not exist (the file holds 1)"));
+}
+
+#[test]
+fn validate_exits_one_with_violations() {
+    let body = br#"{"messages": [{"role": "user", "content": "go"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "user", "content": "where is the result?"}]}"#;
+    let out = abridge(&["validate", "-"], Some(body));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout)
+            .contains("messages[1]: tool call c1 has no result where the API needs it")
+    );
+    let out = abridge(&["validate", "examples/web-agent.anthropic.json"], None);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn convert_round_trips_between_families() {
+    let out = abridge(
+        &[
+            "convert",
+            "examples/coding-agent.openai.json",
+            "--to",
+            "anthropic",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let anthropic: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(anthropic["system"].is_string());
+    assert!(anthropic["max_tokens"].is_number());
+    let back = abridge(
+        &["convert", "-", "--to", "openai", "--compact"],
+        Some(&out.stdout),
+    );
+    assert!(back.status.success(), "{}", text(&back.stderr));
+    let v = abridge(&["validate", "-"], Some(&back.stdout));
+    assert!(v.status.success(), "{}", text(&v.stdout));
+    // Same family: the body comes back unchanged.
+    let same = abridge(
+        &[
+            "convert",
+            "examples/coding-agent.openai.json",
+            "--to",
+            "openai",
+        ],
+        None,
+    );
+    let original: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/coding-agent.openai.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&same.stdout).unwrap(),
+        original
+    );
+}
+
+#[test]
+fn tau_bench_runs_are_reported_each_and_selectable() {
+    let file = root().join("../shared/corpus/tau-bench_historical/gpt-4o-airline.json");
+    if !file.exists() {
+        eprintln!("skipping: corpus not found at {}", file.display());
+        return;
+    }
+    let f = file.to_string_lossy().to_string();
+    let out = abridge(&["stats", "--json", &f], None);
+    assert!(out.status.success());
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 200);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["valid"] == true && l["format"] == "tau-bench")
+    );
+    let sel = abridge(&["stats", "--json", &format!("{f}#7")], None);
+    let one: Value = serde_json::from_str(text(&sel.stdout).trim()).unwrap();
+    assert_eq!(one, lines[7]);
+}

@@ -1,0 +1,4 @@
+//! End-to-end tests of the `abridge` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
+
+mod commands;
