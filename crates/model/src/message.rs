@@ -108,6 +108,8 @@ pub struct Meta {
     /// Provider-reported token usage of the response that produced this
     /// assistant message, when the log recorded it.
     pub usage: Option<Usage>,
+    /// Never clipped, collapsed or dropped by compaction.
+    pub pinned: bool,
 }
 
 /// Provider-reported token usage of one response.

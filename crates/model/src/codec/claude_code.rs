@@ -153,7 +153,7 @@ impl Reader {
             meta: Meta {
                 line: Some(line),
                 compact_summary: summary,
-                usage: None,
+                ..Meta::default()
             },
         });
         Ok(())

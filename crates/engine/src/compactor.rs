@@ -1,0 +1,474 @@
+//! The compactor: decides when to compact and rewrites the history.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use abridge_model::{Conversation, Message, head_len, iterations, validate};
+use abridge_tokens::{Registry, TokenCounter};
+use serde::Serialize;
+
+use crate::boundary::tail_iterations;
+use crate::config::{Config, PolicyKind};
+use crate::error::{Error, Result};
+use crate::event::{Event, PolicyRun};
+use crate::limits::Limits;
+use crate::policy;
+
+/// Why a compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Asked for directly ([`Compactor::compact`]).
+    Forced,
+    /// History tokens above `trigger.max_tokens`.
+    Tokens,
+    /// History tokens above the window fraction.
+    Window,
+    /// Provider-reported usage above `trigger.usage_tokens`.
+    Usage,
+    /// `trigger.every_iterations` iterations since the last compaction.
+    Cadence,
+}
+
+impl Reason {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Forced => "forced",
+            Reason::Tokens => "tokens",
+            Reason::Window => "window",
+            Reason::Usage => "usage",
+            Reason::Cadence => "cadence",
+        }
+    }
+}
+
+/// What an evaluation did, for callers and the CLI's `--report`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Why compaction ran; `None` when no trigger fired.
+    pub reason: Option<Reason>,
+    /// True when the returned history differs from the input.
+    pub compacted: bool,
+    /// Tokens before (messages and tool declarations).
+    pub tokens_before: u64,
+    /// Tokens after.
+    pub tokens_after: u64,
+    /// Messages before.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+    /// Iterations kept verbatim at the end.
+    pub tail_iterations: usize,
+    /// The target compaction aimed for.
+    pub target: Option<u64>,
+    /// Policies that changed something.
+    pub policies: Vec<PolicyRun>,
+    /// Events emitted during the evaluation.
+    pub events: Vec<Event>,
+    /// Wall time in microseconds.
+    pub duration_us: u64,
+}
+
+/// The result of an evaluation: the history to send, and the report.
+#[derive(Debug)]
+pub struct Outcome<'a> {
+    /// The (possibly unchanged, then borrowed) history.
+    pub conversation: Cow<'a, Conversation>,
+    /// What happened.
+    pub report: Report,
+}
+
+type Sink = Box<dyn FnMut(&Event) + Send>;
+
+/// Compacts conversations according to a [`Config`].
+///
+/// Keep one per conversation: it caches token counts per message and
+/// remembers when it last compacted (for `trigger.every_iterations`).
+pub struct Compactor {
+    config: Config,
+    limits: Limits,
+    counter: TokenCounter,
+    sinks: Vec<Sink>,
+    compacted_at_iteration: usize,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor")
+            .field("config", &self.config)
+            .field("limits", &self.limits)
+            .field("sinks", &self.sinks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compactor {
+    /// A compactor with the built-in model registry plus the config's `[models]`.
+    pub fn new(config: Config) -> Result<Self> {
+        Self::with_registry(config, Registry::new())
+    }
+
+    /// A compactor with the given registry (the config's `[models]` are added to it).
+    pub fn with_registry(config: Config, mut registry: Registry) -> Result<Self> {
+        config.check()?;
+        registry.extend(config.models.clone());
+        let limits = Limits::new(&config, &registry);
+        Ok(Compactor {
+            counter: TokenCounter::new(limits.tokenizer),
+            config,
+            limits,
+            sinks: Vec::new(),
+            compacted_at_iteration: 0,
+        })
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Window, thresholds and budgets derived from the config and registry.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Calls `f` with every event from now on.
+    pub fn subscribe(&mut self, f: impl FnMut(&Event) + Send + 'static) {
+        self.sinks.push(Box::new(f));
+    }
+
+    /// Tokens of a history: messages plus tool declarations.
+    pub fn count(&mut self, conv: &Conversation) -> u64 {
+        self.counter.count_conversation(conv) as u64
+    }
+
+    /// Token count of each message.
+    pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
+        messages
+            .iter()
+            .map(|m| self.counter.count_message(m).total() as u64)
+            .collect()
+    }
+
+    /// Evaluates one agent turn: emits a history-size event, and compacts
+    /// when a trigger fires. `usage` is the provider-reported prompt tokens
+    /// of the last response, when the caller has it.
+    ///
+    /// An unchanged history is returned borrowed, without copying. On error
+    /// the caller's history is untouched and an event says why.
+    pub fn on_turn<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        usage: Option<u64>,
+    ) -> Result<Outcome<'a>> {
+        let start = Instant::now();
+        let tokens = self.count(conv);
+        let its = iterations(&conv.messages).len();
+        let events = vec![self.size_event(tokens, conv.messages.len(), its)];
+        self.emit(&events[0]);
+        let Some(reason) = self
+            .limits
+            .fired(tokens, its, self.compacted_at_iteration, usage)
+        else {
+            return Ok(self.unchanged(conv, None, tokens, events, start));
+        };
+        self.compact_for(conv, reason, tokens, usage, events, start)
+    }
+
+    /// Compacts for a trigger that fired; skips a compaction that would clear
+    /// fewer than `clear_at_least` tokens.
+    pub(crate) fn compact_for<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        reason: Reason,
+        tokens: u64,
+        usage: Option<u64>,
+        mut events: Vec<Event>,
+        start: Instant,
+    ) -> Result<Outcome<'a>> {
+        let target = self.limits.target_for(reason, tokens, usage);
+        // The cadence counts from this evaluation, whatever it does.
+        self.compacted_at_iteration = iterations(&conv.messages).len();
+        let mut outcome = self.run(conv, reason, target, tokens, events, start)?;
+        if outcome.report.compacted && reason != Reason::Forced {
+            let saved = outcome.report.tokens_before - outcome.report.tokens_after;
+            if saved < self.config.budget.clear_at_least {
+                let skip = Event::CompactionSkipped {
+                    reason: format!(
+                        "would clear {saved} tokens, less than clear_at_least = {}",
+                        self.config.budget.clear_at_least
+                    ),
+                };
+                self.emit(&skip);
+                events = std::mem::take(&mut outcome.report.events);
+                events.retain(|e| !matches!(e, Event::HistoryCompacted { .. }));
+                events.push(skip);
+                return Ok(self.unchanged(conv, Some(reason), tokens, events, start));
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Compacts now to the target (`budget.target_tokens`, or the derived
+    /// one); without any target, clips old content without dropping
+    /// iterations. A history already at or under the target is returned
+    /// borrowed.
+    pub fn compact<'a>(&mut self, conv: &'a Conversation) -> Result<Outcome<'a>> {
+        let start = Instant::now();
+        let tokens = self.count(conv);
+        let its = iterations(&conv.messages).len();
+        let event = self.size_event(tokens, conv.messages.len(), its);
+        self.emit(&event);
+        let target = self.limits.target;
+        self.run(conv, Reason::Forced, target, tokens, vec![event], start)
+    }
+
+    fn run<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        reason: Reason,
+        target: Option<u64>,
+        tokens: u64,
+        events: Vec<Event>,
+        start: Instant,
+    ) -> Result<Outcome<'a>> {
+        match self.rewrite(conv, reason, target, tokens, start, events) {
+            Ok(o) => Ok(o),
+            Err(e) => {
+                self.emit(&Event::CompactionFailed {
+                    error: e.to_string(),
+                });
+                Err(e)
+            }
+        }
+    }
+
+    fn rewrite<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        reason: Reason,
+        target: Option<u64>,
+        tokens_before: u64,
+        start: Instant,
+        mut events: Vec<Event>,
+    ) -> Result<Outcome<'a>> {
+        if target.is_some_and(|t| tokens_before <= t) {
+            return Ok(self.unchanged(conv, Some(reason), tokens_before, events, start));
+        }
+        let tools = self.counter.count_tools(conv.tools.as_deref()) as u64;
+        let mut work = conv.messages.clone();
+        self.pin(&mut work);
+        let floor = self.config.budget.min_iterations;
+        let its = iterations(&work);
+        let tokens = self.message_tokens(&work);
+        let mut tail_n = tail_iterations(&its, &tokens, self.limits.kept_budget, floor);
+        let mut total = tokens_before;
+        let mut runs: Vec<PolicyRun> = Vec::new();
+        let pipeline = self.config.policies.pipeline.clone();
+        'shrink: loop {
+            for &kind in &pipeline {
+                if kind == PolicyKind::DropIterations && target.is_none() {
+                    continue;
+                }
+                let region = old_region(&work, tail_n);
+                let items = policy::apply(kind, &mut work, region, &self.config.policies);
+                if items > 0 {
+                    let now = self.message_tokens(&work).iter().sum::<u64>() + tools;
+                    record(&mut runs, kind, items, total.saturating_sub(now));
+                    total = now;
+                }
+                if target.is_some_and(|t| total <= t) {
+                    break 'shrink;
+                }
+            }
+            let Some(target) = target else { break };
+            if tail_n <= floor {
+                return Err(self.cannot_shrink(&work, tail_n, target, tools));
+            }
+            tail_n = (tail_n / 2).max(floor);
+        }
+        if runs.is_empty() {
+            return Ok(self.unchanged(conv, Some(reason), tokens_before, events, start));
+        }
+        let after = Conversation {
+            messages: work,
+            boundaries: Vec::new(),
+            ..envelope(conv)
+        };
+        guard(conv, &after)?;
+        self.compacted_at_iteration = iterations(&after.messages).len();
+        let report_tail = tail_n.min(iterations(&after.messages).len());
+        let event = Event::HistoryCompacted {
+            reason: reason.as_str().to_owned(),
+            policies: runs.clone(),
+            messages_before: conv.messages.len(),
+            messages_after: after.messages.len(),
+            tokens_before,
+            tokens_after: total,
+            tokens_saved: tokens_before.saturating_sub(total),
+            target,
+            duration_us: start.elapsed().as_micros() as u64,
+        };
+        self.emit(&event);
+        events.push(event);
+        Ok(Outcome {
+            report: Report {
+                reason: Some(reason),
+                compacted: true,
+                tokens_before,
+                tokens_after: total,
+                messages_before: conv.messages.len(),
+                messages_after: after.messages.len(),
+                tail_iterations: report_tail,
+                target,
+                policies: runs,
+                events,
+                duration_us: start.elapsed().as_micros() as u64,
+            },
+            conversation: Cow::Owned(after),
+        })
+    }
+
+    fn pin(&self, messages: &mut [Message]) {
+        let pin = &self.config.pin;
+        for &i in &pin.indices {
+            if let Some(m) = messages.get_mut(i) {
+                m.meta.pinned = true;
+            }
+        }
+        if !pin.markers.is_empty() {
+            for m in messages.iter_mut() {
+                let text = m.text_content();
+                if pin.markers.iter().any(|k| text.contains(k.as_str())) {
+                    m.meta.pinned = true;
+                }
+            }
+        }
+    }
+
+    fn cannot_shrink(&mut self, work: &[Message], tail_n: usize, target: u64, tools: u64) -> Error {
+        let tokens = self.message_tokens(work);
+        let head = head_len(work);
+        let its = iterations(work);
+        let tail_start = its
+            .len()
+            .checked_sub(tail_n)
+            .map_or(work.len(), |k| its[k].start);
+        let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
+        let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.len()));
+        let pinned = sum(head..tail_start);
+        Error::CannotShrink {
+            floor: head_t + pinned + tail_t + tools,
+            target,
+            head: head_t,
+            pinned,
+            tail: tail_t,
+            tail_iterations: tail_n.min(its.len()),
+            tools,
+        }
+    }
+
+    fn unchanged<'a>(
+        &self,
+        conv: &'a Conversation,
+        reason: Option<Reason>,
+        tokens: u64,
+        events: Vec<Event>,
+        start: Instant,
+    ) -> Outcome<'a> {
+        Outcome {
+            report: Report {
+                reason,
+                compacted: false,
+                tokens_before: tokens,
+                tokens_after: tokens,
+                messages_before: conv.messages.len(),
+                messages_after: conv.messages.len(),
+                tail_iterations: iterations(&conv.messages).len(),
+                target: None,
+                policies: Vec::new(),
+                events,
+                duration_us: start.elapsed().as_micros() as u64,
+            },
+            conversation: Cow::Borrowed(conv),
+        }
+    }
+
+    fn size_event(&self, tokens: u64, messages: usize, iterations: usize) -> Event {
+        Event::HistorySize {
+            tokens,
+            messages,
+            iterations,
+            window_fraction: self
+                .limits
+                .window
+                .map(|w| (tokens as f64 / w as f64 * 10_000.0).round() / 10_000.0),
+        }
+    }
+
+    pub(crate) fn emit(&mut self, e: &Event) {
+        for s in &mut self.sinks {
+            s(e);
+        }
+    }
+
+    pub(crate) fn compacted_at(&self) -> usize {
+        self.compacted_at_iteration
+    }
+}
+
+/// `[head end, tail start)`: what policies may rewrite, given the tail size.
+fn old_region(messages: &[Message], tail_n: usize) -> std::ops::Range<usize> {
+    let its = iterations(messages);
+    let tail_start = its.len().checked_sub(tail_n).map_or(messages.len(), |k| {
+        its.get(k).map_or(messages.len(), |i| i.start)
+    });
+    let head = head_len(messages).min(tail_start);
+    head..tail_start
+}
+
+fn record(runs: &mut Vec<PolicyRun>, kind: PolicyKind, items: usize, saved: u64) {
+    match runs.iter_mut().find(|r| r.policy == kind.as_str()) {
+        Some(r) => {
+            r.items += items;
+            r.tokens_saved += saved;
+        }
+        None => runs.push(PolicyRun {
+            policy: kind.as_str(),
+            items,
+            tokens_saved: saved,
+        }),
+    }
+}
+
+/// The envelope of a conversation without its messages.
+fn envelope(conv: &Conversation) -> Conversation {
+    Conversation {
+        format: conv.format,
+        family: conv.family,
+        model: conv.model.clone(),
+        tools: conv.tools.clone(),
+        messages: Vec::new(),
+        extra: conv.extra.clone(),
+        boundaries: Vec::new(),
+        label: conv.label.clone(),
+    }
+}
+
+/// Refuses a rewrite that breaks a rule the input did not already break.
+fn guard(before: &Conversation, after: &Conversation) -> Result<()> {
+    let known: Vec<(String, Option<String>)> = validate(before)
+        .into_iter()
+        .map(|v| (v.rule.code().to_owned(), v.id))
+        .collect();
+    let new: Vec<_> = validate(after)
+        .into_iter()
+        .filter(|v| !known.contains(&(v.rule.code().to_owned(), v.id.clone())))
+        .collect();
+    if new.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(new))
+    }
+}

@@ -1,0 +1,48 @@
+//! Errors of the compaction engine.
+
+use abridge_model::Violation;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a compaction did not produce a conversation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration cannot work.
+    #[error("invalid config: {0}")]
+    Config(String),
+    /// What compaction may not touch is already over the target.
+    #[error(
+        "cannot shrink below {floor} tokens (target {target}): system prompt and task {head}, pinned {pinned}, last {tail_iterations} iteration(s) {tail}, tool definitions {tools}"
+    )]
+    CannotShrink {
+        /// Smallest size compaction can reach.
+        floor: u64,
+        /// The target it was asked for.
+        target: u64,
+        /// Tokens of the system prompt and task (and earlier placeholders).
+        head: u64,
+        /// Tokens of pinned messages outside head and tail.
+        pinned: u64,
+        /// Tokens of the minimum kept tail.
+        tail: u64,
+        /// Iterations in the minimum kept tail.
+        tail_iterations: usize,
+        /// Tokens of the tool declarations.
+        tools: u64,
+    },
+    /// The rewrite would break the API's rules; the history is returned untouched
+    /// by the caller. This is a bug in abridge if it ever happens.
+    #[error("refusing to emit an invalid conversation: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<Violation>),
+}
+
+impl Error {
+    /// True when retrying with the same input cannot succeed.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Error::Config(_) | Error::CannotShrink { .. } | Error::Invalid(_) => true,
+        }
+    }
+}

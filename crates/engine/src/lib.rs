@@ -1,0 +1,54 @@
+//! abridge keeps LLM agents inside their context window.
+//!
+//! Hand a [`Compactor`] the conversation on every turn; it counts tokens
+//! (cached per message), checks its triggers and, when one fires, rewrites
+//! the old part of the history with deterministic policies — clipping old
+//! page snapshots, images, tool arguments and results, collapsing stale
+//! feedback, and as a last resort dropping old iterations — until the
+//! history is under a target that sits below the trigger. The system prompt,
+//! the task, pinned messages and the last iterations stay byte-identical,
+//! every tool call keeps its result, and an unchanged history comes back
+//! borrowed, without a copy.
+//!
+//! ```
+//! use abridge::{Compactor, Config, model::decode};
+//!
+//! let config = Config::from_toml(r#"
+//!     [budget]
+//!     target_tokens = 300
+//!     min_iterations = 1
+//! "#)?;
+//! let mut compactor = Compactor::new(config)?;
+//! let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/coding-agent.openai.json"))?;
+//! let conv = decode(&bytes)?.remove(0);
+//! let outcome = compactor.compact(&conv)?;
+//! assert!(outcome.report.compacted);
+//! assert!(outcome.report.tokens_after <= 300);
+//! assert!(abridge::model::validate(&outcome.conversation).is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! For an agent loop that appends messages, [`Session`] keeps the history
+//! and its counts so each turn costs only the new messages.
+
+mod boundary;
+mod compactor;
+mod config;
+mod error;
+mod event;
+mod limits;
+pub mod placeholder;
+mod policy;
+mod session;
+pub mod synth;
+
+pub use abridge_model as model;
+pub use abridge_tokens as tokens;
+pub use compactor::{Compactor, Outcome, Reason, Report};
+pub use config::{
+    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, TriggerConfig,
+};
+pub use error::{Error, Result};
+pub use event::{Event, PolicyRun};
+pub use limits::Limits;
+pub use session::{Session, TurnReport};

@@ -1,0 +1,119 @@
+//! Thresholds and budgets derived from a config and the model registry.
+
+use abridge_tokens::{Registry, TokenizerKind};
+use serde::Serialize;
+
+use crate::compactor::Reason;
+use crate::config::Config;
+
+/// The numbers the compactor works with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Limits {
+    /// The model's context window, when known.
+    pub window: Option<u64>,
+    /// Tokenizer in use.
+    pub tokenizer: TokenizerKind,
+    /// History tokens above this trigger compaction.
+    pub trigger_tokens: Option<u64>,
+    /// Whether `trigger_tokens` comes from the window fraction (else `max_tokens`).
+    pub trigger_from_window: bool,
+    /// Provider-reported usage above this triggers compaction.
+    pub usage_tokens: Option<u64>,
+    /// Compaction every this many iterations.
+    pub every_iterations: Option<usize>,
+    /// What compaction shrinks the history to; always below the trigger by
+    /// at least `clear_at_least`, so the next turn does not compact again.
+    pub target: Option<u64>,
+    /// Most tokens the verbatim tail may hold (above the iteration floor).
+    pub kept_budget: u64,
+}
+
+impl Limits {
+    /// Derives the limits.
+    pub fn new(config: &Config, registry: &Registry) -> Self {
+        let info = config.model.as_deref().and_then(|m| registry.lookup(m));
+        let window = info.map(|i| i.context_window);
+        let tokenizer = config
+            .tokenizer
+            .unwrap_or_else(|| registry.tokenizer_for(config.model.as_deref()));
+        let t = &config.trigger;
+        let from_window = match (t.window_fraction, window) {
+            (Some(f), Some(w)) => Some(((f * w as f64) as u64).min(t.window_cap)),
+            _ => None,
+        };
+        let (trigger_tokens, trigger_from_window) = match (t.max_tokens, from_window) {
+            (Some(m), Some(w)) if w < m => (Some(w), true),
+            (Some(m), _) => (Some(m), false),
+            (None, Some(w)) => (Some(w), true),
+            (None, None) => (None, false),
+        };
+        let b = &config.budget;
+        let derived = trigger_tokens.map(|t| (t as f64 * b.target_ratio) as u64);
+        let mut target = b.target_tokens.or(derived);
+        if let (Some(tt), Some(trig)) = (target, trigger_tokens) {
+            // Hysteresis: never aim above trigger - clear_at_least.
+            target = Some(tt.min(trig.saturating_sub(b.clear_at_least)).max(1));
+        }
+        let mut kept_budget = b.kept_cap;
+        if let Some(w) = window {
+            kept_budget = kept_budget.min((b.kept_fraction * w as f64) as u64);
+        }
+        if let Some(t) = target {
+            kept_budget = kept_budget.min(t / 2);
+        }
+        Limits {
+            window,
+            tokenizer,
+            trigger_tokens,
+            trigger_from_window,
+            usage_tokens: t.usage_tokens,
+            every_iterations: t.every_iterations,
+            target,
+            kept_budget,
+        }
+    }
+
+    /// The trigger that fires for this turn, if any.
+    pub fn fired(
+        &self,
+        tokens: u64,
+        iterations: usize,
+        compacted_at: usize,
+        usage: Option<u64>,
+    ) -> Option<Reason> {
+        if self.trigger_tokens.is_some_and(|t| tokens > t) {
+            return Some(if self.trigger_from_window {
+                Reason::Window
+            } else {
+                Reason::Tokens
+            });
+        }
+        if let (Some(limit), Some(u)) = (self.usage_tokens, usage)
+            && u > limit
+        {
+            return Some(Reason::Usage);
+        }
+        if let Some(k) = self.every_iterations
+            && iterations >= compacted_at + k
+        {
+            return Some(Reason::Cadence);
+        }
+        None
+    }
+
+    /// The target for a compaction of this reason. Usage-triggered
+    /// compaction scales the target by how much more the provider counted
+    /// than abridge does (a system prompt abridge does not see, say).
+    /// Cadence-triggered compaction has no target: it clips old content only.
+    pub fn target_for(&self, reason: Reason, tokens: u64, usage: Option<u64>) -> Option<u64> {
+        match reason {
+            Reason::Cadence => None,
+            Reason::Usage => {
+                let target = self.target.or(self.usage_tokens.map(|u| u / 2))?;
+                let usage = usage.unwrap_or(tokens).max(1);
+                Some((target as f64 * (tokens as f64 / usage as f64).min(1.0)) as u64)
+            }
+            _ => self.target,
+        }
+    }
+}

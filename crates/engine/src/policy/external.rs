@@ -1,0 +1,182 @@
+//! `clip_external`: bodies of old wrapped blocks (`<EXTERNAL-CONTENT …>` …
+//! `</EXTERNAL-CONTENT>`, as browser agents wrap page snapshots) become
+//! `> [clipped for brevity]` with the tags kept; old images become a short
+//! text. The message holding the newest block of each tag, and the newest
+//! message with an image, are left whole.
+
+use std::ops::Range;
+
+use abridge_model::{ContentForm, Message, Part};
+
+use crate::config::PolicyConfig;
+use crate::placeholder::{EXTERNAL_BODY, IMAGE};
+
+pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &PolicyConfig) -> usize {
+    let newest_image = messages.iter().rposition(|m| has_image(&m.parts));
+    let newest_block: Vec<Option<usize>> = cfg
+        .external_tags
+        .iter()
+        .map(|tag| {
+            messages
+                .iter()
+                .rposition(|m| texts(&m.parts).any(|t| find_block(t, tag, 0).is_some()))
+        })
+        .collect();
+    let mut changed = 0;
+    for i in region {
+        let m = &mut messages[i];
+        if m.meta.pinned {
+            continue;
+        }
+        for (tag, newest) in cfg.external_tags.iter().zip(&newest_block) {
+            if *newest != Some(i) {
+                changed += clip_blocks_in(&mut m.parts, tag);
+            }
+        }
+        if newest_image != Some(i) {
+            changed += clip_images(&mut m.parts);
+        }
+    }
+    changed
+}
+
+fn has_image(parts: &[Part]) -> bool {
+    parts.iter().any(|p| match p {
+        Part::Image(_) => true,
+        Part::ToolResult(r) => has_image(&r.parts),
+        _ => false,
+    })
+}
+
+fn texts(parts: &[Part]) -> impl Iterator<Item = &str> {
+    parts
+        .iter()
+        .flat_map(|p| -> Box<dyn Iterator<Item = &str>> {
+            match p {
+                Part::Text(t) => Box::new(std::iter::once(t.text.as_str())),
+                Part::ToolResult(r) => Box::new(r.parts.iter().filter_map(Part::as_text)),
+                _ => Box::new(std::iter::empty()),
+            }
+        })
+}
+
+fn clip_blocks_in(parts: &mut [Part], tag: &str) -> usize {
+    let mut changed = 0;
+    for p in parts {
+        match p {
+            Part::Text(t) => {
+                if let Some(clipped) = clip_blocks(&t.text, tag) {
+                    t.text = clipped;
+                    changed += 1;
+                }
+            }
+            Part::ToolResult(r) => changed += clip_blocks_in(&mut r.parts, tag),
+            _ => {}
+        }
+    }
+    changed
+}
+
+fn clip_images(parts: &mut [Part]) -> usize {
+    let mut changed = 0;
+    for p in parts.iter_mut() {
+        match p {
+            Part::Image(_) => {
+                *p = Part::text(IMAGE);
+                changed += 1;
+            }
+            Part::ToolResult(r) => {
+                let n = clip_images(&mut r.parts);
+                if n > 0 && r.form != ContentForm::Blocks {
+                    r.form = ContentForm::Blocks;
+                }
+                changed += n;
+            }
+            _ => {}
+        }
+    }
+    changed
+}
+
+/// Byte ranges of the next block of `tag` at or after `from`: (body start, body end, close end).
+fn find_block(text: &str, tag: &str, from: usize) -> Option<(usize, usize, usize)> {
+    let open = format!("<{tag}");
+    let close = format!("</{tag}>");
+    let mut search = from;
+    loop {
+        let start = search + text.get(search..)?.find(&open)?;
+        let after = start + open.len();
+        let next = text[after..].chars().next()?;
+        if next == '>' || next.is_whitespace() {
+            let body_start = after + text[after..].find('>')? + 1;
+            let body_end = body_start + text[body_start..].find(&close)?;
+            return Some((body_start, body_end, body_end + close.len()));
+        }
+        search = after;
+    }
+}
+
+/// The text with every block body of `tag` clipped, or `None` when nothing changed.
+fn clip_blocks(text: &str, tag: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut pos = 0;
+    let mut changed = false;
+    while let Some((body_start, body_end, close_end)) = find_block(text, tag, pos) {
+        let body = &text[body_start..body_end];
+        out.push_str(&text[pos..body_start]);
+        if body.trim() == EXTERNAL_BODY {
+            out.push_str(body);
+        } else {
+            out.push('\n');
+            out.push_str(EXTERNAL_BODY);
+            out.push('\n');
+            changed = true;
+        }
+        out.push_str(&text[body_end..close_end]);
+        pos = close_end;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[pos..]);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clips_bodies_and_keeps_tags() {
+        let t = "before <EXTERNAL-CONTENT source=\"a\">\nline 1\nline 2\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>x</EXTERNAL-CONTENT> end";
+        let c = clip_blocks(t, "EXTERNAL-CONTENT").unwrap();
+        assert_eq!(
+            c,
+            "before <EXTERNAL-CONTENT source=\"a\">\n> [clipped for brevity]\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>\n> [clipped for brevity]\n</EXTERNAL-CONTENT> end"
+        );
+        assert_eq!(clip_blocks(&c, "EXTERNAL-CONTENT"), None);
+    }
+
+    #[test]
+    fn ignores_other_tags_and_unclosed_blocks() {
+        assert_eq!(
+            clip_blocks(
+                "<EXTERNAL-CONTENTS>x</EXTERNAL-CONTENTS>",
+                "EXTERNAL-CONTENT"
+            ),
+            None
+        );
+        assert_eq!(
+            clip_blocks("<EXTERNAL-CONTENT>never closed", "EXTERNAL-CONTENT"),
+            None
+        );
+        assert_eq!(
+            clip_blocks(
+                "ünïcödé <EXTERNAL-CONTENT>é</EXTERNAL-CONTENT>",
+                "EXTERNAL-CONTENT"
+            )
+            .unwrap(),
+            "ünïcödé <EXTERNAL-CONTENT>\n> [clipped for brevity]\n</EXTERNAL-CONTENT>"
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! An agent's history kept by abridge, with per-message counts, so that a
+//! turn costs the new messages rather than the whole history.
+
+use std::time::{Duration, Instant};
+
+use abridge_model::{Conversation, Message, Role};
+
+use crate::compactor::{Compactor, Report};
+use crate::error::Result;
+use crate::event::Event;
+
+/// A conversation that grows turn by turn and compacts itself.
+///
+/// ```
+/// use abridge::{Compactor, Config, Session, model::{Conversation, Family, Message, Role}};
+///
+/// let config = Config::from_toml("[trigger]\nmax_tokens = 2000\n[budget]\nclear_at_least = 200")?;
+/// let mut session = Session::new(Compactor::new(config)?, Conversation::new(Family::OpenAi));
+/// session.push(Message::text(Role::User, "Summarise the logs."));
+/// for i in 0..60 {
+///     session.push(Message::text(Role::Assistant, format!("Reading part {i}.")));
+///     session.push(Message::text(Role::User, format!("[validation] part {i}: {}", "log line ".repeat(20))));
+///     let turn = session.turn(None)?;
+///     assert!(turn.tokens <= 2000);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Session {
+    compactor: Compactor,
+    conv: Conversation,
+    tokens: Vec<u64>,
+    tools: u64,
+    total: u64,
+    iterations: usize,
+}
+
+/// What one turn did.
+#[derive(Debug, Clone)]
+pub struct TurnReport {
+    /// Tokens of the history after the turn.
+    pub tokens: u64,
+    /// The compaction report, when a trigger fired.
+    pub report: Option<Report>,
+    /// Engine time spent in this turn.
+    pub duration: Duration,
+}
+
+impl TurnReport {
+    /// True when the history was rewritten this turn.
+    pub fn compacted(&self) -> bool {
+        self.report.as_ref().is_some_and(|r| r.compacted)
+    }
+}
+
+impl Session {
+    /// Starts from an existing conversation (counted once).
+    pub fn new(mut compactor: Compactor, conv: Conversation) -> Self {
+        let tokens = compactor.message_tokens(&conv.messages);
+        let tools = compactor.count(&Conversation {
+            messages: Vec::new(),
+            ..envelope_only(&conv)
+        });
+        let iterations = conv
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count();
+        Session {
+            total: tokens.iter().sum::<u64>() + tools,
+            compactor,
+            conv,
+            tokens,
+            tools,
+            iterations,
+        }
+    }
+
+    /// Appends a message; only this message is tokenized.
+    pub fn push(&mut self, m: Message) {
+        let t = self.compactor.message_tokens(std::slice::from_ref(&m))[0];
+        self.total += t;
+        self.tokens.push(t);
+        if m.role == Role::Assistant {
+            self.iterations += 1;
+        }
+        self.conv.messages.push(m);
+    }
+
+    /// The history to send now.
+    pub fn conversation(&self) -> &Conversation {
+        &self.conv
+    }
+
+    /// Tokens of the history now.
+    pub fn tokens(&self) -> u64 {
+        self.total
+    }
+
+    /// The compactor, e.g. to subscribe to events.
+    pub fn compactor_mut(&mut self) -> &mut Compactor {
+        &mut self.compactor
+    }
+
+    /// Evaluates the turn: a history-size event, and a compaction when a
+    /// trigger fires. Without a compaction this costs O(1).
+    pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
+        let start = Instant::now();
+        let size = Event::HistorySize {
+            tokens: self.total,
+            messages: self.conv.messages.len(),
+            iterations: self.iterations,
+            window_fraction: self
+                .compactor
+                .limits()
+                .window
+                .map(|w| self.total as f64 / w as f64),
+        };
+        self.compactor.emit(&size);
+        let fired = self.compactor.limits().fired(
+            self.total,
+            self.iterations,
+            self.compactor.compacted_at(),
+            usage,
+        );
+        let Some(reason) = fired else {
+            return Ok(TurnReport {
+                tokens: self.total,
+                report: None,
+                duration: start.elapsed(),
+            });
+        };
+        let outcome =
+            self.compactor
+                .compact_for(&self.conv, reason, self.total, usage, vec![size], start)?;
+        let report = outcome.report;
+        if report.compacted {
+            let conv = outcome.conversation.into_owned();
+            self.tokens = self.compactor.message_tokens(&conv.messages);
+            self.total = self.tokens.iter().sum::<u64>() + self.tools;
+            self.iterations = conv
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count();
+            self.conv = conv;
+        }
+        Ok(TurnReport {
+            tokens: self.total,
+            report: Some(report),
+            duration: start.elapsed(),
+        })
+    }
+}
+
+fn envelope_only(conv: &Conversation) -> Conversation {
+    Conversation {
+        format: conv.format,
+        family: conv.family,
+        model: None,
+        tools: conv.tools.clone(),
+        messages: Vec::new(),
+        extra: Default::default(),
+        boundaries: Vec::new(),
+        label: None,
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the abridge engine.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
+
+mod corpus;
+mod policies;
+mod props;
+mod session;
+mod support;

@@ -1,0 +1,237 @@
+//! What each policy does, on small hand-made histories.
+
+use std::borrow::Cow;
+
+use abridge::model::{Conversation, Family, Message, Part, Role, decode, validate};
+use abridge::{Compactor, Config, PolicyKind};
+use serde_json::json;
+
+fn example(name: &str) -> Conversation {
+    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    decode(&std::fs::read(path).unwrap()).unwrap().remove(0)
+}
+
+fn only(kind: PolicyKind, keep: usize) -> Config {
+    let mut c = Config::default();
+    c.policies.pipeline = vec![kind];
+    c.budget.min_iterations = keep;
+    c.budget.kept_cap = 0;
+    c
+}
+
+fn texts(conv: &Conversation) -> String {
+    let body = abridge::model::encode(conv).unwrap();
+    body.to_string()
+}
+
+#[test]
+fn clip_external_keeps_the_newest_snapshot_and_image() {
+    let conv = example("web-agent.anthropic.json");
+    let out = Compactor::new(only(PolicyKind::ClipExternal, 1))
+        .unwrap()
+        .compact(&conv)
+        .unwrap();
+    let after = out.conversation.into_owned();
+    let s = texts(&after);
+    // Two older snapshots clipped, the newest (the flight page, with the screenshot) kept.
+    assert_eq!(s.matches("> [clipped for brevity]").count(), 2, "{s}");
+    assert!(s.contains("Fare: EUR 221 (Light)"));
+    assert!(s.contains("iVBORw0KGgo"));
+    assert!(s.contains("<EXTERNAL-CONTENT source=\\\"https://example-air.test/search\\\">"));
+    assert!(validate(&after).is_empty());
+    assert_eq!(out.report.policies[0].policy, "clip_external");
+    assert!(out.report.policies[0].tokens_saved > 500);
+}
+
+#[test]
+fn clip_tool_results_keeps_the_first_line_of_errors_and_excluded_tools() {
+    let conv = example("coding-agent.openai.json");
+    let mut cfg = only(PolicyKind::ClipToolResults, 2);
+    cfg.policies.min_result_chars = 10;
+    cfg.policies.keep_results_of = vec!["read_file".into()];
+    let after = Compactor::new(cfg)
+        .unwrap()
+        .compact(&conv)
+        .unwrap()
+        .conversation
+        .into_owned();
+    let s = texts(&after);
+    assert!(
+        s.contains("[tool result clipped for brevity; it failed: exit status 101]"),
+        "{s}"
+    );
+    assert!(s.contains("[tool result clipped for brevity]"));
+    assert!(
+        s.contains("pub fn format_date"),
+        "read_file results are excluded"
+    );
+    assert!(
+        s.contains("14 passed; 0 failed"),
+        "the last iterations stay"
+    );
+    assert!(validate(&after).is_empty());
+}
+
+#[test]
+fn clip_tool_args_keeps_name_and_id() {
+    let conv = example("coding-agent.openai.json");
+    let mut cfg = only(PolicyKind::ClipToolArgs, 1);
+    cfg.policies.min_args_chars = 40;
+    let after = Compactor::new(cfg)
+        .unwrap()
+        .compact(&conv)
+        .unwrap()
+        .conversation
+        .into_owned();
+    let body = abridge::model::encode(&after).unwrap();
+    let call = &body["messages"][7]["tool_calls"][1];
+    assert_eq!(call["id"], "call_005");
+    assert_eq!(call["function"]["name"], "edit_file");
+    assert_eq!(
+        call["function"]["arguments"],
+        json!("{\"_abridged\":\"arguments clipped for brevity\"}")
+    );
+    assert!(validate(&after).is_empty());
+}
+
+fn feedback_run() -> Conversation {
+    let mut c = Conversation::new(Family::OpenAi);
+    c.messages.push(Message::text(Role::System, "sys"));
+    c.messages.push(Message::text(Role::User, "task"));
+    let fb = [
+        "[validation] Task validation failed: no SKU",
+        "[feedback] Step error: timeout",
+        "[validation] Task validation failed: wrong price",
+        "[validation] Task validation failed: empty table",
+        "[feedback] Step error: selector",
+    ];
+    for (i, f) in fb.iter().enumerate() {
+        c.messages
+            .push(Message::text(Role::Assistant, format!("attempt {i}")));
+        c.messages.push(Message::text(Role::User, *f));
+    }
+    c.messages
+        .push(Message::text(Role::Assistant, "final attempt"));
+    c
+}
+
+#[test]
+fn collapse_feedback_leaves_one_line_and_the_newest_of_each_kind() {
+    let conv = feedback_run();
+    let out = Compactor::new(only(PolicyKind::CollapseFeedback, 1))
+        .unwrap()
+        .compact(&conv)
+        .unwrap();
+    let after = out.conversation.into_owned();
+    let user: Vec<String> = after
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.text_content())
+        .collect();
+    assert_eq!(
+        user,
+        [
+            "task",
+            "[3 earlier feedback messages clipped: 2 validation rejections, 1 step error]",
+            "[validation] Task validation failed: empty table",
+            "[feedback] Step error: selector",
+        ]
+    );
+    assert_eq!(out.report.policies[0].items, 3);
+    // Again: nothing left to collapse.
+    assert!(
+        !Compactor::new(only(PolicyKind::CollapseFeedback, 1))
+            .unwrap()
+            .compact(&after)
+            .unwrap()
+            .report
+            .compacted
+    );
+}
+
+#[test]
+fn drop_iterations_chains_its_count() {
+    let mut conv = feedback_run();
+    let mut cfg = only(PolicyKind::DropIterations, 2);
+    cfg.budget.target_tokens = Some(1);
+    // Cannot reach 1 token: the error names what cannot shrink.
+    let err = Compactor::new(cfg.clone())
+        .unwrap()
+        .compact(&conv)
+        .unwrap_err();
+    assert!(err.to_string().starts_with("cannot shrink below"), "{err}");
+    cfg.budget.target_tokens = Some(60);
+    let first = Compactor::new(cfg.clone())
+        .unwrap()
+        .compact(&conv)
+        .unwrap()
+        .conversation
+        .into_owned();
+    assert_eq!(
+        first.messages[2].text_content(),
+        "[4 earlier iterations omitted]"
+    );
+    // The run goes on; the next drop adds to the count instead of nesting.
+    conv = first.clone();
+    for i in 0..4 {
+        conv.messages
+            .push(Message::text(Role::User, format!("more {i}")));
+        conv.messages
+            .push(Message::text(Role::Assistant, format!("step {i}")));
+    }
+    cfg.budget.target_tokens = Some(45);
+    let second = Compactor::new(cfg)
+        .unwrap()
+        .compact(&conv)
+        .unwrap()
+        .conversation
+        .into_owned();
+    let notes: Vec<String> = second
+        .messages
+        .iter()
+        .map(Message::text_content)
+        .filter(|t| t.contains("omitted"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let n: usize = notes[0]
+        .trim_start_matches('[')
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(n > 4, "{notes:?}");
+    assert!(validate(&second).is_empty());
+}
+
+#[test]
+fn unchanged_history_is_borrowed() {
+    let conv = example("coding-agent.openai.json");
+    let mut cfg = Config::default();
+    cfg.budget.target_tokens = Some(1_000_000);
+    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+    assert!(matches!(out.conversation, Cow::Borrowed(_)));
+    assert!(!out.report.compacted);
+}
+
+#[test]
+fn pinned_by_marker_is_never_touched() {
+    let mut conv = feedback_run();
+    conv.messages[3] = Message::text(Role::User, "[validation] Task validation failed: KEEP-ME");
+    let mut cfg = only(PolicyKind::CollapseFeedback, 1);
+    cfg.pin.markers = vec!["KEEP-ME".into()];
+    let after = Compactor::new(cfg)
+        .unwrap()
+        .compact(&conv)
+        .unwrap()
+        .conversation
+        .into_owned();
+    assert!(
+        after
+            .messages
+            .iter()
+            .any(|m| m.text_content().ends_with("KEEP-ME"))
+    );
+    assert!(matches!(after.messages[3].parts[0], Part::Text(_)));
+}

@@ -1,0 +1,90 @@
+//! Property tests over generated runs with parallel calls, errors, images,
+//! feedback and pinned messages: every policy and the whole pipeline keep the
+//! conversation valid, are idempotent, and never touch the head, the tail or
+//! pinned messages.
+
+use abridge::model::{Family, validate};
+use abridge::synth::{Spec, run};
+use abridge::{Compactor, Config, Error, PolicyKind};
+use proptest::prelude::*;
+
+use crate::support::assert_kept;
+
+const ALL: [PolicyKind; 5] = [
+    PolicyKind::ClipExternal,
+    PolicyKind::CollapseFeedback,
+    PolicyKind::ClipToolResults,
+    PolicyKind::ClipToolArgs,
+    PolicyKind::DropIterations,
+];
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (any::<u64>(), 1usize..30, prop::bool::ANY, 2usize..20).prop_map(
+        |(seed, iterations, anthropic, page_lines)| Spec {
+            seed,
+            iterations,
+            family: if anthropic {
+                Family::Anthropic
+            } else {
+                Family::OpenAi
+            },
+            page_lines,
+        },
+    )
+}
+
+fn config(pipeline: Vec<PolicyKind>, target: Option<u64>, keep: usize, pins: &[usize]) -> Config {
+    let mut c = Config::default();
+    c.policies.pipeline = pipeline;
+    c.policies.min_result_chars = 20;
+    c.policies.min_args_chars = 60;
+    c.budget.target_tokens = target;
+    c.budget.min_iterations = keep;
+    c.budget.kept_cap = 0; // the tail is exactly the floor
+    c.pin.indices = pins.to_vec();
+    c
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn every_policy_and_the_pipeline_stay_valid_idempotent_and_keep_what_they_must(
+        spec in spec(),
+        keep in 1usize..4,
+        pins in prop::collection::vec(0usize..120, 0..4),
+        ratio in 0.05f64..0.9,
+    ) {
+        let conv = run(spec);
+        prop_assert!(validate(&conv).is_empty());
+        let total = Compactor::new(Config::default()).unwrap().count(&conv);
+        let target = ((total as f64) * ratio) as u64;
+        let mut pipelines: Vec<Vec<PolicyKind>> = ALL.iter().map(|k| vec![*k]).collect();
+        pipelines.push(ALL.to_vec());
+        for pipeline in pipelines {
+            for target in [None, Some(target)] {
+                if target.is_none() && pipeline == [PolicyKind::DropIterations] {
+                    continue; // dropping needs a target
+                }
+                let cfg = config(pipeline.clone(), target, keep, &pins);
+                let out = match Compactor::new(cfg.clone()).unwrap().compact(&conv) {
+                    Ok(o) => o,
+                    Err(Error::CannotShrink { floor, .. }) => {
+                        prop_assert!(target.is_some_and(|t| floor > t), "{pipeline:?}");
+                        continue;
+                    }
+                    Err(e) => return Err(TestCaseError::fail(format!("{pipeline:?}: {e}"))),
+                };
+                let after = out.conversation.into_owned();
+                let v = validate(&after);
+                prop_assert!(v.is_empty(), "{pipeline:?} {target:?}: {v:?}");
+                if let Some(t) = target {
+                    prop_assert!(out.report.tokens_after <= t, "{pipeline:?}: {} > {t}", out.report.tokens_after);
+                }
+                assert_kept(&conv, &after, keep, &pins);
+                let again = Compactor::new(cfg).unwrap().compact(&after).unwrap();
+                prop_assert!(!again.report.compacted, "{pipeline:?} {target:?} not idempotent: {:?}", again.report.policies);
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Triggers, convergence and events over a whole run, turn by turn.
+
+use std::sync::{Arc, Mutex};
+
+use abridge::model::{Conversation, Family, Role};
+use abridge::synth::{Spec, run};
+use abridge::{Compactor, Config, Event, Session};
+
+fn replay(conv: &Conversation, config: Config) -> (Vec<u64>, Vec<bool>, Vec<Event>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let mut compactor = Compactor::new(config).unwrap();
+    let sink = events.clone();
+    compactor.subscribe(move |e| sink.lock().unwrap().push(e.clone()));
+    let head = abridge::model::head_len(&conv.messages);
+    let mut start = Conversation::new(conv.family);
+    start.messages = conv.messages[..head].to_vec();
+    let mut session = Session::new(compactor, start);
+    let (mut tokens, mut compacted) = (Vec::new(), Vec::new());
+    for m in &conv.messages[head..] {
+        // A turn is evaluated when the agent is about to call the model:
+        // before each assistant message.
+        if m.role == Role::Assistant {
+            let t = session.turn(None).unwrap();
+            tokens.push(t.tokens);
+            compacted.push(t.compacted());
+        }
+        session.push(m.clone());
+    }
+    let events = events.lock().unwrap().clone();
+    (tokens, compacted, events)
+}
+
+#[test]
+fn a_100_iteration_run_plateaus_without_back_to_back_compactions() {
+    for family in [Family::OpenAi, Family::Anthropic] {
+        let conv = run(Spec {
+            family,
+            ..Spec::default()
+        });
+        let mut cfg = Config::default();
+        cfg.trigger.max_tokens = Some(30_000);
+        let (tokens, compacted, events) = replay(&conv, cfg);
+        assert_eq!(tokens.len(), 100);
+        let compactions = compacted.iter().filter(|c| **c).count();
+        assert!(compactions >= 2, "{family:?}: {compactions}");
+        assert!(
+            !compacted.windows(2).any(|w| w[0] && w[1]),
+            "compacted on consecutive turns"
+        );
+        // Bounded: never far above the trigger (one turn's growth at most).
+        let peak = *tokens.iter().max().unwrap();
+        assert!(peak < 36_000, "{family:?}: peak {peak}");
+        // And not growing: the second half is no higher than the first half's peak.
+        let first_half = tokens[..50].iter().max().unwrap();
+        let second_half = tokens[50..].iter().max().unwrap();
+        assert!(
+            second_half <= &(first_half + 6_000),
+            "{family:?}: {first_half} then {second_half}"
+        );
+        let sizes = events
+            .iter()
+            .filter(|e| matches!(e, Event::HistorySize { .. }))
+            .count();
+        let done = events
+            .iter()
+            .filter(|e| matches!(e, Event::HistoryCompacted { .. }))
+            .count();
+        assert_eq!(sizes, 100);
+        assert_eq!(done, compactions);
+    }
+}
+
+#[test]
+fn cadence_trigger_respects_clear_at_least() {
+    let conv = run(Spec {
+        iterations: 30,
+        ..Spec::default()
+    });
+    let mut cfg = Config::default();
+    cfg.trigger.every_iterations = Some(5);
+    cfg.budget.kept_cap = 1_000;
+    cfg.budget.clear_at_least = 1_000_000;
+    let (_, compacted, events) = replay(&conv, cfg.clone());
+    assert!(compacted.iter().all(|c| !c));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::CompactionSkipped { .. }))
+    );
+    // With a reachable clear_at_least, the cadence clips every 5 iterations.
+    cfg.budget.clear_at_least = 500;
+    let (_, compacted, _) = replay(&conv, cfg);
+    let at: Vec<usize> = compacted
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(at.len() >= 3, "{at:?}");
+    assert!(at.windows(2).all(|w| w[1] - w[0] >= 5), "{at:?}");
+}
+
+#[test]
+fn cannot_shrink_leaves_the_history_and_says_why() {
+    let conv = run(Spec {
+        iterations: 6,
+        ..Spec::default()
+    });
+    let mut cfg = Config::default();
+    cfg.budget.target_tokens = Some(10);
+    cfg.budget.min_iterations = 3;
+    let mut c = Compactor::new(cfg).unwrap();
+    let err = c.compact(&conv).unwrap_err();
+    let abridge::Error::CannotShrink {
+        floor,
+        target,
+        tail_iterations,
+        ..
+    } = err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!((target, tail_iterations), (10, 3));
+    assert!(floor > 10);
+}

@@ -1,0 +1,42 @@
+//! Helpers shared by the engine tests.
+
+use abridge::model::{Conversation, Message, head_len, iterations};
+
+/// Same on the wire: role, parts, content form and extra fields (meta ignored).
+pub(crate) fn same(a: &Message, b: &Message) -> bool {
+    a.role == b.role && a.parts == b.parts && a.form == b.form && a.extra == b.extra
+}
+
+/// The messages of the last `k` iterations.
+pub(crate) fn last_iterations(conv: &Conversation, k: usize) -> &[Message] {
+    let its = iterations(&conv.messages);
+    let start = its.len().checked_sub(k).map_or(0, |i| its[i].start);
+    &conv.messages[start..]
+}
+
+/// Asserts what compaction must never change: the head, the last `k`
+/// iterations and every pinned message.
+pub(crate) fn assert_kept(input: &Conversation, output: &Conversation, k: usize, pinned: &[usize]) {
+    let head = head_len(&input.messages);
+    for i in 0..head {
+        assert!(
+            same(&input.messages[i], &output.messages[i]),
+            "head message {i} changed"
+        );
+    }
+    let (a, b) = (last_iterations(input, k), last_iterations(output, k));
+    assert_eq!(a.len(), b.len(), "tail length changed");
+    assert!(a.iter().zip(b).all(|(x, y)| same(x, y)), "tail changed");
+    let mut pinned = pinned.to_vec();
+    pinned.sort_unstable();
+    pinned.dedup();
+    let mut from = 0;
+    for p in pinned {
+        let Some(m) = input.messages.get(p) else {
+            continue;
+        };
+        let found = output.messages[from..].iter().position(|o| same(o, m));
+        let pos = found.unwrap_or_else(|| panic!("pinned message {p} changed or lost"));
+        from += pos + 1;
+    }
+}
