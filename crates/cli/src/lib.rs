@@ -1,12 +1,15 @@
 //! The `abridge` command line: argument parsing and the commands.
 
+mod compact;
+mod engine_args;
 mod input;
+mod simulate;
 mod stats;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use abridge_model::{Family, validate};
+use abridge_model::{Conversation, Family, validate};
 use abridge_tokens::{Registry, TokenizerKind};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -43,11 +46,15 @@ enum Command {
         #[command(flatten)]
         input: input::InputArgs,
     },
+    /// Compact a conversation to a token budget and print the request body.
+    Compact(compact::CompactArgs),
+    /// Replay a recorded run turn by turn with and without compaction.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// A wire family named on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum Target {
+pub(crate) enum Target {
     Openai,
     Anthropic,
 }
@@ -110,37 +117,50 @@ fn run(cli: Cli) -> Result<ExitCode> {
             input,
         } => {
             let (label, conv) = input::one(&file, &input)?;
-            let family = Family::from(to);
-            let mut converted = abridge_model::convert(&conv, family)
-                .with_context(|| format!("{label}: cannot convert to {}", family.as_str()))?;
-            let conv = &mut converted.conversation;
-            if family == Family::Anthropic && !conv.extra.contains_key("max_tokens") {
-                // Anthropic requires max_tokens; take the model's output limit.
-                let registry = Registry::new();
-                let max = conv
-                    .model
-                    .as_deref()
-                    .and_then(|m| registry.lookup(m))
-                    .map_or(8_192, |i| i.max_output.min(32_000));
-                conv.extra.insert("max_tokens".into(), max.into());
-                converted
-                    .warnings
-                    .push(format!("added max_tokens = {max} (Anthropic requires it)"));
-            }
-            for w in &converted.warnings {
-                eprintln!("abridge: {label}: {w}");
-            }
-            let body = abridge_model::encode(&converted.conversation)
-                .with_context(|| format!("{label}: cannot encode"))?;
-            if compact {
-                serde_json::to_writer(&mut out, &body)?;
-            } else {
-                serde_json::to_writer_pretty(&mut out, &body)?;
-            }
-            writeln!(out)?;
+            write_body(&label, &conv, to.into(), compact, &mut out)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Compact(args) => compact::run(&args, &mut out),
+        Command::Simulate(args) => simulate::run(&args, &mut out),
     }
+}
+
+/// Converts to `family` (adding `max_tokens` where Anthropic requires it),
+/// reports what was dropped on stderr, and writes the request body.
+pub(crate) fn write_body(
+    label: &str,
+    conv: &Conversation,
+    family: Family,
+    compact: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut converted = abridge_model::convert(conv, family)
+        .with_context(|| format!("{label}: cannot convert to {}", family.as_str()))?;
+    let conv = &mut converted.conversation;
+    if family == Family::Anthropic && !conv.extra.contains_key("max_tokens") {
+        // Anthropic requires max_tokens; take the model's output limit.
+        let max = conv
+            .model
+            .as_deref()
+            .and_then(|m| Registry::new().lookup(m))
+            .map_or(8_192, |i| i.max_output.min(32_000));
+        conv.extra.insert("max_tokens".into(), max.into());
+        converted
+            .warnings
+            .push(format!("added max_tokens = {max} (Anthropic requires it)"));
+    }
+    for w in &converted.warnings {
+        eprintln!("abridge: {label}: {w}");
+    }
+    let body = abridge_model::encode(&converted.conversation)
+        .with_context(|| format!("{label}: cannot encode"))?;
+    if compact {
+        serde_json::to_writer(&mut *out, &body)?;
+    } else {
+        serde_json::to_writer_pretty(&mut *out, &body)?;
+    }
+    writeln!(out)?;
+    Ok(())
 }
 
 /// Parses a tokenizer name for clap.

@@ -160,7 +160,8 @@ fn main_kind(c: &TokenCounts) -> &'static str {
     .map_or("text", |(_, k)| k)
 }
 
-fn thousands(n: u64) -> String {
+/// `1234567` → `1,234,567`.
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {

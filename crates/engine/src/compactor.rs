@@ -293,8 +293,7 @@ impl Compactor {
         }
         let after = Conversation {
             messages: work,
-            boundaries: Vec::new(),
-            ..envelope(conv)
+            ..conv.clone_envelope()
         };
         guard(conv, &after)?;
         self.compacted_at_iteration = iterations(&after.messages).len();
@@ -439,20 +438,6 @@ fn record(runs: &mut Vec<PolicyRun>, kind: PolicyKind, items: usize, saved: u64)
             items,
             tokens_saved: saved,
         }),
-    }
-}
-
-/// The envelope of a conversation without its messages.
-fn envelope(conv: &Conversation) -> Conversation {
-    Conversation {
-        format: conv.format,
-        family: conv.family,
-        model: conv.model.clone(),
-        tools: conv.tools.clone(),
-        messages: Vec::new(),
-        extra: conv.extra.clone(),
-        boundaries: Vec::new(),
-        label: conv.label.clone(),
     }
 }
 

@@ -57,10 +57,7 @@ impl Session {
     /// Starts from an existing conversation (counted once).
     pub fn new(mut compactor: Compactor, conv: Conversation) -> Self {
         let tokens = compactor.message_tokens(&conv.messages);
-        let tools = compactor.count(&Conversation {
-            messages: Vec::new(),
-            ..envelope_only(&conv)
-        });
+        let tools = compactor.count(&conv.clone_envelope());
         let iterations = conv
             .messages
             .iter()
@@ -76,8 +73,8 @@ impl Session {
         }
     }
 
-    /// Appends a message; only this message is tokenized.
-    pub fn push(&mut self, m: Message) {
+    /// Appends a message; only this message is tokenized. Returns its tokens.
+    pub fn push(&mut self, m: Message) -> u64 {
         let t = self.compactor.message_tokens(std::slice::from_ref(&m))[0];
         self.total += t;
         self.tokens.push(t);
@@ -85,6 +82,7 @@ impl Session {
             self.iterations += 1;
         }
         self.conv.messages.push(m);
+        t
     }
 
     /// The history to send now.
@@ -150,18 +148,5 @@ impl Session {
             report: Some(report),
             duration: start.elapsed(),
         })
-    }
-}
-
-fn envelope_only(conv: &Conversation) -> Conversation {
-    Conversation {
-        format: conv.format,
-        family: conv.family,
-        model: None,
-        tools: conv.tools.clone(),
-        messages: Vec::new(),
-        extra: Default::default(),
-        boundaries: Vec::new(),
-        label: None,
     }
 }

@@ -157,6 +157,21 @@ impl Conversation {
         }
     }
 
+    /// A copy of the envelope (format, model, tools, other fields, label)
+    /// with no messages and no boundaries.
+    pub fn clone_envelope(&self) -> Conversation {
+        Conversation {
+            format: self.format,
+            family: self.family,
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            messages: Vec::new(),
+            extra: self.extra.clone(),
+            boundaries: Vec::new(),
+            label: self.label.clone(),
+        }
+    }
+
     /// Splits the messages into iterations; see [`iterations`].
     pub fn iterations(&self) -> Vec<Iteration> {
         iterations(&self.messages)

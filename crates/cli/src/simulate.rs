@@ -1,0 +1,283 @@
+//! `abridge simulate`: replay a run turn by turn, as a live agent would see it.
+//!
+//! At each assistant message the agent is about to call the model: the
+//! history so far (with earlier compactions carried forward, as the agent's
+//! own memory would be) goes through the engine, and what it returns is what
+//! the model would be sent. The same run without compaction is the baseline.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use abridge::synth::{self, Spec};
+use abridge::{Compactor, Session};
+use abridge_model::{Conversation, Role, head_len};
+use anyhow::{Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::Target;
+use crate::engine_args::EngineArgs;
+use crate::input::{self, InputArgs};
+use crate::stats::thousands;
+
+/// Arguments of `abridge simulate`.
+#[derive(Debug, Args)]
+pub(crate) struct SimulateArgs {
+    /// Recorded run (`FILE#N` picks a run of a multi-run file); or use --synthetic.
+    #[arg(required_unless_present = "synthetic")]
+    file: Option<String>,
+    /// Simulate a generated web-agent run of N iterations instead of a file.
+    #[arg(long, value_name = "N", conflicts_with = "file")]
+    synthetic: Option<usize>,
+    /// Wire format of the synthetic run.
+    #[arg(long, value_enum, default_value = "openai")]
+    family: Target,
+    /// Compact when the history exceeds N tokens (trigger.max_tokens).
+    #[arg(long, value_name = "N")]
+    trigger_tokens: Option<u64>,
+    /// Print the summary and the per-turn series as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
+    #[command(flatten)]
+    input: InputArgs,
+}
+
+/// One model call of the replayed run.
+#[derive(Debug, Clone, Serialize)]
+struct Turn {
+    /// 1-based turn number.
+    turn: usize,
+    /// Index of the assistant message in the recorded run.
+    index: usize,
+    /// Context tokens without compaction.
+    baseline: u64,
+    /// Context tokens sent with abridge.
+    tokens: u64,
+    /// A compaction happened this turn.
+    compacted: bool,
+    /// The engine could not compact (e.g. cannot shrink); the run went on.
+    failed: bool,
+    /// Engine time this turn: counting the new messages and evaluating.
+    engine_us: f64,
+}
+
+pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let (label, conv) = match (&args.file, args.synthetic) {
+        (_, Some(n)) => {
+            let spec = Spec {
+                iterations: n,
+                family: args.family.into(),
+                ..Spec::default()
+            };
+            (format!("synthetic run of {n} iterations"), synth::run(spec))
+        }
+        (Some(file), None) => input::one(file, &args.input)?,
+        (None, None) => bail!("give a FILE or --synthetic N"),
+    };
+    let mut config = args.engine.config(&conv)?;
+    if let Some(t) = args.trigger_tokens {
+        config.trigger.max_tokens = Some(t);
+    }
+    let compactor = Compactor::new(config)?;
+    let limits = *compactor.limits();
+    let turns = replay(&conv, compactor);
+    let summary = summarize(&turns);
+    if args.json {
+        let body = json!({"file": label, "model": conv.model, "limits": limits, "summary": summary, "turns": turns});
+        serde_json::to_writer(&mut *out, &body)?;
+        writeln!(out)?;
+    } else {
+        print_table(&label, &conv, &limits, &summary, &turns, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
+    let head = head_len(&conv.messages);
+    let calls = conv.messages[head..]
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    let progress = ProgressBar::new(calls as u64).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} turns {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let tools = compactor.count(&conv.clone_envelope());
+    let mut baseline = compactor
+        .message_tokens(&conv.messages[..head])
+        .iter()
+        .sum::<u64>()
+        + tools;
+    let mut start = conv.clone_envelope();
+    start.messages = conv.messages[..head].to_vec();
+    let mut session = Session::new(compactor, start);
+    let mut turns = Vec::with_capacity(calls);
+    let mut pending = Duration::ZERO;
+    for (offset, m) in conv.messages[head..].iter().enumerate() {
+        if m.role == Role::Assistant {
+            let t = Instant::now();
+            let result = session.turn(None);
+            let spent = pending + t.elapsed();
+            pending = Duration::ZERO;
+            let (compacted, failed) = match &result {
+                Ok(r) => (r.compacted(), false),
+                Err(_) => (false, true),
+            };
+            turns.push(Turn {
+                turn: turns.len() + 1,
+                index: head + offset,
+                baseline,
+                tokens: session.tokens(),
+                compacted,
+                failed,
+                engine_us: spent.as_secs_f64() * 1e6,
+            });
+            progress.inc(1);
+        }
+        let t = Instant::now();
+        baseline += session.push(m.clone());
+        pending += t.elapsed();
+    }
+    progress.finish_and_clear();
+    turns
+}
+
+/// Totals and ratios of a replay.
+#[derive(Debug, Serialize)]
+struct Summary {
+    turns: usize,
+    compactions: usize,
+    failures: usize,
+    peak_baseline: u64,
+    peak: u64,
+    final_baseline: u64,
+    final_tokens: u64,
+    billed_baseline: u64,
+    billed: u64,
+    /// Turns whose prompt starts with the previous turn's whole prompt.
+    prefix_stable: f64,
+    engine_us_turn_10: Option<f64>,
+    engine_us_last: Option<f64>,
+    engine_us_median: Option<f64>,
+    consecutive_compactions: usize,
+}
+
+fn summarize(turns: &[Turn]) -> Summary {
+    let max = |f: fn(&Turn) -> u64| turns.iter().map(f).max().unwrap_or(0);
+    let mut times: Vec<f64> = turns.iter().map(|t| t.engine_us).collect();
+    times.sort_by(f64::total_cmp);
+    let compactions = turns.iter().filter(|t| t.compacted).count();
+    Summary {
+        turns: turns.len(),
+        compactions,
+        failures: turns.iter().filter(|t| t.failed).count(),
+        peak_baseline: max(|t| t.baseline),
+        peak: max(|t| t.tokens),
+        final_baseline: turns.last().map_or(0, |t| t.baseline),
+        final_tokens: turns.last().map_or(0, |t| t.tokens),
+        billed_baseline: turns.iter().map(|t| t.baseline).sum(),
+        billed: turns.iter().map(|t| t.tokens).sum(),
+        prefix_stable: if turns.len() > 1 {
+            turns[1..].iter().filter(|t| !t.compacted).count() as f64 / (turns.len() - 1) as f64
+        } else {
+            1.0
+        },
+        engine_us_turn_10: turns.get(9).map(|t| t.engine_us),
+        engine_us_last: turns.last().map(|t| t.engine_us),
+        engine_us_median: times.get(times.len() / 2).copied(),
+        consecutive_compactions: turns
+            .windows(2)
+            .filter(|w| w[0].compacted && w[1].compacted)
+            .count(),
+    }
+}
+
+fn print_table(
+    label: &str,
+    conv: &Conversation,
+    limits: &abridge::Limits,
+    s: &Summary,
+    turns: &[Turn],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let n = |v: u64| thousands(v);
+    let opt = |v: Option<u64>| v.map_or("none".to_owned(), n);
+    writeln!(
+        out,
+        "{label}: {} turns, model {}",
+        s.turns,
+        conv.model.as_deref().unwrap_or("unknown")
+    )?;
+    writeln!(
+        out,
+        "window {}, trigger {}, target {}, tokenizer {}\n",
+        opt(limits.window),
+        opt(limits.trigger_tokens),
+        opt(limits.target),
+        limits.tokenizer
+    )?;
+    let ratio = |a: u64, b: u64| {
+        if b == 0 {
+            String::new()
+        } else {
+            format!("{:.2}×", a as f64 / b as f64)
+        }
+    };
+    writeln!(
+        out,
+        "{:<26}{:>14}{:>14}{:>9}",
+        "", "baseline", "abridge", "ratio"
+    )?;
+    for (name, b, a) in [
+        ("peak context tokens", s.peak_baseline, s.peak),
+        ("final context tokens", s.final_baseline, s.final_tokens),
+        ("input tokens billed", s.billed_baseline, s.billed),
+    ] {
+        writeln!(out, "{name:<26}{:>14}{:>14}{:>9}", n(b), n(a), ratio(a, b))?;
+    }
+    writeln!(out, "{:<26}{:>14}{:>14}", "compactions", 0, s.compactions)?;
+    writeln!(
+        out,
+        "{:<26}{:>14}{:>13.1}%",
+        "prefix unchanged",
+        "100.0%",
+        s.prefix_stable * 100.0
+    )?;
+    let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} µs"));
+    writeln!(
+        out,
+        "{:<26}turn 10 {}, last turn {}, median {}",
+        "engine time per turn",
+        us(s.engine_us_turn_10),
+        us(s.engine_us_last),
+        us(s.engine_us_median)
+    )?;
+    if s.failures > 0 {
+        writeln!(
+            out,
+            "{:<26}{} turn(s) could not shrink to the target",
+            "failures", s.failures
+        )?;
+    }
+    writeln!(out, "\n{:>6}{:>14}{:>14}", "turn", "baseline", "abridge")?;
+    let step = turns.len().div_ceil(25).max(1);
+    for t in turns
+        .iter()
+        .filter(|t| t.turn % step == 0 || t.compacted || t.turn == 1)
+    {
+        let mark = if t.compacted { "  compacted" } else { "" };
+        writeln!(
+            out,
+            "{:>6}{:>14}{:>14}{mark}",
+            t.turn,
+            n(t.baseline),
+            n(t.tokens)
+        )?;
+    }
+    Ok(())
+}
