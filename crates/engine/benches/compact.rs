@@ -1,2 +1,102 @@
-//! placeholder
-fn main() {}
+//! Compaction cost on corpus transcripts (`cargo bench -p abridge --bench compact`).
+//!
+//! - `compact_longest`: the longest single conversation (a Claude Code
+//!   session) compacted to 30% of its tokens, with a fresh compactor (cold
+//!   token cache) and with a warm one.
+//! - `compact_largest_file`: every run of the largest file (tau-bench, 200
+//!   runs) compacted to 30%.
+//! - `turn_without_trigger`: a session turn that only evaluates the trigger.
+//!
+//! Skips with a note when ../shared/corpus is absent.
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use abridge::model::{Conversation, decode};
+use abridge::{Compactor, Config, Session};
+use divan::Bencher;
+
+fn main() {
+    if CORPUS.is_none() {
+        eprintln!("skipping benches: corpus not found beside the project (../shared/corpus)");
+        return;
+    }
+    divan::main();
+}
+
+struct Corpus {
+    longest: Conversation,
+    largest_file: Vec<Conversation>,
+}
+
+static CORPUS: LazyLock<Option<Corpus>> = LazyLock::new(|| {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let read = |p: &str| decode(&std::fs::read(dir.join(p)).ok()?).ok();
+    Some(Corpus {
+        longest: read("claude-code_marot-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl")?
+            .remove(0),
+        largest_file: read("tau-bench_historical/gpt-4o-airline.json")?,
+    })
+});
+
+fn corpus() -> &'static Corpus {
+    CORPUS
+        .as_ref()
+        .unwrap_or_else(|| unreachable!("checked in main"))
+}
+
+fn compactor_for(conv: &Conversation, ratio: f64) -> Compactor {
+    let mut probe = Compactor::new(Config::default()).unwrap_or_else(|_| unreachable!());
+    let tokens = probe.count(conv);
+    let mut c = Config {
+        model: conv.model.clone(),
+        ..Config::default()
+    };
+    c.budget.target_tokens = Some((tokens as f64 * ratio) as u64);
+    c.budget.min_iterations = 1;
+    Compactor::new(c).unwrap_or_else(|_| unreachable!())
+}
+
+#[divan::bench]
+fn compact_longest_cold(b: Bencher) {
+    let conv = &corpus().longest;
+    b.bench(|| {
+        compactor_for(conv, 0.3)
+            .compact(conv)
+            .map(|o| o.report.tokens_after)
+            .ok()
+    });
+}
+
+#[divan::bench]
+fn compact_longest_warm(b: Bencher) {
+    let conv = &corpus().longest;
+    let mut c = compactor_for(conv, 0.3);
+    let _ = c.compact(conv);
+    b.bench_local(|| c.compact(conv).map(|o| o.report.tokens_after).ok());
+}
+
+#[divan::bench]
+fn compact_largest_file(b: Bencher) {
+    let runs = &corpus().largest_file;
+    b.bench(|| {
+        runs.iter()
+            .map(|conv| {
+                compactor_for(conv, 0.3)
+                    .compact(conv)
+                    .map(|o| o.report.tokens_after)
+                    .unwrap_or(0)
+            })
+            .sum::<u64>()
+    });
+}
+
+#[divan::bench]
+fn turn_without_trigger(b: Bencher) {
+    let conv = corpus().longest.clone();
+    let mut session = Session::new(
+        Compactor::new(Config::default()).unwrap_or_else(|_| unreachable!()),
+        conv,
+    );
+    b.bench_local(|| session.turn(None).map(|t| t.tokens).ok());
+}

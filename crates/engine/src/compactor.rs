@@ -81,6 +81,9 @@ pub struct Outcome<'a> {
 
 type Sink = Box<dyn FnMut(&Event) + Send>;
 
+/// Each policy advances over the old region in this many steps, oldest first.
+const STEPS: usize = 4;
+
 /// Compacts conversations according to a [`Config`].
 ///
 /// Keep one per conversation: it caches token counts per message and
@@ -271,15 +274,22 @@ impl Compactor {
                 if kind == PolicyKind::DropIterations && target.is_none() {
                     continue;
                 }
-                let region = old_region(&work, tail_n);
-                let items = policy::apply(kind, &mut work, region, &self.config.policies);
-                if items > 0 {
-                    let now = self.message_tokens(&work).iter().sum::<u64>() + tools;
-                    record(&mut runs, kind, items, total.saturating_sub(now));
-                    total = now;
-                }
-                if target.is_some_and(|t| total <= t) {
-                    break 'shrink;
+                // Oldest first, in steps, so that no more is cleared than the
+                // target needs. The region is named by how many iterations it
+                // leaves at the end, which stays true when a step removes messages.
+                let old = iterations(&work).len().saturating_sub(tail_n);
+                for step in 1..=STEPS {
+                    let keep = old - old * step / STEPS;
+                    let region = old_region(&work, tail_n + keep);
+                    let items = policy::apply(kind, &mut work, region, &self.config.policies);
+                    if items > 0 {
+                        let now = self.message_tokens(&work).iter().sum::<u64>() + tools;
+                        record(&mut runs, kind, items, total.saturating_sub(now));
+                        total = now;
+                    }
+                    if target.is_some_and(|t| total <= t) {
+                        break 'shrink;
+                    }
                 }
             }
             let Some(target) = target else { break };

@@ -92,3 +92,24 @@ pub fn feedback(counts: &[(&str, usize)]) -> String {
 pub fn is_feedback_placeholder(text: &str) -> bool {
     text.starts_with('[') && text.contains(" earlier feedback message")
 }
+
+/// The per-kind counts of a feedback placeholder, by kind name (singular),
+/// or `None` when `text` is not one.
+pub fn parse_feedback(text: &str) -> Option<Vec<(String, usize)>> {
+    if !is_feedback_placeholder(text) {
+        return None;
+    }
+    let (_, list) = text.strip_suffix(']')?.split_once(": ")?;
+    list.split(", ")
+        .map(|item| {
+            let (n, name) = item.split_once(' ')?;
+            let n: usize = n.parse().ok()?;
+            let name = if n == 1 {
+                name
+            } else {
+                name.strip_suffix('s').unwrap_or(name)
+            };
+            Some((name.to_owned(), n))
+        })
+        .collect()
+}

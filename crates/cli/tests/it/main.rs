@@ -2,3 +2,4 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
 mod commands;
+mod engine;

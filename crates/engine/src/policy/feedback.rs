@@ -13,10 +13,11 @@ use std::ops::Range;
 use abridge_model::{Message, Part, Role};
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{feedback, is_feedback_placeholder};
+use crate::placeholder::{feedback, is_feedback_placeholder, parse_feedback};
 
-/// A feedback text part: message index, part index, kind index.
-type Item = (usize, usize, usize);
+/// A feedback text part: message index, part index, kind index (`None` for
+/// an earlier placeholder, whose counts are absorbed).
+type Item = (usize, usize, Option<usize>);
 
 pub(super) fn apply(
     messages: &mut Vec<Message>,
@@ -62,8 +63,9 @@ pub(super) fn apply(
         for (j, p) in m.parts.iter().enumerate() {
             match p {
                 Part::ToolResult(_) => {}
+                Part::Text(t) if is_feedback_placeholder(&t.text) => run.push((i, j, None)),
                 Part::Text(t) => match kind_of(&t.text) {
-                    Some(k) if newest[k] != Some((i, j)) => run.push((i, j, k)),
+                    Some(k) if newest[k] != Some((i, j)) => run.push((i, j, Some(k))),
                     _ => runs.extend((!run.is_empty()).then(|| std::mem::take(&mut run))),
                 },
                 _ => runs.extend((!run.is_empty()).then(|| std::mem::take(&mut run))),
@@ -72,14 +74,28 @@ pub(super) fn apply(
     }
     runs.extend((!run.is_empty()).then_some(run));
 
+    // A lone placeholder is already collapsed.
+    runs.retain(|r| r.iter().any(|(_, _, k)| k.is_some()));
     let mut changed = 0;
     // Rewrite from the back so earlier indices stay valid.
     for run in runs.iter().rev() {
-        let mut counts: Vec<(&str, usize)> =
-            cfg.feedback.iter().map(|k| (k.name.as_str(), 0)).collect();
-        for &(_, _, k) in run {
-            counts[k].1 += 1;
+        let mut counts: Vec<(String, usize)> =
+            cfg.feedback.iter().map(|k| (k.name.clone(), 0)).collect();
+        for &(i, j, k) in run {
+            match k {
+                Some(k) => counts[k].1 += 1,
+                None => {
+                    let earlier = messages[i].parts[j].as_text().and_then(parse_feedback);
+                    for (name, n) in earlier.into_iter().flatten() {
+                        match counts.iter_mut().find(|(k, _)| *k == name) {
+                            Some(c) => c.1 += n,
+                            None => counts.push((name, n)),
+                        }
+                    }
+                }
+            }
         }
+        let counts: Vec<(&str, usize)> = counts.iter().map(|(k, n)| (k.as_str(), *n)).collect();
         let text = feedback(&counts);
         let Some(&(last_i, last_j, _)) = run.last() else {
             continue;
@@ -93,7 +109,7 @@ pub(super) fn apply(
                 messages.remove(i);
             }
         }
-        changed += run.len();
+        changed += run.iter().filter(|(_, _, k)| k.is_some()).count();
     }
     changed
 }

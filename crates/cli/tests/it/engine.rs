@@ -1,0 +1,155 @@
+//! `compact` and `simulate` as a user runs them.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn abridge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn compact_reaches_the_target_keeps_the_envelope_and_reports() {
+    let dir = std::env::temp_dir().join(format!("abridge-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_path = dir.join("out.json");
+    let report_path = dir.join("report.json");
+    let o = abridge(&[
+        "compact",
+        "examples/web-agent.anthropic.json",
+        "--target-tokens",
+        "2500",
+        "--keep-last",
+        "1",
+        "-o",
+        out_path.to_str().unwrap(),
+        "--report",
+        report_path.to_str().unwrap(),
+        "--events",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap()).unwrap();
+    assert_eq!(body["model"], "claude-sonnet-4-5");
+    assert_eq!(body["max_tokens"], 4096);
+    assert_eq!(body["tools"].as_array().unwrap().len(), 3);
+    assert!(body["system"].is_array());
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    assert!(report["report"]["tokens_after"].as_u64().unwrap() <= 2500);
+    assert_eq!(report["report"]["compacted"], true);
+    // Events on stderr, one JSON object per line.
+    let events: Vec<Value> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["event"], "history_size");
+    assert_eq!(events[1]["event"], "history_compacted");
+    // The output validates and compacting it again changes nothing.
+    let v = abridge(&["validate", out_path.to_str().unwrap()]);
+    assert!(v.status.success());
+    let again = abridge(&[
+        "compact",
+        out_path.to_str().unwrap(),
+        "--target-tokens",
+        "2500",
+        "--keep-last",
+        "1",
+        "--compact-json",
+    ]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&again.stdout).unwrap(),
+        body
+    );
+    assert!(stderr(&again).contains("unchanged"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn compact_converts_and_says_when_it_cannot_shrink() {
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "900",
+        "--keep-last",
+        "1",
+        "--to",
+        "anthropic",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(body["system"].is_string());
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "100",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("cannot shrink below"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--config",
+        "no/such.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no/such.toml: cannot read"));
+}
+
+#[test]
+fn simulate_a_synthetic_run_plateaus() {
+    let o = abridge(&[
+        "simulate",
+        "--synthetic",
+        "100",
+        "--trigger-tokens",
+        "30000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &v["summary"];
+    assert_eq!(s["turns"], 100);
+    assert!(s["compactions"].as_u64().unwrap() >= 2);
+    assert_eq!(s["consecutive_compactions"], 0);
+    assert!(s["peak"].as_u64().unwrap() < 36_000);
+    assert!(s["peak_baseline"].as_u64().unwrap() > 100_000);
+    assert!(s["billed"].as_u64().unwrap() * 2 < s["billed_baseline"].as_u64().unwrap());
+    assert_eq!(v["turns"].as_array().unwrap().len(), 100);
+    let table = abridge(&["simulate", "--synthetic", "20", "--family", "anthropic"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("input tokens billed"));
+}
+
+#[test]
+fn simulate_the_longest_corpus_run() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/claude-code_marot-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl");
+    if !file.exists() {
+        eprintln!("skipping: corpus not found at {}", file.display());
+        return;
+    }
+    let o = abridge(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--trigger-tokens",
+        "60000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &v["summary"];
+    assert!(s["compactions"].as_u64().unwrap() >= 2);
+    assert_eq!(s["consecutive_compactions"], 0);
+    assert!(s["peak"].as_u64().unwrap() <= 60_000 + 15_000, "{s}");
+    assert!(s["final_tokens"].as_u64().unwrap() < s["final_baseline"].as_u64().unwrap() / 2);
+}
