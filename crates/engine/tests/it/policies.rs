@@ -289,3 +289,22 @@ fn collapse_feedback_chains_across_compactions() {
     );
     assert!(validate(&second).is_empty());
 }
+
+#[test]
+fn the_example_config_parses_to_the_defaults() {
+    let text = std::fs::read_to_string(format!(
+        "{}/../../abridge.example.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let parsed = Config::from_toml(&text).unwrap();
+    let expected = Config {
+        model: Some("gpt-4o".into()),
+        ..Config::default()
+    };
+    assert_eq!(parsed, expected);
+    let err = Config::from_toml("[budget]\ntarget_ratio = 1.5").unwrap_err();
+    assert!(err.to_string().contains("target_ratio"), "{err}");
+    let err = Config::from_toml("[budget]\ntypo = 1").unwrap_err();
+    assert!(err.to_string().contains("typo"), "{err}");
+}
