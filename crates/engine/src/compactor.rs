@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use abridge_model::{Conversation, Message, head_len, iterations, validate};
+use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
 use serde::Serialize;
 
@@ -13,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, PolicyRun};
 use crate::limits::Limits;
 use crate::policy;
+use crate::summarize_step::{self, Attempt, Step};
 
 /// Why a compaction ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,6 +66,10 @@ pub struct Report {
     pub target: Option<u64>,
     /// Policies that changed something.
     pub policies: Vec<PolicyRun>,
+    /// The summarizer whose briefing was used, if one was.
+    pub summarizer: Option<String>,
+    /// Every summarizer attempt, in cascade order, with errors and latencies.
+    pub attempts: Vec<Attempt>,
     /// Events emitted during the evaluation.
     pub events: Vec<Event>,
     /// Wall time in microseconds.
@@ -93,6 +99,7 @@ pub struct Compactor {
     limits: Limits,
     counter: TokenCounter,
     sinks: Vec<Sink>,
+    summarizers: Vec<Box<dyn Summarizer>>,
     compacted_at_iteration: usize,
 }
 
@@ -102,6 +109,14 @@ impl std::fmt::Debug for Compactor {
             .field("config", &self.config)
             .field("limits", &self.limits)
             .field("sinks", &self.sinks.len())
+            .field(
+                "summarizers",
+                &self
+                    .summarizers
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -117,13 +132,31 @@ impl Compactor {
         config.check()?;
         registry.extend(config.models.clone());
         let limits = Limits::new(&config, &registry);
-        Ok(Compactor {
+        let mut c = Compactor {
             counter: TokenCounter::new(limits.tokenizer),
             config,
             limits,
             sinks: Vec::new(),
+            summarizers: Vec::new(),
             compacted_at_iteration: 0,
-        })
+        };
+        c.set_summarizers(Vec::new());
+        Ok(c)
+    }
+
+    /// Sets the summarizer cascade, tried in order. The offline fact sheet
+    /// is appended as the last resort unless `summary.offline = false`, so
+    /// a compaction that needs a briefing always gets one.
+    pub fn set_summarizers(&mut self, mut cascade: Vec<Box<dyn Summarizer>>) {
+        if self.config.summary.offline {
+            cascade.push(Box::new(Offline {
+                facts: FactConfig {
+                    todo_tools: self.config.summary.todo_tools.clone(),
+                    error_prefixes: self.config.policies.error_prefixes.clone(),
+                },
+            }));
+        }
+        self.summarizers = cascade;
     }
 
     /// The config.
@@ -268,10 +301,31 @@ impl Compactor {
         let mut tail_n = tail_iterations(&its, &tokens, self.limits.kept_budget, floor);
         let mut total = tokens_before;
         let mut runs: Vec<PolicyRun> = Vec::new();
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut summarizer: Option<String> = None;
         let pipeline = self.config.policies.pipeline.clone();
         'shrink: loop {
             for &kind in &pipeline {
                 if kind == PolicyKind::DropIterations && target.is_none() {
+                    continue;
+                }
+                if kind == PolicyKind::Summarize {
+                    let Some(t) = target else { continue };
+                    if let Some(b) = self.summarize(conv, &work, tail_n, t, tools, &mut attempts) {
+                        work = b.messages;
+                        let now = self.message_tokens(&work).iter().sum::<u64>() + tools;
+                        record(
+                            &mut runs,
+                            kind,
+                            b.replaced_iterations,
+                            total.saturating_sub(now),
+                        );
+                        total = now;
+                        summarizer = Some(b.summarizer);
+                    }
+                    if total <= t {
+                        break 'shrink;
+                    }
                     continue;
                 }
                 // Oldest first, in steps, so that no more is cleared than the
@@ -317,6 +371,7 @@ impl Compactor {
             tokens_after: total,
             tokens_saved: tokens_before.saturating_sub(total),
             target,
+            summarizer: summarizer.clone(),
             duration_us: start.elapsed().as_micros() as u64,
         };
         self.emit(&event);
@@ -332,6 +387,8 @@ impl Compactor {
                 tail_iterations: report_tail,
                 target,
                 policies: runs,
+                summarizer,
+                attempts,
                 events,
                 duration_us: start.elapsed().as_micros() as u64,
             },
@@ -340,20 +397,74 @@ impl Compactor {
     }
 
     fn pin(&self, messages: &mut [Message]) {
+        let flags = self.pinned_flags_of(messages);
+        for (m, p) in messages.iter_mut().zip(flags) {
+            m.meta.pinned |= p;
+        }
+    }
+
+    /// Which messages the config pins (by index or marker).
+    fn pinned_flags_of(&self, messages: &[Message]) -> Vec<bool> {
         let pin = &self.config.pin;
-        for &i in &pin.indices {
-            if let Some(m) = messages.get_mut(i) {
-                m.meta.pinned = true;
-            }
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                m.meta.pinned
+                    || pin.indices.contains(&i)
+                    || (!pin.markers.is_empty() && {
+                        let text = m.text_content();
+                        pin.markers.iter().any(|k| text.contains(k.as_str()))
+                    })
+            })
+            .collect()
+    }
+
+    /// Runs the summarize step with a budget that lets head, briefing,
+    /// pinned iterations and tail fit the target together.
+    fn summarize(
+        &mut self,
+        conv: &Conversation,
+        work: &[Message],
+        tail_n: usize,
+        target: u64,
+        tools: u64,
+        attempts: &mut Vec<Attempt>,
+    ) -> Option<summarize_step::Briefed> {
+        if self.summarizers.is_empty() {
+            return None;
         }
-        if !pin.markers.is_empty() {
-            for m in messages.iter_mut() {
-                let text = m.text_content();
-                if pin.markers.iter().any(|k| text.contains(k.as_str())) {
-                    m.meta.pinned = true;
-                }
-            }
+        let region = old_region(work, tail_n);
+        if region.is_empty() {
+            return None;
         }
+        let tokens = self.message_tokens(work);
+        let kept: u64 = tokens[..region.start].iter().sum::<u64>()
+            + tokens[region.end..].iter().sum::<u64>()
+            + work[region.clone()]
+                .iter()
+                .zip(&tokens[region.clone()])
+                .filter(|(m, _)| m.meta.pinned)
+                .map(|(_, t)| t)
+                .sum::<u64>()
+            + tools;
+        let room = target
+            .saturating_sub(kept + 32)
+            .min(self.config.summary.max_tokens);
+        if room < 64 {
+            return None;
+        }
+        let pinned = self.pinned_flags_of(&conv.messages);
+        let step = Step {
+            original: &conv.messages,
+            pinned: &pinned,
+            work,
+            tail_len: work.len() - region.end,
+            budget: room as usize,
+            wrapper: &self.config.summary.wrapper,
+            tokenizer: self.limits.tokenizer,
+        };
+        summarize_step::run(&step, &self.summarizers, attempts)
     }
 
     fn cannot_shrink(&mut self, work: &[Message], tail_n: usize, target: u64, tools: u64) -> Error {
@@ -397,6 +508,8 @@ impl Compactor {
                 tail_iterations: iterations(&conv.messages).len(),
                 target: None,
                 policies: Vec::new(),
+                summarizer: None,
+                attempts: Vec::new(),
                 events,
                 duration_us: start.elapsed().as_micros() as u64,
             },

@@ -26,6 +26,8 @@ pub struct Config {
     pub policies: PolicyConfig,
     /// Messages never touched.
     pub pin: PinConfig,
+    /// Briefings that replace old history when clipping is not enough.
+    pub summary: SummaryConfig,
     /// Extra or overriding model registry entries, by name prefix.
     pub models: BTreeMap<String, ModelInfo>,
 }
@@ -103,6 +105,8 @@ pub enum PolicyKind {
     ClipToolResults,
     /// Replace old tool-call arguments with a placeholder.
     ClipToolArgs,
+    /// Replace the old region with one briefing (needs a summarizer and a target).
+    Summarize,
     /// Drop old iterations, leaving a count.
     DropIterations,
 }
@@ -115,6 +119,7 @@ impl PolicyKind {
             PolicyKind::CollapseFeedback => "collapse_feedback",
             PolicyKind::ClipToolResults => "clip_tool_results",
             PolicyKind::ClipToolArgs => "clip_tool_args",
+            PolicyKind::Summarize => "summarize",
             PolicyKind::DropIterations => "drop_iterations",
         }
     }
@@ -165,6 +170,7 @@ impl Default for PolicyConfig {
                 PolicyKind::CollapseFeedback,
                 PolicyKind::ClipToolResults,
                 PolicyKind::ClipToolArgs,
+                PolicyKind::Summarize,
                 PolicyKind::DropIterations,
             ],
             external_tags: vec!["EXTERNAL-CONTENT".to_owned()],
@@ -189,6 +195,32 @@ impl Default for PolicyConfig {
                 kind("step error", &["[feedback] Step error", "Step error:"]),
                 kind("repetition warning", &["[repetition]", "You are repeating"]),
             ],
+        }
+    }
+}
+
+/// Briefing settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SummaryConfig {
+    /// Use the offline fact sheet as the last resort (`true`), or never
+    /// summarize and drop iterations instead (`false`).
+    pub offline: bool,
+    /// Most tokens a briefing may take (it also has to fit the target).
+    pub max_tokens: u64,
+    /// Tag wrapped around the briefing.
+    pub wrapper: String,
+    /// Tools whose latest call holds the agent's task list.
+    pub todo_tools: Vec<String>,
+}
+
+impl Default for SummaryConfig {
+    fn default() -> Self {
+        SummaryConfig {
+            offline: true,
+            max_tokens: 8_000,
+            wrapper: abridge_summarize::DEFAULT_WRAPPER.to_owned(),
+            todo_tools: abridge_summarize::FactConfig::default().todo_tools,
         }
     }
 }

@@ -36,6 +36,8 @@ pub enum Event {
         tokens_saved: u64,
         /// The target it compacted to, if any.
         target: Option<u64>,
+        /// The summarizer whose briefing was used, if one was.
+        summarizer: Option<String>,
         /// Wall time of the compaction, in microseconds.
         duration_us: u64,
     },

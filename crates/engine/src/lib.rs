@@ -40,15 +40,19 @@ mod limits;
 pub mod placeholder;
 mod policy;
 mod session;
+mod summarize_step;
 pub mod synth;
 
 pub use abridge_model as model;
+pub use abridge_summarize as summarize;
 pub use abridge_tokens as tokens;
 pub use compactor::{Compactor, Outcome, Reason, Report};
 pub use config::{
-    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, TriggerConfig,
+    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, SummaryConfig,
+    TriggerConfig,
 };
 pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
 pub use limits::Limits;
 pub use session::{Session, TurnReport};
+pub use summarize_step::Attempt;

@@ -36,5 +36,7 @@ pub(crate) fn apply(
         PolicyKind::ClipToolResults => tool_results::apply(messages, region, cfg),
         PolicyKind::ClipToolArgs => tool_args::apply(messages, region, cfg),
         PolicyKind::DropIterations => drop::apply(messages, region),
+        // Needs the original history and a summarizer: see `summarize_step`.
+        PolicyKind::Summarize => 0,
     }
 }

@@ -10,11 +10,12 @@ use proptest::prelude::*;
 
 use crate::support::assert_kept;
 
-const ALL: [PolicyKind; 5] = [
+const ALL: [PolicyKind; 6] = [
     PolicyKind::ClipExternal,
     PolicyKind::CollapseFeedback,
     PolicyKind::ClipToolResults,
     PolicyKind::ClipToolArgs,
+    PolicyKind::Summarize,
     PolicyKind::DropIterations,
 ];
 
@@ -63,8 +64,8 @@ proptest! {
         pipelines.push(ALL.to_vec());
         for pipeline in pipelines {
             for target in [None, Some(target)] {
-                if target.is_none() && pipeline == [PolicyKind::DropIterations] {
-                    continue; // dropping needs a target
+                if target.is_none() && matches!(pipeline[..], [PolicyKind::DropIterations] | [PolicyKind::Summarize]) {
+                    continue; // dropping and summarizing need a target
                 }
                 let cfg = config(pipeline.clone(), target, keep, &pins);
                 let out = match Compactor::new(cfg.clone()).unwrap().compact(&conv) {

@@ -1,0 +1,129 @@
+//! Summarizers, the request they get, and the briefing wrapper.
+
+use abridge_model::{Message, Role};
+use abridge_tokens::TokenizerKind;
+
+use crate::facts::{FactConfig, extract};
+use crate::sheet::render;
+
+/// Default tag wrapped around a briefing: it marks the text as external
+/// content for the model, and lets a later compaction find and absorb it.
+pub const DEFAULT_WRAPPER: &str = "compacted-history";
+
+/// What a summarizer is asked to condense.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The task as the user gave it (the head's user messages).
+    pub task: &'a str,
+    /// The messages the briefing replaces.
+    pub region: &'a [Message],
+    /// The previous briefing's text (unwrapped), when compactions chain.
+    pub previous: Option<&'a str>,
+    /// The kept tail, shown read-only so the briefing does not contradict it.
+    pub tail: &'a [Message],
+    /// Most tokens the briefing may take.
+    pub budget_tokens: usize,
+    /// Tokenizer the budget is counted with.
+    pub tokenizer: TokenizerKind,
+}
+
+/// Why a summarizer gave no usable briefing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummarizeError {
+    /// The request could not be sent or the connection failed.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// No answer within the time limit.
+    #[error("timed out after {0} s")]
+    Timeout(u64),
+    /// The provider answered with an error status.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        /// HTTP status code.
+        status: u16,
+        /// Start of the response body.
+        body: String,
+    },
+    /// The answer was not what the API documents.
+    #[error("malformed response: {0}")]
+    Malformed(String),
+    /// The briefing failed a check (empty, too short, leaked tags, not smaller…).
+    #[error("rejected briefing: {0}")]
+    Rejected(String),
+    /// The summarizer is not configured (no key, unknown provider).
+    #[error("not configured: {0}")]
+    NotConfigured(String),
+}
+
+impl SummarizeError {
+    /// True when trying again later may work (transport, timeout, 429, 5xx).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            SummarizeError::Transport(_) | SummarizeError::Timeout(_) => true,
+            SummarizeError::Status { status, .. } => *status == 429 || *status >= 500,
+            SummarizeError::Malformed(_)
+            | SummarizeError::Rejected(_)
+            | SummarizeError::NotConfigured(_) => false,
+        }
+    }
+}
+
+/// Turns the messages before a boundary into one briefing text.
+pub trait Summarizer: Send + Sync {
+    /// Name for reports (`offline`, `openai:gpt-4o-mini`…).
+    fn name(&self) -> String;
+    /// The briefing (plain text, no wrapper tags).
+    fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError>;
+}
+
+/// The deterministic fact sheet: no LLM, no network, same input → same text.
+#[derive(Debug, Clone, Default)]
+pub struct Offline {
+    /// What the extractor recognises.
+    pub facts: FactConfig,
+}
+
+impl Summarizer for Offline {
+    fn name(&self) -> String {
+        "offline".to_owned()
+    }
+
+    fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
+        let facts = extract(req.region, &self.facts);
+        Ok(render(
+            req.task,
+            &facts,
+            req.previous,
+            req.budget_tokens,
+            req.tokenizer,
+        ))
+    }
+}
+
+/// `<tag>\nbody\n</tag>`.
+pub fn wrap(tag: &str, body: &str) -> String {
+    format!("<{tag}>\n{}\n</{tag}>", body.trim())
+}
+
+/// The body of a wrapped briefing, if `text` is one.
+pub fn unwrap<'a>(tag: &str, text: &'a str) -> Option<&'a str> {
+    let body = text.trim().strip_prefix(&format!("<{tag}>"))?;
+    Some(body.strip_suffix(&format!("</{tag}>"))?.trim())
+}
+
+/// True when `text` contains an opening or closing wrapper tag.
+pub fn leaks_wrapper(tag: &str, text: &str) -> bool {
+    text.contains(&format!("<{tag}")) || text.contains(&format!("</{tag}>"))
+}
+
+/// The task: text of the user messages before the first assistant message,
+/// except an earlier briefing.
+pub fn task_text(head: &[Message], tag: &str) -> String {
+    head.iter()
+        .filter(|m| m.role == Role::User)
+        .map(Message::text_content)
+        .filter(|t| unwrap(tag, t).is_none() && !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}

@@ -1,0 +1,49 @@
+//! Briefings for abridge: when clipping is not enough, the history before a
+//! boundary becomes one briefing.
+//!
+//! - [`extract`]: facts taken deterministically from the replaced messages —
+//!   files read/written/edited, commands with exit status, errors (the latest
+//!   verbatim), identifiers, the latest task list, user messages, decisions,
+//!   the last state. Nothing is marked done unless a tool result shows it.
+//! - [`Offline`]: the embedded default [`Summarizer`], a fact sheet fitted to
+//!   a token budget (oldest, least important items go first) and merged with
+//!   the previous briefing when compactions chain.
+//! - [`wrap`] / [`unwrap`]: the `<compacted-history>` wrapper.
+//!
+//! ```
+//! use abridge_model::{Message, Role};
+//! use abridge_summarize::{Offline, Request, Summarizer};
+//! use abridge_tokens::TokenizerKind;
+//!
+//! let region = vec![
+//!     Message::text(Role::Assistant, "I will fix src/export.rs for APP-1432."),
+//!     Message::text(Role::User, "Use chrono's format, not manual padding."),
+//! ];
+//! let briefing = Offline::default().summarize(&Request {
+//!     task: "Fix the CSV date format.",
+//!     region: &region,
+//!     previous: None,
+//!     tail: &[],
+//!     budget_tokens: 500,
+//!     tokenizer: TokenizerKind::O200kBase,
+//! })?;
+//! assert!(briefing.contains("Fix the CSV date format."));
+//! assert!(briefing.contains("`src/export.rs`"));
+//! assert!(briefing.contains("not manual padding"));
+//! # Ok::<(), abridge_summarize::SummarizeError>(())
+//! ```
+
+mod briefing;
+mod facts;
+mod ident;
+mod outcome;
+mod sheet;
+
+pub use briefing::{
+    DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer, leaks_wrapper, task_text,
+    unwrap, wrap,
+};
+pub use facts::{FactConfig, Facts, FileFact, extract};
+pub use ident::{identifiers, is_identifier, mentions};
+pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, first_line, outcome};
+pub use sheet::render;
