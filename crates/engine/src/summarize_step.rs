@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use abridge_model::{Message, Role, head_len, iterations};
 use abridge_summarize::{
-    Request, SummarizeError, Summarizer, leaks_wrapper, task_text, unwrap, wrap,
+    Request, SummarizeError, Summarizer, defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 use abridge_tokens::TokenizerKind;
 use serde::Serialize;
@@ -119,7 +119,14 @@ pub(crate) fn run(
         let start = Instant::now();
         let result = s
             .summarize(&req)
-            .and_then(|text| check(&text, step, region_tokens).map(|()| text));
+            .map(|text| {
+                if s.quotes_verbatim() {
+                    defuse(step.wrapper, &text)
+                } else {
+                    text
+                }
+            })
+            .and_then(|text| check(&text, step, region_tokens, s.quotes_verbatim()).map(|()| text));
         let ms = start.elapsed().as_millis() as u64;
         match result {
             Ok(text) => {
@@ -164,7 +171,12 @@ pub(crate) fn run(
 }
 
 /// Rejects briefings that cannot be used.
-fn check(text: &str, step: &Step<'_>, region_tokens: usize) -> Result<(), SummarizeError> {
+fn check(
+    text: &str,
+    step: &Step<'_>,
+    region_tokens: usize,
+    quotes: bool,
+) -> Result<(), SummarizeError> {
     let reject = |why: String| Err(SummarizeError::Rejected(why));
     let trimmed = text.trim();
     if trimmed.chars().count() < MIN_CHARS {
@@ -173,14 +185,15 @@ fn check(text: &str, step: &Step<'_>, region_tokens: usize) -> Result<(), Summar
     if leaks_wrapper(step.wrapper, trimmed) {
         return reject(format!("contains <{}> tags", step.wrapper));
     }
-    if [
-        "<tool_use",
-        "<tool_call",
-        "<function_call",
-        "</tool_result>",
-    ]
-    .iter()
-    .any(|t| trimmed.contains(t))
+    if !quotes
+        && [
+            "<tool_use",
+            "<tool_call",
+            "<function_call",
+            "</tool_result>",
+        ]
+        .iter()
+        .any(|t| trimmed.contains(t))
     {
         return reject("contains tool-call markup".into());
     }

@@ -75,6 +75,13 @@ pub trait Summarizer: Send + Sync {
     fn name(&self) -> String;
     /// The briefing (plain text, no wrapper tags).
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError>;
+
+    /// True for a summarizer that only quotes the history (the offline fact
+    /// sheet): markup in its output is the user's data, not a model leaking
+    /// tool syntax, so it is escaped rather than rejected.
+    fn quotes_verbatim(&self) -> bool {
+        false
+    }
 }
 
 /// The deterministic fact sheet: no LLM, no network, same input → same text.
@@ -99,6 +106,17 @@ impl Summarizer for Offline {
             req.tokenizer,
         ))
     }
+
+    fn quotes_verbatim(&self) -> bool {
+        true
+    }
+}
+
+/// `text` with the wrapper's tags defused (`<tag` → `‹tag`), so quoted
+/// history can never open or close a briefing.
+pub fn defuse(tag: &str, text: &str) -> String {
+    text.replace(&format!("</{tag}"), &format!("‹/{tag}"))
+        .replace(&format!("<{tag}"), &format!("‹{tag}"))
 }
 
 /// `<tag>\nbody\n</tag>`.

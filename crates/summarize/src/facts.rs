@@ -129,7 +129,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                             }
                             if let Outcome::Failed(_) = ok {
                                 f.errors.push(clip(first_line(&text).trim(), 240, 0));
-                                f.latest_error = Some(lines(&text, 20));
+                                f.latest_error = Some(lines(&text, 10));
                             }
                             if let Some((name, args)) = calls.get(r.call_id.as_str()) {
                                 record_call(&mut f, name, args, ok, &text);
@@ -203,7 +203,7 @@ fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &st
             Outcome::Ok if lname.contains("write") || lname.contains("create") => fact.written += 1,
             Outcome::Ok => fact.read += 1,
         }
-    } else if lname.contains("ask") || lname.contains("question") {
+    } else if lname.starts_with("ask") || lname.contains("question") {
         f.decisions.push(format!(
             "answer to {name}: {}",
             clip(result.trim(), 300, 100)
@@ -259,7 +259,7 @@ pub(crate) fn clip(text: &str, max: usize, tail: usize) -> String {
 fn lines(text: &str, n: usize) -> String {
     let kept: Vec<&str> = text.lines().take(n).collect();
     let more = text.lines().count().saturating_sub(n);
-    let body = clip(&kept.join("\n"), 2_000, 0);
+    let body = clip(&kept.join("\n"), 800, 0);
     if more > 0 {
         format!("{body}\n… ({more} more lines)")
     } else {

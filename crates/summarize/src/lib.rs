@@ -40,8 +40,8 @@ mod outcome;
 mod sheet;
 
 pub use briefing::{
-    DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer, leaks_wrapper, task_text,
-    unwrap, wrap,
+    DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer, defuse, leaks_wrapper,
+    task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
 pub use ident::{identifiers, is_identifier, mentions};

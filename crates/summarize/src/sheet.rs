@@ -92,12 +92,58 @@ pub fn render(
     if let Some(prev) = previous {
         merge(&mut sections, prev);
     }
+    let root = relativize(&mut sections);
     fit(&mut sections, budget, kind);
     let mut out = String::new();
+    if let Some(root) = root {
+        out.push_str(&format!("{ROOT_NOTE}`{root}`.\n\n"));
+    }
     for s in &sections {
         s.render(&mut out);
     }
     out.trim_end().to_owned()
+}
+
+const ROOT_NOTE: &str = "Paths below are relative to ";
+
+/// Writes absolute paths under the directory that most of them share
+/// relative to it (named once at the top): the same facts in fewer tokens.
+fn relativize(sections: &mut [Section]) -> Option<String> {
+    let is_path_section = |s: &Section| s.title == FILES || s.title.starts_with("Identifiers");
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for item in sections
+        .iter()
+        .filter(|s| is_path_section(s))
+        .flat_map(|s| s.items.iter())
+    {
+        let path = item.rsplit(" · ").next().unwrap_or(item);
+        if !path.starts_with('/') {
+            continue;
+        }
+        // Every ancestor directory at least three levels deep.
+        for (pos, _) in path.match_indices('/').skip(3) {
+            *counts.entry(&path[..pos]).or_default() += 1;
+        }
+    }
+    // The directory that saves the most characters.
+    let (root, n) = counts
+        .into_iter()
+        .max_by_key(|(dir, n)| (dir.len() + 1) * n)?;
+    if n < 3 {
+        return None;
+    }
+    // Name the root's parent, so every relative path keeps its last two
+    // components (`app/mix.exs`, not a bare `mix.exs`).
+    let parent = root.rsplit_once('/')?.0.to_owned();
+    let prefix = format!("{parent}/");
+    for s in sections.iter_mut().filter(|s| is_path_section(s)) {
+        for item in &mut s.items {
+            if item.contains(&prefix) {
+                *item = item.replace(&prefix, "");
+            }
+        }
+    }
+    Some(parent)
 }
 
 fn sections(task: &str, f: &Facts) -> Vec<Section> {
@@ -122,7 +168,15 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
             format!("{} · {}", ops.join(", "), x.path)
         })
         .collect();
-    let mut ids = Section::new(IDS, 7, 40, f.used_ids.clone());
+    // Paths already listed under Files are not repeated as identifiers.
+    let listed: Vec<&str> = f.files.iter().map(|x| x.path.as_str()).collect();
+    let used: Vec<String> = f
+        .used_ids
+        .iter()
+        .filter(|i| !listed.contains(&i.as_str()))
+        .cloned()
+        .collect();
+    let mut ids = Section::new(IDS, 6, 40, used);
     ids.inline = true;
     let mut result_ids = Section::new(RESULT_IDS, 2, 0, f.result_ids.clone());
     result_ids.inline = true;
@@ -136,7 +190,7 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
                 .unwrap_or_default(),
         ),
         Section::new(DECISIONS, 8, 10, f.decisions.clone()),
-        Section::new(FILES, 6, 10, files),
+        Section::new(FILES, 7, 10, files),
         Section::new(COMMANDS, 3, 3, f.commands.clone()),
         Section::new(CALLS, 1, 0, f.other_calls.clone()),
         Section::new(ERRORS, 4, 1, f.errors.clone()),

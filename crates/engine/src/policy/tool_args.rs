@@ -1,14 +1,19 @@
-//! `clip_tool_args`: arguments of old tool calls become a small JSON
-//! placeholder; the tool name and call id stay, so pairing is intact and the
-//! API still accepts the call.
+//! `clip_tool_args`: long arguments of old tool calls are clipped; the tool
+//! name, the call id and short scalar arguments (a path, an id, a short
+//! command) stay, so pairing is intact, the API still accepts the call, and
+//! the agent still sees what it did: `{"file_path": "src/lib.rs",
+//! "_abridged": "2 long arguments clipped for brevity"}`.
 
 use std::ops::Range;
 
 use abridge_model::{Arguments, Message, Part, Role};
-use serde_json::json;
+use serde_json::{Map, Value};
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{ARGS_KEY, ARGS_NOTE, args_json};
+
+/// Longest string argument kept as it is.
+const KEEP_CHARS: usize = 100;
 
 pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &PolicyConfig) -> usize {
     let mut changed = 0;
@@ -18,25 +23,57 @@ pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &Policy
         }
         for p in &mut m.parts {
             let Part::ToolCall(call) = p else { continue };
-            if is_placeholder(&call.arguments)
-                || call.arguments.to_json_text().len() < cfg.min_args_chars
-            {
+            let text = call.arguments.to_json_text();
+            if text.len() < cfg.min_args_chars || is_placeholder(&call.arguments) {
                 continue;
             }
-            call.arguments = match call.arguments {
-                Arguments::Json(_) => Arguments::Json(args_json()),
-                Arguments::Value(_) => Arguments::Value(json!({ ARGS_KEY: ARGS_NOTE })),
+            let clipped = match &call.arguments {
+                Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
+                    Ok(v) => Arguments::Json(clip(&v).to_string()),
+                    Err(_) => Arguments::Json(args_json()),
+                },
+                Arguments::Value(v) => Arguments::Value(clip(v)),
                 Arguments::Custom(_) => Arguments::Custom(format!("[{ARGS_NOTE}]")),
             };
-            changed += 1;
+            if clipped.to_json_text().len() < text.len() {
+                call.arguments = clipped;
+                changed += 1;
+            }
         }
     }
     changed
 }
 
+/// Short scalars of an object kept, the rest replaced by a count.
+fn clip(v: &Value) -> Value {
+    let mut out = Map::new();
+    let mut dropped = 0;
+    if let Value::Object(m) = v {
+        for (k, x) in m {
+            let short = match x {
+                Value::String(s) => s.chars().count() <= KEEP_CHARS && !s.contains('\n'),
+                Value::Number(_) | Value::Bool(_) | Value::Null => true,
+                _ => false,
+            };
+            if short {
+                out.insert(k.clone(), x.clone());
+            } else {
+                dropped += 1;
+            }
+        }
+    }
+    let note = match dropped {
+        0 => ARGS_NOTE.to_owned(),
+        1 => "1 long argument clipped for brevity".to_owned(),
+        n => format!("{n} long arguments clipped for brevity"),
+    };
+    out.insert(ARGS_KEY.to_owned(), Value::String(note));
+    Value::Object(out)
+}
+
 fn is_placeholder(a: &Arguments) -> bool {
     match a {
-        Arguments::Json(s) => *s == args_json(),
+        Arguments::Json(s) => s.contains(&format!("\"{ARGS_KEY}\"")),
         Arguments::Value(v) => v.get(ARGS_KEY).is_some(),
         Arguments::Custom(s) => s.contains(ARGS_NOTE),
     }

@@ -5,4 +5,5 @@ mod corpus;
 mod policies;
 mod props;
 mod session;
+mod summary;
 mod support;

@@ -73,25 +73,40 @@ fn clip_tool_results_keeps_the_first_line_of_errors_and_excluded_tools() {
 }
 
 #[test]
-fn clip_tool_args_keeps_name_and_id() {
-    let conv = example("coding-agent.openai.json");
+fn clip_tool_args_keeps_name_id_and_short_arguments() {
+    let body = json!({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "write_file", "arguments": json!({"path": "src/lib.rs", "content": "fn main() {}\n".repeat(20)}).to_string()}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+        {"role": "assistant", "content": "done"}
+    ]});
+    let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
     let mut cfg = only(PolicyKind::ClipToolArgs, 1);
     cfg.policies.min_args_chars = 40;
-    let after = Compactor::new(cfg)
+    let after = Compactor::new(cfg.clone())
         .unwrap()
         .compact(&conv)
         .unwrap()
         .conversation
         .into_owned();
-    let body = abridge::model::encode(&after).unwrap();
-    let call = &body["messages"][7]["tool_calls"][1];
-    assert_eq!(call["id"], "call_005");
-    assert_eq!(call["function"]["name"], "edit_file");
+    let out = abridge::model::encode(&after).unwrap();
+    let call = &out["messages"][1]["tool_calls"][0];
+    assert_eq!(call["id"], "call_1");
+    assert_eq!(call["function"]["name"], "write_file");
     assert_eq!(
         call["function"]["arguments"],
-        json!("{\"_abridged\":\"arguments clipped for brevity\"}")
+        json!("{\"path\":\"src/lib.rs\",\"_abridged\":\"1 long argument clipped for brevity\"}")
     );
     assert!(validate(&after).is_empty());
+    assert!(
+        !Compactor::new(cfg)
+            .unwrap()
+            .compact(&after)
+            .unwrap()
+            .report
+            .compacted
+    );
 }
 
 fn feedback_run() -> Conversation {

@@ -1,0 +1,258 @@
+//! Briefings: shape, chaining, and what they keep compared with Claude
+//! Code's own compaction summary.
+
+use std::path::PathBuf;
+
+use abridge::model::{Conversation, Message, Part, Role, decode, validate};
+use abridge::summarize::{identifiers, mentions};
+use abridge::synth::{Spec, run};
+use abridge::{Compactor, Config, PolicyKind};
+
+fn compact_to(conv: &Conversation, target: u64) -> Conversation {
+    compact_with(conv, target, None)
+}
+
+/// Compacts with the default pipeline, or only the given policies.
+fn compact_with(
+    conv: &Conversation,
+    target: u64,
+    pipeline: Option<Vec<PolicyKind>>,
+) -> Conversation {
+    let mut cfg = Config {
+        model: conv.model.clone(),
+        ..Config::default()
+    };
+    if let Some(p) = pipeline {
+        cfg.policies.pipeline = p;
+    }
+    cfg.budget.target_tokens = Some(target);
+    cfg.budget.min_iterations = 1;
+    let out = Compactor::new(cfg).unwrap().compact(conv).unwrap();
+    assert!(out.report.tokens_after <= target);
+    out.conversation.into_owned()
+}
+
+fn all_text(conv: &Conversation) -> String {
+    abridge::model::encode(conv).unwrap().to_string()
+}
+
+fn briefing(conv: &Conversation) -> Option<String> {
+    conv.messages
+        .iter()
+        .map(Message::text_content)
+        .find(|t| t.starts_with("<compacted-history>"))
+}
+
+#[test]
+fn briefing_sits_after_the_head_and_chains_without_nesting() {
+    let full = run(Spec {
+        iterations: 90,
+        ..Spec::default()
+    });
+    // The agent's first step names a product URL; it must survive three compactions.
+    let first_url = identifiers(
+        &full.messages[2]
+            .tool_calls()
+            .next()
+            .unwrap()
+            .arguments
+            .to_json_text(),
+    )
+    .into_iter()
+    .find(|i| i.starts_with("https://"))
+    .unwrap();
+    let mut history = Conversation {
+        messages: full.messages[..2].to_vec(),
+        ..full.clone_envelope()
+    };
+    let mut next = 2;
+    let mut briefings = Vec::new();
+    for upto in [32, 62, 92] {
+        // The run grows; the agent's memory is the compacted history.
+        let upto = full
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Assistant)
+            .nth(upto - 2)
+            .map_or(full.messages.len(), |(i, _)| i);
+        history
+            .messages
+            .extend_from_slice(&full.messages[next..upto]);
+        next = upto;
+        history = compact_with(&history, 12_000, Some(vec![PolicyKind::Summarize]));
+        assert!(validate(&history).is_empty());
+        let b = briefing(&history).expect("a briefing");
+        assert_eq!(
+            history.messages[2].text_content(),
+            b,
+            "right after system prompt and task"
+        );
+        assert_eq!(
+            all_text(&history).matches("<compacted-history>").count(),
+            1,
+            "wrappers never nest"
+        );
+        assert!(b.contains("## Task\nCollect the price"), "{b}");
+        assert!(
+            mentions(&b, &first_url),
+            "oldest identifier lost at compaction {}",
+            briefings.len() + 1
+        );
+        assert!(abridge::tokens::TokenizerKind::O200kBase.count(&b) <= 8_100);
+        briefings.push(b);
+    }
+    assert_ne!(briefings[0], briefings[2]);
+}
+
+#[test]
+fn briefing_marks_nothing_done_without_a_successful_result() {
+    let mut conv = Conversation::new(abridge::model::Family::Anthropic);
+    conv.messages.push(Message::text(
+        Role::User,
+        "Deploy release v2.4.1 to staging.",
+    ));
+    let call = |id: &str, cmd: &str| {
+        let mut m = Message {
+            role: Role::Assistant,
+            ..Message::default()
+        };
+        m.form = abridge::model::ContentForm::Blocks;
+        m.parts.push(Part::ToolCall(abridge::model::ToolCall {
+            id: id.into(),
+            name: "Bash".into(),
+            arguments: abridge::model::Arguments::Value(serde_json::json!({"command": cmd})),
+            extra: Default::default(),
+            function_extra: Default::default(),
+        }));
+        m
+    };
+    let result = |id: &str, text: &str, err: bool| Message {
+        role: Role::User,
+        form: abridge::model::ContentForm::Blocks,
+        parts: vec![Part::ToolResult(abridge::model::ToolResult {
+            call_id: id.into(),
+            parts: vec![Part::text(text)],
+            form: abridge::model::ContentForm::Text,
+            is_error: err.then_some(true),
+            extra: Default::default(),
+        })],
+        ..Message::default()
+    };
+    conv.messages.push(call("t1", "make deploy ENV=staging"));
+    conv.messages.push(result(
+        "t1",
+        &format!(
+            "exit status 2\nerror: missing credentials for registry.example.test\n{}",
+            "log\n".repeat(400)
+        ),
+        true,
+    ));
+    conv.messages.push(call("t2", "make test"));
+    conv.messages.push(result(
+        "t2",
+        &format!("exit status 0\n{}", "ok\n".repeat(400)),
+        false,
+    ));
+    for i in 0..3 {
+        conv.messages
+            .push(Message::text(Role::Assistant, format!("thinking {i}")));
+        conv.messages.push(Message::text(Role::User, "continue"));
+    }
+    let out = compact_with(&conv, 400, Some(vec![PolicyKind::Summarize]));
+    let b = briefing(&out).unwrap();
+    assert!(b.contains("`make deploy ENV=staging` → exit 2"), "{b}");
+    assert!(b.contains("`make test` → ok"), "{b}");
+    assert!(
+        b.contains("error: missing credentials for registry.example.test"),
+        "{b}"
+    );
+    assert!(!b.to_lowercase().contains("deployed"), "{b}");
+}
+
+/// Identifiers the agent used after Claude Code's compaction that the
+/// pre-compaction history contained: how many each summary kept.
+#[test]
+fn offline_briefing_keeps_more_identifiers_than_claude_codes_summary() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/claude-code_marot-spotter");
+    if !dir.is_dir() {
+        eprintln!("skipping: corpus not found at {}", dir.display());
+        return;
+    }
+    for name in [
+        "4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+        "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
+    ] {
+        let conv = decode(&std::fs::read(dir.join(name)).unwrap())
+            .unwrap()
+            .remove(0);
+        let b = conv.boundaries[0].index;
+        let cc_summary = conv.messages[b].text_content();
+        let before = Conversation {
+            messages: conv.messages[..b].to_vec(),
+            ..conv.clone_envelope()
+        };
+        let before_text = all_text(&before);
+        // Identifiers in what the agent wrote after the boundary (its text and tool arguments).
+        let mut used = Vec::new();
+        for m in conv.messages[b + 1..]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+        {
+            // Its text and the values (not the keys) of its tool arguments.
+            let mut text = m.text_content();
+            for c in m.tool_calls() {
+                let args: serde_json::Value =
+                    serde_json::from_str(&c.arguments.to_json_text()).unwrap();
+                for v in args.as_object().into_iter().flat_map(|o| o.values()) {
+                    text.push(' ');
+                    text.push_str(v.as_str().unwrap_or(&v.to_string()));
+                }
+            }
+            for id in identifiers(&text) {
+                if !used.contains(&id) && before_text.contains(&id) {
+                    used.push(id);
+                }
+            }
+        }
+        let tokens = Compactor::new(Config {
+            model: conv.model.clone(),
+            ..Config::default()
+        })
+        .unwrap()
+        .count(&before);
+        let kept = |text: &str| used.iter().filter(|id| mentions(text, id)).count();
+        // The offline summarizer alone (the whole old region becomes the briefing),
+        // and the default pipeline (clipping first, the briefing if still needed).
+        let briefed = all_text(&compact_with(
+            &before,
+            tokens / 10,
+            Some(vec![PolicyKind::Summarize]),
+        ));
+        let pipeline = all_text(&compact_to(&before, tokens / 10));
+        let (k_brief, k_pipe, k_cc) = (kept(&briefed), kept(&pipeline), kept(&cc_summary));
+        if std::env::var("ABRIDGE_DEBUG").is_ok() {
+            eprintln!(
+                "missed: {:?}",
+                used.iter()
+                    .filter(|id| !mentions(&briefed, id))
+                    .collect::<Vec<_>>()
+            );
+        }
+        eprintln!(
+            "{name}: {} identifiers used after the boundary and present before it; at 10% ({} tokens) \
+             abridge kept {k_brief} (offline briefing) / {k_pipe} (default pipeline); Claude Code's summary kept {k_cc}",
+            used.len(),
+            tokens / 10
+        );
+        assert!(
+            k_brief > k_cc + k_cc / 5,
+            "{name}: offline briefing {k_brief} vs Claude Code {k_cc}"
+        );
+        assert!(
+            k_pipe > k_cc + k_cc / 5,
+            "{name}: pipeline {k_pipe} vs Claude Code {k_cc}"
+        );
+    }
+}
