@@ -71,7 +71,13 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let steps: Vec<String> = r
         .policies
         .iter()
-        .map(|p| format!("{} {} (−{})", p.policy, p.items, p.tokens_saved))
+        .map(|p| match (&r.summarizer, p.policy) {
+            (Some(s), "summarize") => format!(
+                "summarize {} iterations with {s} (−{})",
+                p.items, p.tokens_saved
+            ),
+            _ => format!("{} {} (−{})", p.policy, p.items, p.tokens_saved),
+        })
         .collect();
     eprintln!(
         "abridge: {label}: {} → {} tokens{}{}",

@@ -27,6 +27,22 @@ pub(crate) struct EngineArgs {
     /// o200k_base, cl100k_base, estimate, or auto (the model's own; the default).
     #[arg(long, value_parser = parse_tokenizer)]
     pub(crate) tokenizer: Option<TokenizerChoice>,
+    /// Summarizer when clipping cannot reach the target: offline (the
+    /// default, a deterministic fact sheet) or none (drop old iterations).
+    #[arg(long, value_enum)]
+    pub(crate) summarizer: Option<SummarizerChoice>,
+    /// Most tokens a briefing may take.
+    #[arg(long, value_name = "N")]
+    pub(crate) summary_tokens: Option<u64>,
+}
+
+/// A summarizer named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SummarizerChoice {
+    /// The deterministic fact sheet.
+    Offline,
+    /// No briefing: old iterations are dropped instead.
+    None,
 }
 
 impl EngineArgs {
@@ -54,6 +70,12 @@ impl EngineArgs {
         }
         if let Some(TokenizerChoice::Fixed(k)) = self.tokenizer {
             config.tokenizer = Some(k);
+        }
+        if let Some(s) = self.summarizer {
+            config.summary.offline = s == SummarizerChoice::Offline;
+        }
+        if let Some(n) = self.summary_tokens {
+            config.summary.max_tokens = n;
         }
         config.check()?;
         Ok(config)

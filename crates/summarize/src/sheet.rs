@@ -34,7 +34,7 @@ impl Section {
     }
 
     fn render(&self, out: &mut String) {
-        if self.items.is_empty() && self.omitted == 0 {
+        if self.items.is_empty() {
             return;
         }
         out.push_str("## ");
@@ -101,8 +101,18 @@ pub fn render(
     for s in &sections {
         s.render(&mut out);
     }
+    let gone: Vec<String> = sections
+        .iter()
+        .filter(|s| s.items.is_empty() && s.omitted > 0)
+        .map(|s| format!("{} ({})", s.title, s.omitted))
+        .collect();
+    if !gone.is_empty() {
+        out.push_str(&format!("({OMITTED}{})\n", gone.join(", ")));
+    }
     out.trim_end().to_owned()
 }
+
+const OMITTED: &str = "Left out for space: ";
 
 const ROOT_NOTE: &str = "Paths below are relative to ";
 
@@ -291,7 +301,9 @@ fn parse(text: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// Drops the oldest items of the least important sections until the sheet fits.
+/// Makes the sheet fit: first the oldest items of the least important
+/// sections beyond their kept minimum, then the verbatim error and last
+/// state are shortened, then the minimums go too.
 fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
     let cost = |s: &str| kind.count(s) + 2;
     let mut costs: Vec<Vec<usize>> = sections
@@ -300,29 +312,34 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
         .collect();
     let mut total: usize = sections.iter().map(|s| cost(&s.title) + 2).sum::<usize>()
         + costs.iter().flatten().sum::<usize>();
-    while total > budget {
-        let victim = sections
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.priority < u8::MAX && s.items.len() > s.keep)
-            .min_by_key(|(_, s)| s.priority)
-            .map(|(i, _)| i);
-        let Some(i) = victim else { break };
-        sections[i].items.remove(0);
-        sections[i].omitted += 1;
-        total -= costs[i].remove(0);
+    let mut trim = |sections: &mut [Section], total: &mut usize, floor: bool| {
+        while *total > budget {
+            let victim = sections
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.priority < u8::MAX && s.items.len() > if floor { 0 } else { s.keep }
+                })
+                .min_by_key(|(_, s)| s.priority)
+                .map(|(i, _)| i);
+            let Some(i) = victim else { break };
+            sections[i].items.remove(0);
+            sections[i].omitted += 1;
+            *total -= costs[i].remove(0);
+        }
+    };
+    trim(sections, &mut total, false);
+    if total > budget {
+        for s in sections
+            .iter_mut()
+            .filter(|s| s.title == LATEST_ERROR || s.title == LAST)
+        {
+            for item in &mut s.items {
+                let short = clip(item, 200, 0);
+                total -= cost(item).saturating_sub(cost(&short));
+                *item = short;
+            }
+        }
     }
-    // Still over: the kept minimums go too, least important first.
-    while total > budget {
-        let victim = sections
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.priority < u8::MAX && !s.items.is_empty())
-            .min_by_key(|(_, s)| s.priority)
-            .map(|(i, _)| i);
-        let Some(i) = victim else { break };
-        sections[i].items.remove(0);
-        sections[i].omitted += 1;
-        total -= costs[i].remove(0);
-    }
+    trim(sections, &mut total, true);
 }

@@ -153,3 +153,45 @@ fn simulate_the_longest_corpus_run() {
     assert!(s["peak"].as_u64().unwrap() <= 60_000 + 15_000, "{s}");
     assert!(s["final_tokens"].as_u64().unwrap() < s["final_baseline"].as_u64().unwrap() / 2);
 }
+
+#[test]
+fn compact_summarizes_when_clipping_is_not_enough() {
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "700",
+        "--keep-last",
+        "2",
+        "--compact-json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let briefing = body["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        briefing.starts_with("<compacted-history>\n## Task"),
+        "{briefing}"
+    );
+    assert!(briefing.contains("APP-1432"));
+    assert!(stderr(&o).contains("summarize"), "{}", stderr(&o));
+    // Without a summarizer the same budget drops iterations instead.
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "700",
+        "--keep-last",
+        "2",
+        "--summarizer",
+        "none",
+        "--compact-json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        body["messages"][2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("earlier iterations omitted")
+    );
+}
