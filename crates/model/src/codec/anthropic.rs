@@ -3,9 +3,10 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_content, encode_content, kind, object, take_opt_str, take_str, with_extra,
+    decode_content, encode_content, envelope, kind, object, take_messages, take_opt_str, take_str,
+    with_extra,
 };
-use crate::conversation::{Conversation, Family, Format, FunctionTool, Tool};
+use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
 use crate::message::{
     Arguments, ContentForm, ImagePart, ImageSource, Message, Meta, Part, Reasoning, ReasoningKind,
@@ -41,40 +42,12 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
             ..Message::default()
         });
     }
-    match map.remove("messages") {
-        Some(Value::Array(items)) => {
-            messages.reserve(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                messages.push(decode_message(item, &|| format!("messages[{i}]"))?);
-            }
-        }
-        Some(other) => {
-            return Err(Error::shape(
-                "messages",
-                format!("an array, found {}", kind(&other)),
-            ));
-        }
-        None => return Err(Error::shape("request body", "a \"messages\" array")),
+    let items = take_messages(&mut map)?;
+    messages.reserve(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        messages.push(decode_message(item, &|| format!("messages[{i}]"))?);
     }
-    let model = take_opt_str(&mut map, "model");
-    let tools = match map.remove("tools") {
-        Some(Value::Array(items)) => Some(items.into_iter().map(decode_tool).collect()),
-        Some(other) => {
-            map.insert("tools".into(), other);
-            None
-        }
-        None => None,
-    };
-    Ok(Conversation {
-        format: Format::Anthropic,
-        family: Family::Anthropic,
-        model,
-        tools,
-        messages,
-        extra: map,
-        boundaries: Vec::new(),
-        label: None,
-    })
+    Ok(envelope(Format::Anthropic, map, messages, decode_tool))
 }
 
 /// Decodes one message object (`role` and `content`).

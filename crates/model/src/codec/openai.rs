@@ -3,9 +3,10 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_content, encode_content, kind, object, take_opt_str, take_str, with_extra,
+    decode_content, encode_content, envelope, object, take_messages, take_opt_str, take_str,
+    with_extra,
 };
-use crate::conversation::{Conversation, Family, Format, FunctionTool, Tool};
+use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
 use crate::message::{
     Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part, Reasoning,
@@ -15,35 +16,8 @@ use crate::message::{
 /// Decodes a request body (an object with `messages`).
 pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     let mut map = object(v, &|| "request body".to_owned())?;
-    let messages = match map.remove("messages") {
-        Some(Value::Array(items)) => decode_messages(items, "messages")?,
-        Some(other) => {
-            return Err(Error::shape(
-                "messages",
-                format!("an array, found {}", kind(&other)),
-            ));
-        }
-        None => return Err(Error::shape("request body", "a \"messages\" array")),
-    };
-    let model = take_opt_str(&mut map, "model");
-    let tools = match map.remove("tools") {
-        Some(Value::Array(items)) => Some(items.into_iter().map(decode_tool).collect()),
-        Some(other) => {
-            map.insert("tools".into(), other);
-            None
-        }
-        None => None,
-    };
-    Ok(Conversation {
-        format: Format::OpenAi,
-        family: Family::OpenAi,
-        model,
-        tools,
-        messages,
-        extra: map,
-        boundaries: Vec::new(),
-        label: None,
-    })
+    let messages = decode_messages(take_messages(&mut map)?, "messages")?;
+    Ok(envelope(Format::OpenAi, map, messages, decode_tool))
 }
 
 /// Decodes an array of message objects; `path` prefixes error locations.

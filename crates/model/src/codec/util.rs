@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::conversation::{Conversation, Format, Tool};
 use crate::error::{Error, Result};
-use crate::message::{ContentForm, Extra, Part};
+use crate::message::{ContentForm, Extra, Message, Part};
 
 /// Turns a value into an object or says where it was not one.
 pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Value>> {
@@ -115,4 +116,45 @@ pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Extra) -> Value {
         map.entry(k.clone()).or_insert_with(|| v.clone());
     }
     Value::Object(map)
+}
+
+/// Removes the `messages` array of a request body.
+pub(crate) fn take_messages(map: &mut Extra) -> Result<Vec<Value>> {
+    match map.remove("messages") {
+        Some(Value::Array(items)) => Ok(items),
+        Some(other) => Err(Error::shape(
+            "messages",
+            format!("an array, found {}", kind(&other)),
+        )),
+        None => Err(Error::shape("request body", "a \"messages\" array")),
+    }
+}
+
+/// A conversation from decoded messages and the rest of the body: `model`,
+/// `tools` (each decoded with `tool`) and every other field as extra.
+pub(crate) fn envelope(
+    format: Format,
+    mut map: Extra,
+    messages: Vec<Message>,
+    tool: fn(Value) -> Tool,
+) -> Conversation {
+    let model = take_opt_str(&mut map, "model");
+    let tools = match map.remove("tools") {
+        Some(Value::Array(items)) => Some(items.into_iter().map(tool).collect()),
+        Some(other) => {
+            map.insert("tools".into(), other);
+            None
+        }
+        None => None,
+    };
+    Conversation {
+        format,
+        family: format.family(),
+        model,
+        tools,
+        messages,
+        extra: map,
+        boundaries: Vec::new(),
+        label: None,
+    }
 }
