@@ -455,7 +455,12 @@ impl Compactor {
             return None;
         }
         let pinned = self.pinned_flags_of(&conv.messages);
+        let facts = FactConfig {
+            todo_tools: self.config.summary.todo_tools.clone(),
+            error_prefixes: self.config.policies.error_prefixes.clone(),
+        };
         let step = Step {
+            facts: &facts,
             original: &conv.messages,
             pinned: &pinned,
             work,

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use abridge_model::{Message, Role, head_len, iterations};
 use abridge_summarize::{
-    Request, SummarizeError, Summarizer, defuse, leaks_wrapper, task_text, unwrap, wrap,
+    FactConfig, Request, SummarizeError, Summarizer, Verification, defuse, extract, leaks_wrapper,
+    task_text, unwrap, verify, wrap,
 };
 use abridge_tokens::TokenizerKind;
 use serde::Serialize;
@@ -29,6 +30,8 @@ pub struct Attempt {
     pub error: Option<String>,
     /// Wall time in milliseconds.
     pub ms: u64,
+    /// For an LLM briefing that was used: what verification repaired.
+    pub verification: Option<Verification>,
 }
 
 /// The result of a successful step.
@@ -47,6 +50,7 @@ pub(crate) struct Step<'a> {
     pub(crate) budget: usize,
     pub(crate) wrapper: &'a str,
     pub(crate) tokenizer: TokenizerKind,
+    pub(crate) facts: &'a FactConfig,
 }
 
 /// Shortest briefing accepted, in characters.
@@ -130,11 +134,21 @@ pub(crate) fn run(
         let ms = start.elapsed().as_millis() as u64;
         match result {
             Ok(text) => {
+                // An LLM briefing is checked against the facts of the same
+                // history: lost facts are appended, unsupported claims flagged.
+                let (text, verification) = if s.quotes_verbatim() {
+                    (text, None)
+                } else {
+                    let facts = extract(&replaced, step.facts);
+                    let (t, v) = verify(&text, &facts, step.budget, step.tokenizer);
+                    (t, Some(v))
+                };
                 attempts.push(Attempt {
                     summarizer: s.name(),
                     ok: true,
                     error: None,
                     ms,
+                    verification,
                 });
                 let mut note = Message::text(Role::User, wrap(step.wrapper, &text));
                 note.meta.compact_summary = true;
@@ -164,6 +178,7 @@ pub(crate) fn run(
                 ok: false,
                 error: Some(e.to_string()),
                 ms,
+                verification: None,
             }),
         }
     }

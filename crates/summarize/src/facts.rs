@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::ident::identifiers;
 use crate::outcome::{Outcome, first_line, outcome};
+use crate::tools::{ToolKind, classify, first_string};
 
 /// What the extractor recognises.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -61,6 +62,8 @@ pub struct Facts {
     pub files: Vec<FileFact>,
     /// Commands run and their outcome, e.g. ``cargo test` → exit 101`.
     pub commands: Vec<String>,
+    /// Each command run (first line) and whether its result showed success.
+    pub command_runs: Vec<(String, bool)>,
     /// Other tool calls with a short argument and outcome.
     pub other_calls: Vec<String>,
     /// First lines of failed results, oldest first.
@@ -79,8 +82,6 @@ pub struct Facts {
     pub last_state: Option<String>,
 }
 
-const PATH_KEYS: [&str; 5] = ["file_path", "path", "filename", "file", "notebook_path"];
-const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
 const DECISION_MARKERS: [&str; 12] = [
     "don't", "do not", "instead", "should", "must", "prefer", "always", "never", "actually",
     "stop", "skip", "rather",
@@ -161,67 +162,50 @@ fn user_text(f: &mut Facts, text: &str) {
 }
 
 fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &str) {
-    let lname = name.to_lowercase();
-    let path = PATH_KEYS
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_str));
-    let command = COMMAND_KEYS
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_str));
     let status = match ok {
         Outcome::Ok => "ok".to_owned(),
         Outcome::Failed(Some(c)) => format!("exit {c}"),
         Outcome::Failed(None) => format!("failed: {}", clip(first_line(result).trim(), 160, 0)),
     };
-    if let Some(cmd) = command {
-        f.commands
-            .push(format!("`{}` → {status}", clip(cmd.trim(), 200, 60)));
-    } else if let Some(path) = path
-        && !lname.contains("grep")
-        && !lname.contains("search")
-    {
-        let i = match f.files.iter().position(|x| x.path == path) {
-            Some(i) => i,
-            None => {
-                f.files.push(FileFact {
-                    path: path.to_owned(),
-                    ..FileFact::default()
-                });
-                f.files.len() - 1
-            }
-        };
-        let fact = &mut f.files[i];
-        match ok {
-            Outcome::Failed(_) => fact.failed += 1,
-            Outcome::Ok
-                if lname.contains("edit")
-                    || lname.contains("replace")
-                    || lname.contains("patch") =>
-            {
-                fact.edited += 1
-            }
-            Outcome::Ok if lname.contains("write") || lname.contains("create") => fact.written += 1,
-            Outcome::Ok => fact.read += 1,
+    let kind = classify(name, args);
+    match kind {
+        ToolKind::Shell(cmd) => {
+            let cmd = cmd.trim().lines().next().unwrap_or_default();
+            f.commands
+                .push(format!("`{}` → {status}", clip(cmd, 100, 30)));
+            f.command_runs.push((cmd.to_owned(), ok == Outcome::Ok));
         }
-    } else if lname.starts_with("ask") || lname.contains("question") {
-        f.decisions.push(format!(
-            "answer to {name}: {}",
-            clip(result.trim(), 300, 100)
-        ));
-    } else {
-        let arg = first_string(args)
-            .map(|s| format!(" `{}`", clip(s, 100, 0)))
-            .unwrap_or_default();
-        f.other_calls.push(format!("{name}{arg} → {status}"));
-    }
-}
-
-fn first_string(v: &Value) -> Option<&str> {
-    match v {
-        Value::String(s) => Some(s),
-        Value::Object(m) => m.values().find_map(first_string),
-        Value::Array(a) => a.iter().find_map(first_string),
-        _ => None,
+        ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
+            let i = match f.files.iter().position(|x| x.path == p) {
+                Some(i) => i,
+                None => {
+                    f.files.push(FileFact {
+                        path: p.to_owned(),
+                        ..FileFact::default()
+                    });
+                    f.files.len() - 1
+                }
+            };
+            let fact = &mut f.files[i];
+            match (ok, kind) {
+                (Outcome::Failed(_), _) => fact.failed += 1,
+                (_, ToolKind::Edit(_)) => fact.edited += 1,
+                (_, ToolKind::Write(_)) => fact.written += 1,
+                _ => fact.read += 1,
+            }
+        }
+        ToolKind::Ask => {
+            f.decisions.push(format!(
+                "answer to {name}: {}",
+                clip(result.trim(), 300, 100)
+            ));
+        }
+        ToolKind::Search(_) | ToolKind::Other => {
+            let arg = first_string(args)
+                .map(|s| format!(" `{}`", clip(s, 100, 0)))
+                .unwrap_or_default();
+            f.other_calls.push(format!("{name}{arg} → {status}"));
+        }
     }
 }
 

@@ -38,6 +38,8 @@ mod facts;
 mod ident;
 mod outcome;
 mod sheet;
+mod tools;
+mod verify;
 
 pub use briefing::{
     DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer, defuse, leaks_wrapper,
@@ -47,3 +49,5 @@ pub use facts::{FactConfig, Facts, FileFact, extract};
 pub use ident::{identifiers, is_identifier, mentions};
 pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, first_line, outcome};
 pub use sheet::render;
+pub use tools::{ToolKind, classify, first_string};
+pub use verify::{Verification, verify};

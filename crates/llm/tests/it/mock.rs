@@ -1,0 +1,117 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1: it answers the next request with
+//! the next reply, records every request, and stops after its last reply.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One scripted answer.
+pub(crate) enum Reply {
+    /// Status, body and extra headers.
+    Http(u16, String, Vec<(&'static str, String)>),
+    /// Accept, read the request, then say nothing for this long.
+    Hang(Duration),
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Value,
+}
+
+impl Seen {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub(crate) struct Mock {
+    pub(crate) url: String,
+    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Mock {
+    pub(crate) fn start(replies: Vec<Reply>) -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for reply in replies {
+                let Ok((stream, _)) = listener.accept() else {
+                    return;
+                };
+                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let mut headers = Vec::new();
+                let mut len = 0;
+                loop {
+                    let mut h = String::new();
+                    reader.read_line(&mut h).unwrap();
+                    let h = h.trim_end();
+                    if h.is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = h.split_once(':') {
+                        if k.eq_ignore_ascii_case("content-length") {
+                            len = v.trim().parse().unwrap();
+                        }
+                        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+                    }
+                }
+                let mut body = vec![0; len];
+                reader.read_exact(&mut body).unwrap();
+                log.lock().unwrap().push(Seen {
+                    path,
+                    headers,
+                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                });
+                let mut stream = stream;
+                match reply {
+                    Reply::Hang(d) => std::thread::sleep(d),
+                    Reply::Http(status, body, extra) => {
+                        let mut head = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                            body.len()
+                        );
+                        for (k, v) in extra {
+                            head.push_str(&format!("{k}: {v}\r\n"));
+                        }
+                        head.push_str("\r\n");
+                        let _ = stream.write_all(head.as_bytes());
+                        let _ = stream.write_all(body.as_bytes());
+                    }
+                }
+            }
+        });
+        Mock { url, seen }
+    }
+
+    pub(crate) fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// An OpenAI Chat Completions answer.
+pub(crate) fn openai_ok(text: &str) -> Reply {
+    let body = serde_json::json!({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]});
+    Reply::Http(200, body.to_string(), Vec::new())
+}
+
+/// An Anthropic Messages answer.
+pub(crate) fn anthropic_ok(text: &str) -> Reply {
+    let body = serde_json::json!({"id": "x", "type": "message", "role": "assistant",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"});
+    Reply::Http(200, body.to_string(), Vec::new())
+}

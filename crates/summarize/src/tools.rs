@@ -1,0 +1,111 @@
+//! What a tool call did, from its name and arguments: one classifier shared
+//! by the fact sheet and the serialization sent to LLM summarizers.
+
+use serde_json::Value;
+
+/// The kind of a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind<'a> {
+    /// Read a file.
+    Read(&'a str),
+    /// Wrote (created or overwrote) a file.
+    Write(&'a str),
+    /// Edited a file in place.
+    Edit(&'a str),
+    /// Ran a shell command.
+    Shell(&'a str),
+    /// Searched (grep, glob, web search).
+    Search(&'a str),
+    /// Asked the user a question.
+    Ask,
+    /// Anything else.
+    Other,
+}
+
+const PATH_KEYS: [&str; 5] = ["file_path", "path", "filename", "file", "notebook_path"];
+const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
+const PATTERN_KEYS: [&str; 4] = ["pattern", "query", "q", "glob"];
+
+/// Classifies a call by its tool name and arguments.
+pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
+    let lname = name.to_lowercase();
+    let get = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| args.get(*k).and_then(Value::as_str))
+    };
+    if lname.starts_with("ask") || lname.contains("question") {
+        return ToolKind::Ask;
+    }
+    if ["grep", "glob", "search", "find"]
+        .iter()
+        .any(|k| lname.contains(k))
+        && let Some(p) = get(&PATTERN_KEYS)
+    {
+        return ToolKind::Search(p);
+    }
+    if let Some(cmd) = get(&COMMAND_KEYS) {
+        return ToolKind::Shell(cmd);
+    }
+    if let Some(path) = get(&PATH_KEYS) {
+        return if ["edit", "replace", "patch"]
+            .iter()
+            .any(|k| lname.contains(k))
+        {
+            ToolKind::Edit(path)
+        } else if ["write", "create"].iter().any(|k| lname.contains(k)) {
+            ToolKind::Write(path)
+        } else {
+            ToolKind::Read(path)
+        };
+    }
+    ToolKind::Other
+}
+
+/// First string value of a JSON value (depth first), for short summaries.
+pub fn first_string(v: &Value) -> Option<&str> {
+    match v {
+        Value::String(s) => Some(s),
+        Value::Object(m) => m.values().find_map(first_string),
+        Value::Array(a) => a.iter().find_map(first_string),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_common_agent_tools() {
+        assert_eq!(
+            classify("Read", &json!({"file_path": "a.rs"})),
+            ToolKind::Read("a.rs")
+        );
+        assert_eq!(
+            classify("Edit", &json!({"file_path": "a.rs", "old_string": "x"})),
+            ToolKind::Edit("a.rs")
+        );
+        assert_eq!(
+            classify("str_replace_based_edit_tool", &json!({"path": "a.rs"})),
+            ToolKind::Edit("a.rs")
+        );
+        assert_eq!(
+            classify("write_file", &json!({"path": "a.rs"})),
+            ToolKind::Write("a.rs")
+        );
+        assert_eq!(
+            classify("Bash", &json!({"command": "ls"})),
+            ToolKind::Shell("ls")
+        );
+        assert_eq!(
+            classify("Grep", &json!({"pattern": "fn main", "path": "src"})),
+            ToolKind::Search("fn main")
+        );
+        assert_eq!(classify("AskUserQuestion", &json!({})), ToolKind::Ask);
+        assert_eq!(
+            classify("Task", &json!({"prompt": "explore"})),
+            ToolKind::Other
+        );
+    }
+}
