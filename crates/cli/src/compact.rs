@@ -46,6 +46,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let (label, conv) = input::one(&args.file, &args.input)?;
     let config = args.engine.config(&conv)?;
     let mut compactor = Compactor::new(config)?;
+    compactor.set_summarizers(args.engine.summarizers());
     if args.events {
         compactor.subscribe(|e| {
             if let Ok(line) = serde_json::to_string(e) {
@@ -68,6 +69,13 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
         Err(e) => return Err(e).with_context(|| format!("{label}: cannot compact")),
     };
     let r = &outcome.report;
+    for a in r.attempts.iter().filter(|a| !a.ok) {
+        eprintln!(
+            "abridge: {label}: summarizer {} failed: {}",
+            a.summarizer,
+            a.error.as_deref().unwrap_or("?")
+        );
+    }
     let steps: Vec<String> = r
         .policies
         .iter()

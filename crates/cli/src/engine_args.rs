@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use abridge::Config;
+use abridge::summarize::Summarizer;
+use abridge_llm::{Api, LlmSummarizer};
 use abridge_model::Conversation;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -27,22 +31,49 @@ pub(crate) struct EngineArgs {
     /// o200k_base, cl100k_base, estimate, or auto (the model's own; the default).
     #[arg(long, value_parser = parse_tokenizer)]
     pub(crate) tokenizer: Option<TokenizerChoice>,
-    /// Summarizer when clipping cannot reach the target: offline (the
-    /// default, a deterministic fact sheet) or none (drop old iterations).
-    #[arg(long, value_enum)]
-    pub(crate) summarizer: Option<SummarizerChoice>,
+    /// Summarizer when clipping cannot reach the target, repeatable in
+    /// cascade order: offline (the deterministic fact sheet, always the last
+    /// resort), none (no briefing: drop old iterations), openai:MODEL or
+    /// anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY).
+    #[arg(long, value_name = "NAME", value_parser = parse_summarizer)]
+    pub(crate) summarizer: Vec<SummarizerChoice>,
+    /// Base URL of the LLM summarizers (OpenAI-compatible: ending in /v1;
+    /// Anthropic: the host root).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Time limit of each LLM summarizer attempt, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
     /// Most tokens a briefing may take.
     #[arg(long, value_name = "N")]
     pub(crate) summary_tokens: Option<u64>,
 }
 
 /// A summarizer named on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SummarizerChoice {
     /// The deterministic fact sheet.
     Offline,
     /// No briefing: old iterations are dropped instead.
     None,
+    /// An LLM.
+    Llm(Api, String),
+}
+
+fn parse_summarizer(s: &str) -> Result<SummarizerChoice, String> {
+    match s.split_once(':') {
+        None if s == "offline" => Ok(SummarizerChoice::Offline),
+        None if s == "none" => Ok(SummarizerChoice::None),
+        Some(("openai", m)) if !m.is_empty() => {
+            Ok(SummarizerChoice::Llm(Api::OpenAi, m.to_owned()))
+        }
+        Some(("anthropic", m)) if !m.is_empty() => {
+            Ok(SummarizerChoice::Llm(Api::Anthropic, m.to_owned()))
+        }
+        _ => Err(format!(
+            "unknown summarizer \"{s}\" (expected offline, none, openai:MODEL or anthropic:MODEL)"
+        )),
+    }
 }
 
 impl EngineArgs {
@@ -71,13 +102,32 @@ impl EngineArgs {
         if let Some(TokenizerChoice::Fixed(k)) = self.tokenizer {
             config.tokenizer = Some(k);
         }
-        if let Some(s) = self.summarizer {
-            config.summary.offline = s == SummarizerChoice::Offline;
+        if self.summarizer == [SummarizerChoice::None] {
+            config.summary.offline = false;
         }
         if let Some(n) = self.summary_tokens {
             config.summary.max_tokens = n;
         }
         config.check()?;
         Ok(config)
+    }
+
+    /// The LLM summarizers, in cascade order (the offline one is added by
+    /// the compactor as the last resort).
+    pub(crate) fn summarizers(&self) -> Vec<Box<dyn Summarizer>> {
+        self.summarizer
+            .iter()
+            .filter_map(|s| match s {
+                SummarizerChoice::Llm(api, model) => {
+                    let mut llm = LlmSummarizer::new(*api, model.clone())
+                        .timeout(Duration::from_secs_f64(self.timeout.max(0.1)));
+                    if let Some(url) = &self.base_url {
+                        llm = llm.base_url(url.clone());
+                    }
+                    Some(Box::new(llm) as Box<dyn Summarizer>)
+                }
+                _ => None,
+            })
+            .collect()
     }
 }

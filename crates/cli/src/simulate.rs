@@ -83,7 +83,8 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
     if let Some(t) = args.trigger_tokens {
         config.trigger.max_tokens = Some(t);
     }
-    let compactor = Compactor::new(config)?;
+    let mut compactor = Compactor::new(config)?;
+    compactor.set_summarizers(args.engine.summarizers());
     let limits = *compactor.limits();
     let turns = replay(&conv, compactor);
     let summary = summarize(&turns);

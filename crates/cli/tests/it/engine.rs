@@ -195,3 +195,44 @@ fn compact_summarizes_when_clipping_is_not_enough() {
             .contains("earlier iterations omitted")
     );
 }
+
+#[test]
+fn compact_with_an_unreachable_llm_falls_back_to_offline() {
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "700",
+        "--keep-last",
+        "2",
+        "--summarizer",
+        "openai:gpt-4o-mini",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--timeout",
+        "5",
+        "--compact-json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("summarizer openai:gpt-4o-mini failed: transport error"),
+        "{err}"
+    );
+    assert!(err.contains("with offline"), "{err}");
+    let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        body["messages"][2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("<compacted-history>")
+    );
+    let bad = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--summarizer",
+        "gemini",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unknown summarizer"));
+}
