@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::engine_args::EngineArgs;
 use crate::input::{self, InputArgs};
+use crate::snapshots::StoreArgs;
 use crate::{Target, write_body};
 
 /// Arguments of `abridge compact`.
@@ -36,6 +37,8 @@ pub(crate) struct CompactArgs {
     #[command(flatten)]
     engine: EngineArgs,
     #[command(flatten)]
+    store: StoreArgs,
+    #[command(flatten)]
     input: InputArgs,
 }
 
@@ -46,7 +49,10 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let (label, conv) = input::one(&args.file, &args.input)?;
     let config = args.engine.config(&conv)?;
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers());
+    compactor.set_summarizers(args.engine.summarizers(None));
+    if let Some(store) = args.store.open(&label) {
+        compactor.set_store(Box::new(store));
+    }
     if args.events {
         compactor.subscribe(|e| {
             if let Ok(line) = serde_json::to_string(e) {
@@ -69,6 +75,16 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
         Err(e) => return Err(e).with_context(|| format!("{label}: cannot compact")),
     };
     let r = &outcome.report;
+    if let Some(id) = &r.snapshot {
+        eprintln!(
+            "abridge: {label}: snapshot {id} stored (abridge show {id}, abridge restore {id})"
+        );
+    }
+    for e in &r.events {
+        if let abridge::Event::SnapshotFailed { error } = e {
+            eprintln!("abridge: {label}: snapshot not stored: {error}");
+        }
+    }
     for a in r.attempts.iter().filter(|a| !a.ok) {
         eprintln!(
             "abridge: {label}: summarizer {} failed: {}",

@@ -87,9 +87,15 @@ impl EngineArgs {
             }
             None => Config::default(),
         };
-        if let Some(m) = self.model.clone().or_else(|| conv.model.clone()) {
-            config.model.get_or_insert(m);
+        if config.model.is_none() {
+            config.model = conv.model.clone();
         }
+        self.apply(&mut config)?;
+        Ok(config)
+    }
+
+    /// Applies the command-line overrides to a config.
+    pub(crate) fn apply(&self, config: &mut Config) -> Result<()> {
         if self.model.is_some() {
             config.model = self.model.clone();
         }
@@ -109,12 +115,12 @@ impl EngineArgs {
             config.summary.max_tokens = n;
         }
         config.check()?;
-        Ok(config)
+        Ok(())
     }
 
     /// The LLM summarizers, in cascade order (the offline one is added by
     /// the compactor as the last resort).
-    pub(crate) fn summarizers(&self) -> Vec<Box<dyn Summarizer>> {
+    pub(crate) fn summarizers(&self, prompt: Option<&str>) -> Vec<Box<dyn Summarizer>> {
         self.summarizer
             .iter()
             .filter_map(|s| match s {
@@ -123,6 +129,9 @@ impl EngineArgs {
                         .timeout(Duration::from_secs_f64(self.timeout.max(0.1)));
                     if let Some(url) = &self.base_url {
                         llm = llm.base_url(url.clone());
+                    }
+                    if let Some(p) = prompt {
+                        llm = llm.prompt(p);
                     }
                     Some(Box::new(llm) as Box<dyn Summarizer>)
                 }

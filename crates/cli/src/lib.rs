@@ -4,6 +4,7 @@ mod compact;
 mod engine_args;
 mod input;
 mod simulate;
+mod snapshots;
 mod stats;
 
 use std::io::Write;
@@ -50,6 +51,14 @@ enum Command {
     Compact(compact::CompactArgs),
     /// Replay a recorded run turn by turn with and without compaction.
     Simulate(simulate::SimulateArgs),
+    /// List stored compaction snapshots, newest first.
+    Log(snapshots::LogArgs),
+    /// Print one snapshot: figures, summarizer attempts, briefing.
+    Show(snapshots::IdArgs),
+    /// Print the history a snapshot was taken of, as a request body.
+    Restore(snapshots::IdArgs),
+    /// Re-run a stored compaction with another summarizer or prompt and compare.
+    Replay(snapshots::ReplayArgs),
 }
 
 /// A wire family named on the command line.
@@ -122,6 +131,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Compact(args) => compact::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
+        Command::Log(args) => snapshots::log(&args, &mut out),
+        Command::Show(args) => snapshots::show(&args, &mut out),
+        Command::Restore(args) => snapshots::restore(&args, &mut out),
+        Command::Replay(args) => snapshots::replay(&args, &mut out),
     }
 }
 

@@ -84,7 +84,7 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
         config.trigger.max_tokens = Some(t);
     }
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers());
+    compactor.set_summarizers(args.engine.summarizers(None));
     let limits = *compactor.limits();
     let turns = replay(&conv, compactor);
     let summary = summarize(&turns);

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, PolicyRun};
 use crate::limits::Limits;
 use crate::policy;
+use crate::snapshot::{SnapshotData, SnapshotSink};
 use crate::summarize_step::{self, Attempt, Step};
 
 /// Why a compaction ran.
@@ -70,6 +71,8 @@ pub struct Report {
     pub summarizer: Option<String>,
     /// Every summarizer attempt, in cascade order, with errors and latencies.
     pub attempts: Vec<Attempt>,
+    /// Id of the stored pre-compaction snapshot, when a store is set.
+    pub snapshot: Option<String>,
     /// Events emitted during the evaluation.
     pub events: Vec<Event>,
     /// Wall time in microseconds.
@@ -100,6 +103,7 @@ pub struct Compactor {
     counter: TokenCounter,
     sinks: Vec<Sink>,
     summarizers: Vec<Box<dyn Summarizer>>,
+    store: Option<Box<dyn SnapshotSink>>,
     compacted_at_iteration: usize,
 }
 
@@ -138,6 +142,7 @@ impl Compactor {
             limits,
             sinks: Vec::new(),
             summarizers: Vec::new(),
+            store: None,
             compacted_at_iteration: 0,
         };
         c.set_summarizers(Vec::new());
@@ -167,6 +172,13 @@ impl Compactor {
     /// Window, thresholds and budgets derived from the config and registry.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Records a snapshot of every compaction from now on (off by default).
+    /// A store that fails makes a `snapshot_failed` event; the compaction
+    /// still returns its result and the caller's history is untouched.
+    pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
+        self.store = Some(store);
     }
 
     /// Calls `f` with every event from now on.
@@ -376,24 +388,52 @@ impl Compactor {
         };
         self.emit(&event);
         events.push(event);
+        let mut report = Report {
+            reason: Some(reason),
+            compacted: true,
+            tokens_before,
+            tokens_after: total,
+            messages_before: conv.messages.len(),
+            messages_after: after.messages.len(),
+            tail_iterations: report_tail,
+            target,
+            policies: runs,
+            summarizer,
+            attempts,
+            snapshot: None,
+            events,
+            duration_us: start.elapsed().as_micros() as u64,
+        };
+        self.snapshot(conv, &after, &mut report);
         Ok(Outcome {
-            report: Report {
-                reason: Some(reason),
-                compacted: true,
-                tokens_before,
-                tokens_after: total,
-                messages_before: conv.messages.len(),
-                messages_after: after.messages.len(),
-                tail_iterations: report_tail,
-                target,
-                policies: runs,
-                summarizer,
-                attempts,
-                events,
-                duration_us: start.elapsed().as_micros() as u64,
-            },
+            report,
             conversation: Cow::Owned(after),
         })
+    }
+
+    /// Records the snapshot; a failure becomes an event, not an error.
+    fn snapshot(&mut self, before: &Conversation, after: &Conversation, report: &mut Report) {
+        let Some(mut store) = self.store.take() else {
+            return;
+        };
+        let data = SnapshotData {
+            before,
+            after,
+            config: &self.config,
+            report,
+        };
+        let event = match store.record(&data) {
+            Ok(id) => {
+                report.snapshot = Some(id);
+                None
+            }
+            Err(error) => Some(Event::SnapshotFailed { error }),
+        };
+        self.store = Some(store);
+        if let Some(e) = event {
+            self.emit(&e);
+            report.events.push(e);
+        }
     }
 
     fn pin(&self, messages: &mut [Message]) {
@@ -515,6 +555,7 @@ impl Compactor {
                 policies: Vec::new(),
                 summarizer: None,
                 attempts: Vec::new(),
+                snapshot: None,
                 events,
                 duration_us: start.elapsed().as_micros() as u64,
             },

@@ -51,6 +51,12 @@ pub enum Event {
         /// The error.
         error: String,
     },
+    /// The pre-compaction snapshot could not be stored; the compaction
+    /// result stands and the caller still holds the original history.
+    SnapshotFailed {
+        /// The store's error.
+        error: String,
+    },
 }
 
 /// What one policy did during a compaction.

@@ -40,6 +40,7 @@ mod limits;
 pub mod placeholder;
 mod policy;
 mod session;
+mod snapshot;
 mod summarize_step;
 pub mod synth;
 
@@ -55,4 +56,5 @@ pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
 pub use limits::Limits;
 pub use session::{Session, TurnReport};
+pub use snapshot::{SnapshotData, SnapshotSink};
 pub use summarize_step::Attempt;

@@ -6,8 +6,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn abridge(args: &[&str]) -> Output {
+    // Snapshots go to a folder of the test run, never the user's data directory.
+    let data = std::env::temp_dir().join(format!("abridge-data-{}", std::process::id()));
     Command::new(env!("CARGO_BIN_EXE_abridge"))
         .args(args)
+        .env("XDG_DATA_HOME", &data)
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .output()
         .unwrap()

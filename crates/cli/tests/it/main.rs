@@ -3,3 +3,4 @@
 
 mod commands;
 mod engine;
+mod snapshots;

@@ -1,0 +1,132 @@
+//! Snapshots: every CLI compaction is recorded; log, show, restore, replay.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn abridge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
+    let dir = std::env::temp_dir().join(format!("abridge-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("s.sqlite");
+    let db = db.to_str().unwrap();
+    let compact = |target: &str| {
+        let o = abridge(&[
+            "compact",
+            "examples/coding-agent.openai.json",
+            "--target-tokens",
+            target,
+            "--keep-last",
+            "2",
+            "--store",
+            db,
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        o
+    };
+    let first = compact("700");
+    assert!(text(&first.stderr).contains("snapshot 1 stored"));
+    compact("1000");
+    let log = abridge(&["log", "--store", db, "--json"]);
+    let entries: Vec<Value> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["id"], 2, "newest first");
+    assert_eq!(entries[1]["summarizer"], "offline");
+    assert_eq!(entries[1]["tokens_before"], 1560);
+    let show: Value =
+        serde_json::from_slice(&abridge(&["show", "1", "--store", db]).stdout).unwrap();
+    assert!(show["briefing"].as_str().unwrap().starts_with("## Task"));
+    assert_eq!(show["attempts"][0]["summarizer"], "offline");
+    assert_eq!(show["target"], 700);
+    let restored: Value =
+        serde_json::from_slice(&abridge(&["restore", "1", "--store", db]).stdout).unwrap();
+    let original: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../examples/coding-agent.openai.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(restored, original);
+    // Replay with a summarizer that cannot be reached: both briefings and the failed attempt are shown.
+    let replay = abridge(&[
+        "replay",
+        "1",
+        "--store",
+        db,
+        "--summarizer",
+        "openai:m",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--timeout",
+        "3",
+        "--json",
+    ]);
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    let r: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(r["stored"]["briefing"], show["briefing"]);
+    assert_eq!(
+        r["replayed"]["briefing"], show["briefing"],
+        "the offline fact sheet is deterministic"
+    );
+    assert_eq!(r["replayed"]["attempts"][0]["summarizer"], "openai:m");
+    assert_eq!(r["replayed"]["attempts"][0]["ok"], false);
+    let table = abridge(&["replay", "1", "--store", db]);
+    assert!(
+        text(&table.stdout).contains("stored: offline"),
+        "{}",
+        text(&table.stdout)
+    );
+    assert_eq!(
+        abridge(&["show", "9", "--store", db]).status.code(),
+        Some(2)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_store_that_cannot_be_opened_never_costs_the_history() {
+    let dir = std::env::temp_dir().join(format!("abridge-badsnap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The store's folder would have to be inside a regular file.
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, b"not a folder").unwrap();
+    let db = blocker.join("s.sqlite");
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "700",
+        "--keep-last",
+        "2",
+        "--store",
+        db.to_str().unwrap(),
+        "--compact-json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("snapshots off"),
+        "{}",
+        text(&o.stderr)
+    );
+    let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(body["messages"].as_array().unwrap().len() > 3);
+    std::fs::remove_dir_all(&dir).ok();
+}
