@@ -104,6 +104,7 @@ pub struct Compactor {
     sinks: Vec<Sink>,
     summarizers: Vec<Box<dyn Summarizer>>,
     store: Option<Box<dyn SnapshotSink>>,
+    focus: Option<String>,
     compacted_at_iteration: usize,
 }
 
@@ -143,6 +144,7 @@ impl Compactor {
             sinks: Vec::new(),
             summarizers: Vec::new(),
             store: None,
+            focus: None,
             compacted_at_iteration: 0,
         };
         c.set_summarizers(Vec::new());
@@ -179,6 +181,12 @@ impl Compactor {
     /// still returns its result and the caller's history is untouched.
     pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
         self.store = Some(store);
+    }
+
+    /// What briefings should focus on (passed to every summarizer), e.g.
+    /// from an agent's `compact_history` call; `None` to clear.
+    pub fn set_focus(&mut self, focus: Option<String>) {
+        self.focus = focus;
     }
 
     /// Calls `f` with every event from now on.
@@ -270,6 +278,41 @@ impl Compactor {
         self.emit(&event);
         let target = self.limits.target;
         self.run(conv, Reason::Forced, target, tokens, vec![event], start)
+    }
+
+    /// Compacts now because the agent asked (`compact_history`): everything
+    /// before the last `keep_iterations` iterations becomes a briefing (or is
+    /// dropped when no summarizer gives one), whatever the triggers say.
+    pub fn compact_on_request<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        keep_iterations: usize,
+        focus: Option<String>,
+    ) -> Result<Outcome<'a>> {
+        let saved = (self.config.clone(), self.limits, self.focus.take());
+        let tokens = self.count(conv);
+        self.config.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
+        self.config.budget.min_iterations = keep_iterations.max(1);
+        self.limits.kept_budget = 0;
+        self.limits.target = Some(tokens.saturating_sub(1));
+        self.focus = focus;
+        let start = Instant::now();
+        let event = self.size_event(
+            tokens,
+            conv.messages.len(),
+            iterations(&conv.messages).len(),
+        );
+        self.emit(&event);
+        let result = self.run(
+            conv,
+            Reason::Forced,
+            self.limits.target,
+            tokens,
+            vec![event],
+            start,
+        );
+        (self.config, self.limits, self.focus) = saved;
+        result
     }
 
     fn run<'a>(
@@ -501,6 +544,7 @@ impl Compactor {
         };
         let step = Step {
             facts: &facts,
+            focus: self.focus.as_deref(),
             original: &conv.messages,
             pinned: &pinned,
             work,

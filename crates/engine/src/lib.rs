@@ -31,6 +31,7 @@
 //! For an agent loop that appends messages, [`Session`] keeps the history
 //! and its counts so each turn costs only the new messages.
 
+pub mod agent;
 mod boundary;
 mod compactor;
 mod config;

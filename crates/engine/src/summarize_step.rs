@@ -51,6 +51,7 @@ pub(crate) struct Step<'a> {
     pub(crate) wrapper: &'a str,
     pub(crate) tokenizer: TokenizerKind,
     pub(crate) facts: &'a FactConfig,
+    pub(crate) focus: Option<&'a str>,
 }
 
 /// Shortest briefing accepted, in characters.
@@ -104,6 +105,7 @@ pub(crate) fn run(
         tail: &step.work[step.work.len() - step.tail_len..],
         budget_tokens: step.budget,
         tokenizer: step.tokenizer,
+        focus: step.focus,
     };
     let region_tokens: usize = replaced
         .iter()

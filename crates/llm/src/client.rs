@@ -154,6 +154,12 @@ impl LlmSummarizer {
             "Write the briefing now, in about {} tokens at most.",
             req.budget_tokens
         ));
+        if let Some(focus) = req.focus {
+            msg.push_str(&format!(
+                "\n\nThe agent asked the briefing to focus on: {}",
+                focus.trim()
+            ));
+        }
         if let Some(extra) = &self.instructions {
             msg.push_str("\n\nAdditional instructions:\n");
             msg.push_str(extra);

@@ -25,6 +25,8 @@ pub struct Request<'a> {
     pub budget_tokens: usize,
     /// Tokenizer the budget is counted with.
     pub tokenizer: TokenizerKind,
+    /// What the agent asked the briefing to focus on, if it asked.
+    pub focus: Option<&'a str>,
 }
 
 /// Why a summarizer gave no usable briefing.
@@ -98,13 +100,17 @@ impl Summarizer for Offline {
 
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
         let facts = extract(req.region, &self.facts);
-        Ok(render(
+        let sheet = render(
             req.task,
             &facts,
             req.previous,
             req.budget_tokens,
             req.tokenizer,
-        ))
+        );
+        Ok(match req.focus {
+            Some(f) => format!("Focus requested by the agent: {}\n\n{sheet}", f.trim()),
+            None => sheet,
+        })
     }
 
     fn quotes_verbatim(&self) -> bool {

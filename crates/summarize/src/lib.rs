@@ -26,6 +26,7 @@
 //!     tail: &[],
 //!     budget_tokens: 500,
 //!     tokenizer: TokenizerKind::O200kBase,
+//!     focus: None,
 //! })?;
 //! assert!(briefing.contains("Fix the CSV date format."));
 //! assert!(briefing.contains("`src/export.rs`"));

@@ -1,6 +1,7 @@
 //! Integration tests of the abridge engine.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
+mod agent;
 mod corpus;
 mod policies;
 mod props;
