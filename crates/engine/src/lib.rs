@@ -32,6 +32,8 @@
 //! and its counts so each turn costs only the new messages.
 
 pub mod agent;
+#[cfg(feature = "background")]
+pub mod background;
 mod boundary;
 mod compactor;
 mod config;

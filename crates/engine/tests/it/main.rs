@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
 mod agent;
+mod background;
 mod corpus;
 mod policies;
 mod props;

@@ -1,0 +1,76 @@
+//! Background preparation: started past the soft threshold, one at a time,
+//! applied only when the history still begins with what was compacted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use abridge::background::Preparer;
+use abridge::model::{Conversation, Message, Role, validate};
+use abridge::synth::{Spec, run};
+use abridge::{Compactor, Config};
+
+fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
+    let full = run(Spec {
+        iterations: 60,
+        ..Spec::default()
+    });
+    let cut = full
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant)
+        .nth(50)
+        .unwrap()
+        .0;
+    let now = Conversation {
+        messages: full.messages[..cut].to_vec(),
+        ..full.clone_envelope()
+    };
+    let builds = Arc::new(AtomicUsize::new(0));
+    let counter = builds.clone();
+    let preparer = Preparer::new(10_000, move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let mut cfg = Config::default();
+        cfg.budget.target_tokens = Some(15_000);
+        Compactor::new(cfg).unwrap()
+    });
+    (full, now, preparer, builds)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_compaction_is_applied_with_the_messages_added_since() {
+    let (full, now, mut preparer, builds) = setup();
+    let tokens = Compactor::new(Config::default()).unwrap().count(&now);
+    preparer.poll(&now, tokens);
+    preparer.poll(&now, tokens); // one at a time
+    assert_eq!(preparer.started(), 1);
+    preparer.wait().await;
+    assert_eq!(builds.load(Ordering::SeqCst), 1);
+    // The agent went on meanwhile: two more messages.
+    let later = Conversation {
+        messages: full.messages[..now.messages.len() + 2].to_vec(),
+        ..full.clone_envelope()
+    };
+    let applied = preparer.take(&later).expect("prepared history");
+    assert!(validate(&applied).is_empty());
+    assert_eq!(
+        &applied.messages[applied.messages.len() - 2..],
+        &later.messages[now.messages.len()..]
+    );
+    assert!(Compactor::new(Config::default()).unwrap().count(&applied) < tokens);
+    assert!(preparer.take(&later).is_none(), "used once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_preparation_is_discarded() {
+    let (_, now, mut preparer, _) = setup();
+    preparer.poll(&now, 50_000);
+    preparer.wait().await;
+    // The history was rewritten under the preparation (an earlier message changed).
+    let mut changed = now.clone();
+    changed.messages[3] = Message::text(Role::User, "edited by the agent");
+    assert!(preparer.take(&changed).is_none());
+    // Below the soft threshold nothing starts.
+    preparer.poll(&now, 5_000);
+    assert!(!preparer.is_running());
+}
