@@ -222,17 +222,7 @@ impl Store {
             )
             .map_err(|e| self.sql(e))?;
         let rows = stmt
-            .query_map(params![limit as i64], |r| {
-                Ok(Entry {
-                    id: r.get(0)?,
-                    created_at: r.get(1)?,
-                    source: r.get(2)?,
-                    model: r.get(3)?,
-                    tokens_before: r.get(4)?,
-                    tokens_after: r.get(5)?,
-                    summarizer: r.get(6)?,
-                })
-            })
+            .query_map(params![limit as i64], entry)
             .map_err(|e| self.sql(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.sql(e))
@@ -249,15 +239,7 @@ impl Store {
                 params![id],
                 |r| {
                     Ok((
-                        Entry {
-                            id: r.get(0)?,
-                            created_at: r.get(1)?,
-                            source: r.get(2)?,
-                            model: r.get(3)?,
-                            tokens_before: r.get(4)?,
-                            tokens_after: r.get(5)?,
-                            summarizer: r.get(6)?,
-                        },
+                        entry(r)?,
                         r.get::<_, Option<i64>>(7)?,
                         r.get::<_, Option<String>>(8)?,
                         [9, 10, 11, 12, 13].map(|i| r.get::<_, String>(i)),
@@ -333,6 +315,19 @@ impl SnapshotSink for Store {
     fn record(&mut self, snapshot: &SnapshotData<'_>) -> std::result::Result<String, String> {
         self.insert(snapshot).map(|id| id.to_string())
     }
+}
+
+/// The [`Entry`] in the first seven columns of a row.
+fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry {
+        id: r.get(0)?,
+        created_at: r.get(1)?,
+        source: r.get(2)?,
+        model: r.get(3)?,
+        tokens_before: r.get(4)?,
+        tokens_after: r.get(5)?,
+        summarizer: r.get(6)?,
+    })
 }
 
 fn to_json<T: Serialize>(v: &T) -> std::result::Result<String, String> {

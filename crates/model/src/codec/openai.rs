@@ -3,8 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_content, encode_content, envelope, object, take_messages, take_opt_str, take_str,
-    with_extra,
+    decode_content, encode_content, envelope, finish_body, object, take_messages, take_opt_str,
+    take_str, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
@@ -181,17 +181,11 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
         .enumerate()
         .map(|(i, m)| encode_message(m, i))
         .collect::<Result<Vec<_>>>()?;
-    map.insert("messages".into(), Value::Array(messages));
-    if let Some(tools) = &conv.tools {
-        map.insert(
-            "tools".into(),
-            Value::Array(tools.iter().map(encode_tool).collect()),
-        );
-    }
-    for (k, v) in &conv.extra {
-        map.entry(k.clone()).or_insert_with(|| v.clone());
-    }
-    Ok(Value::Object(map))
+    let tools = conv
+        .tools
+        .as_ref()
+        .map(|t| t.iter().map(encode_tool).collect());
+    Ok(finish_body(map, messages, tools, &conv.extra))
 }
 
 /// Encodes one message.

@@ -158,3 +158,21 @@ pub(crate) fn envelope(
         label: None,
     }
 }
+
+/// Finishes a request body: `messages`, then `tools` when declared, then
+/// the other envelope fields (those already set win).
+pub(crate) fn finish_body(
+    mut map: Extra,
+    messages: Vec<Value>,
+    tools: Option<Vec<Value>>,
+    extra: &Extra,
+) -> Value {
+    map.insert("messages".into(), Value::Array(messages));
+    if let Some(tools) = tools {
+        map.insert("tools".into(), Value::Array(tools));
+    }
+    for (k, v) in extra {
+        map.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    Value::Object(map)
+}
