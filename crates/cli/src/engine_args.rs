@@ -47,6 +47,9 @@ pub(crate) struct EngineArgs {
     /// Most tokens a briefing may take.
     #[arg(long, value_name = "N")]
     pub(crate) summary_tokens: Option<u64>,
+    /// Custom instructions appended to the LLM summarizers' prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) instructions: Option<String>,
 }
 
 /// A summarizer named on the command line.
@@ -133,6 +136,7 @@ impl EngineArgs {
                     if let Some(p) = prompt {
                         llm = llm.prompt(p);
                     }
+                    llm = llm.instructions(self.instructions.clone());
                     Some(Box::new(llm) as Box<dyn Summarizer>)
                 }
                 _ => None,
