@@ -1,23 +1,18 @@
 //! `compact` and `simulate` as a user runs them.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
+use crate::support::{run, text};
+
 fn abridge(args: &[&str]) -> Output {
-    // Snapshots go to a folder of the test run, never the user's data directory.
-    let data = std::env::temp_dir().join(format!("abridge-data-{}", std::process::id()));
-    Command::new(env!("CARGO_BIN_EXE_abridge"))
-        .args(args)
-        .env("XDG_DATA_HOME", &data)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .unwrap()
+    run(args, None)
 }
 
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    text(&o.stderr)
 }
 
 #[test]

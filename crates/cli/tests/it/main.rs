@@ -4,3 +4,4 @@
 mod commands;
 mod engine;
 mod snapshots;
+mod support;

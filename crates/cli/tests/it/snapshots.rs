@@ -1,20 +1,14 @@
 //! Snapshots: every CLI compaction is recorded; log, show, restore, replay.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn abridge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_abridge"))
-        .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .unwrap()
-}
+use crate::support::{run, text};
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn abridge(args: &[&str]) -> Output {
+    run(args, None)
 }
 
 #[test]

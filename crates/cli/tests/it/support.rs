@@ -1,0 +1,35 @@
+//! Running the `abridge` binary as a user would.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The repository root (examples live there).
+pub(crate) fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `abridge` from the repository root, with `stdin` if given. Snapshots
+/// go to a folder of this test run, never the user's data directory.
+pub(crate) fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let data = std::env::temp_dir().join(format!("abridge-data-{}", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_abridge"))
+        .args(args)
+        .current_dir(root())
+        .env("XDG_DATA_HOME", &data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+/// Output bytes as text.
+pub(crate) fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
