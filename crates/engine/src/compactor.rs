@@ -563,7 +563,9 @@ impl Compactor {
         let tail_start = its
             .len()
             .checked_sub(tail_n)
-            .map_or(work.len(), |k| its[k].start);
+            .and_then(|k| its.get(k))
+            .map_or(work.len(), |i| i.start);
+        let head = head.min(tail_start);
         let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
         let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.len()));
         let pinned = sum(head..tail_start);

@@ -4,6 +4,7 @@
 mod agent;
 mod background;
 mod corpus;
+mod fuzz;
 mod policies;
 mod props;
 mod session;
