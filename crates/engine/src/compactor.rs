@@ -538,11 +538,13 @@ impl Compactor {
             return None;
         }
         let pinned = self.pinned_flags_of(&conv.messages);
+        let original_tokens = self.message_tokens(&conv.messages);
         let facts = FactConfig {
             todo_tools: self.config.summary.todo_tools.clone(),
             error_prefixes: self.config.policies.error_prefixes.clone(),
         };
         let step = Step {
+            original_tokens: &original_tokens,
             facts: &facts,
             focus: self.focus.as_deref(),
             original: &conv.messages,

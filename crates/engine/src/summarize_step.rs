@@ -44,6 +44,8 @@ pub(crate) struct Briefed {
 /// What the step needs.
 pub(crate) struct Step<'a> {
     pub(crate) original: &'a [Message],
+    /// Token count of each original message (from the compactor's cache).
+    pub(crate) original_tokens: &'a [u64],
     pub(crate) pinned: &'a [bool],
     pub(crate) work: &'a [Message],
     pub(crate) tail_len: usize,
@@ -78,6 +80,7 @@ pub(crate) fn run(
     let mut replaced: Vec<Message> = Vec::new();
     let mut kept: Vec<Message> = Vec::new();
     let mut replaced_iterations = 0;
+    let mut region_tokens = 0;
     for it in iterations(orig)
         .into_iter()
         .filter(|it| it.start >= head && it.end <= end)
@@ -91,6 +94,7 @@ pub(crate) fn run(
             }));
         } else {
             replaced.extend_from_slice(&orig[it.range()]);
+            region_tokens += step.original_tokens[it.range()].iter().sum::<u64>() as usize;
             replaced_iterations += 1;
         }
     }
@@ -107,20 +111,6 @@ pub(crate) fn run(
         tokenizer: step.tokenizer,
         focus: step.focus,
     };
-    let region_tokens: usize = replaced
-        .iter()
-        .map(|m| step.tokenizer.count(&m.text_content()))
-        .sum::<usize>()
-        + replaced
-            .iter()
-            .flat_map(|m| m.tool_calls())
-            .map(|c| step.tokenizer.count(&c.arguments.to_json_text()))
-            .sum::<usize>()
-        + replaced
-            .iter()
-            .flat_map(|m| m.tool_results())
-            .map(|r| step.tokenizer.count(&r.text()))
-            .sum::<usize>();
     for s in summarizers {
         let start = Instant::now();
         let result = s
