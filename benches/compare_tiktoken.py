@@ -18,6 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", os.path.join(ROOT, "..", "shared", "tiktoken-cache"))
 import tiktoken  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from reference_token_counts import strings  # noqa: E402  (the same walk the fixture was recorded with)
+
 
 def largest_corpus_file():
     corpus = os.path.join(ROOT, "..", "shared", "corpus")
@@ -25,17 +28,6 @@ def largest_corpus_file():
     if not files:
         sys.exit("no file given and ../shared/corpus not found")
     return max(files, key=os.path.getsize)
-
-
-def strings(v, out):
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, list):
-        for x in v:
-            strings(x, out)
-    elif isinstance(v, dict):
-        for x in v.values():
-            strings(x, out)
 
 
 def main():

@@ -3,10 +3,9 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use abridge_model::{Conversation, Message, head_len, iterations, validate};
+use abridge_model::{Conversation, Iteration, Message, head_len, iterations, validate};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
-use serde::Serialize;
 
 use crate::boundary::tail_iterations;
 use crate::config::{Config, PolicyKind};
@@ -14,79 +13,9 @@ use crate::error::{Error, Result};
 use crate::event::{Event, PolicyRun};
 use crate::limits::Limits;
 use crate::policy;
+use crate::report::{Outcome, Reason, Report};
 use crate::snapshot::{SnapshotData, SnapshotSink};
 use crate::summarize_step::{self, Attempt, Step};
-
-/// Why a compaction ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    /// Asked for directly ([`Compactor::compact`]).
-    Forced,
-    /// History tokens above `trigger.max_tokens`.
-    Tokens,
-    /// History tokens above the window fraction.
-    Window,
-    /// Provider-reported usage above `trigger.usage_tokens`.
-    Usage,
-    /// `trigger.every_iterations` iterations since the last compaction.
-    Cadence,
-}
-
-impl Reason {
-    /// Lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Forced => "forced",
-            Reason::Tokens => "tokens",
-            Reason::Window => "window",
-            Reason::Usage => "usage",
-            Reason::Cadence => "cadence",
-        }
-    }
-}
-
-/// What an evaluation did, for callers and the CLI's `--report`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Why compaction ran; `None` when no trigger fired.
-    pub reason: Option<Reason>,
-    /// True when the returned history differs from the input.
-    pub compacted: bool,
-    /// Tokens before (messages and tool declarations).
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
-    /// Iterations kept verbatim at the end.
-    pub tail_iterations: usize,
-    /// The target compaction aimed for.
-    pub target: Option<u64>,
-    /// Policies that changed something.
-    pub policies: Vec<PolicyRun>,
-    /// The summarizer whose briefing was used, if one was.
-    pub summarizer: Option<String>,
-    /// Every summarizer attempt, in cascade order, with errors and latencies.
-    pub attempts: Vec<Attempt>,
-    /// Id of the stored pre-compaction snapshot, when a store is set.
-    pub snapshot: Option<String>,
-    /// Events emitted during the evaluation.
-    pub events: Vec<Event>,
-    /// Wall time in microseconds.
-    pub duration_us: u64,
-}
-
-/// The result of an evaluation: the history to send, and the report.
-#[derive(Debug)]
-pub struct Outcome<'a> {
-    /// The (possibly unchanged, then borrowed) history.
-    pub conversation: Cow<'a, Conversation>,
-    /// What happened.
-    pub report: Report,
-}
 
 type Sink = Box<dyn FnMut(&Event) + Send>;
 
@@ -219,10 +148,8 @@ impl Compactor {
         usage: Option<u64>,
     ) -> Result<Outcome<'a>> {
         let start = Instant::now();
-        let tokens = self.count(conv);
-        let its = iterations(&conv.messages).len();
-        let events = vec![self.size_event(tokens, conv.messages.len(), its)];
-        self.emit(&events[0]);
+        let (tokens, its, event) = self.observe(conv);
+        let events = vec![event];
         let Some(reason) = self
             .limits
             .fired(tokens, its, self.compacted_at_iteration, usage)
@@ -272,10 +199,7 @@ impl Compactor {
     /// borrowed.
     pub fn compact<'a>(&mut self, conv: &'a Conversation) -> Result<Outcome<'a>> {
         let start = Instant::now();
-        let tokens = self.count(conv);
-        let its = iterations(&conv.messages).len();
-        let event = self.size_event(tokens, conv.messages.len(), its);
-        self.emit(&event);
+        let (tokens, _, event) = self.observe(conv);
         let target = self.limits.target;
         self.run(conv, Reason::Forced, target, tokens, vec![event], start)
     }
@@ -289,20 +213,14 @@ impl Compactor {
         keep_iterations: usize,
         focus: Option<String>,
     ) -> Result<Outcome<'a>> {
+        let start = Instant::now();
         let saved = (self.config.clone(), self.limits, self.focus.take());
-        let tokens = self.count(conv);
+        let (tokens, _, event) = self.observe(conv);
         self.config.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
         self.config.budget.min_iterations = keep_iterations.max(1);
         self.limits.kept_budget = 0;
         self.limits.target = Some(tokens.saturating_sub(1));
         self.focus = focus;
-        let start = Instant::now();
-        let event = self.size_event(
-            tokens,
-            conv.messages.len(),
-            iterations(&conv.messages).len(),
-        );
-        self.emit(&event);
         let result = self.run(
             conv,
             Reason::Forced,
@@ -562,11 +480,7 @@ impl Compactor {
         let tokens = self.message_tokens(work);
         let head = head_len(work);
         let its = iterations(work);
-        let tail_start = its
-            .len()
-            .checked_sub(tail_n)
-            .and_then(|k| its.get(k))
-            .map_or(work.len(), |i| i.start);
+        let tail_start = tail_start(work, &its, tail_n);
         let head = head.min(tail_start);
         let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
         let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.len()));
@@ -611,7 +525,17 @@ impl Compactor {
         }
     }
 
-    fn size_event(&self, tokens: u64, messages: usize, iterations: usize) -> Event {
+    /// Counts the history, emits its size event, and returns both.
+    fn observe(&mut self, conv: &Conversation) -> (u64, usize, Event) {
+        let tokens = self.count(conv);
+        let its = iterations(&conv.messages).len();
+        let event = self.size_event(tokens, conv.messages.len(), its);
+        self.emit(&event);
+        (tokens, its, event)
+    }
+
+    /// The `history_size` event for these figures.
+    pub(crate) fn size_event(&self, tokens: u64, messages: usize, iterations: usize) -> Event {
         Event::HistorySize {
             tokens,
             messages,
@@ -636,12 +560,16 @@ impl Compactor {
 
 /// `[head end, tail start)`: what policies may rewrite, given the tail size.
 fn old_region(messages: &[Message], tail_n: usize) -> std::ops::Range<usize> {
-    let its = iterations(messages);
-    let tail_start = its.len().checked_sub(tail_n).map_or(messages.len(), |k| {
-        its.get(k).map_or(messages.len(), |i| i.start)
-    });
-    let head = head_len(messages).min(tail_start);
-    head..tail_start
+    let tail = tail_start(messages, &iterations(messages), tail_n);
+    head_len(messages).min(tail)..tail
+}
+
+/// Index where the last `tail_n` iterations start (the end when there are none).
+fn tail_start(messages: &[Message], its: &[Iteration], tail_n: usize) -> usize {
+    its.len()
+        .checked_sub(tail_n)
+        .and_then(|k| its.get(k))
+        .map_or(messages.len(), |i| i.start)
 }
 
 fn record(runs: &mut Vec<PolicyRun>, kind: PolicyKind, items: usize, saved: u64) {

@@ -42,6 +42,7 @@ mod event;
 mod limits;
 pub mod placeholder;
 mod policy;
+mod report;
 mod session;
 mod snapshot;
 mod summarize_step;
@@ -50,7 +51,7 @@ pub mod synth;
 pub use abridge_model as model;
 pub use abridge_summarize as summarize;
 pub use abridge_tokens as tokens;
-pub use compactor::{Compactor, Outcome, Reason, Report};
+pub use compactor::Compactor;
 pub use config::{
     BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, SummaryConfig,
     TriggerConfig,
@@ -58,6 +59,7 @@ pub use config::{
 pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
 pub use limits::Limits;
+pub use report::{Outcome, Reason, Report};
 pub use session::{Session, TurnReport};
 pub use snapshot::{SnapshotData, SnapshotSink};
 pub use summarize_step::Attempt;

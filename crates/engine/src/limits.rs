@@ -3,8 +3,8 @@
 use abridge_tokens::{Registry, TokenizerKind};
 use serde::Serialize;
 
-use crate::compactor::Reason;
 use crate::config::Config;
+use crate::report::Reason;
 
 /// The numbers the compactor works with.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use abridge_model::{Conversation, Message, Role};
 
-use crate::compactor::{Compactor, Report};
+use crate::compactor::Compactor;
 use crate::error::Result;
-use crate::event::Event;
+use crate::report::Report;
 
 /// A conversation that grows turn by turn and compacts itself.
 ///
@@ -104,16 +104,9 @@ impl Session {
     /// trigger fires. Without a compaction this costs O(1).
     pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
         let start = Instant::now();
-        let size = Event::HistorySize {
-            tokens: self.total,
-            messages: self.conv.messages.len(),
-            iterations: self.iterations,
-            window_fraction: self
-                .compactor
-                .limits()
-                .window
-                .map(|w| self.total as f64 / w as f64),
-        };
+        let size = self
+            .compactor
+            .size_event(self.total, self.conv.messages.len(), self.iterations);
         self.compactor.emit(&size);
         let fired = self.compactor.limits().fired(
             self.total,

@@ -4,8 +4,8 @@
 
 use abridge_model::Conversation;
 
-use crate::compactor::Report;
 use crate::config::Config;
+use crate::report::Report;
 
 /// Everything about one compaction worth keeping.
 #[derive(Debug, Clone, Copy)]

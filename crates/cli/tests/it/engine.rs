@@ -5,7 +5,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{run, text};
+use crate::support::{compact_example, run, text};
 
 fn abridge(args: &[&str]) -> Output {
     run(args, None)
@@ -154,15 +154,7 @@ fn simulate_the_longest_corpus_run() {
 
 #[test]
 fn compact_summarizes_when_clipping_is_not_enough() {
-    let o = abridge(&[
-        "compact",
-        "examples/coding-agent.openai.json",
-        "--target-tokens",
-        "700",
-        "--keep-last",
-        "2",
-        "--compact-json",
-    ]);
+    let o = compact_example(&["--compact-json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let body: Value = serde_json::from_slice(&o.stdout).unwrap();
     let briefing = body["messages"][2]["content"].as_str().unwrap();
@@ -173,17 +165,7 @@ fn compact_summarizes_when_clipping_is_not_enough() {
     assert!(briefing.contains("APP-1432"));
     assert!(stderr(&o).contains("summarize"), "{}", stderr(&o));
     // Without a summarizer the same budget drops iterations instead.
-    let o = abridge(&[
-        "compact",
-        "examples/coding-agent.openai.json",
-        "--target-tokens",
-        "700",
-        "--keep-last",
-        "2",
-        "--summarizer",
-        "none",
-        "--compact-json",
-    ]);
+    let o = compact_example(&["--summarizer", "none", "--compact-json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let body: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
@@ -196,13 +178,7 @@ fn compact_summarizes_when_clipping_is_not_enough() {
 
 #[test]
 fn compact_with_an_unreachable_llm_falls_back_to_offline() {
-    let o = abridge(&[
-        "compact",
-        "examples/coding-agent.openai.json",
-        "--target-tokens",
-        "700",
-        "--keep-last",
-        "2",
+    let o = compact_example(&[
         "--summarizer",
         "openai:gpt-4o-mini",
         "--base-url",

@@ -5,7 +5,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{run, text};
+use crate::support::{compact_example, run, text};
 
 fn abridge(args: &[&str]) -> Output {
     run(args, None)
@@ -103,17 +103,7 @@ fn a_store_that_cannot_be_opened_never_costs_the_history() {
     let blocker = dir.join("file");
     std::fs::write(&blocker, b"not a folder").unwrap();
     let db = blocker.join("s.sqlite");
-    let o = abridge(&[
-        "compact",
-        "examples/coding-agent.openai.json",
-        "--target-tokens",
-        "700",
-        "--keep-last",
-        "2",
-        "--store",
-        db.to_str().unwrap(),
-        "--compact-json",
-    ]);
+    let o = compact_example(&["--store", db.to_str().unwrap(), "--compact-json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains("snapshots off"),

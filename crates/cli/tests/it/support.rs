@@ -33,3 +33,18 @@ pub(crate) fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
 pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// `abridge compact` of the coding-agent example to 700 tokens, keeping the
+/// last 2 iterations (a budget where clipping alone is not enough), plus `extra`.
+pub(crate) fn compact_example(extra: &[&str]) -> Output {
+    let mut args = vec![
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        "700",
+        "--keep-last",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    run(&args, None)
+}

@@ -19,6 +19,35 @@ fn only(kind: PolicyKind, keep: usize) -> Config {
     c
 }
 
+/// The compacted history (the test fails on an error).
+fn compacted(cfg: &Config, conv: &Conversation) -> Conversation {
+    Compactor::new(cfg.clone())
+        .unwrap()
+        .compact(conv)
+        .unwrap()
+        .conversation
+        .into_owned()
+}
+
+/// Compacting again with the same config changes nothing.
+fn is_stable(cfg: &Config, conv: &Conversation) -> bool {
+    !Compactor::new(cfg.clone())
+        .unwrap()
+        .compact(conv)
+        .unwrap()
+        .report
+        .compacted
+}
+
+/// Texts of the messages that contain `needle`.
+fn texts_with(conv: &Conversation, needle: &str) -> Vec<String> {
+    conv.messages
+        .iter()
+        .map(Message::text_content)
+        .filter(|t| t.contains(needle))
+        .collect()
+}
+
 fn texts(conv: &Conversation) -> String {
     let body = abridge::model::encode(conv).unwrap();
     body.to_string()
@@ -49,12 +78,7 @@ fn clip_tool_results_keeps_the_first_line_of_errors_and_excluded_tools() {
     let mut cfg = only(PolicyKind::ClipToolResults, 2);
     cfg.policies.min_result_chars = 10;
     cfg.policies.keep_results_of = vec!["read_file".into()];
-    let after = Compactor::new(cfg)
-        .unwrap()
-        .compact(&conv)
-        .unwrap()
-        .conversation
-        .into_owned();
+    let after = compacted(&cfg, &conv);
     let s = texts(&after);
     assert!(
         s.contains("[tool result clipped for brevity; it failed: exit status 101]"),
@@ -84,12 +108,7 @@ fn clip_tool_args_keeps_name_id_and_short_arguments() {
     let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
     let mut cfg = only(PolicyKind::ClipToolArgs, 1);
     cfg.policies.min_args_chars = 40;
-    let after = Compactor::new(cfg.clone())
-        .unwrap()
-        .compact(&conv)
-        .unwrap()
-        .conversation
-        .into_owned();
+    let after = compacted(&cfg, &conv);
     let out = abridge::model::encode(&after).unwrap();
     let call = &out["messages"][1]["tool_calls"][0];
     assert_eq!(call["id"], "call_1");
@@ -99,14 +118,7 @@ fn clip_tool_args_keeps_name_id_and_short_arguments() {
         json!("{\"path\":\"src/lib.rs\",\"_abridged\":\"1 long argument clipped for brevity\"}")
     );
     assert!(validate(&after).is_empty());
-    assert!(
-        !Compactor::new(cfg)
-            .unwrap()
-            .compact(&after)
-            .unwrap()
-            .report
-            .compacted
-    );
+    assert!(is_stable(&cfg, &after));
 }
 
 fn feedback_run() -> Conversation {
@@ -155,14 +167,7 @@ fn collapse_feedback_leaves_one_line_and_the_newest_of_each_kind() {
     );
     assert_eq!(out.report.policies[0].items, 3);
     // Again: nothing left to collapse.
-    assert!(
-        !Compactor::new(only(PolicyKind::CollapseFeedback, 1))
-            .unwrap()
-            .compact(&after)
-            .unwrap()
-            .report
-            .compacted
-    );
+    assert!(is_stable(&only(PolicyKind::CollapseFeedback, 1), &after));
 }
 
 #[test]
@@ -177,12 +182,7 @@ fn drop_iterations_chains_its_count() {
         .unwrap_err();
     assert!(err.to_string().starts_with("cannot shrink below"), "{err}");
     cfg.budget.target_tokens = Some(60);
-    let first = Compactor::new(cfg.clone())
-        .unwrap()
-        .compact(&conv)
-        .unwrap()
-        .conversation
-        .into_owned();
+    let first = compacted(&cfg, &conv);
     // Only as many of the oldest iterations as the target needs are dropped.
     let count = |t: &str| -> usize {
         t.trim_start_matches('[')
@@ -208,18 +208,8 @@ fn drop_iterations_chains_its_count() {
             .push(Message::text(Role::Assistant, format!("step {i}")));
     }
     cfg.budget.target_tokens = Some(45);
-    let second = Compactor::new(cfg)
-        .unwrap()
-        .compact(&conv)
-        .unwrap()
-        .conversation
-        .into_owned();
-    let notes: Vec<String> = second
-        .messages
-        .iter()
-        .map(Message::text_content)
-        .filter(|t| t.contains("omitted"))
-        .collect();
+    let second = compacted(&cfg, &conv);
+    let notes: Vec<String> = texts_with(&second, "omitted");
     assert_eq!(notes.len(), 1, "{notes:?}");
     let n: usize = notes[0]
         .trim_start_matches('[')
@@ -248,12 +238,7 @@ fn pinned_by_marker_is_never_touched() {
     conv.messages[3] = Message::text(Role::User, "[validation] Task validation failed: KEEP-ME");
     let mut cfg = only(PolicyKind::CollapseFeedback, 1);
     cfg.pin.markers = vec!["KEEP-ME".into()];
-    let after = Compactor::new(cfg)
-        .unwrap()
-        .compact(&conv)
-        .unwrap()
-        .conversation
-        .into_owned();
+    let after = compacted(&cfg, &conv);
     assert!(
         after
             .messages
@@ -267,12 +252,7 @@ fn pinned_by_marker_is_never_touched() {
 fn collapse_feedback_chains_across_compactions() {
     let conv = feedback_run();
     let cfg = only(PolicyKind::CollapseFeedback, 1);
-    let mut after = Compactor::new(cfg.clone())
-        .unwrap()
-        .compact(&conv)
-        .unwrap()
-        .conversation
-        .into_owned();
+    let mut after = compacted(&cfg, &conv);
     after.messages.push(Message::text(
         Role::User,
         "[validation] Task validation failed: again",
@@ -286,18 +266,8 @@ fn collapse_feedback_chains_across_compactions() {
     after
         .messages
         .push(Message::text(Role::Assistant, "last attempt"));
-    let second = Compactor::new(cfg)
-        .unwrap()
-        .compact(&after)
-        .unwrap()
-        .conversation
-        .into_owned();
-    let notes: Vec<String> = second
-        .messages
-        .iter()
-        .map(Message::text_content)
-        .filter(|t| t.contains("earlier feedback"))
-        .collect();
+    let second = compacted(&cfg, &after);
+    let notes: Vec<String> = texts_with(&second, "earlier feedback");
     assert_eq!(
         notes,
         ["[5 earlier feedback messages clipped: 3 validation rejections, 2 step errors]"]

@@ -5,19 +5,10 @@
 
 use abridge::model::{Family, validate};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config, Error, PolicyKind};
+use abridge::{Compactor, Config, Error, PolicyConfig, PolicyKind};
 use proptest::prelude::*;
 
 use crate::support::assert_kept;
-
-const ALL: [PolicyKind; 6] = [
-    PolicyKind::ClipExternal,
-    PolicyKind::CollapseFeedback,
-    PolicyKind::ClipToolResults,
-    PolicyKind::ClipToolArgs,
-    PolicyKind::Summarize,
-    PolicyKind::DropIterations,
-];
 
 fn spec() -> impl Strategy<Value = Spec> {
     (any::<u64>(), 1usize..30, prop::bool::ANY, 2usize..20).prop_map(
@@ -60,8 +51,9 @@ proptest! {
         prop_assert!(validate(&conv).is_empty());
         let total = Compactor::new(Config::default()).unwrap().count(&conv);
         let target = ((total as f64) * ratio) as u64;
-        let mut pipelines: Vec<Vec<PolicyKind>> = ALL.iter().map(|k| vec![*k]).collect();
-        pipelines.push(ALL.to_vec());
+        let all = PolicyConfig::default().pipeline;
+        let mut pipelines: Vec<Vec<PolicyKind>> = all.iter().map(|k| vec![*k]).collect();
+        pipelines.push(all);
         for pipeline in pipelines {
             for target in [None, Some(target)] {
                 if target.is_none() && matches!(pipeline[..], [PolicyKind::DropIterations] | [PolicyKind::Summarize]) {

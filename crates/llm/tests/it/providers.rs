@@ -101,7 +101,7 @@ fn openai_success_sends_the_prompt_and_history_and_verifies() {
     assert_eq!(req.body["messages"][0]["content"], DEFAULT_PROMPT);
     let user = req.body["messages"][1]["content"].as_str().unwrap();
     assert!(
-        user.contains("<history>") && user.contains("[navigate: ") || user.contains("[click: "),
+        user.contains("<history>") && (user.contains("[navigate: ") || user.contains("[click: ")),
         "{user}"
     );
     assert!(user.contains("<recent-steps>"));
