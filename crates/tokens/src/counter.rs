@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use abridge_model::{Arguments, Conversation, Message, Part, Tool};
+use serde_json::Value;
 
 use crate::tokenizer::TokenizerKind;
 
@@ -201,7 +202,7 @@ fn hash_part(p: &Part, h: &mut DefaultHasher) {
             (2u8, &c.name).hash(h);
             match &c.arguments {
                 Arguments::Json(s) | Arguments::Custom(s) => s.hash(h),
-                Arguments::Value(v) => v.to_string().hash(h),
+                Arguments::Value(v) => hash_value(v, h),
             }
         }
         Part::ToolResult(r) => {
@@ -211,6 +212,30 @@ fn hash_part(p: &Part, h: &mut DefaultHasher) {
             }
         }
         Part::Reasoning(r) => (4u8, &r.text).hash(h),
-        Part::Opaque(v) => (5u8, v.to_string()).hash(h),
+        Part::Opaque(v) => {
+            5u8.hash(h);
+            hash_value(v, h);
+        }
+    }
+}
+
+/// Hashes a JSON value by structure, without serializing it.
+fn hash_value(v: &Value, h: &mut DefaultHasher) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, b).hash(h),
+        Value::Number(n) => (2u8, n.as_f64().map(f64::to_bits), n.as_i64(), n.as_u64()).hash(h),
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(h);
+            a.iter().for_each(|x| hash_value(x, h));
+        }
+        Value::Object(m) => {
+            (5u8, m.len()).hash(h);
+            for (k, x) in m {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
     }
 }

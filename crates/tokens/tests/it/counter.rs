@@ -94,3 +94,36 @@ fn registry_matches_prefixes_and_overrides() {
     r.set("gpt-4o", info);
     assert_eq!(r.lookup("gpt-4o-2024-08-06"), Some(info));
 }
+
+#[test]
+fn structured_tool_inputs_hash_by_content() {
+    use abridge_model::{Arguments, ContentForm, ToolCall};
+    let call = |input: serde_json::Value| Message {
+        role: Role::Assistant,
+        form: ContentForm::Blocks,
+        parts: vec![Part::ToolCall(ToolCall {
+            id: "t".into(),
+            name: "Edit".into(),
+            arguments: Arguments::Value(input),
+            extra: Default::default(),
+            function_extra: Default::default(),
+        })],
+        ..Message::default()
+    };
+    let h = |v| abridge_tokens::content_hash(&call(v));
+    let a = serde_json::json!({"path": "a.rs", "n": [1, 2, {"k": null}]});
+    assert_eq!(h(a.clone()), h(a));
+    assert_ne!(
+        h(serde_json::json!({"path": "a.rs"})),
+        h(serde_json::json!({"path": "b.rs"}))
+    );
+    assert_ne!(
+        h(serde_json::json!({"n": [1, 2]})),
+        h(serde_json::json!({"n": [2, 1]}))
+    );
+    assert_ne!(
+        h(serde_json::json!({"a": "b"})),
+        h(serde_json::json!({"b": "a"}))
+    );
+    assert_ne!(h(serde_json::json!(["x"])), h(serde_json::json!("x")));
+}
