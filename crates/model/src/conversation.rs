@@ -6,8 +6,10 @@ use serde_json::Value;
 
 use crate::message::{Extra, Message, Role};
 
-/// Which provider API a conversation's structure follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which provider API a conversation's structure follows — the one name for
+/// "OpenAI or Anthropic" across abridge (codecs, converter, summarizers, CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Family {
     /// OpenAI Chat Completions (`messages` with `tool_calls` / `tool` messages).
     OpenAi,
@@ -22,6 +24,27 @@ impl Family {
             Family::OpenAi => "openai",
             Family::Anthropic => "anthropic",
         }
+    }
+
+    /// Both families, for listings and help texts.
+    pub const ALL: [Family; 2] = [Family::OpenAi, Family::Anthropic];
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Family {
+    type Err = String;
+
+    /// `openai` or `anthropic`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Family::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| format!("unknown API family \"{s}\" (expected openai or anthropic)"))
     }
 }
 

@@ -40,14 +40,6 @@ pub enum Error {
         /// What cannot be carried over.
         reason: String,
     },
-    /// A `FILE#N` selector named a conversation the file does not have.
-    #[error("conversation #{index} does not exist: the input holds {count}")]
-    NoSuchConversation {
-        /// Requested 0-based index.
-        index: usize,
-        /// How many the input holds.
-        count: usize,
-    },
 }
 
 impl Error {
@@ -63,17 +55,6 @@ impl Error {
             line: err.line() + line_offset,
             column: err.column(),
             message: strip_location(&err.to_string()),
-        }
-    }
-
-    /// True when the input itself is malformed (as opposed to unsupported by a target).
-    pub fn is_bad_input(&self) -> bool {
-        match self {
-            Error::Json { .. }
-            | Error::Shape { .. }
-            | Error::UnknownFormat(_)
-            | Error::NoSuchConversation { .. } => true,
-            Error::Unrepresentable { .. } => false,
         }
     }
 }

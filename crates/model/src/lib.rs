@@ -33,6 +33,7 @@ mod codec;
 mod conversation;
 mod error;
 mod message;
+pub mod text;
 mod validate;
 
 pub use codec::{Converted, convert, decode, decode_as, decode_value, detect, encode};

@@ -236,6 +236,17 @@ impl Arguments {
             Arguments::Value(v) => std::borrow::Cow::Owned(v.to_string()),
         }
     }
+
+    /// Arguments as a JSON value; `Null` when the text is not JSON (a custom
+    /// tool's free-form input, or malformed arguments kept as written).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Arguments::Value(v) => v.clone(),
+            Arguments::Json(s) | Arguments::Custom(s) => {
+                serde_json::from_str(s).unwrap_or(Value::Null)
+            }
+        }
+    }
 }
 
 /// The result of a tool call.

@@ -172,12 +172,8 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
     }
 }
 
-fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
-}
-
 fn looks_like_jsonl(text: &str) -> bool {
-    let line = first_line(text);
+    let line = crate::text::first_line(text);
     line.trim_start().starts_with('{') && serde_json::from_str::<Value>(line).is_ok()
 }
 

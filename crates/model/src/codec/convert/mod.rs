@@ -1,0 +1,100 @@
+//! Conversion between the OpenAI and Anthropic wire families.
+//!
+//! Structure is translated (tool messages ⇄ `tool_result` blocks, top-level
+//! `system` ⇄ system messages, tool declarations, `tool_choice`, stop
+//! sequences). What has no counterpart but can be left out without changing
+//! what the model is asked (cache hints, unsigned reasoning, sampling knobs
+//! of one provider) is dropped and listed in [`Converted::warnings`]. What
+//! cannot be carried without changing the conversation (custom tool calls,
+//! arguments that are not JSON, a system message in mid-conversation, server
+//! tools, documents or audio) is an [`Error::Unrepresentable`].
+//!
+//! One module per concern: [`messages`], tool declarations ([`tools`]) and
+//! the request envelope ([`envelope`]).
+
+mod envelope;
+mod messages;
+mod tools;
+
+use crate::conversation::{Conversation, Family};
+use crate::error::{Error, Result};
+use crate::message::{Extra, Part, TextPart};
+
+/// A converted conversation and what the conversion left out.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// The conversation in the target family.
+    pub conversation: Conversation,
+    /// One line per kind of thing dropped, for the user to read.
+    pub warnings: Vec<String>,
+}
+
+/// Converts a conversation to another wire family (a clone when it is already in it).
+pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
+    if conv.family == to {
+        return Ok(Converted {
+            conversation: conv.clone(),
+            warnings: Vec::new(),
+        });
+    }
+    let mut w = Warnings::default();
+    let mut out = Conversation::new(to);
+    out.model = conv.model.clone();
+    out.boundaries = conv.boundaries.clone();
+    out.label = conv.label.clone();
+    out.messages = messages::convert(&conv.messages, to, &mut w)?;
+    out.tools = tools::convert(conv.tools.as_deref(), to, &mut w)?;
+    out.extra = envelope::convert(&conv.extra, to, &mut w);
+    Ok(Converted {
+        conversation: out,
+        warnings: w.0,
+    })
+}
+
+/// What a conversion dropped, one line per kind.
+#[derive(Default)]
+struct Warnings(Vec<String>);
+
+impl Warnings {
+    fn add(&mut self, msg: impl Into<String>) {
+        let msg = msg.into();
+        if !self.0.contains(&msg) {
+            self.0.push(msg);
+        }
+    }
+
+    fn drop_extra(&mut self, what: &str, extra: &Extra) {
+        if !extra.is_empty() {
+            let keys: Vec<&str> = extra.keys().map(String::as_str).collect();
+            self.add(format!("dropped {what} fields: {}", keys.join(", ")));
+        }
+    }
+
+    fn dropped_fields(&mut self, dropped: &[&str]) {
+        if !dropped.is_empty() {
+            self.add(format!("dropped request fields: {}", dropped.join(", ")));
+        }
+    }
+}
+
+/// The target family's name as errors print it.
+fn target_name(family: Family) -> &'static str {
+    match family {
+        Family::OpenAi => "OpenAI",
+        Family::Anthropic => "Anthropic",
+    }
+}
+
+fn unrepresentable(index: usize, to: Family, reason: impl Into<String>) -> Error {
+    Error::Unrepresentable {
+        index,
+        target: target_name(to),
+        reason: reason.into(),
+    }
+}
+
+/// A text part without provider-specific fields (reported as dropped).
+fn plain_text(t: &TextPart, what: &str, w: &mut Warnings) -> Part {
+    w.drop_extra(what, &t.extra);
+    Part::text(t.text.clone())
+}
