@@ -3,8 +3,13 @@
 use abridge_model::{Message, Role};
 use abridge_tokens::TokenizerKind;
 
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+
 use crate::facts::{FactConfig, extract};
-use crate::sheet::render;
+use crate::sheet::{FOCUS_NOTE, render};
 
 /// Default tag wrapped around a briefing: it marks the text as external
 /// content for the model, and lets a later compaction find and absorb it.
@@ -27,10 +32,14 @@ pub struct Request<'a> {
     pub tokenizer: TokenizerKind,
     /// What the agent asked the briefing to focus on, if it asked.
     pub focus: Option<&'a str>,
+    /// What counts as a task list, a failure and an earlier briefing — the
+    /// compactor's configuration, the same for every summarizer.
+    pub facts: &'a FactConfig,
 }
 
 /// Why a summarizer gave no usable briefing.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SummarizeError {
     /// The request could not be sent or the connection failed.
@@ -58,19 +67,6 @@ pub enum SummarizeError {
     NotConfigured(String),
 }
 
-impl SummarizeError {
-    /// True when trying again later may work (transport, timeout, 429, 5xx).
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            SummarizeError::Transport(_) | SummarizeError::Timeout(_) => true,
-            SummarizeError::Status { status, .. } => *status == 429 || *status >= 500,
-            SummarizeError::Malformed(_)
-            | SummarizeError::Rejected(_)
-            | SummarizeError::NotConfigured(_) => false,
-        }
-    }
-}
-
 /// Turns the messages before a boundary into one briefing text.
 pub trait Summarizer: Send + Sync {
     /// Name for reports (`offline`, `openai:gpt-4o-mini`…).
@@ -86,12 +82,22 @@ pub trait Summarizer: Send + Sync {
     }
 }
 
-/// The deterministic fact sheet: no LLM, no network, same input → same text.
-#[derive(Debug, Clone, Default)]
-pub struct Offline {
-    /// What the extractor recognises.
-    pub facts: FactConfig,
+/// A boxed future, as [`AsyncSummarizer`]s return (this crate needs no runtime).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A summarizer that waits on I/O (an LLM over HTTP). Front ends with a
+/// runtime await it; `abridge_llm::Blocking` adapts it to [`Summarizer`]
+/// for the compactor, which is synchronous.
+pub trait AsyncSummarizer: Send + Sync {
+    /// Name for reports (`openai:gpt-4o-mini`…).
+    fn name(&self) -> String;
+    /// The briefing (plain text, no wrapper tags).
+    fn summarize<'a>(&'a self, req: &'a Request<'a>) -> BoxFuture<'a, Result<String, SummarizeError>>;
 }
+
+/// The deterministic fact sheet: no LLM, no network, same input → same text.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Offline;
 
 impl Summarizer for Offline {
     fn name(&self) -> String {
@@ -99,7 +105,7 @@ impl Summarizer for Offline {
     }
 
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
-        let facts = extract(req.region, &self.facts);
+        let facts = extract(req.region, req.facts);
         let sheet = render(
             req.task,
             &facts,
@@ -108,7 +114,7 @@ impl Summarizer for Offline {
             req.tokenizer,
         );
         Ok(match req.focus {
-            Some(f) => format!("Focus requested by the agent: {}\n\n{sheet}", f.trim()),
+            Some(f) => format!("{FOCUS_NOTE}{}\n\n{sheet}", f.trim()),
             None => sheet,
         })
     }

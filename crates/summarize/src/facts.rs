@@ -2,11 +2,13 @@
 
 use std::collections::HashMap;
 
+use abridge_model::text::{clip, first_line};
 use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
 use crate::ident::identifiers;
-use crate::outcome::{Outcome, first_line, outcome};
+use crate::briefing::unwrap;
+use crate::outcome::{Outcome, outcome};
 use crate::tools::{ToolKind, classify, first_string};
 
 /// What the extractor recognises.
@@ -17,6 +19,8 @@ pub struct FactConfig {
     pub todo_tools: Vec<String>,
     /// Result first-line prefixes that mean failure.
     pub error_prefixes: Vec<String>,
+    /// Tag around briefings: an earlier briefing is not a user message.
+    pub wrapper: String,
 }
 
 impl Default for FactConfig {
@@ -34,6 +38,7 @@ impl Default for FactConfig {
             error_prefixes: crate::outcome::DEFAULT_ERROR_PREFIXES
                 .map(str::to_owned)
                 .to_vec(),
+            wrapper: crate::briefing::DEFAULT_WRAPPER.to_owned(),
         }
     }
 }
@@ -101,8 +106,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                             f.last_state = Some(clip(t.text.trim(), 600, 200));
                         }
                         Part::ToolCall(c) => {
-                            let args: Value = serde_json::from_str(&c.arguments.to_json_text())
-                                .unwrap_or(Value::Null);
+                            let args = c.arguments.to_value();
                             let mut strings = Vec::new();
                             collect_strings(&args, &mut strings);
                             for s in strings.iter().filter(|s| s.len() < 400) {
@@ -136,7 +140,9 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                                 record_call(&mut f, name, args, ok, &text);
                             }
                         }
-                        Part::Text(t) if m.role == Role::User => user_text(&mut f, &t.text),
+                        Part::Text(t) if m.role == Role::User => {
+                            user_text(&mut f, &t.text, &cfg.wrapper)
+                        }
                         _ => {}
                     }
                 }
@@ -146,9 +152,9 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     f
 }
 
-fn user_text(f: &mut Facts, text: &str) {
+fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
     let text = text.trim();
-    if text.is_empty() || text.starts_with("<compacted-history>") {
+    if text.is_empty() || unwrap(wrapper, text).is_some() {
         return;
     }
     push_ids(&mut f.used_ids, text);
@@ -226,20 +232,6 @@ fn push_ids(ids: &mut Vec<String>, text: &str) {
     }
 }
 
-/// `text` if at most `max` bytes, else its head and `tail` bytes of its end.
-pub(crate) fn clip(text: &str, max: usize, tail: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let head = floor(text, max.saturating_sub(tail));
-    let end = ceil(text, text.len() - tail);
-    if tail == 0 {
-        format!("{}…", &text[..head])
-    } else {
-        format!("{} … {}", &text[..head], &text[end..])
-    }
-}
-
 fn lines(text: &str, n: usize) -> String {
     let kept: Vec<&str> = text.lines().take(n).collect();
     let more = text.lines().count().saturating_sub(n);
@@ -249,18 +241,4 @@ fn lines(text: &str, n: usize) -> String {
     } else {
         body
     }
-}
-
-fn floor(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use abridge_model::{Message, Role};
-//! use abridge_summarize::{Offline, Request, Summarizer};
+//! use abridge_summarize::{FactConfig, Offline, Request, Summarizer};
 //! use abridge_tokens::TokenizerKind;
 //!
 //! let region = vec![
@@ -27,6 +27,7 @@
 //!     budget_tokens: 500,
 //!     tokenizer: TokenizerKind::O200kBase,
 //!     focus: None,
+//!     facts: &FactConfig::default(),
 //! })?;
 //! assert!(briefing.contains("Fix the CSV date format."));
 //! assert!(briefing.contains("`src/export.rs`"));
@@ -43,12 +44,12 @@ mod tools;
 mod verify;
 
 pub use briefing::{
-    DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer, defuse, leaks_wrapper,
-    task_text, unwrap, wrap,
+    AsyncSummarizer, BoxFuture, DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer,
+    defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
 pub use ident::{identifiers, is_identifier, mentions};
-pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, first_line, outcome};
+pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, outcome};
 pub use sheet::render;
 pub use tools::{ToolKind, classify, first_string};
 pub use verify::{Verification, verify};

@@ -1,6 +1,7 @@
 //! Did a tool call succeed? Decided from its result only.
 
 use abridge_model::ToolResult;
+use abridge_model::text::first_line;
 
 /// Words that, at the start of a result's first line, mean it failed.
 pub const DEFAULT_ERROR_PREFIXES: [&str; 6] = [
@@ -19,11 +20,6 @@ pub enum Outcome {
     Ok,
     /// The result shows failure; `Some(code)` when an exit code was reported.
     Failed(Option<i64>),
-}
-
-/// First non-empty line of a text.
-pub fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
 }
 
 /// The outcome of a result: failed when the API flag says so, when its

@@ -5,32 +5,159 @@
 use abridge_tokens::TokenizerKind;
 use serde_json::Value;
 
-use crate::facts::{Facts, clip};
+use abridge_model::text::clip;
+
+use crate::facts::Facts;
+
+/// What a section holds. The kind, not its heading, identifies a section:
+/// headings are presentation, and a heading renamed later still parses back
+/// through [`Kind::legacy_titles`], so briefings already stored keep merging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Task,
+    Todo,
+    Decisions,
+    Files,
+    Commands,
+    Calls,
+    Errors,
+    LatestError,
+    Ids,
+    ResultIds,
+    Users,
+    Earlier,
+    Last,
+}
+
+/// How a section's items are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One `- item` per line (newlines inside an item folded to ` ⏎ `).
+    Bullets,
+    /// Items as one comma-separated line of `code` spans.
+    Inline,
+    /// Items as lines, verbatim (the task, the task list, verbatim text).
+    Lines,
+}
+
+/// How a previous briefing's items combine with the new ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Merge {
+    /// The previous items stay (the task as first restated).
+    KeepOld,
+    /// The newest items win; the previous ones only fill an empty section.
+    Newest,
+    /// Previous items first, duplicates in their newest form.
+    Append,
+}
+
+impl Kind {
+    /// Every kind, in the order the sheet renders them.
+    const ALL: [Kind; 13] = [
+        Kind::Task,
+        Kind::Todo,
+        Kind::Decisions,
+        Kind::Files,
+        Kind::Commands,
+        Kind::Calls,
+        Kind::Errors,
+        Kind::LatestError,
+        Kind::Ids,
+        Kind::ResultIds,
+        Kind::Users,
+        Kind::Earlier,
+        Kind::Last,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            Kind::Task => "Task",
+            Kind::Todo => "Task list (as last written by the agent)",
+            Kind::Decisions => "Decisions and corrections from the user",
+            Kind::Files => "Files",
+            Kind::Commands => "Commands run",
+            Kind::Calls => "Other tool calls",
+            Kind::Errors => "Errors (first lines, oldest first)",
+            Kind::LatestError => "Latest error (verbatim)",
+            Kind::Ids => "Identifiers used",
+            Kind::ResultIds => "Identifiers seen in tool results",
+            Kind::Users => "User messages",
+            Kind::Earlier => "Earlier briefing",
+            Kind::Last => "Last state before this briefing",
+        }
+    }
+
+    /// Headings this kind was written under by earlier versions. When a
+    /// title changes, its old text goes here.
+    fn legacy_titles(self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn from_heading(heading: &str) -> Option<Kind> {
+        let heading = heading.trim();
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.title() == heading || k.legacy_titles().contains(&heading))
+    }
+
+    /// Trim order (lower first; `u8::MAX` is never trimmed) and how many of
+    /// the newest items survive any budget short of the last resort.
+    fn priority_and_keep(self) -> (u8, usize) {
+        match self {
+            Kind::Task | Kind::Todo | Kind::LatestError | Kind::Last => (u8::MAX, usize::MAX),
+            Kind::Decisions => (8, 10),
+            Kind::Files => (7, 10),
+            Kind::Ids => (6, 40),
+            Kind::Users => (5, 2),
+            Kind::Errors => (4, 1),
+            Kind::Commands => (3, 3),
+            Kind::ResultIds => (2, 0),
+            Kind::Calls => (1, 0),
+            Kind::Earlier => (0, 0),
+        }
+    }
+
+    fn layout(self) -> Layout {
+        match self {
+            Kind::Ids | Kind::ResultIds => Layout::Inline,
+            Kind::Task | Kind::Todo | Kind::LatestError | Kind::Last => Layout::Lines,
+            _ => Layout::Bullets,
+        }
+    }
+
+    fn merge(self) -> Merge {
+        match self {
+            Kind::Task => Merge::KeepOld,
+            Kind::Todo | Kind::LatestError | Kind::Last => Merge::Newest,
+            _ => Merge::Append,
+        }
+    }
+
+    /// Sections whose items are (or end in) paths.
+    fn holds_paths(self) -> bool {
+        matches!(self, Kind::Files | Kind::Ids | Kind::ResultIds)
+    }
+}
 
 /// One section of the sheet.
 #[derive(Debug, Clone)]
 struct Section {
-    title: String,
+    kind: Kind,
     items: Vec<String>,
-    /// Lower is trimmed first; `u8::MAX` is never trimmed.
-    priority: u8,
-    /// Items kept however tight the budget (the newest ones).
-    keep: usize,
-    /// Render items as one comma-separated line of `code` spans.
-    inline: bool,
     omitted: usize,
 }
 
 impl Section {
-    fn new(title: &str, priority: u8, keep: usize, items: Vec<String>) -> Self {
+    fn new(kind: Kind, items: Vec<String>) -> Self {
         Section {
-            title: title.to_owned(),
+            kind,
             items,
-            priority,
-            keep,
-            inline: false,
             omitted: 0,
         }
+    }
+
+    fn priority(&self) -> u8 {
+        self.kind.priority_and_keep().0
     }
 
     fn render(&self, out: &mut String) {
@@ -38,46 +165,35 @@ impl Section {
             return;
         }
         out.push_str("## ");
-        out.push_str(&self.title);
+        out.push_str(self.kind.title());
         out.push('\n');
         if self.omitted > 0 {
             out.push_str(&format!("- ({} older items omitted)\n", self.omitted));
         }
-        if self.inline {
-            let ids: Vec<String> = self.items.iter().map(|i| format!("`{i}`")).collect();
-            out.push_str(&ids.join(", "));
-            out.push('\n');
-        } else if self.priority == u8::MAX {
-            for i in &self.items {
-                out.push_str(i);
+        match self.kind.layout() {
+            Layout::Inline => {
+                let ids: Vec<String> = self.items.iter().map(|i| format!("`{i}`")).collect();
+                out.push_str(&ids.join(", "));
                 out.push('\n');
             }
-        } else {
-            for i in &self.items {
-                out.push_str("- ");
-                // One line per item, so that a chained briefing parses back.
-                out.push_str(&i.replace('\n', " ⏎ "));
-                out.push('\n');
+            Layout::Lines => {
+                for i in &self.items {
+                    out.push_str(i);
+                    out.push('\n');
+                }
+            }
+            Layout::Bullets => {
+                for i in &self.items {
+                    out.push_str("- ");
+                    // One line per item, so that a chained briefing parses back.
+                    out.push_str(&i.replace('\n', " ⏎ "));
+                    out.push('\n');
+                }
             }
         }
         out.push('\n');
     }
 }
-
-/// Titles, so that a previous sheet can be parsed back.
-const TASK: &str = "Task";
-const TODO: &str = "Task list (as last written by the agent)";
-const DECISIONS: &str = "Decisions and corrections from the user";
-const FILES: &str = "Files";
-const COMMANDS: &str = "Commands run";
-const CALLS: &str = "Other tool calls";
-const ERRORS: &str = "Errors (first lines, oldest first)";
-const LATEST_ERROR: &str = "Latest error (verbatim)";
-const IDS: &str = "Identifiers used";
-const RESULT_IDS: &str = "Identifiers seen in tool results";
-const USERS: &str = "User messages";
-const EARLIER: &str = "Earlier briefing";
-const LAST: &str = "Last state before this briefing";
 
 /// Renders the facts (and the task) as a sheet within `budget` tokens,
 /// merged with `previous` (an earlier briefing's text) when given.
@@ -104,7 +220,7 @@ pub fn render(
     let gone: Vec<String> = sections
         .iter()
         .filter(|s| s.items.is_empty() && s.omitted > 0)
-        .map(|s| format!("{} ({})", s.title, s.omitted))
+        .map(|s| format!("{} ({})", s.kind.title(), s.omitted))
         .collect();
     if !gone.is_empty() {
         out.push_str(&format!("({OMITTED}{})\n", gone.join(", ")));
@@ -116,10 +232,13 @@ const OMITTED: &str = "Left out for space: ";
 
 const ROOT_NOTE: &str = "Paths below are relative to ";
 
+/// Opens a briefing written for an agent's `compact_history` focus.
+pub(crate) const FOCUS_NOTE: &str = "Focus requested by the agent: ";
+
 /// Writes absolute paths under the directory that most of them share
 /// relative to it (named once at the top): the same facts in fewer tokens.
 fn relativize(sections: &mut [Section]) -> Option<String> {
-    let is_path_section = |s: &Section| s.title == FILES || s.title.starts_with("Identifiers");
+    let is_path_section = |s: &Section| s.kind.holds_paths();
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
     for item in sections
         .iter()
@@ -157,8 +276,7 @@ fn relativize(sections: &mut [Section]) -> Option<String> {
 }
 
 fn sections(task: &str, f: &Facts) -> Vec<Section> {
-    let fixed = |t: &str, items: Vec<String>| Section::new(t, u8::MAX, usize::MAX, items);
-    let files = f
+    let files: Vec<String> = f
         .files
         .iter()
         .map(|x| {
@@ -186,31 +304,32 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
         .filter(|i| !listed.contains(&i.as_str()))
         .cloned()
         .collect();
-    let mut ids = Section::new(IDS, 6, 40, used);
-    ids.inline = true;
-    let mut result_ids = Section::new(RESULT_IDS, 2, 0, f.result_ids.clone());
-    result_ids.inline = true;
-    vec![
-        fixed(TASK, vec![task.trim().to_owned()]),
-        fixed(
-            TODO,
-            f.todo
-                .as_ref()
-                .map(|(_, args)| todo_lines(args))
-                .unwrap_or_default(),
-        ),
-        Section::new(DECISIONS, 8, 10, f.decisions.clone()),
-        Section::new(FILES, 7, 10, files),
-        Section::new(COMMANDS, 3, 3, f.commands.clone()),
-        Section::new(CALLS, 1, 0, f.other_calls.clone()),
-        Section::new(ERRORS, 4, 1, f.errors.clone()),
-        fixed(LATEST_ERROR, f.latest_error.iter().cloned().collect()),
-        ids,
-        result_ids,
-        Section::new(USERS, 5, 2, f.user_messages.clone()),
-        Section::new(EARLIER, 0, 0, Vec::new()),
-        fixed(LAST, f.last_state.iter().cloned().collect()),
-    ]
+    let todo = f
+        .todo
+        .as_ref()
+        .map(|(_, args)| todo_lines(args))
+        .unwrap_or_default();
+    Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            let items = match kind {
+                Kind::Task => vec![task.trim().to_owned()],
+                Kind::Todo => todo.clone(),
+                Kind::Decisions => f.decisions.clone(),
+                Kind::Files => files.clone(),
+                Kind::Commands => f.commands.clone(),
+                Kind::Calls => f.other_calls.clone(),
+                Kind::Errors => f.errors.clone(),
+                Kind::LatestError => f.latest_error.iter().cloned().collect(),
+                Kind::Ids => used.clone(),
+                Kind::ResultIds => f.result_ids.clone(),
+                Kind::Users => f.user_messages.clone(),
+                Kind::Earlier => Vec::new(),
+                Kind::Last => f.last_state.iter().cloned().collect(),
+            };
+            Section::new(kind, items)
+        })
+        .collect()
 }
 
 /// `- [status] content` lines of a TodoWrite-style call, or its JSON.
@@ -234,34 +353,28 @@ fn todo_lines(args: &Value) -> Vec<String> {
     }
 }
 
-/// Folds a previous briefing in: its items come first (older) and
-/// duplicates keep their newest form. A previous text that is not a sheet
-/// (an LLM briefing) becomes the "Earlier briefing" section.
+/// Folds a previous briefing in, section by section as [`Merge`] says.
+/// Text under headings this sheet does not know (an LLM briefing, or a
+/// section since removed) becomes the "Earlier briefing" section.
 fn merge(sections: &mut [Section], previous: &str) {
-    let parsed = parse(previous);
-    if parsed.is_empty() {
-        if let Some(s) = sections.iter_mut().find(|s| s.title == EARLIER) {
-            s.items = previous
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(str::to_owned)
-                .collect();
-        }
-        return;
+    let (known, foreign) = parse(previous);
+    if !foreign.is_empty()
+        && let Some(s) = sections.iter_mut().find(|s| s.kind == Kind::Earlier)
+    {
+        s.items = foreign;
     }
-    for (title, old) in parsed {
-        let Some(s) = sections.iter_mut().find(|s| s.title == title) else {
+    for (kind, old) in known {
+        let Some(s) = sections.iter_mut().find(|s| s.kind == kind) else {
             continue;
         };
-        match s.title.as_str() {
-            // The task stays as first restated; the newest state wins elsewhere.
-            TASK => s.items = old,
-            TODO | LATEST_ERROR | LAST => {
+        match kind.merge() {
+            Merge::KeepOld => s.items = old,
+            Merge::Newest => {
                 if s.items.is_empty() {
                     s.items = old;
                 }
             }
-            _ => {
+            Merge::Append => {
                 let key = |i: &str| i.rsplit(" · ").next().unwrap_or(i).to_owned();
                 let mut merged: Vec<String> = old
                     .into_iter()
@@ -274,31 +387,41 @@ fn merge(sections: &mut [Section], previous: &str) {
     }
 }
 
-/// Sections of a sheet: title and items (bullets, inline ids or lines).
-fn parse(text: &str) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+/// A previous sheet: the items of each known section, and the non-empty
+/// lines of everything else (foreign headings included).
+fn parse(text: &str) -> (Vec<(Kind, Vec<String>)>, Vec<String>) {
+    let mut known: Vec<(Kind, Vec<String>)> = Vec::new();
+    let mut foreign: Vec<String> = Vec::new();
+    let mut current: Option<Kind> = None;
     for line in text.lines() {
-        if let Some(title) = line.strip_prefix("## ") {
-            out.push((title.trim().to_owned(), Vec::new()));
+        if let Some(heading) = line.strip_prefix("## ") {
+            current = Kind::from_heading(heading);
+            match current {
+                Some(kind) => known.push((kind, Vec::new())),
+                None => foreign.push(line.to_owned()),
+            }
             continue;
         }
-        let Some((title, items)) = out.last_mut() else {
-            continue;
-        };
-        if line.trim().is_empty()
+        let trimmed = line.trim();
+        if trimmed.is_empty()
+            || trimmed.starts_with(ROOT_NOTE)
+            || trimmed.starts_with(FOCUS_NOTE)
+            || trimmed.starts_with(&format!("({OMITTED}"))
             || line.starts_with("- (") && line.ends_with("older items omitted)")
         {
             continue;
         }
-        if title.starts_with("Identifiers") {
-            items.extend(line.split(", ").map(|i| i.trim_matches('`').to_owned()));
-        } else if let Some(item) = line.strip_prefix("- ").filter(|_| title != TODO) {
-            items.push(item.to_owned());
-        } else {
-            items.push(line.to_owned());
+        let (Some(kind), Some((_, items))) = (current, known.last_mut()) else {
+            foreign.push(line.to_owned());
+            continue;
+        };
+        match kind.layout() {
+            Layout::Inline => items.extend(line.split(", ").map(|i| i.trim_matches('`').to_owned())),
+            Layout::Bullets => items.push(line.strip_prefix("- ").unwrap_or(line).to_owned()),
+            Layout::Lines => items.push(line.to_owned()),
         }
     }
-    out
+    (known, foreign)
 }
 
 /// Makes the sheet fit: first the oldest items of the least important
@@ -310,7 +433,7 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
         .iter()
         .map(|s| s.items.iter().map(|i| cost(i)).collect())
         .collect();
-    let mut total: usize = sections.iter().map(|s| cost(&s.title) + 2).sum::<usize>()
+    let mut total: usize = sections.iter().map(|s| cost(s.kind.title()) + 2).sum::<usize>()
         + costs.iter().flatten().sum::<usize>();
     let mut trim = |sections: &mut [Section], total: &mut usize, floor: bool| {
         while *total > budget {
@@ -318,9 +441,10 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
                 .iter()
                 .enumerate()
                 .filter(|(_, s)| {
-                    s.priority < u8::MAX && s.items.len() > if floor { 0 } else { s.keep }
+                    let (priority, keep) = s.kind.priority_and_keep();
+                    priority < u8::MAX && s.items.len() > if floor { 0 } else { keep }
                 })
-                .min_by_key(|(_, s)| s.priority)
+                .min_by_key(|(_, s)| s.priority())
                 .map(|(i, _)| i);
             let Some(i) = victim else { break };
             sections[i].items.remove(0);
@@ -332,7 +456,7 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
     if total > budget {
         for s in sections
             .iter_mut()
-            .filter(|s| s.title == LATEST_ERROR || s.title == LAST)
+            .filter(|s| matches!(s.kind, Kind::LatestError | Kind::Last))
         {
             for item in &mut s.items {
                 let short = clip(item, 200, 0);
@@ -342,4 +466,42 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
         }
     }
     trim(sections, &mut total, true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_section_parses_back_as_its_kind() {
+        let sections: Vec<Section> = Kind::ALL
+            .into_iter()
+            .map(|k| Section::new(k, vec!["src/lib.rs".into(), "APP-1432 done".into()]))
+            .collect();
+        let mut text = String::new();
+        for s in &sections {
+            s.render(&mut text);
+        }
+        let (known, foreign) = parse(&text);
+        assert!(foreign.is_empty(), "{foreign:?}");
+        let kinds: Vec<Kind> = known.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, Kind::ALL);
+        for (kind, items) in known {
+            assert_eq!(items, ["src/lib.rs", "APP-1432 done"], "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn foreign_headings_become_the_earlier_briefing() {
+        let mut sections = vec![
+            Section::new(Kind::Files, vec!["read · a.rs".into()]),
+            Section::new(Kind::Earlier, Vec::new()),
+        ];
+        merge(
+            &mut sections,
+            "## Summary\nThe agent fixed APP-1.\n## Files\n- edited · b.rs\n",
+        );
+        assert_eq!(sections[0].items, ["edited · b.rs", "read · a.rs"]);
+        assert_eq!(sections[1].items, ["## Summary", "The agent fixed APP-1."]);
+    }
 }

@@ -4,7 +4,7 @@
 //! tool result supports are flagged.
 
 use abridge_tokens::TokenizerKind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::facts::Facts;
@@ -12,7 +12,7 @@ use crate::ident::mentions;
 use crate::outcome::exit_code;
 
 /// What verification found and repaired.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verification {
     /// Facts the briefing lacked, appended under "Verbatim facts".
     pub appended_facts: Vec<String>,
