@@ -32,6 +32,7 @@
 mod codec;
 mod conversation;
 mod error;
+mod fingerprint;
 mod message;
 pub mod text;
 mod validate;
@@ -42,6 +43,7 @@ pub use conversation::{
     iterations,
 };
 pub use error::{Error, Result};
+pub use fingerprint::fingerprint;
 pub use message::{
     Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part, Reasoning,
     ReasoningKind, Role, TextPart, ToolCall, ToolResult, Usage,
