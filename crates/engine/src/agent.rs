@@ -96,7 +96,7 @@ pub struct CompactRequest {
 
 /// Reads a `compact_history` call's arguments (defaults for what is missing).
 pub fn parse_arguments(args: &Arguments) -> CompactRequest {
-    let v: Value = serde_json::from_str(&args.to_json_text()).unwrap_or(Value::Null);
+    let v = args.to_value();
     CompactRequest {
         preserve_recent: v
             .get("preserve_recent")

@@ -6,46 +6,25 @@
 //! a copy of the history. At the hard threshold, [`Preparer::take`] returns
 //! the prepared history plus the messages added since — but only if the
 //! history still begins with exactly the messages that were compacted;
-//! otherwise the preparation is discarded.
+//! otherwise the preparation is discarded. A preparation is a
+//! [`Carryover`], the same type [`Continuity`](crate::Continuity) keeps.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use abridge_model::Conversation;
-use abridge_tokens::content_hash;
 use tokio::sync::oneshot;
 
 use crate::compactor::Compactor;
+use crate::continuity::{Carryover, PrefixKey};
 
 type Factory = Arc<dyn Fn() -> Compactor + Send + Sync>;
-
-/// Identity of a history prefix: its length and a hash of its messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Prefix {
-    len: usize,
-    hash: u64,
-}
-
-impl Prefix {
-    fn of(conv: &Conversation, len: usize) -> Option<Prefix> {
-        let messages = conv.messages.get(..len)?;
-        let mut h = DefaultHasher::new();
-        for m in messages {
-            content_hash(m).hash(&mut h);
-        }
-        Some(Prefix {
-            len,
-            hash: h.finish(),
-        })
-    }
-}
 
 /// Prepares one compaction at a time for one conversation.
 pub struct Preparer {
     make: Factory,
     soft_tokens: u64,
-    running: Option<(Prefix, oneshot::Receiver<Option<Conversation>>)>,
-    ready: Option<(Prefix, Conversation)>,
+    running: Option<oneshot::Receiver<Option<Carryover>>>,
+    ready: Option<Carryover>,
     started: usize,
 }
 
@@ -90,34 +69,38 @@ impl Preparer {
         if tokens <= self.soft_tokens || self.running.is_some() || self.ready.is_some() {
             return;
         }
-        let Some(prefix) = Prefix::of(conv, conv.messages.len()) else {
-            return;
-        };
         let (tx, rx) = oneshot::channel();
         let make = self.make.clone();
         let snapshot = conv.clone();
         tokio::task::spawn_blocking(move || {
             let mut compactor = make();
-            let out = compactor
+            let tools = compactor.tool_tokens(&snapshot);
+            let carry = compactor
                 .compact(&snapshot)
                 .ok()
                 .filter(|o| o.report.compacted)
-                .map(|o| o.conversation.into_owned());
-            let _ = tx.send(out);
+                .map(|o| {
+                    let tokens = o.report.tokens_after.saturating_sub(tools);
+                    Carryover::new(
+                        &snapshot.messages,
+                        o.conversation.into_owned().messages,
+                        tokens,
+                    )
+                });
+            let _ = tx.send(carry);
         });
-        self.running = Some((prefix, rx));
+        self.running = Some(rx);
         self.started += 1;
     }
 
     fn collect(&mut self) {
-        let Some((prefix, rx)) = &mut self.running else {
+        let Some(rx) = &mut self.running else {
             return;
         };
         match rx.try_recv() {
             Ok(result) => {
-                let prefix = *prefix;
                 self.running = None;
-                self.ready = result.map(|c| (prefix, c));
+                self.ready = result;
             }
             Err(oneshot::error::TryRecvError::Empty) => {}
             Err(oneshot::error::TryRecvError::Closed) => self.running = None,
@@ -126,10 +109,10 @@ impl Preparer {
 
     /// Waits for the running preparation, when the agent chooses to.
     pub async fn wait(&mut self) {
-        if let Some((prefix, rx)) = self.running.take() {
-            if let Ok(Some(c)) = rx.await {
-                self.ready = Some((prefix, c));
-            }
+        if let Some(rx) = self.running.take()
+            && let Ok(Some(c)) = rx.await
+        {
+            self.ready = Some(c);
         }
     }
 
@@ -137,14 +120,18 @@ impl Preparer {
     /// still begins with the prefix that was compacted. A stale preparation
     /// is discarded. `None` when nothing usable is ready.
     pub fn take(&mut self, conv: &Conversation) -> Option<Conversation> {
+        self.take_carryover(conv)?.apply(conv)
+    }
+
+    /// The ready preparation itself, if it still applies to `conv` (keep it
+    /// in a [`Continuity`](crate::Continuity) to carry it forward).
+    pub fn take_carryover(&mut self, conv: &Conversation) -> Option<Carryover> {
         self.collect();
-        let (prefix, mut prepared) = self.ready.take()?;
-        if Prefix::of(conv, prefix.len) != Some(prefix) {
-            return None;
-        }
-        prepared
-            .messages
-            .extend_from_slice(&conv.messages[prefix.len..]);
-        Some(prepared)
+        self.ready.take().filter(|c| c.applies_to(conv))
+    }
+
+    /// The prefix a ready preparation replaces.
+    pub fn ready_for(&self) -> Option<PrefixKey> {
+        self.ready.as_ref().map(Carryover::source)
     }
 }

@@ -3,7 +3,9 @@
 //! least a floor of iterations. The boundary is always an iteration start,
 //! so it never separates a tool call from its result.
 
-use abridge_model::Iteration;
+use std::ops::Range;
+
+use abridge_model::{Iteration, Message, head_len, iterations};
 
 /// Number of trailing iterations to keep verbatim.
 ///
@@ -25,6 +27,20 @@ pub(crate) fn tail_iterations(
         kept += 1;
     }
     kept
+}
+
+/// `[head end, tail start)`: what policies may rewrite, given the tail size.
+pub(crate) fn old_region(messages: &[Message], tail_n: usize) -> Range<usize> {
+    let tail = tail_start(messages, &iterations(messages), tail_n);
+    head_len(messages).min(tail)..tail
+}
+
+/// Index where the last `tail_n` iterations start (the end when there are none).
+pub(crate) fn tail_start(messages: &[Message], its: &[Iteration], tail_n: usize) -> usize {
+    its.len()
+        .checked_sub(tail_n)
+        .and_then(|k| its.get(k))
+        .map_or(messages.len(), |i| i.start)
 }
 
 #[cfg(test)]

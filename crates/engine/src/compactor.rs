@@ -1,56 +1,54 @@
-//! The compactor: decides when to compact and rewrites the history.
+//! The compactor: decides when to compact, plans the compaction, and keeps
+//! what it needs between turns (token counts, the last compaction).
 
-use std::borrow::Cow;
 use std::time::Instant;
 
-use abridge_model::{Conversation, Iteration, Message, head_len, iterations, validate};
+use abridge_model::{Conversation, Message, iterations};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
 
-use crate::boundary::tail_iterations;
-use crate::config::{Config, PolicyKind};
-use crate::error::{Error, Result};
-use crate::event::{Event, PolicyRun};
+use crate::config::Config;
+use crate::error::Result;
+use crate::event::Event;
 use crate::limits::Limits;
-use crate::policy;
+use crate::plan::Plan;
 use crate::report::{Outcome, Reason, Report};
-use crate::snapshot::{SnapshotData, SnapshotSink};
-use crate::summarize_step::{self, Attempt, Step};
+use crate::snapshot::SnapshotSink;
 
 type Sink = Box<dyn FnMut(&Event) + Send>;
-
-/// Each policy advances over the old region in this many steps, oldest first.
-const STEPS: usize = 4;
 
 /// Compacts conversations according to a [`Config`].
 ///
 /// Keep one per conversation: it caches token counts per message and
 /// remembers when it last compacted (for `trigger.every_iterations`).
 pub struct Compactor {
-    config: Config,
-    limits: Limits,
-    counter: TokenCounter,
+    pub(crate) config: Config,
+    pub(crate) limits: Limits,
+    pub(crate) facts: FactConfig,
+    pub(crate) counter: TokenCounter,
     sinks: Vec<Sink>,
-    summarizers: Vec<Box<dyn Summarizer>>,
-    store: Option<Box<dyn SnapshotSink>>,
+    pub(crate) summarizers: Vec<Box<dyn Summarizer>>,
+    pub(crate) store: Option<Box<dyn SnapshotSink>>,
     focus: Option<String>,
-    compacted_at_iteration: usize,
+    pub(crate) compacted_at_iteration: usize,
+}
+
+/// An evaluation under way: the history's tokens, the events so far, and
+/// when it started.
+pub(crate) struct Eval {
+    pub(crate) tokens: u64,
+    pub(crate) events: Vec<Event>,
+    pub(crate) start: Instant,
 }
 
 impl std::fmt::Debug for Compactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.summarizers.iter().map(|s| s.name()).collect();
         f.debug_struct("Compactor")
             .field("config", &self.config)
             .field("limits", &self.limits)
             .field("sinks", &self.sinks.len())
-            .field(
-                "summarizers",
-                &self
-                    .summarizers
-                    .iter()
-                    .map(|s| s.name())
-                    .collect::<Vec<_>>(),
-            )
+            .field("summarizers", &names)
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +66,7 @@ impl Compactor {
         let limits = Limits::new(&config, &registry);
         let mut c = Compactor {
             counter: TokenCounter::new(limits.tokenizer),
+            facts: config.facts(),
             config,
             limits,
             sinks: Vec::new(),
@@ -82,15 +81,11 @@ impl Compactor {
 
     /// Sets the summarizer cascade, tried in order. The offline fact sheet
     /// is appended as the last resort unless `summary.offline = false`, so
-    /// a compaction that needs a briefing always gets one.
+    /// a compaction that needs a briefing always gets one. (The config's
+    /// `[[summarizers]]` are built by `abridge_llm::cascade`.)
     pub fn set_summarizers(&mut self, mut cascade: Vec<Box<dyn Summarizer>>) {
         if self.config.summary.offline {
-            cascade.push(Box::new(Offline {
-                facts: FactConfig {
-                    todo_tools: self.config.summary.todo_tools.clone(),
-                    error_prefixes: self.config.policies.error_prefixes.clone(),
-                },
-            }));
+            cascade.push(Box::new(Offline));
         }
         self.summarizers = cascade;
     }
@@ -128,6 +123,11 @@ impl Compactor {
         self.counter.count_conversation(conv) as u64
     }
 
+    /// Tokens of a history's tool declarations.
+    pub fn tool_tokens(&self, conv: &Conversation) -> u64 {
+        self.counter.count_tools(conv.tools.as_deref()) as u64
+    }
+
     /// Token count of each message.
     pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
         messages
@@ -147,16 +147,28 @@ impl Compactor {
         conv: &'a Conversation,
         usage: Option<u64>,
     ) -> Result<Outcome<'a>> {
+        let tokens = self.count(conv);
+        self.evaluate(conv, tokens, usage)
+    }
+
+    /// [`on_turn`](Self::on_turn) for a history whose tokens the caller
+    /// already knows (a carried-over prefix plus new messages).
+    pub(crate) fn evaluate<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        tokens: u64,
+        usage: Option<u64>,
+    ) -> Result<Outcome<'a>> {
         let start = Instant::now();
-        let (tokens, its, event) = self.observe(conv);
-        let events = vec![event];
-        let Some(reason) = self
+        let its = iterations(&conv.messages).len();
+        let eval = self.observe(conv, tokens, its, start);
+        match self
             .limits
             .fired(tokens, its, self.compacted_at_iteration, usage)
-        else {
-            return Ok(self.unchanged(conv, None, tokens, events, start));
-        };
-        self.compact_for(conv, reason, tokens, usage, events, start)
+        {
+            Some(reason) => self.compact_for(conv, reason, usage, eval),
+            None => Ok(self.unchanged(conv, None, eval)),
+        }
     }
 
     /// Compacts for a trigger that fired; skips a compaction that would clear
@@ -165,32 +177,35 @@ impl Compactor {
         &mut self,
         conv: &'a Conversation,
         reason: Reason,
-        tokens: u64,
         usage: Option<u64>,
-        mut events: Vec<Event>,
-        start: Instant,
+        eval: Eval,
     ) -> Result<Outcome<'a>> {
-        let target = self.limits.target_for(reason, tokens, usage);
+        let target = self.limits.target_for(reason, eval.tokens, usage);
         // The cadence counts from this evaluation, whatever it does.
         self.compacted_at_iteration = iterations(&conv.messages).len();
-        let mut outcome = self.run(conv, reason, target, tokens, events, start)?;
-        if outcome.report.compacted && reason != Reason::Forced {
-            let saved = outcome.report.tokens_before - outcome.report.tokens_after;
-            if saved < self.config.budget.clear_at_least {
-                let skip = Event::CompactionSkipped {
-                    reason: format!(
-                        "would clear {saved} tokens, less than clear_at_least = {}",
-                        self.config.budget.clear_at_least
-                    ),
-                };
-                self.emit(&skip);
-                events = std::mem::take(&mut outcome.report.events);
-                events.retain(|e| !matches!(e, Event::HistoryCompacted { .. }));
-                events.push(skip);
-                return Ok(self.unchanged(conv, Some(reason), tokens, events, start));
-            }
+        let (tokens, start) = (eval.tokens, eval.start);
+        let plan = self.plan(reason, target);
+        let mut outcome = self.run(conv, &plan, eval)?;
+        let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
+        let clear_at_least = self.config.budget.clear_at_least;
+        if !outcome.report.compacted || reason == Reason::Forced || saved >= clear_at_least {
+            return Ok(outcome);
         }
-        Ok(outcome)
+        let skip = Event::CompactionSkipped {
+            reason,
+            would_clear: saved,
+            clear_at_least,
+        };
+        self.emit(&skip);
+        let mut events = std::mem::take(&mut outcome.report.events);
+        events.retain(|e| !matches!(e, Event::HistoryCompacted { .. }));
+        events.push(skip);
+        let eval = Eval {
+            tokens,
+            events,
+            start,
+        };
+        Ok(self.unchanged(conv, Some(reason), eval))
     }
 
     /// Compacts now to the target (`budget.target_tokens`, or the derived
@@ -198,10 +213,9 @@ impl Compactor {
     /// iterations. A history already at or under the target is returned
     /// borrowed.
     pub fn compact<'a>(&mut self, conv: &'a Conversation) -> Result<Outcome<'a>> {
-        let start = Instant::now();
-        let (tokens, _, event) = self.observe(conv);
-        let target = self.limits.target;
-        self.run(conv, Reason::Forced, target, tokens, vec![event], start)
+        let eval = self.observe_now(conv);
+        let plan = self.plan(Reason::Forced, self.limits.target);
+        self.run(conv, &plan, eval)
     }
 
     /// Compacts now because the agent asked (`compact_history`): everything
@@ -213,325 +227,80 @@ impl Compactor {
         keep_iterations: usize,
         focus: Option<String>,
     ) -> Result<Outcome<'a>> {
-        let start = Instant::now();
-        let saved = (self.config.clone(), self.limits, self.focus.take());
-        let (tokens, _, event) = self.observe(conv);
-        self.config.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
-        self.config.budget.min_iterations = keep_iterations.max(1);
-        self.limits.kept_budget = 0;
-        self.limits.target = Some(tokens.saturating_sub(1));
-        self.focus = focus;
-        let result = self.run(
-            conv,
-            Reason::Forced,
-            self.limits.target,
-            tokens,
-            vec![event],
-            start,
-        );
-        (self.config, self.limits, self.focus) = saved;
-        result
+        let eval = self.observe_now(conv);
+        let plan = Plan::on_request(eval.tokens, keep_iterations, focus);
+        self.run(conv, &plan, eval)
     }
 
-    fn run<'a>(
-        &mut self,
-        conv: &'a Conversation,
-        reason: Reason,
-        target: Option<u64>,
-        tokens: u64,
-        events: Vec<Event>,
-        start: Instant,
-    ) -> Result<Outcome<'a>> {
-        match self.rewrite(conv, reason, target, tokens, start, events) {
-            Ok(o) => Ok(o),
-            Err(e) => {
-                self.emit(&Event::CompactionFailed {
-                    error: e.to_string(),
-                });
-                Err(e)
-            }
-        }
+    fn plan(&self, reason: Reason, target: Option<u64>) -> Plan {
+        Plan::configured(
+            &self.config,
+            &self.limits,
+            reason,
+            target,
+            self.focus.clone(),
+        )
     }
 
-    fn rewrite<'a>(
-        &mut self,
-        conv: &'a Conversation,
-        reason: Reason,
-        target: Option<u64>,
-        tokens_before: u64,
-        start: Instant,
-        mut events: Vec<Event>,
-    ) -> Result<Outcome<'a>> {
-        if target.is_some_and(|t| tokens_before <= t) {
-            return Ok(self.unchanged(conv, Some(reason), tokens_before, events, start));
-        }
-        let tools = self.counter.count_tools(conv.tools.as_deref()) as u64;
-        let mut work = conv.messages.clone();
-        self.pin(&mut work);
-        let floor = self.config.budget.min_iterations;
-        let its = iterations(&work);
-        let tokens = self.message_tokens(&work);
-        let mut tail_n = tail_iterations(&its, &tokens, self.limits.kept_budget, floor);
-        let mut total = tokens_before;
-        let mut runs: Vec<PolicyRun> = Vec::new();
-        let mut attempts: Vec<Attempt> = Vec::new();
-        let mut summarizer: Option<String> = None;
-        let pipeline = self.config.policies.pipeline.clone();
-        'shrink: loop {
-            for &kind in &pipeline {
-                if kind == PolicyKind::DropIterations && target.is_none() {
-                    continue;
-                }
-                if kind == PolicyKind::Summarize {
-                    let Some(t) = target else { continue };
-                    if let Some(b) = self.summarize(conv, &work, tail_n, t, tools, &mut attempts) {
-                        work = b.messages;
-                        let now = self.message_tokens(&work).iter().sum::<u64>() + tools;
-                        record(
-                            &mut runs,
-                            kind,
-                            b.replaced_iterations,
-                            total.saturating_sub(now),
-                        );
-                        total = now;
-                        summarizer = Some(b.summarizer);
-                    }
-                    if total <= t {
-                        break 'shrink;
-                    }
-                    continue;
-                }
-                // Oldest first, in steps, so that no more is cleared than the
-                // target needs. The region is named by how many iterations it
-                // leaves at the end, which stays true when a step removes messages.
-                let old = iterations(&work).len().saturating_sub(tail_n);
-                for step in 1..=STEPS {
-                    let keep = old - old * step / STEPS;
-                    let region = old_region(&work, tail_n + keep);
-                    let items = policy::apply(kind, &mut work, region, &self.config.policies);
-                    if items > 0 {
-                        let now = self.message_tokens(&work).iter().sum::<u64>() + tools;
-                        record(&mut runs, kind, items, total.saturating_sub(now));
-                        total = now;
-                    }
-                    if target.is_some_and(|t| total <= t) {
-                        break 'shrink;
-                    }
-                }
-            }
-            let Some(target) = target else { break };
-            if tail_n <= floor {
-                return Err(self.cannot_shrink(&work, tail_n, target, tools));
-            }
-            tail_n = (tail_n / 2).max(floor);
-        }
-        if runs.is_empty() {
-            return Ok(self.unchanged(conv, Some(reason), tokens_before, events, start));
-        }
-        let after = Conversation {
-            messages: work,
-            ..conv.clone_envelope()
-        };
-        guard(conv, &after)?;
-        self.compacted_at_iteration = iterations(&after.messages).len();
-        let report_tail = tail_n.min(iterations(&after.messages).len());
-        let event = Event::HistoryCompacted {
-            reason: reason.as_str().to_owned(),
-            policies: runs.clone(),
-            messages_before: conv.messages.len(),
-            messages_after: after.messages.len(),
-            tokens_before,
-            tokens_after: total,
-            tokens_saved: tokens_before.saturating_sub(total),
-            target,
-            summarizer: summarizer.clone(),
-            duration_us: start.elapsed().as_micros() as u64,
-        };
-        self.emit(&event);
-        events.push(event);
-        let mut report = Report {
-            reason: Some(reason),
-            compacted: true,
-            tokens_before,
-            tokens_after: total,
-            messages_before: conv.messages.len(),
-            messages_after: after.messages.len(),
-            tail_iterations: report_tail,
-            target,
-            policies: runs,
-            summarizer,
-            attempts,
-            snapshot: None,
-            events,
-            duration_us: start.elapsed().as_micros() as u64,
-        };
-        self.snapshot(conv, &after, &mut report);
-        Ok(Outcome {
-            report,
-            conversation: Cow::Owned(after),
+    /// Executes a plan; a failure becomes a `compaction_failed` event too.
+    fn run<'a>(&mut self, conv: &'a Conversation, plan: &Plan, eval: Eval) -> Result<Outcome<'a>> {
+        self.rewrite(conv, plan, eval).inspect_err(|e| {
+            let event = Event::CompactionFailed {
+                error: e.to_string(),
+            };
+            self.emit(&event);
         })
     }
 
-    /// Records the snapshot; a failure becomes an event, not an error.
-    fn snapshot(&mut self, before: &Conversation, after: &Conversation, report: &mut Report) {
-        let Some(mut store) = self.store.take() else {
-            return;
-        };
-        let data = SnapshotData {
-            before,
-            after,
-            config: &self.config,
-            report,
-        };
-        let event = match store.record(&data) {
-            Ok(id) => {
-                report.snapshot = Some(id);
-                None
-            }
-            Err(error) => Some(Event::SnapshotFailed { error }),
-        };
-        self.store = Some(store);
-        if let Some(e) = event {
-            self.emit(&e);
-            report.events.push(e);
-        }
-    }
-
-    fn pin(&self, messages: &mut [Message]) {
-        let flags = self.pinned_flags_of(messages);
-        for (m, p) in messages.iter_mut().zip(flags) {
-            m.meta.pinned |= p;
-        }
-    }
-
-    /// Which messages the config pins (by index or marker).
-    fn pinned_flags_of(&self, messages: &[Message]) -> Vec<bool> {
-        let pin = &self.config.pin;
-        messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                m.meta.pinned
-                    || pin.indices.contains(&i)
-                    || (!pin.markers.is_empty() && {
-                        let text = m.text_content();
-                        pin.markers.iter().any(|k| text.contains(k.as_str()))
-                    })
-            })
-            .collect()
-    }
-
-    /// Runs the summarize step with a budget that lets head, briefing,
-    /// pinned iterations and tail fit the target together.
-    fn summarize(
-        &mut self,
-        conv: &Conversation,
-        work: &[Message],
-        tail_n: usize,
-        target: u64,
-        tools: u64,
-        attempts: &mut Vec<Attempt>,
-    ) -> Option<summarize_step::Briefed> {
-        if self.summarizers.is_empty() {
-            return None;
-        }
-        let region = old_region(work, tail_n);
-        if region.is_empty() {
-            return None;
-        }
-        let tokens = self.message_tokens(work);
-        let kept: u64 = tokens[..region.start].iter().sum::<u64>()
-            + tokens[region.end..].iter().sum::<u64>()
-            + work[region.clone()]
-                .iter()
-                .zip(&tokens[region.clone()])
-                .filter(|(m, _)| m.meta.pinned)
-                .map(|(_, t)| t)
-                .sum::<u64>()
-            + tools;
-        let room = target
-            .saturating_sub(kept + 32)
-            .min(self.config.summary.max_tokens);
-        if room < 64 {
-            return None;
-        }
-        let pinned = self.pinned_flags_of(&conv.messages);
-        let original_tokens = self.message_tokens(&conv.messages);
-        let facts = FactConfig {
-            todo_tools: self.config.summary.todo_tools.clone(),
-            error_prefixes: self.config.policies.error_prefixes.clone(),
-        };
-        let step = Step {
-            original_tokens: &original_tokens,
-            facts: &facts,
-            focus: self.focus.as_deref(),
-            original: &conv.messages,
-            pinned: &pinned,
-            work,
-            tail_len: work.len() - region.end,
-            budget: room as usize,
-            wrapper: &self.config.summary.wrapper,
-            tokenizer: self.limits.tokenizer,
-        };
-        summarize_step::run(&step, &self.summarizers, attempts)
-    }
-
-    fn cannot_shrink(&mut self, work: &[Message], tail_n: usize, target: u64, tools: u64) -> Error {
-        let tokens = self.message_tokens(work);
-        let head = head_len(work);
-        let its = iterations(work);
-        let tail_start = tail_start(work, &its, tail_n);
-        let head = head.min(tail_start);
-        let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
-        let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.len()));
-        let pinned = sum(head..tail_start);
-        Error::CannotShrink {
-            floor: head_t + pinned + tail_t + tools,
-            target,
-            head: head_t,
-            pinned,
-            tail: tail_t,
-            tail_iterations: tail_n.min(its.len()),
-            tools,
-        }
-    }
-
-    fn unchanged<'a>(
+    pub(crate) fn unchanged<'a>(
         &self,
         conv: &'a Conversation,
         reason: Option<Reason>,
-        tokens: u64,
-        events: Vec<Event>,
-        start: Instant,
+        eval: Eval,
     ) -> Outcome<'a> {
+        let n = conv.messages.len();
         Outcome {
             report: Report {
                 reason,
                 compacted: false,
-                tokens_before: tokens,
-                tokens_after: tokens,
-                messages_before: conv.messages.len(),
-                messages_after: conv.messages.len(),
+                tokens_before: eval.tokens,
+                tokens_after: eval.tokens,
+                messages_before: n,
+                messages_after: n,
                 tail_iterations: iterations(&conv.messages).len(),
                 target: None,
                 policies: Vec::new(),
                 summarizer: None,
                 attempts: Vec::new(),
                 snapshot: None,
-                events,
-                duration_us: start.elapsed().as_micros() as u64,
+                events: eval.events,
+                duration_us: eval.start.elapsed().as_micros() as u64,
             },
-            conversation: Cow::Borrowed(conv),
+            conversation: std::borrow::Cow::Borrowed(conv),
         }
     }
 
-    /// Counts the history, emits its size event, and returns both.
-    fn observe(&mut self, conv: &Conversation) -> (u64, usize, Event) {
+    fn observe_now(&mut self, conv: &Conversation) -> Eval {
+        let start = Instant::now();
         let tokens = self.count(conv);
-        let its = iterations(&conv.messages).len();
-        let event = self.size_event(tokens, conv.messages.len(), its);
+        self.observe(conv, tokens, iterations(&conv.messages).len(), start)
+    }
+
+    /// Emits the history-size event and starts an evaluation with it.
+    pub(crate) fn observe(
+        &mut self,
+        conv: &Conversation,
+        tokens: u64,
+        iterations: usize,
+        start: Instant,
+    ) -> Eval {
+        let event = self.size_event(tokens, conv.messages.len(), iterations);
         self.emit(&event);
-        (tokens, its, event)
+        Eval {
+            tokens,
+            events: vec![event],
+            start,
+        }
     }
 
     /// The `history_size` event for these figures.
@@ -555,50 +324,5 @@ impl Compactor {
 
     pub(crate) fn compacted_at(&self) -> usize {
         self.compacted_at_iteration
-    }
-}
-
-/// `[head end, tail start)`: what policies may rewrite, given the tail size.
-fn old_region(messages: &[Message], tail_n: usize) -> std::ops::Range<usize> {
-    let tail = tail_start(messages, &iterations(messages), tail_n);
-    head_len(messages).min(tail)..tail
-}
-
-/// Index where the last `tail_n` iterations start (the end when there are none).
-fn tail_start(messages: &[Message], its: &[Iteration], tail_n: usize) -> usize {
-    its.len()
-        .checked_sub(tail_n)
-        .and_then(|k| its.get(k))
-        .map_or(messages.len(), |i| i.start)
-}
-
-fn record(runs: &mut Vec<PolicyRun>, kind: PolicyKind, items: usize, saved: u64) {
-    match runs.iter_mut().find(|r| r.policy == kind.as_str()) {
-        Some(r) => {
-            r.items += items;
-            r.tokens_saved += saved;
-        }
-        None => runs.push(PolicyRun {
-            policy: kind.as_str(),
-            items,
-            tokens_saved: saved,
-        }),
-    }
-}
-
-/// Refuses a rewrite that breaks a rule the input did not already break.
-fn guard(before: &Conversation, after: &Conversation) -> Result<()> {
-    let known: Vec<(String, Option<String>)> = validate(before)
-        .into_iter()
-        .map(|v| (v.rule.code().to_owned(), v.id))
-        .collect();
-    let new: Vec<_> = validate(after)
-        .into_iter()
-        .filter(|v| !known.contains(&(v.rule.code().to_owned(), v.id.clone())))
-        .collect();
-    if new.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Invalid(new))
     }
 }

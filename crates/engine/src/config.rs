@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use abridge_model::Family;
+use abridge_summarize::{DEFAULT_ERROR_PREFIXES, FactConfig};
 use abridge_tokens::{ModelInfo, TokenizerKind};
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +30,68 @@ pub struct Config {
     pub pin: PinConfig,
     /// Briefings that replace old history when clipping is not enough.
     pub summary: SummaryConfig,
+    /// LLM summarizers tried in order before the offline fact sheet
+    /// (`[[summarizers]]`). The engine only declares them; `abridge-llm`
+    /// builds them, so every front end reads the same file.
+    pub summarizers: Vec<SummarizerSpec>,
     /// Extra or overriding model registry entries, by name prefix.
     pub models: BTreeMap<String, ModelInfo>,
+}
+
+/// One LLM summarizer of the cascade.
+///
+/// ```toml
+/// [[summarizers]]
+/// kind = "openai"                 # openai | anthropic
+/// model = "gpt-4o-mini"
+/// base_url = "http://127.0.0.1:8000/v1"
+/// api_key_env = "OPENAI_API_KEY"  # name of the variable; keys never sit in the file
+/// timeout_secs = 30
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummarizerSpec {
+    /// Which API it speaks.
+    pub kind: Family,
+    /// Model name sent to the API.
+    pub model: String,
+    /// Base URL (OpenAI-compatible: ending in `/v1`; Anthropic: the host
+    /// root); the provider's public API when absent.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key (`OPENAI_API_KEY` or
+    /// `ANTHROPIC_API_KEY` when absent). None set is fine for local servers.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Time limit of one attempt, in seconds.
+    #[serde(default = "SummarizerSpec::default_timeout")]
+    pub timeout_secs: f64,
+    /// Instructions appended to the built-in prompt.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+impl SummarizerSpec {
+    /// A spec with the default URL, key variable and timeout.
+    pub fn new(kind: Family, model: impl Into<String>) -> Self {
+        SummarizerSpec {
+            kind,
+            model: model.into(),
+            base_url: None,
+            api_key_env: None,
+            timeout_secs: Self::default_timeout(),
+            instructions: None,
+        }
+    }
+
+    fn default_timeout() -> f64 {
+        30.0
+    }
+
+    /// `kind:model`, as reports name it.
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.kind, self.model)
+    }
 }
 
 /// When a turn triggers compaction; any condition that is set fires it.
@@ -112,7 +174,7 @@ pub enum PolicyKind {
 }
 
 impl PolicyKind {
-    /// Name used in configs, reports and events.
+    /// Name used in configs, reports and events (as serialized).
     pub fn as_str(self) -> &'static str {
         match self {
             PolicyKind::ClipExternal => "clip_external",
@@ -177,16 +239,7 @@ impl Default for PolicyConfig {
             keep_results_of: Vec::new(),
             min_result_chars: 200,
             min_args_chars: 120,
-            error_prefixes: [
-                "error",
-                "traceback",
-                "exception",
-                "fatal",
-                "panic",
-                "failed",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            error_prefixes: DEFAULT_ERROR_PREFIXES.map(str::to_owned).to_vec(),
             feedback: vec![
                 kind(
                     "validation rejection",
@@ -220,7 +273,7 @@ impl Default for SummaryConfig {
             offline: true,
             max_tokens: 8_000,
             wrapper: abridge_summarize::DEFAULT_WRAPPER.to_owned(),
-            todo_tools: abridge_summarize::FactConfig::default().todo_tools,
+            todo_tools: FactConfig::default().todo_tools,
         }
     }
 }
@@ -235,7 +288,23 @@ pub struct PinConfig {
     pub markers: Vec<String>,
 }
 
+impl std::fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Config {
+    /// What the fact extractor and every summarizer recognise: task-list
+    /// tools, failure prefixes and the briefing wrapper.
+    pub fn facts(&self) -> FactConfig {
+        FactConfig {
+            todo_tools: self.summary.todo_tools.clone(),
+            error_prefixes: self.policies.error_prefixes.clone(),
+            wrapper: self.summary.wrapper.clone(),
+        }
+    }
+
     /// Parses a TOML config.
     pub fn from_toml(text: &str) -> Result<Self> {
         let config: Config = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
@@ -274,6 +343,17 @@ impl Config {
         }
         if self.trigger.every_iterations == Some(0) {
             return bad("trigger.every_iterations must be at least 1".into());
+        }
+        for (i, s) in self.summarizers.iter().enumerate() {
+            if s.model.trim().is_empty() {
+                return bad(format!("summarizers[{i}].model must not be empty"));
+            }
+            if !(s.timeout_secs > 0.0 && s.timeout_secs.is_finite()) {
+                return bad(format!(
+                    "summarizers[{i}].timeout_secs must be a positive number, got {}",
+                    s.timeout_secs
+                ));
+            }
         }
         Ok(())
     }

@@ -37,12 +37,3 @@ pub enum Error {
     #[error("refusing to emit an invalid conversation: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Invalid(Vec<Violation>),
 }
-
-impl Error {
-    /// True when retrying with the same input cannot succeed.
-    pub fn is_permanent(&self) -> bool {
-        match self {
-            Error::Config(_) | Error::CannotShrink { .. } | Error::Invalid(_) => true,
-        }
-    }
-}

@@ -1,9 +1,12 @@
 //! Events the engine emits, for logs, metrics and the CLI's `--events`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::config::PolicyKind;
+use crate::report::Reason;
 
 /// Something the engine observed or did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -20,8 +23,8 @@ pub enum Event {
     },
     /// Emitted once per compaction that rewrote the history.
     HistoryCompacted {
-        /// Why it ran: `forced`, `tokens`, `window`, `usage` or `cadence`.
-        reason: String,
+        /// Why it ran.
+        reason: Reason,
         /// Policies that changed something, in order.
         policies: Vec<PolicyRun>,
         /// Messages before.
@@ -41,10 +44,15 @@ pub enum Event {
         /// Wall time of the compaction, in microseconds.
         duration_us: u64,
     },
-    /// A compaction was due but not applied.
+    /// A compaction was due but not applied: it would clear fewer tokens
+    /// than `budget.clear_at_least`, not worth breaking the prompt cache.
     CompactionSkipped {
-        /// Why (e.g. it would clear fewer tokens than `clear_at_least`).
-        reason: String,
+        /// The trigger that fired.
+        reason: Reason,
+        /// Tokens the compaction would have cleared.
+        would_clear: u64,
+        /// The configured minimum.
+        clear_at_least: u64,
     },
     /// A compaction failed; the history was left as it was.
     CompactionFailed {
@@ -60,10 +68,10 @@ pub enum Event {
 }
 
 /// What one policy did during a compaction.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyRun {
-    /// Policy name (`clip_tool_results`…).
-    pub policy: &'static str,
+    /// The policy.
+    pub policy: PolicyKind,
     /// Items it changed (blocks, results, calls, messages, iterations).
     pub items: usize,
     /// Tokens it saved.

@@ -29,7 +29,10 @@
 //! ```
 //!
 //! For an agent loop that appends messages, [`Session`] keeps the history
-//! and its counts so each turn costs only the new messages.
+//! and its counts so each turn costs only the new messages. For a client
+//! that resends its whole history (a proxy, an agent keeping its original
+//! log), [`Continuity`] carries the last compaction over so the compacted
+//! prefix is sent byte-identical from turn to turn.
 
 pub mod agent;
 #[cfg(feature = "background")]
@@ -37,12 +40,15 @@ pub mod background;
 mod boundary;
 mod compactor;
 mod config;
+mod continuity;
 mod error;
 mod event;
 mod limits;
 pub mod placeholder;
+mod plan;
 mod policy;
 mod report;
+mod rewrite;
 mod session;
 mod snapshot;
 mod summarize_step;
@@ -53,13 +59,13 @@ pub use abridge_summarize as summarize;
 pub use abridge_tokens as tokens;
 pub use compactor::Compactor;
 pub use config::{
-    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, SummaryConfig,
-    TriggerConfig,
+    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, SummarizerSpec,
+    SummaryConfig, TriggerConfig,
 };
+pub use continuity::{Carryover, Continuity, PrefixKey};
 pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
 pub use limits::Limits;
-pub use report::{Outcome, Reason, Report};
+pub use report::{Attempt, AttemptOutcome, Outcome, Reason, Report};
 pub use session::{Session, TurnReport};
-pub use snapshot::{SnapshotData, SnapshotSink};
-pub use summarize_step::Attempt;
+pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};

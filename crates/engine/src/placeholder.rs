@@ -27,17 +27,7 @@ pub fn args_json() -> String {
 
 /// Placeholder for a failed tool result: keeps its first line.
 pub fn failed_result(first_line: &str) -> String {
-    const MAX: usize = 300;
-    let line = first_line.trim();
-    let cut = if line.len() > MAX {
-        let mut end = MAX;
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &line[..end])
-    } else {
-        line.to_owned()
-    };
+    let cut = abridge_model::text::clip(first_line.trim(), 300, 0);
     format!("[tool result clipped for brevity; it failed: {cut}]")
 }
 

@@ -1,18 +1,21 @@
 //! What an evaluation reports: why it ran, what it did, what it returned.
+//! Every type here serializes and deserializes, so a stored report reloads
+//! as types.
 
 use std::borrow::Cow;
 
 use abridge_model::Conversation;
-use serde::Serialize;
+use abridge_summarize::{SummarizeError, Verification};
+use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, PolicyRun};
-use crate::summarize_step::Attempt;
+use crate::snapshot::SnapshotId;
 
 /// Why a compaction ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
-    /// Asked for directly ([`Compactor::compact`]).
+    /// Asked for directly ([`Compactor::compact`](crate::Compactor::compact)).
     Forced,
     /// History tokens above `trigger.max_tokens`.
     Tokens,
@@ -25,7 +28,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// Lower-case name.
+    /// Lower-case name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Forced => "forced",
@@ -37,8 +40,64 @@ impl Reason {
     }
 }
 
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One summarizer attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Summarizer name.
+    pub summarizer: String,
+    /// Wall time in milliseconds.
+    pub ms: u64,
+    /// Whether its briefing was used, and what verification repaired or why it failed.
+    pub outcome: AttemptOutcome,
+}
+
+/// How a summarizer attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// Its briefing was used.
+    Used {
+        /// For an LLM briefing: what verification repaired.
+        verification: Option<Verification>,
+    },
+    /// It gave no usable briefing; the cascade went on.
+    Failed {
+        /// Why.
+        error: SummarizeError,
+    },
+}
+
+impl Attempt {
+    /// True when its briefing was used.
+    pub fn used(&self) -> bool {
+        matches!(self.outcome, AttemptOutcome::Used { .. })
+    }
+
+    /// Why it failed, when it did.
+    pub fn error(&self) -> Option<&SummarizeError> {
+        match &self.outcome {
+            AttemptOutcome::Failed { error } => Some(error),
+            AttemptOutcome::Used { .. } => None,
+        }
+    }
+
+    /// What verification repaired, for a used LLM briefing.
+    pub fn verification(&self) -> Option<&Verification> {
+        match &self.outcome {
+            AttemptOutcome::Used { verification } => verification.as_ref(),
+            AttemptOutcome::Failed { .. } => None,
+        }
+    }
+}
+
 /// What an evaluation did, for callers and the CLI's `--report`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Why compaction ran; `None` when no trigger fired.
     pub reason: Option<Reason>,
@@ -63,7 +122,7 @@ pub struct Report {
     /// Every summarizer attempt, in cascade order, with errors and latencies.
     pub attempts: Vec<Attempt>,
     /// Id of the stored pre-compaction snapshot, when a store is set.
-    pub snapshot: Option<String>,
+    pub snapshot: Option<SnapshotId>,
     /// Events emitted during the evaluation.
     pub events: Vec<Event>,
     /// Wall time in microseconds.

@@ -104,10 +104,9 @@ impl Session {
     /// trigger fires. Without a compaction this costs O(1).
     pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
         let start = Instant::now();
-        let size = self
+        let eval = self
             .compactor
-            .size_event(self.total, self.conv.messages.len(), self.iterations);
-        self.compactor.emit(&size);
+            .observe(&self.conv, self.total, self.iterations, start);
         let fired = self.compactor.limits().fired(
             self.total,
             self.iterations,
@@ -121,9 +120,9 @@ impl Session {
                 duration: start.elapsed(),
             });
         };
-        let outcome =
-            self.compactor
-                .compact_for(&self.conv, reason, self.total, usage, vec![size], start)?;
+        let outcome = self
+            .compactor
+            .compact_for(&self.conv, reason, usage, eval)?;
         let report = outcome.report;
         if report.compacted {
             let conv = outcome.conversation.into_owned();

@@ -3,6 +3,7 @@
 //! [`SnapshotSink`] and is handed to the compactor.
 
 use abridge_model::Conversation;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::report::Report;
@@ -20,8 +21,39 @@ pub struct SnapshotData<'a> {
     pub report: &'a Report,
 }
 
+/// Id of a stored snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SnapshotId(pub i64);
+
+impl std::fmt::Display for SnapshotId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for SnapshotId {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.trim().parse().map(SnapshotId)
+    }
+}
+
+/// Why a snapshot could not be recorded: the store's own error.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct SnapshotError(pub Box<dyn std::error::Error + Send + Sync>);
+
+impl SnapshotError {
+    /// Wraps a store's error.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        SnapshotError(Box::new(e))
+    }
+}
+
 /// Records a snapshot of every compaction.
 pub trait SnapshotSink: Send {
-    /// Stores the snapshot and returns its id, or says why it could not.
-    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<String, String>;
+    /// Stores the snapshot and returns its id.
+    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError>;
 }

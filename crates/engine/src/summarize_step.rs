@@ -3,7 +3,7 @@
 //! The briefing is built from the *original* messages of the region (not the
 //! clipped ones the earlier steps left), absorbs an earlier briefing found in
 //! the head (compactions chain, wrappers never nest), and goes right after
-//! the head as a user message wrapped in `<compacted-history>`. Iterations
+//! the head as a user message wrapped in the configured tag. Iterations
 //! holding a pinned message are kept verbatim after it. Summarizers are tried
 //! in order; an attempt that fails or returns an unusable briefing (empty,
 //! too short, wrapper tags, not smaller than what it replaces, over budget)
@@ -17,22 +17,8 @@ use abridge_summarize::{
     task_text, unwrap, verify, wrap,
 };
 use abridge_tokens::TokenizerKind;
-use serde::Serialize;
 
-/// One summarizer attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Attempt {
-    /// Summarizer name.
-    pub summarizer: String,
-    /// Whether its briefing was used.
-    pub ok: bool,
-    /// Why not, when it was not.
-    pub error: Option<String>,
-    /// Wall time in milliseconds.
-    pub ms: u64,
-    /// For an LLM briefing that was used: what verification repaired.
-    pub verification: Option<Verification>,
-}
+use crate::report::{Attempt, AttemptOutcome};
 
 /// The result of a successful step.
 pub(crate) struct Briefed {
@@ -42,7 +28,7 @@ pub(crate) struct Briefed {
 }
 
 /// What the step needs.
-pub(crate) struct Step<'a> {
+pub(crate) struct Inputs<'a> {
     pub(crate) original: &'a [Message],
     /// Token count of each original message (from the compactor's cache).
     pub(crate) original_tokens: &'a [u64],
@@ -50,7 +36,6 @@ pub(crate) struct Step<'a> {
     pub(crate) work: &'a [Message],
     pub(crate) tail_len: usize,
     pub(crate) budget: usize,
-    pub(crate) wrapper: &'a str,
     pub(crate) tokenizer: TokenizerKind,
     pub(crate) facts: &'a FactConfig,
     pub(crate) focus: Option<&'a str>,
@@ -59,128 +44,159 @@ pub(crate) struct Step<'a> {
 /// Shortest briefing accepted, in characters.
 const MIN_CHARS: usize = 30;
 
+/// What the briefing replaces and what stays around it.
+struct Region {
+    /// Messages before the region (system prompt, task, earlier briefing).
+    head: usize,
+    /// Index of an earlier briefing in the head, absorbed by the new one.
+    previous_at: Option<usize>,
+    /// Iterations the briefing replaces, in order.
+    replaced: Vec<Message>,
+    replaced_iterations: usize,
+    /// Their tokens.
+    tokens: usize,
+    /// Pinned iterations, kept verbatim after the briefing.
+    kept: Vec<Message>,
+}
+
+impl Region {
+    fn of(inp: &Inputs<'_>) -> Option<Region> {
+        let orig = inp.original;
+        let head = head_len(orig);
+        let end = orig.len().checked_sub(inp.tail_len)?;
+        if end <= head {
+            return None;
+        }
+        let previous_at = orig[..head].iter().position(|m| {
+            m.role == Role::User && unwrap(&inp.facts.wrapper, &m.text_content()).is_some()
+        });
+        let mut r = Region {
+            head,
+            previous_at,
+            replaced: Vec::new(),
+            replaced_iterations: 0,
+            tokens: 0,
+            kept: Vec::new(),
+        };
+        for it in iterations(orig)
+            .into_iter()
+            .filter(|it| it.start >= head && it.end <= end)
+        {
+            if inp.pinned[it.range()].iter().any(|p| *p) {
+                // Carry the pin: later steps must not touch these either.
+                r.kept
+                    .extend(it.range().map(|i| pinned(orig, inp.pinned, i)));
+            } else {
+                r.replaced.extend_from_slice(&orig[it.range()]);
+                r.tokens += inp.original_tokens[it.range()].iter().sum::<u64>() as usize;
+                r.replaced_iterations += 1;
+            }
+        }
+        (!r.replaced.is_empty()).then_some(r)
+    }
+
+    /// Head (without the earlier briefing), the briefing, pinned iterations, tail.
+    fn assemble(self, inp: &Inputs<'_>, text: &str, summarizer: String) -> Briefed {
+        let orig = inp.original;
+        let tail = &inp.work[inp.work.len() - inp.tail_len..];
+        let mut note = Message::text(Role::User, wrap(&inp.facts.wrapper, text));
+        note.meta.compact_summary = true;
+        let mut messages = Vec::with_capacity(self.head + 1 + self.kept.len() + tail.len());
+        messages.extend(
+            (0..self.head)
+                .filter(|i| Some(*i) != self.previous_at)
+                .map(|i| pinned(orig, inp.pinned, i)),
+        );
+        messages.push(note);
+        messages.extend(self.kept);
+        messages.extend_from_slice(tail);
+        Briefed {
+            messages,
+            summarizer,
+            replaced_iterations: self.replaced_iterations,
+        }
+    }
+}
+
+/// Message `i` with its pin carried.
+fn pinned(orig: &[Message], pins: &[bool], i: usize) -> Message {
+    let mut m = orig[i].clone();
+    m.meta.pinned |= pins[i];
+    m
+}
+
 pub(crate) fn run(
-    step: &Step<'_>,
+    inp: &Inputs<'_>,
     summarizers: &[Box<dyn Summarizer>],
     attempts: &mut Vec<Attempt>,
 ) -> Option<Briefed> {
-    let orig = step.original;
-    let head = head_len(orig);
-    let end = orig.len().checked_sub(step.tail_len)?;
-    if end <= head {
-        return None;
-    }
-    let previous_at = orig[..head]
-        .iter()
-        .position(|m| m.role == Role::User && unwrap(step.wrapper, &m.text_content()).is_some());
-    let previous_text = previous_at.map(|i| orig[i].text_content());
-    let previous = previous_text
-        .as_deref()
-        .and_then(|t| unwrap(step.wrapper, t));
-    let mut replaced: Vec<Message> = Vec::new();
-    let mut kept: Vec<Message> = Vec::new();
-    let mut replaced_iterations = 0;
-    let mut region_tokens = 0;
-    for it in iterations(orig)
-        .into_iter()
-        .filter(|it| it.start >= head && it.end <= end)
-    {
-        if step.pinned[it.range()].iter().any(|p| *p) {
-            // Carry the pin: later steps must not touch these either.
-            kept.extend(it.range().map(|i| {
-                let mut m = orig[i].clone();
-                m.meta.pinned |= step.pinned[i];
-                m
-            }));
-        } else {
-            replaced.extend_from_slice(&orig[it.range()]);
-            region_tokens += step.original_tokens[it.range()].iter().sum::<u64>() as usize;
-            replaced_iterations += 1;
-        }
-    }
-    if replaced.is_empty() {
-        return None;
-    }
-    let task = task_text(&orig[..head], step.wrapper);
+    let region = Region::of(inp)?;
+    let head = &inp.original[..region.head];
+    let previous_text = region.previous_at.map(|i| head[i].text_content());
+    let task = task_text(head, &inp.facts.wrapper);
     let req = Request {
         task: &task,
-        region: &replaced,
-        previous,
-        tail: &step.work[step.work.len() - step.tail_len..],
-        budget_tokens: step.budget,
-        tokenizer: step.tokenizer,
-        focus: step.focus,
+        region: &region.replaced,
+        previous: previous_text
+            .as_deref()
+            .and_then(|t| unwrap(&inp.facts.wrapper, t)),
+        tail: &inp.work[inp.work.len() - inp.tail_len..],
+        budget_tokens: inp.budget,
+        tokenizer: inp.tokenizer,
+        focus: inp.focus,
+        facts: inp.facts,
     };
     for s in summarizers {
         let start = Instant::now();
-        let result = s
-            .summarize(&req)
-            .map(|text| {
-                if s.quotes_verbatim() {
-                    defuse(step.wrapper, &text)
-                } else {
-                    text
-                }
-            })
-            .and_then(|text| check(&text, step, region_tokens, s.quotes_verbatim()).map(|()| text));
+        let result = attempt(s.as_ref(), &req, inp, &region);
         let ms = start.elapsed().as_millis() as u64;
+        let summarizer = s.name();
         match result {
-            Ok(text) => {
-                // An LLM briefing is checked against the facts of the same
-                // history: lost facts are appended, unsupported claims flagged.
-                let (text, verification) = if s.quotes_verbatim() {
-                    (text, None)
-                } else {
-                    let facts = extract(&replaced, step.facts);
-                    let (t, v) = verify(&text, &facts, step.budget, step.tokenizer);
-                    (t, Some(v))
-                };
+            Ok((text, verification)) => {
                 attempts.push(Attempt {
-                    summarizer: s.name(),
-                    ok: true,
-                    error: None,
+                    summarizer: summarizer.clone(),
                     ms,
-                    verification,
+                    outcome: AttemptOutcome::Used { verification },
                 });
-                let mut note = Message::text(Role::User, wrap(step.wrapper, &text));
-                note.meta.compact_summary = true;
-                let mut messages = Vec::with_capacity(head + 1 + kept.len() + step.tail_len);
-                messages.extend(
-                    orig[..head]
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| Some(*i) != previous_at)
-                        .map(|(i, m)| {
-                            let mut m = m.clone();
-                            m.meta.pinned |= step.pinned[i];
-                            m
-                        }),
-                );
-                messages.push(note);
-                messages.append(&mut kept);
-                messages.extend_from_slice(&step.work[step.work.len() - step.tail_len..]);
-                return Some(Briefed {
-                    messages,
-                    summarizer: s.name(),
-                    replaced_iterations,
-                });
+                return Some(region.assemble(inp, &text, summarizer));
             }
-            Err(e) => attempts.push(Attempt {
-                summarizer: s.name(),
-                ok: false,
-                error: Some(e.to_string()),
+            Err(error) => attempts.push(Attempt {
+                summarizer,
                 ms,
-                verification: None,
+                outcome: AttemptOutcome::Failed { error },
             }),
         }
     }
     None
 }
 
+/// One summarizer's briefing, checked; an LLM briefing is also verified
+/// against the facts of the same history (lost facts appended, unsupported
+/// claims flagged).
+fn attempt(
+    s: &dyn Summarizer,
+    req: &Request<'_>,
+    inp: &Inputs<'_>,
+    region: &Region,
+) -> Result<(String, Option<Verification>), SummarizeError> {
+    let quotes = s.quotes_verbatim();
+    let mut text = s.summarize(req)?;
+    if quotes {
+        text = defuse(&inp.facts.wrapper, &text);
+    }
+    check(&text, inp, region.tokens, quotes)?;
+    if quotes {
+        return Ok((text, None));
+    }
+    let facts = extract(&region.replaced, inp.facts);
+    let (text, v) = verify(&text, &facts, inp.budget, inp.tokenizer);
+    Ok((text, Some(v)))
+}
+
 /// Rejects briefings that cannot be used.
 fn check(
     text: &str,
-    step: &Step<'_>,
+    inp: &Inputs<'_>,
     region_tokens: usize,
     quotes: bool,
 ) -> Result<(), SummarizeError> {
@@ -189,29 +205,26 @@ fn check(
     if trimmed.chars().count() < MIN_CHARS {
         return reject(format!("shorter than {MIN_CHARS} characters"));
     }
-    if leaks_wrapper(step.wrapper, trimmed) {
-        return reject(format!("contains <{}> tags", step.wrapper));
+    if leaks_wrapper(&inp.facts.wrapper, trimmed) {
+        return reject(format!("contains <{}> tags", inp.facts.wrapper));
     }
-    if !quotes
-        && [
-            "<tool_use",
-            "<tool_call",
-            "<function_call",
-            "</tool_result>",
-        ]
-        .iter()
-        .any(|t| trimmed.contains(t))
-    {
+    const MARKUP: [&str; 4] = [
+        "<tool_use",
+        "<tool_call",
+        "<function_call",
+        "</tool_result>",
+    ];
+    if !quotes && MARKUP.iter().any(|t| trimmed.contains(t)) {
         return reject("contains tool-call markup".into());
     }
-    let tokens = step.tokenizer.count(trimmed);
+    let tokens = inp.tokenizer.count(trimmed);
     if tokens >= region_tokens {
         return reject(format!(
             "not smaller than what it replaces ({tokens} ≥ {region_tokens} tokens)"
         ));
     }
-    if tokens > step.budget + step.budget / 10 {
-        return reject(format!("over budget ({tokens} > {} tokens)", step.budget));
+    if tokens > inp.budget + inp.budget / 10 {
+        return reject(format!("over budget ({tokens} > {} tokens)", inp.budget));
     }
     Ok(())
 }

@@ -1,87 +1,119 @@
-//! LLM summarizers over plain HTTP (reqwest, rustls with ring).
+//! LLM summarizers over plain HTTP: async, one pooled client each (reqwest,
+//! rustls with ring).
 
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use abridge_summarize::{DEFAULT_ERROR_PREFIXES, Request, SummarizeError, Summarizer};
+use abridge::SummarizerSpec;
+use abridge_model::Family;
+use abridge_model::text::clip;
+use abridge_summarize::{AsyncSummarizer, BoxFuture, Request, SummarizeError};
 use serde_json::{Value, json};
 
-use crate::serialize::{cut, history};
+use crate::serialize::history;
 
 /// The default prompt (`prompt.md`), reviewed as text.
 pub const DEFAULT_PROMPT: &str = include_str!("prompt.md");
 
-/// Which wire API the summarizer speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// OpenAI-compatible Chat Completions (OpenAI, vLLM, llama.cpp server, Ollama).
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-}
-
-impl Api {
-    /// `openai` or `anthropic`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenAi => "openai",
-            Api::Anthropic => "anthropic",
-        }
-    }
-
-    /// Default base URL: OpenAI's ends in `/v1`; Anthropic's is the host root.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Api::OpenAi => "https://api.openai.com/v1",
-            Api::Anthropic => "https://api.anthropic.com",
-        }
-    }
-
-    /// Environment variable holding the API key.
-    pub fn key_variable(self) -> &'static str {
-        match self {
-            Api::OpenAi => "OPENAI_API_KEY",
-            Api::Anthropic => "ANTHROPIC_API_KEY",
-        }
+/// Default base URL: OpenAI's ends in `/v1`; Anthropic's is the host root.
+pub fn default_base_url(family: Family) -> &'static str {
+    match family {
+        Family::OpenAi => "https://api.openai.com/v1",
+        Family::Anthropic => "https://api.anthropic.com",
     }
 }
 
-/// A summarizer backed by an LLM.
+/// Environment variable holding the API key when none is named.
+pub fn default_key_variable(family: Family) -> &'static str {
+    match family {
+        Family::OpenAi => "OPENAI_API_KEY",
+        Family::Anthropic => "ANTHROPIC_API_KEY",
+    }
+}
+
+/// A summarizer backed by an LLM. Its HTTP client (and connection pool) is
+/// built once and reused by every attempt.
 #[derive(Debug, Clone)]
 pub struct LlmSummarizer {
-    api: Api,
+    family: Family,
     model: String,
     base_url: String,
-    key: Option<String>,
+    key: Key,
     timeout: Duration,
     max_output_tokens: u32,
     prompt: String,
     instructions: Option<String>,
     input_chars: usize,
-    error_prefixes: Vec<String>,
+    http: Result<reqwest::Client, String>,
+}
+
+/// Where the API key comes from.
+#[derive(Clone)]
+enum Key {
+    Value(Option<String>),
+    /// A variable the config named but the environment does not set.
+    Missing(String),
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print a credential.
+        match self {
+            Key::Value(Some(_)) => f.write_str("Key(set)"),
+            Key::Value(None) => f.write_str("Key(none)"),
+            Key::Missing(var) => write!(f, "Key(missing ${var})"),
+        }
+    }
 }
 
 static TLS: Once = Once::new();
+
+fn http_client() -> Result<reqwest::Client, String> {
+    TLS.call_once(|| {
+        // Ignore "already installed": any installed ring/aws provider works.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
 
 impl LlmSummarizer {
     /// A summarizer for `model` with the default base URL, the key from the
     /// API's environment variable (none is fine for local servers), a 30 s
     /// timeout and the default prompt.
-    pub fn new(api: Api, model: impl Into<String>) -> Self {
+    pub fn new(family: Family, model: impl Into<String>) -> Self {
         LlmSummarizer {
-            api,
+            family,
             model: model.into(),
-            base_url: api.default_base_url().to_owned(),
-            key: std::env::var(api.key_variable())
-                .ok()
-                .filter(|k| !k.is_empty()),
+            base_url: default_base_url(family).to_owned(),
+            key: Key::Value(env_key(default_key_variable(family))),
             timeout: Duration::from_secs(30),
             max_output_tokens: 8_000,
             prompt: DEFAULT_PROMPT.to_owned(),
             instructions: None,
             input_chars: 400_000,
-            error_prefixes: DEFAULT_ERROR_PREFIXES.map(str::to_owned).to_vec(),
+            http: http_client(),
         }
+    }
+
+    /// The summarizer a `[[summarizers]]` entry declares. A key variable
+    /// the entry names but the environment lacks makes every attempt fail
+    /// with `NotConfigured`, so the cascade moves on and the report says why.
+    pub fn from_spec(spec: &SummarizerSpec) -> Self {
+        let mut s = LlmSummarizer::new(spec.kind, spec.model.clone())
+            .timeout(Duration::from_secs_f64(spec.timeout_secs.max(0.001)))
+            .instructions(spec.instructions.clone());
+        if let Some(url) = &spec.base_url {
+            s = s.base_url(url.clone());
+        }
+        if let Some(var) = &spec.api_key_env {
+            s.key = match env_key(var) {
+                Some(k) => Key::Value(Some(k)),
+                None => Key::Missing(var.clone()),
+            };
+        }
+        s
     }
 
     /// Sets the base URL (OpenAI-compatible: ending in `/v1`; Anthropic: the host root).
@@ -92,7 +124,7 @@ impl LlmSummarizer {
 
     /// Sets the API key.
     pub fn key(mut self, key: Option<String>) -> Self {
-        self.key = key;
+        self.key = Key::Value(key);
         self
     }
 
@@ -123,11 +155,8 @@ impl LlmSummarizer {
     /// The user message: previous briefing with its budget hint, the
     /// history, and the kept tail shown read-only.
     pub fn user_message(&self, req: &Request<'_>) -> String {
-        let mut msg = String::new();
-        msg.push_str(&format!(
-            "Task as the user gave it:\n{}\n\n",
-            req.task.trim()
-        ));
+        let prefixes = &req.facts.error_prefixes;
+        let mut msg = format!("Task as the user gave it:\n{}\n\n", req.task.trim());
         if let Some(prev) = req.previous {
             let ratio = req.tokenizer.count(prev) as f64 / req.budget_tokens.max(1) as f64;
             let hint = if ratio < 0.6 {
@@ -143,11 +172,11 @@ impl LlmSummarizer {
             ));
         }
         msg.push_str("<history>\n");
-        msg.push_str(&history(req.region, &self.error_prefixes, self.input_chars));
+        msg.push_str(&history(req.region, prefixes, self.input_chars));
         msg.push_str("</history>\n\n");
         if !req.tail.is_empty() {
             msg.push_str("These most recent steps stay in the conversation verbatim after your briefing. Read them, do not summarize them, and do not contradict them:\n<recent-steps>\n");
-            msg.push_str(&history(req.tail, &self.error_prefixes, 8_000));
+            msg.push_str(&history(req.tail, prefixes, 8_000));
             msg.push_str("</recent-steps>\n\n");
         }
         msg.push_str(&format!(
@@ -167,11 +196,24 @@ impl LlmSummarizer {
         msg
     }
 
-    fn request(&self, user: &str, max_tokens: u32) -> (String, Value, Vec<(&'static str, String)>) {
-        match self.api {
-            Api::OpenAi => {
-                let mut headers = Vec::new();
-                if let Some(k) = &self.key {
+    /// URL, body and headers of the request for this API.
+    fn request(
+        &self,
+        user: &str,
+        max_tokens: u32,
+    ) -> Result<(String, Value, Headers), SummarizeError> {
+        let key = match &self.key {
+            Key::Value(k) => k.as_deref(),
+            Key::Missing(var) => {
+                return Err(SummarizeError::NotConfigured(format!(
+                    "environment variable {var} is not set"
+                )));
+            }
+        };
+        let mut headers: Headers = Vec::new();
+        let (url, body) = match self.family {
+            Family::OpenAi => {
+                if let Some(k) = key {
                     headers.push(("authorization", format!("Bearer {k}")));
                 }
                 let body = json!({
@@ -180,12 +222,12 @@ impl LlmSummarizer {
                     "temperature": 0.1,
                     "max_tokens": max_tokens,
                 });
-                (format!("{}/chat/completions", self.base_url), body, headers)
+                (format!("{}/chat/completions", self.base_url), body)
             }
-            Api::Anthropic => {
-                let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
-                if let Some(k) = &self.key {
-                    headers.push(("x-api-key", k.clone()));
+            Family::Anthropic => {
+                headers.push(("anthropic-version", "2023-06-01".to_owned()));
+                if let Some(k) = key {
+                    headers.push(("x-api-key", k.to_owned()));
                 }
                 let body = json!({
                     "model": self.model,
@@ -194,50 +236,47 @@ impl LlmSummarizer {
                     "temperature": 0.1,
                     "max_tokens": max_tokens,
                 });
-                (format!("{}/v1/messages", self.base_url), body, headers)
+                (format!("{}/v1/messages", self.base_url), body)
             }
-        }
+        };
+        Ok((url, body, headers))
     }
 
     /// Sends the request; retries once on 429 when `Retry-After` fits the time limit.
-    fn call(&self, user: &str, max_tokens: u32) -> Result<String, SummarizeError> {
-        TLS.call_once(|| {
-            // Ignore "already installed": any installed ring/aws provider works.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        });
+    async fn call(&self, user: &str, max_tokens: u32) -> Result<String, SummarizeError> {
+        let http = self
+            .http
+            .as_ref()
+            .map_err(|e| SummarizeError::Transport(e.clone()))?;
         let start = Instant::now();
-        let (url, body, headers) = self.request(user, max_tokens);
+        let (url, body, headers) = self.request(user, max_tokens)?;
         for attempt in 0..2 {
             let left = self.timeout.saturating_sub(start.elapsed());
-            let client = reqwest::blocking::Client::builder()
-                .timeout(left)
-                .build()
-                .map_err(|e| SummarizeError::Transport(e.to_string()))?;
-            let mut rb = client.post(&url).json(&body);
+            let mut rb = http.post(&url).timeout(left).json(&body);
             for (k, v) in &headers {
                 rb = rb.header(*k, v);
             }
-            let resp = rb.send().map_err(|e| self.transport(&e))?;
+            let resp = rb.send().await.map_err(|e| self.transport(&e))?;
             let status = resp.status().as_u16();
             let retry_after = resp
                 .headers()
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok());
-            let text = resp.text().map_err(|e| self.transport(&e))?;
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map(|s| Duration::from_secs_f64(s.max(0.0)));
+            let text = resp.text().await.map_err(|e| self.transport(&e))?;
             if status == 429
                 && attempt == 0
                 && let Some(wait) = retry_after
-                && Duration::from_secs_f64(wait.max(0.0))
-                    < self.timeout.saturating_sub(start.elapsed())
+                && wait < self.timeout.saturating_sub(start.elapsed())
             {
-                std::thread::sleep(Duration::from_secs_f64(wait.max(0.0)));
+                tokio::time::sleep(wait).await;
                 continue;
             }
             if status >= 400 {
                 return Err(SummarizeError::Status {
                     status,
-                    body: cut(text.trim(), 300),
+                    body: clip(text.trim(), 300, 0),
                 });
             }
             return self.parse(&text);
@@ -262,14 +301,14 @@ impl LlmSummarizer {
             return Err(SummarizeError::Malformed("empty response body".into()));
         }
         let v: Value = serde_json::from_str(text).map_err(|_| {
-            SummarizeError::Malformed(format!("not JSON: {}", cut(text.trim(), 120)))
+            SummarizeError::Malformed(format!("not JSON: {}", clip(text.trim(), 120, 0)))
         })?;
-        let out = match self.api {
-            Api::OpenAi => v
+        let out = match self.family {
+            Family::OpenAi => v
                 .pointer("/choices/0/message/content")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            Api::Anthropic => v.get("content").and_then(Value::as_array).map(|blocks| {
+            Family::Anthropic => v.get("content").and_then(Value::as_array).map(|blocks| {
                 blocks
                     .iter()
                     .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
@@ -283,20 +322,31 @@ impl LlmSummarizer {
             Some(_) => Err(SummarizeError::Rejected("empty briefing".into())),
             None => Err(SummarizeError::Malformed(format!(
                 "no briefing text in the response: {}",
-                cut(text.trim(), 120)
+                clip(text.trim(), 120, 0)
             ))),
         }
     }
 }
 
-impl Summarizer for LlmSummarizer {
+type Headers = Vec<(&'static str, String)>;
+
+fn env_key(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|k| !k.is_empty())
+}
+
+impl AsyncSummarizer for LlmSummarizer {
     fn name(&self) -> String {
-        format!("{}:{}", self.api.as_str(), self.model)
+        format!("{}:{}", self.family, self.model)
     }
 
-    fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
-        let user = self.user_message(req);
-        let max = (req.budget_tokens as u32).clamp(256, self.max_output_tokens);
-        self.call(&user, max)
+    fn summarize<'a>(
+        &'a self,
+        req: &'a Request<'a>,
+    ) -> BoxFuture<'a, Result<String, SummarizeError>> {
+        Box::pin(async move {
+            let user = self.user_message(req);
+            let max = (req.budget_tokens as u32).clamp(256, self.max_output_tokens);
+            self.call(&user, max).await
+        })
     }
 }

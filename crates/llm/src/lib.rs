@@ -5,23 +5,33 @@
 //! The history is serialized compactly (one-line markers for tool calls,
 //! tool output truncated, oldest output dropped first to fit), the prompt
 //! lives in `prompt.md`, a previous briefing comes with a budget hint by its
-//! size, and the kept tail is shown read-only. Each summarizer implements
-//! [`abridge_summarize::Summarizer`]; put them in a compactor's cascade
-//! (`Compactor::set_summarizers`), where the offline fact sheet stays the
-//! last resort. Calls are blocking: from async code, run a compaction in
-//! `spawn_blocking`.
+//! size, and the kept tail is shown read-only. [`LlmSummarizer`] is an
+//! [`AsyncSummarizer`](abridge_summarize::AsyncSummarizer) with one pooled
+//! HTTP client; [`Blocking`] drives it for the synchronous compactor, and
+//! [`cascade`] builds the `[[summarizers]]` of a config. The offline fact
+//! sheet stays the compactor's last resort.
 //!
 //! ```
-//! use abridge_llm::{Api, LlmSummarizer};
-//! use abridge_summarize::Summarizer;
+//! use abridge::{Config, Compactor};
+//! use abridge_llm::cascade;
 //!
-//! let s = LlmSummarizer::new(Api::OpenAi, "gpt-4o-mini")
-//!     .base_url("http://127.0.0.1:8080/v1")
-//!     .timeout(std::time::Duration::from_secs(20));
-//! assert_eq!(s.name(), "openai:gpt-4o-mini");
+//! let config = Config::from_toml(r#"
+//!     [[summarizers]]
+//!     kind = "openai"
+//!     model = "gpt-4o-mini"
+//!     base_url = "http://127.0.0.1:8080/v1"
+//!     timeout_secs = 20
+//! "#)?;
+//! let summarizers = cascade(&config.summarizers, None);
+//! assert_eq!(summarizers[0].name(), "openai:gpt-4o-mini");
+//! let mut compactor = Compactor::new(config)?;
+//! compactor.set_summarizers(summarizers);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod blocking;
 mod client;
 mod serialize;
 
-pub use client::{Api, DEFAULT_PROMPT, LlmSummarizer};
+pub use blocking::{Blocking, cascade};
+pub use client::{DEFAULT_PROMPT, LlmSummarizer, default_base_url, default_key_variable};

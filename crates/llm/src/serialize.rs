@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
+use abridge_model::text::{clip, first_line};
 use abridge_model::{Message, Part, Role, ToolResult};
-use abridge_summarize::{Outcome, ToolKind, classify, first_line, first_string, outcome};
+use abridge_summarize::{Outcome, ToolKind, classify, first_string, outcome};
 use serde_json::Value;
 
 /// Characters of one tool output kept in the serialization.
@@ -32,8 +33,7 @@ pub(crate) fn history(messages: &[Message], error_prefixes: &[String], max_chars
                             text.push('\n');
                         }
                         Part::ToolCall(c) => {
-                            let args: Value = serde_json::from_str(&c.arguments.to_json_text())
-                                .unwrap_or(Value::Null);
+                            let args = c.arguments.to_value();
                             let result = results.get(c.id.as_str()).copied();
                             text.push_str(&marker(&c.name, &args, result, error_prefixes));
                             text.push('\n');
@@ -45,7 +45,7 @@ pub(crate) fn history(messages: &[Message], error_prefixes: &[String], max_chars
                                     outputs.push_str(&format!(
                                         "[output of {}]\n{}\n",
                                         c.name,
-                                        cut(out.trim(), OUTPUT_CHARS)
+                                        clip(out.trim(), OUTPUT_CHARS, 0)
                                     ));
                                 }
                             }
@@ -61,7 +61,7 @@ pub(crate) fn history(messages: &[Message], error_prefixes: &[String], max_chars
                 let text: Vec<&str> = m.parts.iter().filter_map(Part::as_text).collect();
                 if !text.is_empty() {
                     blocks.push((
-                        format!("<user>\n{}\n</user>\n", cut(&text.join("\n"), 2_000)),
+                        format!("<user>\n{}\n</user>\n", clip(&text.join("\n"), 2_000, 0)),
                         None,
                     ));
                 }
@@ -106,9 +106,9 @@ fn marker(name: &str, args: &Value, result: Option<&ToolResult>, prefixes: &[Str
             match outcome(r, &text, prefixes) {
                 Outcome::Ok => "✓".to_owned(),
                 Outcome::Failed(Some(c)) => {
-                    format!("exit {c} ✗ {}", cut(first_line(&text).trim(), 160))
+                    format!("exit {c} ✗ {}", clip(first_line(&text).trim(), 160, 0))
                 }
-                Outcome::Failed(None) => format!("✗ {}", cut(first_line(&text).trim(), 160)),
+                Outcome::Failed(None) => format!("✗ {}", clip(first_line(&text).trim(), 160, 0)),
             }
         }
     };
@@ -116,29 +116,21 @@ fn marker(name: &str, args: &Value, result: Option<&ToolResult>, prefixes: &[Str
         ToolKind::Read(p) => format!("[read: {p} → {status}]"),
         ToolKind::Write(p) => format!("[wrote: {p} → {status}]"),
         ToolKind::Edit(p) => format!("[edited: {p} → {status}]"),
-        ToolKind::Shell(c) => format!("[shell: {} → {status}]", cut(c.trim(), 300)),
-        ToolKind::Search(q) => format!("[searched: \"{}\" → {status}]", cut(q, 200)),
+        ToolKind::Shell(c) => format!("[shell: {} → {status}]", clip(c.trim(), 300, 0)),
+        ToolKind::Search(q) => format!("[searched: \"{}\" → {status}]", clip(q, 200, 0)),
         ToolKind::Ask => {
-            let answer = result.map(|r| cut(&r.text(), 400)).unwrap_or_default();
+            let answer = result.map(|r| clip(&r.text(), 400, 0)).unwrap_or_default();
             format!("[asked the user via {name}; answer: {answer}]")
         }
         ToolKind::Other => {
             let arg = if name.to_lowercase().contains("todo") || args.get("todos").is_some() {
-                cut(&args.to_string(), 1_500)
+                clip(&args.to_string(), 1_500, 0)
             } else {
-                first_string(args).map(|s| cut(s, 200)).unwrap_or_default()
+                first_string(args)
+                    .map(|s| clip(s, 200, 0))
+                    .unwrap_or_default()
             };
             format!("[{name}: {arg} → {status}]")
         }
     }
-}
-
-/// At most `max` characters of `s`, with a note of what was cut.
-pub(crate) fn cut(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_owned();
-    }
-    let head: String = s.chars().take(max).collect();
-    format!("{head}… [{} more characters]", n - max)
 }

@@ -92,7 +92,10 @@ pub trait AsyncSummarizer: Send + Sync {
     /// Name for reports (`openai:gpt-4o-mini`…).
     fn name(&self) -> String;
     /// The briefing (plain text, no wrapper tags).
-    fn summarize<'a>(&'a self, req: &'a Request<'a>) -> BoxFuture<'a, Result<String, SummarizeError>>;
+    fn summarize<'a>(
+        &'a self,
+        req: &'a Request<'a>,
+    ) -> BoxFuture<'a, Result<String, SummarizeError>>;
 }
 
 /// The deterministic fact sheet: no LLM, no network, same input → same text.

@@ -6,8 +6,8 @@ use abridge_model::text::{clip, first_line};
 use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
-use crate::ident::identifiers;
 use crate::briefing::unwrap;
+use crate::ident::identifiers;
 use crate::outcome::{Outcome, outcome};
 use crate::tools::{ToolKind, classify, first_string};
 

@@ -416,7 +416,9 @@ fn parse(text: &str) -> (Vec<(Kind, Vec<String>)>, Vec<String>) {
             continue;
         };
         match kind.layout() {
-            Layout::Inline => items.extend(line.split(", ").map(|i| i.trim_matches('`').to_owned())),
+            Layout::Inline => {
+                items.extend(line.split(", ").map(|i| i.trim_matches('`').to_owned()))
+            }
             Layout::Bullets => items.push(line.strip_prefix("- ").unwrap_or(line).to_owned()),
             Layout::Lines => items.push(line.to_owned()),
         }
@@ -433,7 +435,10 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
         .iter()
         .map(|s| s.items.iter().map(|i| cost(i)).collect())
         .collect();
-    let mut total: usize = sections.iter().map(|s| cost(s.kind.title()) + 2).sum::<usize>()
+    let mut total: usize = sections
+        .iter()
+        .map(|s| cost(s.kind.title()) + 2)
+        .sum::<usize>()
         + costs.iter().flatten().sum::<usize>();
     let mut trim = |sections: &mut [Section], total: &mut usize, floor: bool| {
         while *total > budget {

@@ -15,6 +15,52 @@ use abridge_model::Message;
 
 use crate::config::{PolicyConfig, PolicyKind};
 
+/// A policy that rewrites the old region in place: every pipeline step but
+/// summarizing, which needs the original history and a summarizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Policy {
+    ClipExternal,
+    CollapseFeedback,
+    ClipToolResults,
+    ClipToolArgs,
+    DropIterations,
+}
+
+/// One step of a compaction plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A rewriting policy.
+    Policy(Policy),
+    /// The old region becomes one briefing (`summarize_step`).
+    Summarize,
+}
+
+impl From<PolicyKind> for Step {
+    fn from(kind: PolicyKind) -> Self {
+        match kind {
+            PolicyKind::ClipExternal => Step::Policy(Policy::ClipExternal),
+            PolicyKind::CollapseFeedback => Step::Policy(Policy::CollapseFeedback),
+            PolicyKind::ClipToolResults => Step::Policy(Policy::ClipToolResults),
+            PolicyKind::ClipToolArgs => Step::Policy(Policy::ClipToolArgs),
+            PolicyKind::DropIterations => Step::Policy(Policy::DropIterations),
+            PolicyKind::Summarize => Step::Summarize,
+        }
+    }
+}
+
+impl Policy {
+    /// The configured kind it implements, as reports name it.
+    pub(crate) fn kind(self) -> PolicyKind {
+        match self {
+            Policy::ClipExternal => PolicyKind::ClipExternal,
+            Policy::CollapseFeedback => PolicyKind::CollapseFeedback,
+            Policy::ClipToolResults => PolicyKind::ClipToolResults,
+            Policy::ClipToolArgs => PolicyKind::ClipToolArgs,
+            Policy::DropIterations => PolicyKind::DropIterations,
+        }
+    }
+}
+
 /// Applies one policy to `messages[region]`; returns how many items it changed.
 ///
 /// `region` must start at the end of the head and end at the start of the
@@ -22,7 +68,7 @@ use crate::config::{PolicyConfig, PolicyKind};
 /// (`collapse_feedback`, `drop_iterations`) leave the tail in place: callers
 /// track the tail by its length from the end.
 pub(crate) fn apply(
-    kind: PolicyKind,
+    policy: Policy,
     messages: &mut Vec<Message>,
     region: Range<usize>,
     cfg: &PolicyConfig,
@@ -30,13 +76,11 @@ pub(crate) fn apply(
     if region.is_empty() {
         return 0;
     }
-    match kind {
-        PolicyKind::ClipExternal => external::apply(messages, region, cfg),
-        PolicyKind::CollapseFeedback => feedback::apply(messages, region, cfg),
-        PolicyKind::ClipToolResults => tool_results::apply(messages, region, cfg),
-        PolicyKind::ClipToolArgs => tool_args::apply(messages, region, cfg),
-        PolicyKind::DropIterations => drop::apply(messages, region),
-        // Needs the original history and a summarizer: see `summarize_step`.
-        PolicyKind::Summarize => 0,
+    match policy {
+        Policy::ClipExternal => external::apply(messages, region, cfg),
+        Policy::CollapseFeedback => feedback::apply(messages, region, cfg),
+        Policy::ClipToolResults => tool_results::apply(messages, region, cfg),
+        Policy::ClipToolArgs => tool_args::apply(messages, region, cfg),
+        Policy::DropIterations => drop::apply(messages, region),
     }
 }

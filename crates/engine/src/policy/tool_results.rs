@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use abridge_model::text::first_line;
 use abridge_model::{ContentForm, Message, Part, ToolResult};
-use abridge_summarize::{Outcome, first_line, outcome};
+use abridge_summarize::{Outcome, outcome};
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{TOOL_RESULT, failed_result, is_result_placeholder};

@@ -68,7 +68,10 @@ fn clip_external_keeps_the_newest_snapshot_and_image() {
     assert!(s.contains("iVBORw0KGgo"));
     assert!(s.contains("<EXTERNAL-CONTENT source=\\\"https://example-air.test/search\\\">"));
     assert!(validate(&after).is_empty());
-    assert_eq!(out.report.policies[0].policy, "clip_external");
+    assert_eq!(
+        out.report.policies[0].policy,
+        abridge::PolicyKind::ClipExternal
+    );
     assert!(out.report.policies[0].tokens_saved > 500);
 }
 

@@ -2,5 +2,6 @@
 //! that plays the provider, including its failures.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
+mod config;
 mod mock;
 mod providers;

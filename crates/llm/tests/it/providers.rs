@@ -4,16 +4,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use abridge::model::Family;
 use abridge::model::{Conversation, validate};
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Event, PolicyKind, Report};
-use abridge_llm::{Api, DEFAULT_PROMPT, LlmSummarizer};
+use abridge_llm::{Blocking, DEFAULT_PROMPT, LlmSummarizer};
 
 use crate::mock::{Mock, Reply, anthropic_ok, openai_ok};
 
-const BRIEFING: &str = "## Task\nCollect price, SKU and stock for category C-17.\n\n## Progress\nVisited product pages; several selectors failed on the cookie banner. IN-PROGRESS.\n\n## Current state and next step\nContinue with the next product page.";
+pub(crate) const BRIEFING: &str = "## Task\nCollect price, SKU and stock for category C-17.\n\n## Progress\nVisited product pages; several selectors failed on the cookie banner. IN-PROGRESS.\n\n## Current state and next step\nContinue with the next product page.";
 
-fn conversation() -> Conversation {
+pub(crate) fn conversation() -> Conversation {
     run(Spec {
         iterations: 24,
         page_lines: 20,
@@ -36,7 +37,7 @@ fn compact(conv: &Conversation, llm: LlmSummarizer) -> (Conversation, Report, Ve
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     c.subscribe(move |e| sink.lock().unwrap().push(e.clone()));
-    c.set_summarizers(vec![Box::new(llm)]);
+    c.set_summarizers(vec![Box::new(Blocking::new(llm))]);
     let out = c.compact(conv).unwrap();
     let after = out.conversation.into_owned();
     assert!(validate(&after).is_empty(), "{:?}", validate(&after));
@@ -54,7 +55,7 @@ fn briefing_of(conv: &Conversation) -> String {
 }
 
 fn openai(mock: &Mock) -> LlmSummarizer {
-    LlmSummarizer::new(Api::OpenAi, "test-model")
+    LlmSummarizer::new(Family::OpenAi, "test-model")
         .base_url(format!("{}/v1", mock.url))
         .key(Some("sk-test".into()))
         .timeout(Duration::from_secs(5))
@@ -63,10 +64,10 @@ fn openai(mock: &Mock) -> LlmSummarizer {
 /// The fallback happened: the offline sheet was used after `error` from the LLM.
 fn assert_fell_back(report: &Report, events: &[Event], error: &str) {
     assert_eq!(report.attempts.len(), 2, "{:?}", report.attempts);
-    assert!(!report.attempts[0].ok);
-    let e = report.attempts[0].error.as_deref().unwrap();
+    assert!(!report.attempts[0].used());
+    let e = report.attempts[0].error().unwrap().to_string();
     assert!(e.contains(error), "{e}");
-    assert!(report.attempts[1].ok);
+    assert!(report.attempts[1].used());
     assert_eq!(report.summarizer.as_deref(), Some("offline"));
     let compacted: Vec<&Event> = events
         .iter()
@@ -90,7 +91,7 @@ fn openai_success_sends_the_prompt_and_history_and_verifies() {
         "{b}"
     );
     // Verification appended identifiers the LLM left out.
-    let v = report.attempts[0].verification.as_ref().unwrap();
+    let v = report.attempts[0].verification().unwrap();
     assert!(!v.appended_facts.is_empty());
     assert!(b.contains("## Verbatim facts"));
     assert!(events.iter().any(|e| matches!(e, Event::HistoryCompacted { summarizer: Some(s), .. } if s == "openai:test-model")));
@@ -110,7 +111,7 @@ fn openai_success_sends_the_prompt_and_history_and_verifies() {
 #[test]
 fn anthropic_success() {
     let mock = Mock::start(vec![anthropic_ok(BRIEFING)]);
-    let llm = LlmSummarizer::new(Api::Anthropic, "claude-test")
+    let llm = LlmSummarizer::new(Family::Anthropic, "claude-test")
         .base_url(mock.url.clone())
         .key(Some("k-1".into()));
     let (after, report, _, _) = compact(&conversation(), llm);
@@ -147,7 +148,7 @@ fn rate_limit_with_retry_after_is_retried_once() {
     ]);
     let (_, report, _, _) = compact(&conversation(), openai(&mock));
     assert_eq!(mock.requests().len(), 2);
-    assert!(report.attempts[0].ok, "{:?}", report.attempts);
+    assert!(report.attempts[0].used(), "{:?}", report.attempts);
     assert!(report.attempts[0].ms >= 1_000);
 }
 
@@ -256,7 +257,7 @@ fn an_unverified_completion_is_flagged() {
     let mock = Mock::start(vec![openai_ok(claim)]);
     let (after, report, _, _) = compact(&conv, openai(&mock));
     assert_eq!(report.summarizer.as_deref(), Some("openai:test-model"));
-    let v = report.attempts[0].verification.as_ref().unwrap();
+    let v = report.attempts[0].verification().unwrap();
     assert_eq!(
         v.unverified_claims,
         ["- Ran make test: all tests passed, step completed."]

@@ -1,0 +1,71 @@
+//! A compaction as data: what to run, against which target, keeping how
+//! much. The compactor builds one per evaluation — from its config for a
+//! trigger or a forced compaction, or from an agent's request — and
+//! executes it (`rewrite.rs`), so no evaluation mutates the config.
+
+use crate::config::Config;
+use crate::limits::Limits;
+use crate::policy::{Policy, Step};
+use crate::report::Reason;
+
+/// One compaction to run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    /// Why it runs (reported).
+    pub(crate) reason: Reason,
+    /// Tokens to reach; without one, old content is clipped but no
+    /// iteration is summarized or dropped.
+    pub(crate) target: Option<u64>,
+    /// Steps in order; each stops as soon as the target is reached.
+    pub(crate) steps: Vec<Step>,
+    /// Fewest iterations the verbatim tail keeps.
+    pub(crate) floor: usize,
+    /// Most tokens the tail keeps above the floor.
+    pub(crate) kept_budget: u64,
+    /// What briefings should focus on.
+    pub(crate) focus: Option<String>,
+}
+
+impl Plan {
+    /// The configured pipeline, for `reason`, aiming at `target`.
+    pub(crate) fn configured(
+        config: &Config,
+        limits: &Limits,
+        reason: Reason,
+        target: Option<u64>,
+        focus: Option<String>,
+    ) -> Plan {
+        let mut steps: Vec<Step> = config
+            .policies
+            .pipeline
+            .iter()
+            .map(|&k| Step::from(k))
+            .collect();
+        if target.is_none() {
+            // Without a target nothing says how far to go: clip only.
+            steps.retain(|s| matches!(s, Step::Policy(p) if *p != Policy::DropIterations));
+        }
+        Plan {
+            reason,
+            target,
+            steps,
+            floor: config.budget.min_iterations,
+            kept_budget: limits.kept_budget,
+            focus,
+        }
+    }
+
+    /// An agent's `compact_history` request: everything before the last
+    /// `keep_iterations` becomes a briefing (or is dropped when no
+    /// summarizer gives one), whatever the triggers say.
+    pub(crate) fn on_request(tokens: u64, keep_iterations: usize, focus: Option<String>) -> Plan {
+        Plan {
+            reason: Reason::Forced,
+            target: Some(tokens.saturating_sub(1)),
+            steps: vec![Step::Summarize, Step::Policy(Policy::DropIterations)],
+            floor: keep_iterations.max(1),
+            kept_budget: 0,
+            focus,
+        }
+    }
+}

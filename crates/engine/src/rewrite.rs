@@ -1,0 +1,335 @@
+//! Executing a [`Plan`]: the steps run oldest-first over the old region
+//! until the history is under the target; when a round of steps is not
+//! enough, the verbatim tail halves (down to its floor) and they run again.
+
+use std::borrow::Cow;
+
+use abridge_model::{Conversation, Message, head_len, iterations, validate};
+
+use crate::boundary::{old_region, tail_iterations, tail_start};
+use crate::compactor::{Compactor, Eval};
+use crate::config::PolicyKind;
+use crate::error::{Error, Result};
+use crate::event::{Event, PolicyRun};
+use crate::plan::Plan;
+use crate::policy::{self, Policy, Step};
+use crate::report::{Attempt, Outcome, Report};
+use crate::snapshot::SnapshotData;
+use crate::summarize_step::{self, Briefed, Inputs};
+
+/// Each policy advances over the old region in this many steps, oldest first.
+const STEPS: usize = 4;
+
+/// The history being rewritten and what has been done to it.
+struct Work {
+    messages: Vec<Message>,
+    /// Iterations kept verbatim at the end.
+    tail_n: usize,
+    /// Tokens now, tool declarations included.
+    total: u64,
+    tools: u64,
+    runs: Vec<PolicyRun>,
+    attempts: Vec<Attempt>,
+    summarizer: Option<String>,
+}
+
+impl Work {
+    /// Adds what a step did, given the tokens after it.
+    fn record(&mut self, kind: PolicyKind, items: usize, now: u64) {
+        let saved = self.total.saturating_sub(now);
+        self.total = now;
+        match self.runs.iter_mut().find(|r| r.policy == kind) {
+            Some(r) => {
+                r.items += items;
+                r.tokens_saved += saved;
+            }
+            None => self.runs.push(PolicyRun {
+                policy: kind,
+                items,
+                tokens_saved: saved,
+            }),
+        }
+    }
+}
+
+impl Compactor {
+    pub(crate) fn rewrite<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        plan: &Plan,
+        eval: Eval,
+    ) -> Result<Outcome<'a>> {
+        if plan.target.is_some_and(|t| eval.tokens <= t) {
+            return Ok(self.unchanged(conv, Some(plan.reason), eval));
+        }
+        let mut work = self.start(conv, plan, eval.tokens);
+        self.shrink(conv, plan, &mut work)?;
+        if work.runs.is_empty() {
+            return Ok(self.unchanged(conv, Some(plan.reason), eval));
+        }
+        self.finish(conv, plan, work, eval)
+    }
+
+    fn start(&mut self, conv: &Conversation, plan: &Plan, tokens: u64) -> Work {
+        let mut messages = conv.messages.clone();
+        self.pin(&mut messages);
+        let counts = self.message_tokens(&messages);
+        let tail_n = tail_iterations(
+            &iterations(&messages),
+            &counts,
+            plan.kept_budget,
+            plan.floor,
+        );
+        Work {
+            messages,
+            tail_n,
+            total: tokens,
+            tools: self.tool_tokens(conv),
+            runs: Vec::new(),
+            attempts: Vec::new(),
+            summarizer: None,
+        }
+    }
+
+    fn shrink(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> Result<()> {
+        loop {
+            for &step in &plan.steps {
+                let reached = match step {
+                    Step::Summarize => self.summarize(conv, plan, work),
+                    Step::Policy(p) => self.clip(p, plan.target, work),
+                };
+                if reached {
+                    return Ok(());
+                }
+            }
+            let Some(target) = plan.target else {
+                return Ok(());
+            };
+            if work.tail_n <= plan.floor {
+                return Err(self.cannot_shrink(work, target));
+            }
+            work.tail_n = (work.tail_n / 2).max(plan.floor);
+        }
+    }
+
+    /// Runs one policy oldest-first in steps, so that no more is cleared
+    /// than the target needs; true once the target is reached. The region is
+    /// named by how many iterations it leaves at the end, which stays true
+    /// when a step removes messages.
+    fn clip(&mut self, p: Policy, target: Option<u64>, work: &mut Work) -> bool {
+        let old = iterations(&work.messages).len().saturating_sub(work.tail_n);
+        for step in 1..=STEPS {
+            let keep = old - old * step / STEPS;
+            let region = old_region(&work.messages, work.tail_n + keep);
+            let items = policy::apply(p, &mut work.messages, region, &self.config.policies);
+            if items > 0 {
+                let now = self.tokens_of(work);
+                work.record(p.kind(), items, now);
+            }
+            if target.is_some_and(|t| work.total <= t) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The summarize step; true once the target is reached.
+    fn summarize(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> bool {
+        let Some(target) = plan.target else {
+            return false;
+        };
+        if let Some(b) = self.brief(conv, plan, work, target) {
+            work.messages = b.messages;
+            let now = self.tokens_of(work);
+            work.record(PolicyKind::Summarize, b.replaced_iterations, now);
+            work.summarizer = Some(b.summarizer);
+        }
+        work.total <= target
+    }
+
+    fn tokens_of(&mut self, work: &Work) -> u64 {
+        self.message_tokens(&work.messages).iter().sum::<u64>() + work.tools
+    }
+
+    /// Runs the summarizers with a budget that lets head, briefing, pinned
+    /// iterations and tail fit the target together.
+    fn brief(
+        &mut self,
+        conv: &Conversation,
+        plan: &Plan,
+        work: &mut Work,
+        target: u64,
+    ) -> Option<Briefed> {
+        let region = old_region(&work.messages, work.tail_n);
+        if self.summarizers.is_empty() || region.is_empty() {
+            return None;
+        }
+        let tokens = self.message_tokens(&work.messages);
+        let pinned_in_region: u64 = work.messages[region.clone()]
+            .iter()
+            .zip(&tokens[region.clone()])
+            .filter(|(m, _)| m.meta.pinned)
+            .map(|(_, t)| t)
+            .sum();
+        let kept = tokens[..region.start].iter().sum::<u64>()
+            + tokens[region.end..].iter().sum::<u64>()
+            + pinned_in_region
+            + work.tools;
+        let room = target
+            .saturating_sub(kept + 32)
+            .min(self.config.summary.max_tokens);
+        if room < 64 {
+            return None;
+        }
+        let pinned = self.pinned_flags_of(&conv.messages);
+        let original_tokens = self.message_tokens(&conv.messages);
+        let inputs = Inputs {
+            original: &conv.messages,
+            original_tokens: &original_tokens,
+            pinned: &pinned,
+            work: &work.messages,
+            tail_len: work.messages.len() - region.end,
+            budget: room as usize,
+            tokenizer: self.limits.tokenizer,
+            facts: &self.facts,
+            focus: plan.focus.as_deref(),
+        };
+        summarize_step::run(&inputs, &self.summarizers, &mut work.attempts)
+    }
+
+    fn finish<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        plan: &Plan,
+        work: Work,
+        mut eval: Eval,
+    ) -> Result<Outcome<'a>> {
+        let after = Conversation {
+            messages: work.messages,
+            ..conv.clone_envelope()
+        };
+        guard(conv, &after)?;
+        let its_after = iterations(&after.messages).len();
+        self.compacted_at_iteration = its_after;
+        let event = Event::HistoryCompacted {
+            reason: plan.reason,
+            policies: work.runs.clone(),
+            messages_before: conv.messages.len(),
+            messages_after: after.messages.len(),
+            tokens_before: eval.tokens,
+            tokens_after: work.total,
+            tokens_saved: eval.tokens.saturating_sub(work.total),
+            target: plan.target,
+            summarizer: work.summarizer.clone(),
+            duration_us: eval.start.elapsed().as_micros() as u64,
+        };
+        self.emit(&event);
+        eval.events.push(event);
+        let mut report = Report {
+            reason: Some(plan.reason),
+            compacted: true,
+            tokens_before: eval.tokens,
+            tokens_after: work.total,
+            messages_before: conv.messages.len(),
+            messages_after: after.messages.len(),
+            tail_iterations: work.tail_n.min(its_after),
+            target: plan.target,
+            policies: work.runs,
+            summarizer: work.summarizer,
+            attempts: work.attempts,
+            snapshot: None,
+            events: eval.events,
+            duration_us: eval.start.elapsed().as_micros() as u64,
+        };
+        self.snapshot(conv, &after, &mut report);
+        Ok(Outcome {
+            report,
+            conversation: Cow::Owned(after),
+        })
+    }
+
+    /// Records the snapshot; a failure becomes an event, not an error.
+    fn snapshot(&mut self, before: &Conversation, after: &Conversation, report: &mut Report) {
+        let Some(mut store) = self.store.take() else {
+            return;
+        };
+        let data = SnapshotData {
+            before,
+            after,
+            config: &self.config,
+            report,
+        };
+        let result = store.record(&data);
+        self.store = Some(store);
+        match result {
+            Ok(id) => report.snapshot = Some(id),
+            Err(error) => {
+                let e = Event::SnapshotFailed {
+                    error: error.to_string(),
+                };
+                self.emit(&e);
+                report.events.push(e);
+            }
+        }
+    }
+
+    fn pin(&self, messages: &mut [Message]) {
+        let flags = self.pinned_flags_of(messages);
+        for (m, p) in messages.iter_mut().zip(flags) {
+            m.meta.pinned |= p;
+        }
+    }
+
+    /// Which messages the config pins (by index or marker).
+    fn pinned_flags_of(&self, messages: &[Message]) -> Vec<bool> {
+        let pin = &self.config.pin;
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                m.meta.pinned
+                    || pin.indices.contains(&i)
+                    || (!pin.markers.is_empty() && {
+                        let text = m.text_content();
+                        pin.markers.iter().any(|k| text.contains(k.as_str()))
+                    })
+            })
+            .collect()
+    }
+
+    fn cannot_shrink(&mut self, work: &Work, target: u64) -> Error {
+        let tokens = self.message_tokens(&work.messages);
+        let its = iterations(&work.messages);
+        let tail_start = tail_start(&work.messages, &its, work.tail_n);
+        let head = head_len(&work.messages).min(tail_start);
+        let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
+        let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.messages.len()));
+        let pinned = sum(head..tail_start);
+        Error::CannotShrink {
+            floor: head_t + pinned + tail_t + work.tools,
+            target,
+            head: head_t,
+            pinned,
+            tail: tail_t,
+            tail_iterations: work.tail_n.min(its.len()),
+            tools: work.tools,
+        }
+    }
+}
+
+/// Refuses a rewrite that breaks a rule the input did not already break.
+fn guard(before: &Conversation, after: &Conversation) -> Result<()> {
+    let known: Vec<_> = validate(before)
+        .into_iter()
+        .map(|v| (v.rule.code(), v.id))
+        .collect();
+    let new: Vec<_> = validate(after)
+        .into_iter()
+        .filter(|v| !known.contains(&(v.rule.code(), v.id.clone())))
+        .collect();
+    if new.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(new))
+    }
+}
