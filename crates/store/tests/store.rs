@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
 use abridge::model::decode;
-use abridge::{Compactor, Config, Event};
-use abridge_store::Store;
+use abridge::{Compactor, Config, Event, SnapshotId};
+use abridge_store::{SnapshotStore, Store};
 
 fn conv() -> abridge::model::Conversation {
     let bytes = std::fs::read(concat!(
@@ -32,19 +32,23 @@ fn snapshot_round_trip() {
     ));
     let original = conv();
     let out = c.compact(&original).unwrap();
-    assert_eq!(out.report.snapshot.as_deref(), Some("1"));
+    assert_eq!(out.report.snapshot, Some(SnapshotId(1)));
     let store = Store::open(&path).unwrap();
-    let s = store.get(1).unwrap();
+    let s = store.get(SnapshotId(1)).unwrap();
     assert_eq!(s.entry.source.as_deref(), Some("coding-agent"));
-    assert_eq!(s.entry.tokens_before as u64, out.report.tokens_before);
+    assert_eq!(s.entry.tokens_before, out.report.tokens_before);
+    assert_eq!(
+        s.report, out.report,
+        "the stored report reloads as the same types"
+    );
     assert_eq!(s.entry.summarizer.as_deref(), Some("offline"));
     assert!(s.briefing.as_deref().unwrap().contains("APP-1432"));
     assert_eq!(s.history().unwrap().messages, original.messages);
-    assert_eq!(s.config().unwrap().budget.target_tokens, Some(700));
+    assert_eq!(s.config.budget.target_tokens, Some(700));
     assert_eq!(store.list(10).unwrap().len(), 1);
     assert!(matches!(
-        store.get(2),
-        Err(abridge_store::Error::NotFound(2))
+        store.get(SnapshotId(2)),
+        Err(abridge_store::Error::NotFound(SnapshotId(2)))
     ));
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -54,13 +58,14 @@ fn a_store_that_fails_to_write_reports_an_event_and_keeps_the_result() {
     let dir = std::env::temp_dir().join(format!("abridge-store-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.sqlite");
-    // A table of the same name but another shape: the store opens, inserts fail.
+    let store = Store::open(&path).unwrap();
+    // Behind its back, the table is replaced by one of another shape: inserts fail.
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("CREATE TABLE snapshots (x INTEGER);")
+        .execute_batch("DROP TABLE snapshots; CREATE TABLE snapshots (x INTEGER);")
         .unwrap();
     let mut c = compactor();
-    c.set_store(Box::new(Store::open(&path).unwrap()));
+    c.set_store(Box::new(store));
     let original = conv();
     let out = c.compact(&original).unwrap();
     assert!(out.report.compacted);
@@ -72,5 +77,80 @@ fn a_store_that_fails_to_write_reports_an_event_and_keeps_the_result() {
             .any(|e| matches!(e, Event::SnapshotFailed { error } if error.contains("bad.sqlite")))
     );
     assert!(abridge::model::validate(&out.conversation).is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The store written by the previous release (`tests/fixtures/v1.sqlite`,
+/// see its README) opens, lists and restores after migrating.
+#[test]
+fn a_store_written_by_the_previous_release_opens_lists_and_restores() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let dir = std::env::temp_dir().join(format!("abridge-store-v1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("v1.sqlite");
+    std::fs::copy(format!("{fixtures}/v1.sqlite"), &path).unwrap();
+    let example = |name: &str| {
+        let bytes = std::fs::read(format!("{fixtures}/../../../../examples/{name}")).unwrap();
+        decode(&bytes).unwrap().remove(0)
+    };
+    let (openai, anthropic) = (
+        example("coding-agent.openai.json"),
+        example("web-agent.anthropic.json"),
+    );
+    for _ in 0..2 {
+        // Twice: the second open finds the store already migrated.
+        let store = Store::open(&path).unwrap();
+        let list = store.list(10).unwrap();
+        let ids: Vec<i64> = list.iter().map(|e| e.id.0).collect();
+        assert_eq!(ids, [5, 4, 3, 2, 1]);
+        for e in &list {
+            let s = store.get(e.id).unwrap();
+            let want = if e.source.as_deref().unwrap().contains("anthropic") {
+                assert_eq!(e.family, abridge::model::Family::Anthropic);
+                &anthropic
+            } else {
+                assert_eq!(e.family, abridge::model::Family::OpenAi);
+                &openai
+            };
+            assert_eq!(
+                s.history().unwrap().messages,
+                want.messages,
+                "snapshot {}",
+                e.id
+            );
+            assert_eq!(s.before, abridge::model::encode(want).unwrap());
+            assert_eq!(s.report.tokens_before, e.tokens_before);
+        }
+        // Snapshot 4: the LLM attempt failed (its error kept, typed), the offline sheet was used.
+        let s = store.get(SnapshotId(4)).unwrap();
+        assert_eq!(s.report.attempts.len(), 2);
+        assert!(matches!(
+            s.report.attempts[0].error(),
+            Some(abridge::summarize::SummarizeError::Transport(m)) if m.contains("127.0.0.1:9")
+        ));
+        assert!(s.report.attempts[1].used());
+        assert_eq!(s.entry.summarizer.as_deref(), Some("offline"));
+        assert!(s.briefing.is_some());
+    }
+    // New snapshots go on from there.
+    let mut c = compactor();
+    c.set_store(Box::new(Store::open(&path).unwrap()));
+    let original = conv();
+    let out = c.compact(&original).unwrap();
+    assert_eq!(out.report.snapshot, Some(SnapshotId(6)));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_store_from_a_newer_release_is_refused_with_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("abridge-store-new-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("new.sqlite");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99;")
+        .unwrap();
+    let e = Store::open(&path).unwrap_err().to_string();
+    assert!(e.contains("schema version 99 is newer"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,0 +1,164 @@
+//! Schema versions of the SQLite store, kept in `PRAGMA user_version`.
+//!
+//! - 1: the first release's table (reports with a side `family` key, and
+//!   attempts as `ok` + `error` text).
+//! - 2: a `family` column; reports and attempts in the typed shape
+//!   ([`abridge::Attempt`] with its outcome).
+//!
+//! A store is brought to [`VERSION`] when it is opened, inside one
+//! transaction: it opens as it was or as it should be, never half-migrated.
+
+use rusqlite::{Connection, Transaction, params};
+use serde_json::{Value, json};
+
+use crate::{Error, Result};
+
+/// The schema version this release writes.
+pub(crate) const VERSION: i64 = 2;
+
+const V1: &str = "
+CREATE TABLE snapshots (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    source        TEXT,
+    model         TEXT,
+    tokens_before INTEGER NOT NULL,
+    tokens_after  INTEGER NOT NULL,
+    target        INTEGER,
+    summarizer    TEXT,
+    briefing      TEXT,
+    attempts      TEXT NOT NULL,
+    report        TEXT NOT NULL,
+    config        TEXT NOT NULL,
+    before_body   TEXT NOT NULL,
+    after_body    TEXT NOT NULL
+);";
+
+/// Brings the store at `conn` to [`VERSION`].
+pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
+    let sql = |source| Error::Sqlite {
+        path: path.to_owned(),
+        source,
+    };
+    let tx = conn.transaction().map_err(sql)?;
+    let mut version: i64 = tx
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
+    if version > VERSION {
+        return Err(Error::TooNew {
+            path: path.to_owned(),
+            found: version,
+            known: VERSION,
+        });
+    }
+    if version == 0 {
+        // Before versions were kept, the table was created if missing.
+        let exists: bool = tx
+            .query_row(
+                "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        if !exists {
+            tx.execute_batch(V1).map_err(sql)?;
+        }
+        version = 1;
+    }
+    if version == 1 {
+        to_v2(&tx).map_err(sql)?;
+    }
+    tx.pragma_update(None, "user_version", VERSION)
+        .map_err(sql)?;
+    tx.commit().map_err(sql)
+}
+
+/// Adds the `family` column (from the report's side key) and rewrites
+/// reports and attempts into the typed shape. (Events kept their shape:
+/// version 1 stored only compactions, never a skipped one.)
+fn to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE snapshots ADD COLUMN family TEXT NOT NULL DEFAULT 'openai'
+             CHECK (family IN ('openai', 'anthropic'));",
+    )?;
+    let rows: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare("SELECT id, report FROM snapshots")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    for (id, text) in rows {
+        // A report that does not parse is left as it was: `get` says so.
+        let Ok(Value::Object(mut report)) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let family = match report.remove("family") {
+            Some(Value::String(f)) if f == "anthropic" => "anthropic",
+            _ => "openai",
+        };
+        let attempts: Vec<Value> = match report.get("attempts") {
+            Some(Value::Array(a)) => a.iter().map(attempt_v2).collect(),
+            _ => Vec::new(),
+        };
+        report.insert("attempts".into(), Value::Array(attempts.clone()));
+        tx.execute(
+            "UPDATE snapshots SET family = ?1, report = ?2, attempts = ?3 WHERE id = ?4",
+            params![
+                family,
+                Value::Object(report).to_string(),
+                Value::Array(attempts).to_string(),
+                id
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// `{summarizer, ok, error, ms, verification}` → `{summarizer, ms, outcome}`.
+fn attempt_v2(a: &Value) -> Value {
+    let outcome = if a.get("ok") == Some(&Value::Bool(true)) {
+        json!({"status": "used", "verification": a.get("verification").cloned().unwrap_or(Value::Null)})
+    } else {
+        let text = a
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown error");
+        json!({"status": "failed", "error": error_v2(text)})
+    };
+    json!({
+        "summarizer": a.get("summarizer").cloned().unwrap_or(json!("?")),
+        "ms": a.get("ms").cloned().unwrap_or(json!(0)),
+        "outcome": outcome,
+    })
+}
+
+/// A `SummarizeError` as version 1 stored it, by its display text, back
+/// into its tagged form. Version 1 kept only the text, so this one
+/// conversion reads it; nothing else classifies errors by their message.
+fn error_v2(text: &str) -> Value {
+    let tagged = |kind: &str, detail: Value| json!({"kind": kind, "detail": detail});
+    for (prefix, kind) in [
+        ("transport error: ", "transport"),
+        ("malformed response: ", "malformed"),
+        ("rejected briefing: ", "rejected"),
+        ("not configured: ", "not_configured"),
+    ] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            return tagged(kind, json!(rest));
+        }
+    }
+    if let Some(secs) = text
+        .strip_prefix("timed out after ")
+        .and_then(|r| r.strip_suffix(" s"))
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        return tagged("timeout", json!(secs));
+    }
+    if let Some((status, body)) = text
+        .strip_prefix("HTTP ")
+        .and_then(|r| r.split_once(": "))
+        .and_then(|(s, b)| Some((s.parse::<u16>().ok()?, b)))
+    {
+        return tagged("status", json!({"status": status, "body": body}));
+    }
+    tagged("transport", json!(text))
+}

@@ -1,0 +1,210 @@
+//! The embedded store: one SQLite file.
+
+use std::path::{Path, PathBuf};
+
+use abridge::model::{Conversation, Family, Message, encode};
+use abridge::summarize::unwrap;
+use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{Entry, Error, Result, Snapshot, SnapshotStore, migrate};
+
+/// A snapshot store in one SQLite file.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: String,
+    source: Option<String>,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`, creating its folder and
+    /// migrating a store written by an earlier release.
+    pub fn open(path: &Path) -> Result<Store> {
+        let shown = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|source| Error::Sqlite {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::init(conn, shown)
+    }
+
+    /// A store in memory (for tests and one-off runs).
+    pub fn in_memory() -> Result<Store> {
+        let conn = Connection::open_in_memory().map_err(|source| Error::Sqlite {
+            path: ":memory:".into(),
+            source,
+        })?;
+        Self::init(conn, ":memory:".into())
+    }
+
+    fn init(mut conn: Connection, path: String) -> Result<Store> {
+        migrate::run(&mut conn, &path)?;
+        Ok(Store {
+            conn,
+            path,
+            source: None,
+        })
+    }
+
+    /// The default location: `abridge/snapshots.sqlite` under the user's data directory.
+    pub fn default_path() -> Option<PathBuf> {
+        dirs_data().map(|d| d.join("abridge").join("snapshots.sqlite"))
+    }
+
+    /// Names the source (e.g. the input file) recorded with each snapshot.
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    fn sql(&self, source: rusqlite::Error) -> Error {
+        Error::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn insert(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId> {
+        let body = |c: &Conversation| {
+            encode(c)
+                .map(|v| v.to_string())
+                .map_err(|e| Error::Serialize {
+                    what: "history",
+                    message: e.to_string(),
+                })
+        };
+        let tag = &s.config.summary.wrapper;
+        let briefing = s
+            .after
+            .messages
+            .iter()
+            .map(Message::text_content)
+            .find_map(|t| unwrap(tag, &t).map(str::to_owned));
+        self.conn
+            .execute(
+                "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
+                    summarizer, briefing, attempts, report, config, before_body, after_body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    self.source,
+                    s.before.model,
+                    s.before.family.as_str(),
+                    s.report.tokens_before as i64,
+                    s.report.tokens_after as i64,
+                    s.report.target.map(|t| t as i64),
+                    s.report.summarizer,
+                    briefing,
+                    to_json("attempts", &s.report.attempts)?,
+                    to_json("report", s.report)?,
+                    to_json("config", s.config)?,
+                    body(s.before)?,
+                    body(s.after)?,
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(SnapshotId(self.conn.last_insert_rowid()))
+    }
+}
+
+const ENTRY_COLUMNS: &str =
+    "id, created_at, source, model, family, tokens_before, tokens_after, summarizer";
+
+impl SnapshotStore for Store {
+    fn list(&self, limit: usize) -> Result<Vec<Entry>> {
+        let sql = format!("SELECT {ENTRY_COLUMNS} FROM snapshots ORDER BY id DESC LIMIT ?1");
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map(params![limit as i64], entry)
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.sql(e))
+    }
+
+    fn get(&self, id: SnapshotId) -> Result<Snapshot> {
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS}, briefing, report, config, before_body, after_body
+             FROM snapshots WHERE id = ?1"
+        );
+        let row = self
+            .conn
+            .query_row(&sql, params![id.0], |r| {
+                Ok((
+                    entry(r)?,
+                    r.get::<_, Option<String>>(8)?,
+                    [9, 10, 11, 12].map(|i| r.get::<_, String>(i)),
+                ))
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or(Error::NotFound(id))?;
+        let (entry, briefing, [report, config, before, after]) = row;
+        let text = |t: rusqlite::Result<String>| t.map_err(|e| self.sql(e));
+        Ok(Snapshot {
+            briefing,
+            report: parse(id, "report", &text(report)?)?,
+            config: parse(id, "config", &text(config)?)?,
+            before: parse(id, "history before", &text(before)?)?,
+            after: parse(id, "history after", &text(after)?)?,
+            entry,
+        })
+    }
+}
+
+impl SnapshotSink for Store {
+    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+        self.insert(snapshot).map_err(SnapshotError::new)
+    }
+}
+
+/// The [`Entry`] in the first columns of a row ([`ENTRY_COLUMNS`]).
+fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
+    let family: String = r.get(4)?;
+    Ok(Entry {
+        id: SnapshotId(r.get(0)?),
+        created_at: r.get(1)?,
+        source: r.get(2)?,
+        model: r.get(3)?,
+        family: family.parse::<Family>().map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(
+                4,
+                Type::Text,
+                Box::new(std::io::Error::other(e)),
+            )
+        })?,
+        tokens_before: r.get::<_, i64>(5)?.max(0) as u64,
+        tokens_after: r.get::<_, i64>(6)?.max(0) as u64,
+        summarizer: r.get(7)?,
+    })
+}
+
+fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        id,
+        what: format!("stored {what} does not parse: {e}"),
+    })
+}
+
+fn to_json<T: Serialize + ?Sized>(what: &'static str, v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Serialize {
+        what,
+        message: e.to_string(),
+    })
+}
+
+/// The user's data directory: `$XDG_DATA_HOME`, else the platform's.
+fn dirs_data() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(dirs::data_dir)
+}
