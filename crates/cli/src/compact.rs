@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use abridge::{Compactor, Error as EngineError};
+use abridge::model::Family;
+use abridge::{Compactor, Error as EngineError, PolicyKind};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
@@ -12,7 +13,7 @@ use serde_json::json;
 use crate::engine_args::EngineArgs;
 use crate::input::{self, InputArgs};
 use crate::snapshots::StoreArgs;
-use crate::{Target, write_body};
+use crate::write_body;
 
 /// Arguments of `abridge compact`.
 #[derive(Debug, Args)]
@@ -22,9 +23,9 @@ pub(crate) struct CompactArgs {
     /// Write the body here instead of stdout.
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
-    /// Wire format of the output (default: the input's).
-    #[arg(long, value_enum)]
-    to: Option<Target>,
+    /// Wire format of the output, openai or anthropic (default: the input's).
+    #[arg(long, value_name = "FAMILY")]
+    to: Option<Family>,
     /// Write the compaction report (JSON) here.
     #[arg(long, value_name = "REPORT.json")]
     report: Option<PathBuf>,
@@ -49,7 +50,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let (label, conv) = input::one(&args.file, &args.input)?;
     let config = args.engine.config(&conv)?;
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers(None));
+    compactor.set_summarizers(args.engine.summarizers(compactor.config(), None));
     if let Some(store) = args.store.open(&label) {
         compactor.set_store(Box::new(store));
     }
@@ -85,18 +86,19 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
             eprintln!("abridge: {label}: snapshot not stored: {error}");
         }
     }
-    for a in r.attempts.iter().filter(|a| !a.ok) {
-        eprintln!(
-            "abridge: {label}: summarizer {} failed: {}",
-            a.summarizer,
-            a.error.as_deref().unwrap_or("?")
-        );
+    for a in &r.attempts {
+        if let Some(error) = a.error() {
+            eprintln!(
+                "abridge: {label}: summarizer {} failed: {error}",
+                a.summarizer
+            );
+        }
     }
     let steps: Vec<String> = r
         .policies
         .iter()
         .map(|p| match (&r.summarizer, p.policy) {
-            (Some(s), "summarize") => format!(
+            (Some(s), PolicyKind::Summarize) => format!(
                 "summarize {} iterations with {s} (−{})",
                 p.items, p.tokens_saved
             ),
@@ -121,7 +123,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)
             .with_context(|| format!("{}: cannot write", path.display()))?;
     }
-    let family = args.to.map_or(conv.family, Into::into);
+    let family = args.to.unwrap_or(conv.family);
     match &args.output {
         Some(path) => {
             let mut file = std::fs::File::create(path)

@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 
-use std::time::Duration;
-
-use abridge::Config;
 use abridge::summarize::Summarizer;
-use abridge_llm::{Api, LlmSummarizer};
-use abridge_model::Conversation;
+use abridge::{Config, SummarizerSpec};
+use abridge_llm::{Blocking, LlmSummarizer};
+use abridge_model::{Conversation, Family};
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -35,15 +33,16 @@ pub(crate) struct EngineArgs {
     /// cascade order: offline (the deterministic fact sheet, always the last
     /// resort), none (no briefing: drop old iterations), openai:MODEL or
     /// anthropic:MODEL (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY).
+    /// Replaces the config's [[summarizers]].
     #[arg(long, value_name = "NAME", value_parser = parse_summarizer)]
     pub(crate) summarizer: Vec<SummarizerChoice>,
     /// Base URL of the LLM summarizers (OpenAI-compatible: ending in /v1;
     /// Anthropic: the host root).
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
-    /// Time limit of each LLM summarizer attempt, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
-    pub(crate) timeout: f64,
+    /// Time limit of each LLM summarizer attempt, in seconds (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) timeout: Option<f64>,
     /// Most tokens a briefing may take.
     #[arg(long, value_name = "N")]
     pub(crate) summary_tokens: Option<u64>,
@@ -60,23 +59,23 @@ pub(crate) enum SummarizerChoice {
     /// No briefing: old iterations are dropped instead.
     None,
     /// An LLM.
-    Llm(Api, String),
+    Llm(Family, String),
 }
 
 fn parse_summarizer(s: &str) -> Result<SummarizerChoice, String> {
     match s.split_once(':') {
         None if s == "offline" => Ok(SummarizerChoice::Offline),
         None if s == "none" => Ok(SummarizerChoice::None),
-        Some(("openai", m)) if !m.is_empty() => {
-            Ok(SummarizerChoice::Llm(Api::OpenAi, m.to_owned()))
-        }
-        Some(("anthropic", m)) if !m.is_empty() => {
-            Ok(SummarizerChoice::Llm(Api::Anthropic, m.to_owned()))
-        }
-        _ => Err(format!(
-            "unknown summarizer \"{s}\" (expected offline, none, openai:MODEL or anthropic:MODEL)"
-        )),
+        Some((family, m)) if !m.is_empty() => match family.parse::<Family>() {
+            Ok(f) => Ok(SummarizerChoice::Llm(f, m.to_owned())),
+            Err(_) => Err(unknown(s)),
+        },
+        _ => Err(unknown(s)),
     }
+}
+
+fn unknown(s: &str) -> String {
+    format!("unknown summarizer \"{s}\" (expected offline, none, openai:MODEL or anthropic:MODEL)")
 }
 
 impl EngineArgs {
@@ -111,8 +110,29 @@ impl EngineArgs {
         if let Some(TokenizerChoice::Fixed(k)) = self.tokenizer {
             config.tokenizer = Some(k);
         }
-        if self.summarizer == [SummarizerChoice::None] {
-            config.summary.offline = false;
+        if !self.summarizer.is_empty() {
+            config.summary.offline = self.summarizer != [SummarizerChoice::None];
+            config.summarizers = self
+                .summarizer
+                .iter()
+                .filter_map(|s| match s {
+                    SummarizerChoice::Llm(family, model) => {
+                        Some(SummarizerSpec::new(*family, model.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+        }
+        for spec in &mut config.summarizers {
+            if let Some(url) = &self.base_url {
+                spec.base_url = Some(url.clone());
+            }
+            if let Some(t) = self.timeout {
+                spec.timeout_secs = t.max(0.1);
+            }
+            if self.instructions.is_some() {
+                spec.instructions = self.instructions.clone();
+            }
         }
         if let Some(n) = self.summary_tokens {
             config.summary.max_tokens = n;
@@ -121,25 +141,23 @@ impl EngineArgs {
         Ok(())
     }
 
-    /// The LLM summarizers, in cascade order (the offline one is added by
-    /// the compactor as the last resort).
-    pub(crate) fn summarizers(&self, prompt: Option<&str>) -> Vec<Box<dyn Summarizer>> {
-        self.summarizer
+    /// The config's LLM summarizers, in cascade order (the compactor adds
+    /// the offline one as the last resort); `prompt` replaces their system
+    /// prompt.
+    pub(crate) fn summarizers(
+        &self,
+        config: &Config,
+        prompt: Option<&str>,
+    ) -> Vec<Box<dyn Summarizer>> {
+        config
+            .summarizers
             .iter()
-            .filter_map(|s| match s {
-                SummarizerChoice::Llm(api, model) => {
-                    let mut llm = LlmSummarizer::new(*api, model.clone())
-                        .timeout(Duration::from_secs_f64(self.timeout.max(0.1)));
-                    if let Some(url) = &self.base_url {
-                        llm = llm.base_url(url.clone());
-                    }
-                    if let Some(p) = prompt {
-                        llm = llm.prompt(p);
-                    }
-                    llm = llm.instructions(self.instructions.clone());
-                    Some(Box::new(llm) as Box<dyn Summarizer>)
+            .map(|spec| {
+                let mut llm = LlmSummarizer::from_spec(spec);
+                if let Some(p) = prompt {
+                    llm = llm.prompt(p);
                 }
-                _ => None,
+                Box::new(Blocking::new(llm)) as Box<dyn Summarizer>
             })
             .collect()
     }

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use abridge_model::{Conversation, Family, validate};
 use abridge_tokens::{Registry, TokenizerKind};
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// Keep LLM agents inside their context window.
 #[derive(Debug, Parser)]
@@ -38,9 +38,9 @@ enum Command {
     Convert {
         /// File to convert (`-` for stdin; `FILE#N` picks the N-th conversation).
         file: String,
-        /// Target wire format.
-        #[arg(long, value_enum)]
-        to: Target,
+        /// Target wire format: openai or anthropic.
+        #[arg(long, value_name = "FAMILY")]
+        to: Family,
         /// Print compact JSON instead of pretty.
         #[arg(long)]
         compact: bool,
@@ -59,22 +59,6 @@ enum Command {
     Restore(snapshots::IdArgs),
     /// Re-run a stored compaction with another summarizer or prompt and compare.
     Replay(snapshots::ReplayArgs),
-}
-
-/// A wire family named on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Target {
-    Openai,
-    Anthropic,
-}
-
-impl From<Target> for Family {
-    fn from(t: Target) -> Self {
-        match t {
-            Target::Openai => Family::OpenAi,
-            Target::Anthropic => Family::Anthropic,
-        }
-    }
 }
 
 /// Runs the command line; returns the process exit code.
@@ -126,7 +110,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             input,
         } => {
             let (label, conv) = input::one(&file, &input)?;
-            write_body(&label, &conv, to.into(), compact, &mut out)?;
+            write_body(&label, &conv, to, compact, &mut out)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Compact(args) => compact::run(&args, &mut out),

@@ -11,14 +11,13 @@ use std::time::{Duration, Instant};
 
 use abridge::synth::{self, Spec};
 use abridge::{Compactor, Session};
-use abridge_model::{Conversation, Role, head_len};
+use abridge_model::{Conversation, Family, Role, head_len};
 use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::Target;
 use crate::engine_args::EngineArgs;
 use crate::input::{self, InputArgs};
 use crate::stats::thousands;
@@ -32,9 +31,9 @@ pub(crate) struct SimulateArgs {
     /// Simulate a generated web-agent run of N iterations instead of a file.
     #[arg(long, value_name = "N", conflicts_with = "file")]
     synthetic: Option<usize>,
-    /// Wire format of the synthetic run.
-    #[arg(long, value_enum, default_value = "openai")]
-    family: Target,
+    /// Wire format of the synthetic run: openai or anthropic.
+    #[arg(long, value_name = "FAMILY", default_value = "openai")]
+    family: Family,
     /// Compact when the history exceeds N tokens (trigger.max_tokens).
     #[arg(long, value_name = "N")]
     trigger_tokens: Option<u64>,
@@ -71,7 +70,7 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
         (_, Some(n)) => {
             let spec = Spec {
                 iterations: n,
-                family: args.family.into(),
+                family: args.family,
                 ..Spec::default()
             };
             (format!("synthetic run of {n} iterations"), synth::run(spec))
@@ -84,7 +83,7 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
         config.trigger.max_tokens = Some(t);
     }
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers(None));
+    compactor.set_summarizers(args.engine.summarizers(compactor.config(), None));
     let limits = *compactor.limits();
     let turns = replay(&conv, compactor);
     let summary = summarize(&turns);

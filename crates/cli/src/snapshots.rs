@@ -4,11 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use abridge::Compactor;
-use abridge_store::Store;
+use abridge::{Attempt, Compactor, SnapshotId};
+use abridge_store::{SnapshotStore, Store};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 
 use crate::engine_args::EngineArgs;
 use crate::stats::thousands;
@@ -45,14 +46,14 @@ impl StoreArgs {
         }
     }
 
-    fn read(&self) -> Result<Store> {
+    fn read(&self) -> Result<Box<dyn SnapshotStore>> {
         let path = self
             .path()
             .ok_or_else(|| anyhow!("no snapshot store: give --store PATH"))?;
         if !path.exists() {
             return Err(anyhow!("{}: no snapshot store there yet", path.display()));
         }
-        Store::open(&path).map_err(Into::into)
+        Ok(Box::new(Store::open(&path)?))
     }
 }
 
@@ -73,7 +74,7 @@ pub(crate) struct LogArgs {
 #[derive(Debug, Args)]
 pub(crate) struct IdArgs {
     /// Snapshot id (see `abridge log`).
-    id: i64,
+    id: SnapshotId,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -82,7 +83,7 @@ pub(crate) struct IdArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
     /// Snapshot id (see `abridge log`).
-    id: i64,
+    id: SnapshotId,
     /// System prompt file for the LLM summarizers (default: the built-in prompt.md).
     #[arg(long, value_name = "FILE")]
     prompt: Option<PathBuf>,
@@ -107,8 +108,8 @@ pub(crate) fn log(args: &LogArgs, out: &mut dyn Write) -> Result<ExitCode> {
                 "{:>5}  {}  {:>9} → {:<9} {:<24} {}",
                 e.id,
                 e.created_at,
-                thousands(e.tokens_before as u64),
-                thousands(e.tokens_after as u64),
+                thousands(e.tokens_before),
+                thousands(e.tokens_after),
                 e.summarizer.as_deref().unwrap_or("clipping only"),
                 e.source.as_deref().unwrap_or("")
             )?;
@@ -119,19 +120,21 @@ pub(crate) fn log(args: &LogArgs, out: &mut dyn Write) -> Result<ExitCode> {
 
 pub(crate) fn show(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let s = args.store.read()?.get(args.id)?;
+    let messages = |body: &serde_json::Value| body["messages"].as_array().map(Vec::len);
     let view = json!({
         "id": s.entry.id,
         "created_at": s.entry.created_at,
         "source": s.entry.source,
         "model": s.entry.model,
+        "family": s.entry.family,
         "tokens_before": s.entry.tokens_before,
         "tokens_after": s.entry.tokens_after,
-        "target": s.target,
+        "target": s.report.target,
         "summarizer": s.entry.summarizer,
-        "attempts": s.attempts,
-        "policies": s.report["policies"],
-        "messages_before": s.before["messages"].as_array().map(Vec::len),
-        "messages_after": s.after["messages"].as_array().map(Vec::len),
+        "attempts": s.report.attempts,
+        "policies": s.report.policies,
+        "messages_before": messages(&s.before),
+        "messages_after": messages(&s.after),
         "briefing": s.briefing,
     });
     serde_json::to_writer_pretty(&mut *out, &view)?;
@@ -146,10 +149,19 @@ pub(crate) fn restore(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One side of `replay`: which summarizer, what it made, how each attempt went.
+#[derive(Debug, Serialize)]
+struct Side {
+    summarizer: Option<String>,
+    tokens_after: u64,
+    briefing: Option<String>,
+    attempts: Vec<Attempt>,
+}
+
 pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let s = args.store.read()?.get(args.id)?;
     let conv = s.history()?;
-    let mut config = s.config()?;
+    let mut config = s.config.clone();
     args.engine.apply(&mut config)?;
     let prompt = match &args.prompt {
         Some(p) => Some(
@@ -157,12 +169,12 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode>
         ),
         None => None,
     };
+    let summarizers = args.engine.summarizers(&config, prompt.as_deref());
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers(prompt.as_deref()));
+    compactor.set_summarizers(summarizers);
     let outcome = compactor
         .compact(&conv)
         .with_context(|| format!("snapshot {}: cannot replay", s.entry.id))?;
-    let r = &outcome.report;
     let tag = &compactor.config().summary.wrapper;
     let new_briefing = outcome
         .conversation
@@ -170,10 +182,19 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode>
         .iter()
         .map(abridge::model::Message::text_content)
         .find_map(|t| abridge::summarize::unwrap(tag, &t).map(str::to_owned));
-    let stored = json!({"summarizer": s.entry.summarizer, "tokens_after": s.entry.tokens_after,
-        "briefing": s.briefing, "attempts": s.attempts});
-    let replayed = json!({"summarizer": r.summarizer, "tokens_after": r.tokens_after,
-        "briefing": new_briefing, "attempts": r.attempts});
+    let stored = Side {
+        summarizer: s.entry.summarizer,
+        tokens_after: s.entry.tokens_after,
+        briefing: s.briefing,
+        attempts: s.report.attempts,
+    };
+    let r = outcome.report;
+    let replayed = Side {
+        summarizer: r.summarizer,
+        tokens_after: r.tokens_after,
+        briefing: new_briefing,
+        attempts: r.attempts,
+    };
     if args.json {
         serde_json::to_writer(
             &mut *out,
@@ -189,16 +210,16 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode>
 const COLUMN: usize = 60;
 
 /// Two briefings in columns, then each one's attempts and verification.
-fn side_by_side(left: &Value, right: &Value, out: &mut dyn Write) -> Result<()> {
-    let head = |v: &Value, what: &str| {
+fn side_by_side(left: &Side, right: &Side, out: &mut dyn Write) -> Result<()> {
+    let head = |v: &Side, what: &str| {
         format!(
             "{what}: {} ({} tokens after)",
-            v["summarizer"].as_str().unwrap_or("clipping only"),
-            v["tokens_after"]
+            v.summarizer.as_deref().unwrap_or("clipping only"),
+            v.tokens_after
         )
     };
-    let lines = |v: &Value| -> Vec<String> {
-        let text = v["briefing"].as_str().unwrap_or("(no briefing)");
+    let lines = |v: &Side| -> Vec<String> {
+        let text = v.briefing.as_deref().unwrap_or("(no briefing)");
         text.lines().flat_map(|l| wrap(l, COLUMN)).collect()
     };
     let (l, r) = (lines(left), lines(right));
@@ -218,25 +239,19 @@ fn side_by_side(left: &Value, right: &Value, out: &mut dyn Write) -> Result<()> 
     }
     for (name, v) in [("stored", left), ("replayed", right)] {
         writeln!(out, "\n{name} attempts:")?;
-        for a in v["attempts"].as_array().into_iter().flatten() {
-            let status = if a["ok"] == true {
-                "used".to_owned()
-            } else {
-                format!("failed: {}", a["error"].as_str().unwrap_or("?"))
+        for a in &v.attempts {
+            let status = match a.error() {
+                None => "used".to_owned(),
+                Some(e) => format!("failed: {e}"),
             };
-            writeln!(
-                out,
-                "  {} ({} ms): {status}",
-                a["summarizer"].as_str().unwrap_or("?"),
-                a["ms"]
-            )?;
-            if let Some(ver) = a.get("verification").filter(|v| !v.is_null()) {
+            writeln!(out, "  {} ({} ms): {status}", a.summarizer, a.ms)?;
+            if let Some(ver) = a.verification() {
                 writeln!(
                     out,
                     "    verification: {} facts appended, {} missing, {} unverified claims",
-                    ver["appended_facts"].as_array().map_or(0, Vec::len),
-                    ver["missing_facts"].as_array().map_or(0, Vec::len),
-                    ver["unverified_claims"].as_array().map_or(0, Vec::len)
+                    ver.appended_facts.len(),
+                    ver.missing_facts.len(),
+                    ver.unverified_claims.len()
                 )?;
             }
         }

@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 
-use abridge_model::{Conversation, validate};
+use abridge_model::{Conversation, Family, Violation, validate};
 use abridge_tokens::{Registry, TokenCounter, TokenCounts, TokenizerKind};
 use anyhow::Result;
 use clap::Args;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::input::{self, InputArgs};
 use crate::{TokenizerChoice, parse_tokenizer};
@@ -67,24 +67,95 @@ pub(crate) fn run(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode> {
     })
 }
 
-/// Computes the stats of one conversation as a JSON object.
+/// What `stats` reports of one conversation (`--json` prints it as is).
+#[derive(Debug, Serialize)]
+pub(crate) struct Stats {
+    file: String,
+    label: Option<String>,
+    format: &'static str,
+    family: Family,
+    model: Option<String>,
+    messages: usize,
+    messages_by_role: BTreeMap<String, usize>,
+    iterations: usize,
+    tool_calls: usize,
+    tool_results: usize,
+    tokenizer: &'static str,
+    /// Messages plus tool declarations.
+    pub(crate) tokens: usize,
+    tokens_by_kind: ByKind,
+    tokens_by_role: BTreeMap<String, usize>,
+    context_window: Option<u64>,
+    window_fraction: Option<f64>,
+    compactions_in_log: Vec<LogCompaction>,
+    largest: Vec<Largest>,
+    valid: bool,
+    violations: Vec<Violation>,
+}
+
+/// Tokens by content kind, in the order printed.
+#[derive(Debug, Serialize)]
+struct ByKind {
+    text: usize,
+    tool_args: usize,
+    tool_results: usize,
+    images: usize,
+    reasoning: usize,
+    other: usize,
+    overhead: usize,
+    tool_definitions: usize,
+}
+
+impl ByKind {
+    fn rows(&self) -> [(&'static str, usize); 8] {
+        [
+            ("text", self.text),
+            ("tool args", self.tool_args),
+            ("tool results", self.tool_results),
+            ("images", self.images),
+            ("reasoning", self.reasoning),
+            ("other", self.other),
+            ("overhead", self.overhead),
+            ("tool definitions", self.tool_definitions),
+        ]
+    }
+}
+
+/// A compaction the agent itself recorded in its log.
+#[derive(Debug, Serialize)]
+struct LogCompaction {
+    index: usize,
+    pre_tokens: Option<u64>,
+    trigger: Option<String>,
+}
+
+/// One of the largest messages.
+#[derive(Debug, Serialize)]
+struct Largest {
+    index: usize,
+    role: String,
+    tokens: usize,
+    kind: &'static str,
+}
+
+/// Computes the stats of one conversation.
 pub(crate) fn stats(
     label: &str,
     conv: &Conversation,
     kind: TokenizerKind,
     registry: &Registry,
     top: usize,
-) -> Value {
+) -> Stats {
     let mut counter = TokenCounter::new(kind);
     let per_message = counter.count_messages(&conv.messages);
     let tools_tokens = counter.count_tools(conv.tools.as_deref());
     let mut by_kind = TokenCounts::default();
-    let mut by_role: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut roles: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_role: BTreeMap<String, usize> = BTreeMap::new();
+    let mut roles: BTreeMap<String, usize> = BTreeMap::new();
     for (m, c) in conv.messages.iter().zip(&per_message) {
         by_kind.add(c);
-        *by_role.entry(m.role.as_str()).or_default() += c.total();
-        *roles.entry(m.role.as_str()).or_default() += 1;
+        *by_role.entry(m.role.as_str().to_owned()).or_default() += c.total();
+        *roles.entry(m.role.as_str().to_owned()).or_default() += 1;
     }
     let total = by_kind.total() + tools_tokens;
     let mut largest: Vec<(usize, usize)> = per_message
@@ -93,16 +164,14 @@ pub(crate) fn stats(
         .map(|(i, c)| (i, c.total()))
         .collect();
     largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let largest: Vec<Value> = largest
+    let largest = largest
         .iter()
         .take(top)
-        .map(|&(i, t)| {
-            json!({
-                "index": i,
-                "role": conv.messages[i].role.as_str(),
-                "tokens": t,
-                "kind": main_kind(&per_message[i]),
-            })
+        .map(|&(i, tokens)| Largest {
+            index: i,
+            role: conv.messages[i].role.as_str().to_owned(),
+            tokens,
+            kind: main_kind(&per_message[i]),
         })
         .collect();
     let violations = validate(conv);
@@ -111,39 +180,45 @@ pub(crate) fn stats(
         .as_deref()
         .and_then(|m| registry.lookup(m))
         .map(|i| i.context_window);
-    json!({
-        "file": label,
-        "label": conv.label,
-        "format": conv.format.as_str(),
-        "family": conv.family.as_str(),
-        "model": conv.model,
-        "messages": conv.messages.len(),
-        "messages_by_role": roles,
-        "iterations": conv.iterations().len(),
-        "tool_calls": conv.messages.iter().map(|m| m.tool_calls().count()).sum::<usize>(),
-        "tool_results": conv.messages.iter().map(|m| m.tool_results().count()).sum::<usize>(),
-        "tokenizer": kind.as_str(),
-        "tokens": total,
-        "tokens_by_kind": {
-            "text": by_kind.text,
-            "tool_args": by_kind.tool_args,
-            "tool_results": by_kind.tool_results,
-            "images": by_kind.images,
-            "reasoning": by_kind.reasoning,
-            "other": by_kind.other,
-            "overhead": by_kind.overhead,
-            "tool_definitions": tools_tokens,
+    Stats {
+        file: label.to_owned(),
+        label: conv.label.clone(),
+        format: conv.format.as_str(),
+        family: conv.family,
+        model: conv.model.clone(),
+        messages: conv.messages.len(),
+        messages_by_role: roles,
+        iterations: conv.iterations().len(),
+        tool_calls: conv.messages.iter().map(|m| m.tool_calls().count()).sum(),
+        tool_results: conv.messages.iter().map(|m| m.tool_results().count()).sum(),
+        tokenizer: kind.as_str(),
+        tokens: total,
+        tokens_by_kind: ByKind {
+            text: by_kind.text,
+            tool_args: by_kind.tool_args,
+            tool_results: by_kind.tool_results,
+            images: by_kind.images,
+            reasoning: by_kind.reasoning,
+            other: by_kind.other,
+            overhead: by_kind.overhead,
+            tool_definitions: tools_tokens,
         },
-        "tokens_by_role": by_role,
-        "context_window": window,
-        "window_fraction": window.map(|w| (total as f64 / w as f64 * 1000.0).round() / 1000.0),
-        "compactions_in_log": conv.boundaries.iter().map(|b| json!({
-            "index": b.index, "pre_tokens": b.pre_tokens, "trigger": b.trigger,
-        })).collect::<Vec<_>>(),
-        "largest": largest,
-        "valid": violations.is_empty(),
-        "violations": violations.iter().map(|v| v.to_json()).collect::<Vec<_>>(),
-    })
+        tokens_by_role: by_role,
+        context_window: window,
+        window_fraction: window.map(|w| (total as f64 / w as f64 * 1000.0).round() / 1000.0),
+        compactions_in_log: conv
+            .boundaries
+            .iter()
+            .map(|b| LogCompaction {
+                index: b.index,
+                pre_tokens: b.pre_tokens,
+                trigger: b.trigger.clone(),
+            })
+            .collect(),
+        largest,
+        valid: violations.is_empty(),
+        violations,
+    }
 }
 
 fn main_kind(c: &TokenCounts) -> &'static str {
@@ -173,48 +248,44 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
-fn print_human(r: &Value, out: &mut dyn Write) -> Result<()> {
-    let n = |v: &Value| thousands(v.as_u64().unwrap_or(0));
-    let list = |v: &Value| -> String {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, v)| v.as_u64() != Some(0))
-                    .map(|(k, v)| format!("{} {}", k.replace('_', " "), n(v)))
-                    .collect::<Vec<_>>()
-                    .join(" · ")
-            })
-            .unwrap_or_default()
+fn print_human(r: &Stats, out: &mut dyn Write) -> Result<()> {
+    let n = |v: usize| thousands(v as u64);
+    let list = |rows: &mut dyn Iterator<Item = (&str, usize)>| -> String {
+        rows.filter(|(_, v)| *v != 0)
+            .map(|(k, v)| format!("{k} {}", n(v)))
+            .collect::<Vec<_>>()
+            .join(" · ")
     };
-    let label = r["label"]
-        .as_str()
+    let by_map = |m: &BTreeMap<String, usize>| list(&mut m.iter().map(|(k, v)| (k.as_str(), *v)));
+    let label = r
+        .label
+        .as_ref()
         .map(|l| format!(" ({l})"))
         .unwrap_or_default();
-    writeln!(out, "{}{label}", r["file"].as_str().unwrap_or("?"))?;
-    let model = r["model"].as_str().unwrap_or("unknown model");
+    writeln!(out, "{}{label}", r.file)?;
+    let model = r.model.as_deref().unwrap_or("unknown model");
     writeln!(
         out,
         "  format      {} ({} API), {model}",
-        r["format"].as_str().unwrap_or("?"),
-        r["family"].as_str().unwrap_or("?")
+        r.format, r.family
     )?;
     writeln!(
         out,
         "  messages    {}: {}",
-        n(&r["messages"]),
-        list(&r["messages_by_role"])
+        n(r.messages),
+        by_map(&r.messages_by_role)
     )?;
     writeln!(
         out,
         "  iterations  {} · tool calls {} · tool results {}",
-        n(&r["iterations"]),
-        n(&r["tool_calls"]),
-        n(&r["tool_results"])
+        n(r.iterations),
+        n(r.tool_calls),
+        n(r.tool_results)
     )?;
-    let window = match r["context_window"].as_u64() {
+    let window = match r.context_window {
         Some(w) => format!(
             ", {:.1}% of a {} window",
-            r["window_fraction"].as_f64().unwrap_or(0.0) * 100.0,
+            r.window_fraction.unwrap_or(0.0) * 100.0,
             thousands(w)
         ),
         None => String::new(),
@@ -222,48 +293,49 @@ fn print_human(r: &Value, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "  tokens      {} ({}){window}",
-        n(&r["tokens"]),
-        r["tokenizer"].as_str().unwrap_or("?")
+        n(r.tokens),
+        r.tokenizer
     )?;
-    writeln!(out, "    by kind   {}", list(&r["tokens_by_kind"]))?;
-    writeln!(out, "    by role   {}", list(&r["tokens_by_role"]))?;
-    if let Some(b) = r["compactions_in_log"].as_array().filter(|b| !b.is_empty()) {
-        let at: Vec<String> = b
+    writeln!(
+        out,
+        "    by kind   {}",
+        list(&mut r.tokens_by_kind.rows().into_iter())
+    )?;
+    writeln!(out, "    by role   {}", by_map(&r.tokens_by_role))?;
+    if !r.compactions_in_log.is_empty() {
+        let at: Vec<String> = r
+            .compactions_in_log
             .iter()
-            .map(|b| format!("before message {}", b["index"]))
+            .map(|b| format!("before message {}", b.index))
             .collect();
         writeln!(
             out,
             "  compacted   {} time(s) by the agent: {}",
-            b.len(),
+            at.len(),
             at.join(", ")
         )?;
     }
-    if let Some(largest) = r["largest"].as_array().filter(|l| !l.is_empty()) {
-        let items: Vec<String> = largest
+    if !r.largest.is_empty() {
+        let items: Vec<String> = r
+            .largest
             .iter()
-            .map(|l| {
-                format!(
-                    "#{} {} {} ({})",
-                    l["index"],
-                    l["role"].as_str().unwrap_or("?"),
-                    n(&l["tokens"]),
-                    l["kind"].as_str().unwrap_or("?")
-                )
-            })
+            .map(|l| format!("#{} {} {} ({})", l.index, l.role, n(l.tokens), l.kind))
             .collect();
         writeln!(out, "  largest     {}", items.join(", "))?;
     }
-    let violations = r["violations"].as_array().cloned().unwrap_or_default();
-    if violations.is_empty() {
+    if r.violations.is_empty() {
         writeln!(out, "  valid       yes")?;
     } else {
-        writeln!(out, "  valid       no, {} violation(s):", violations.len())?;
-        for v in violations.iter().take(20) {
-            writeln!(out, "    {}", v["message"].as_str().unwrap_or("?"))?;
+        writeln!(
+            out,
+            "  valid       no, {} violation(s):",
+            r.violations.len()
+        )?;
+        for v in r.violations.iter().take(20) {
+            writeln!(out, "    {v}")?;
         }
-        if violations.len() > 20 {
-            writeln!(out, "    … and {} more", violations.len() - 20)?;
+        if r.violations.len() > 20 {
+            writeln!(out, "    … and {} more", r.violations.len() - 20)?;
         }
     }
     writeln!(out)?;

@@ -99,16 +99,17 @@ impl fmt::Display for Violation {
     }
 }
 
-impl Violation {
-    /// JSON form: `{"index", "id", "rule", "message"}`, `index` being the
-    /// position in the wire body's `messages` array.
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "index": self.wire_index,
-            "id": self.id,
-            "rule": self.rule.code(),
-            "message": self.to_string(),
-        })
+/// Serialized as `{"index", "id", "rule", "message"}`, `index` being the
+/// position in the wire body's `messages` array.
+impl serde::Serialize for Violation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Violation", 4)?;
+        st.serialize_field("index", &self.wire_index)?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("rule", self.rule.code())?;
+        st.serialize_field("message", &self.to_string())?;
+        st.end()
     }
 }
 

@@ -210,3 +210,56 @@ fn compact_with_an_unreachable_llm_falls_back_to_offline() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("unknown summarizer"));
 }
+
+/// `[[summarizers]]` in the config file, no `--summarizer` flag: the
+/// configured LLM is asked (its request reaches the server), and when it
+/// fails the offline fact sheet takes over.
+#[test]
+fn compact_uses_the_summarizers_declared_in_the_config() {
+    use abridge_testkit::{Mock, Reply, openai_ok};
+    let dir = std::env::temp_dir().join(format!("abridge-cli-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let briefing = "## Task\nFix the CSV export for APP-1432.\n\n## Progress\nExport rewritten; tests pending.";
+    for (reply, want) in [
+        (openai_ok(briefing), "openai:cfg-model"),
+        (
+            Reply::Http(500, "{\"error\": \"down\"}".into(), Vec::new()),
+            "offline",
+        ),
+    ] {
+        let mock = Mock::start(vec![reply]);
+        let cfg = dir.join("abridge.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[summarizers]]\nkind = \"openai\"\nmodel = \"cfg-model\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
+                mock.url
+            ),
+        )
+        .unwrap();
+        let report = dir.join("report.json");
+        let o = crate::support::compact_example(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--no-store",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(r["report"]["summarizer"], want, "{}", stderr(&o));
+        let reqs = mock.requests();
+        assert_eq!(reqs.len(), 1, "the configured summarizer was asked");
+        assert_eq!(reqs[0].path, "/v1/chat/completions");
+        assert_eq!(reqs[0].body["model"], "cfg-model");
+        let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let text = body["messages"].to_string();
+        assert!(text.contains("<compacted-history>"), "{text}");
+        if want == "offline" {
+            assert!(stderr(&o).contains("summarizer openai:cfg-model failed: HTTP 500"));
+        } else {
+            assert!(text.contains("Export rewritten; tests pending."));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -81,7 +81,9 @@ fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
         "the offline fact sheet is deterministic"
     );
     assert_eq!(r["replayed"]["attempts"][0]["summarizer"], "openai:m");
-    assert_eq!(r["replayed"]["attempts"][0]["ok"], false);
+    let failed = &r["replayed"]["attempts"][0]["outcome"];
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["kind"], "transport");
     let table = abridge(&["replay", "1", "--store", db]);
     assert!(
         text(&table.stdout).contains("stored: offline"),

@@ -5,8 +5,8 @@ use abridge::model::validate;
 use abridge::{Compactor, Config};
 use abridge_llm::cascade;
 
-use crate::mock::{Mock, Reply, openai_ok};
 use crate::providers::{BRIEFING, conversation};
+use abridge_testkit::{Mock, Reply, openai_ok};
 
 fn config(url: &str, extra: &str) -> Config {
     Config::from_toml(&format!(

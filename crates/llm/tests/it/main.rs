@@ -3,5 +3,4 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
 mod config;
-mod mock;
 mod providers;

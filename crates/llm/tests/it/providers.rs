@@ -10,7 +10,7 @@ use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Event, PolicyKind, Report};
 use abridge_llm::{Blocking, DEFAULT_PROMPT, LlmSummarizer};
 
-use crate::mock::{Mock, Reply, anthropic_ok, openai_ok};
+use abridge_testkit::{Mock, Reply, anthropic_ok, openai_ok};
 
 pub(crate) const BRIEFING: &str = "## Task\nCollect price, SKU and stock for category C-17.\n\n## Progress\nVisited product pages; several selectors failed on the cookie banner. IN-PROGRESS.\n\n## Current state and next step\nContinue with the next product page.";
 

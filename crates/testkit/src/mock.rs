@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// One scripted answer.
-pub(crate) enum Reply {
+#[derive(Debug)]
+pub enum Reply {
     /// Status, body and extra headers.
     Http(u16, String, Vec<(&'static str, String)>),
     /// Accept, read the request, then say nothing for this long.
@@ -18,14 +19,18 @@ pub(crate) enum Reply {
 
 /// A request the server received.
 #[derive(Debug, Clone)]
-pub(crate) struct Seen {
-    pub(crate) path: String,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Value,
+pub struct Seen {
+    /// Request path.
+    pub path: String,
+    /// Headers in order.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`Null` when it was not JSON).
+    pub body: Value,
 }
 
 impl Seen {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    /// A header's value, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -33,13 +38,18 @@ impl Seen {
     }
 }
 
-pub(crate) struct Mock {
-    pub(crate) url: String,
-    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
+/// The server: its base URL (`http://127.0.0.1:PORT`) and what it received.
+#[derive(Debug)]
+pub struct Mock {
+    /// Base URL.
+    pub url: String,
+    /// Requests received.
+    pub seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Mock {
-    pub(crate) fn start(replies: Vec<Reply>) -> Mock {
+    /// Starts a server that answers one request per reply, in order.
+    pub fn start(replies: Vec<Reply>) -> Mock {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -98,19 +108,20 @@ impl Mock {
         Mock { url, seen }
     }
 
-    pub(crate) fn requests(&self) -> Vec<Seen> {
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
 
 /// An OpenAI Chat Completions answer.
-pub(crate) fn openai_ok(text: &str) -> Reply {
+pub fn openai_ok(text: &str) -> Reply {
     let body = serde_json::json!({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]});
     Reply::Http(200, body.to_string(), Vec::new())
 }
 
 /// An Anthropic Messages answer.
-pub(crate) fn anthropic_ok(text: &str) -> Reply {
+pub fn anthropic_ok(text: &str) -> Reply {
     let body = serde_json::json!({"id": "x", "type": "message", "role": "assistant",
         "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"});
     Reply::Http(200, body.to_string(), Vec::new())

@@ -1,0 +1,15 @@
+//! Test support shared by abridge's crates: [`Mock`], a real HTTP server on
+//! 127.0.0.1 that answers with scripted replies and records every request.
+//!
+//! ```
+//! use abridge_testkit::{Mock, openai_ok};
+//!
+//! let mock = Mock::start(vec![openai_ok("hello")]);
+//! assert!(mock.url.starts_with("http://127.0.0.1:"));
+//! assert!(mock.requests().is_empty());
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support may panic on failure
+
+mod mock;
+
+pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
