@@ -3,14 +3,14 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, kind, object, take_messages,
-    take_opt_str, take_str, with_extra,
+    decode_content, encode_content, envelope, finish_body, kind, name_and_description, object,
+    start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
 use crate::message::{
-    Arguments, ContentForm, ImagePart, ImageSource, Message, Meta, Part, Reasoning, ReasoningKind,
-    Role, TextPart, ToolCall, ToolResult,
+    Arguments, ContentForm, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind, Role,
+    TextPart, ToolCall, ToolResult,
 };
 
 /// Decodes a request body (an object with `messages`, optional `system`).
@@ -60,7 +60,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
         parts,
         form,
         extra: map,
-        meta: Meta::default(),
+        ..Message::default()
     })
 }
 
@@ -194,10 +194,7 @@ fn decode_tool(v: Value) -> Tool {
 ///
 /// Leading system messages become the top-level `system`.
 pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
-    let mut map = Map::new();
-    if let Some(model) = &conv.model {
-        map.insert("model".into(), Value::String(model.clone()));
-    }
+    let mut map = start_body(conv);
     let lead = conv
         .messages
         .iter()
@@ -225,11 +222,7 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
     for (i, m) in conv.messages.iter().enumerate().skip(lead) {
         messages.push(encode_message(m, i)?);
     }
-    let tools = conv
-        .tools
-        .as_ref()
-        .map(|t| t.iter().map(encode_tool).collect());
-    Ok(finish_body(map, messages, tools, &conv.extra))
+    Ok(finish_body(map, messages, conv, encode_tool))
 }
 
 /// Encodes one message (not a system message).
@@ -255,13 +248,7 @@ pub(crate) fn encode_message(m: &Message, index: usize) -> Result<Value> {
 /// Encodes one content block.
 pub(crate) fn encode_block(p: &Part, index: usize) -> Result<Value> {
     Ok(match p {
-        Part::Text(t) => with_extra(
-            vec![
-                ("type", json!("text")),
-                ("text", Value::String(t.text.clone())),
-            ],
-            &t.extra,
-        ),
+        Part::Text(t) => text_block(t),
         Part::Image(img) => {
             let source = match &img.source {
                 ImageSource::Base64 { media_type, data } => vec![
@@ -355,10 +342,7 @@ fn encode_tool(t: &Tool) -> Value {
     match t {
         Tool::Opaque(v) => v.clone(),
         Tool::Function(f) => {
-            let mut fields = vec![("name", Value::String(f.name.clone()))];
-            if let Some(d) = &f.description {
-                fields.push(("description", Value::String(d.clone())));
-            }
+            let mut fields = name_and_description(f);
             fields.push((
                 "input_schema",
                 f.parameters

@@ -1,16 +1,16 @@
 //! OpenAI Chat Completions request bodies.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, object, take_messages, take_opt_str,
-    take_str, with_extra,
+    decode_content, encode_content, envelope, finish_body, name_and_description, object,
+    start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
 use crate::message::{
-    Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part, Reasoning,
-    ReasoningKind, Role, TextPart, ToolCall, ToolResult,
+    Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind,
+    Role, TextPart, ToolCall, ToolResult,
 };
 
 /// Decodes a request body (an object with `messages`).
@@ -81,7 +81,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
         parts,
         form,
         extra: map,
-        meta: Meta::default(),
+        ..Message::default()
     })
 }
 
@@ -171,21 +171,14 @@ fn decode_tool(v: Value) -> Tool {
 
 /// Encodes a conversation of the OpenAI family as a request body.
 pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
-    let mut map = Map::new();
-    if let Some(model) = &conv.model {
-        map.insert("model".into(), Value::String(model.clone()));
-    }
+    let map = start_body(conv);
     let messages = conv
         .messages
         .iter()
         .enumerate()
         .map(|(i, m)| encode_message(m, i))
         .collect::<Result<Vec<_>>>()?;
-    let tools = conv
-        .tools
-        .as_ref()
-        .map(|t| t.iter().map(encode_tool).collect());
-    Ok(finish_body(map, messages, tools, &conv.extra))
+    Ok(finish_body(map, messages, conv, encode_tool))
 }
 
 /// Encodes one message.
@@ -257,13 +250,7 @@ fn encode_tool_call(c: &ToolCall) -> Value {
 
 fn encode_part(p: &Part, index: usize) -> Result<Value> {
     Ok(match p {
-        Part::Text(t) => with_extra(
-            vec![
-                ("type", json!("text")),
-                ("text", Value::String(t.text.clone())),
-            ],
-            &t.extra,
-        ),
+        Part::Text(t) => text_block(t),
         Part::Image(img) => {
             let url = match &img.source {
                 ImageSource::Url(u) => u.clone(),
@@ -292,10 +279,7 @@ fn encode_tool(t: &Tool) -> Value {
     match t {
         Tool::Opaque(v) => v.clone(),
         Tool::Function(f) => {
-            let mut inner = vec![("name", Value::String(f.name.clone()))];
-            if let Some(d) = &f.description {
-                inner.push(("description", Value::String(d.clone())));
-            }
+            let mut inner = name_and_description(f);
             if let Some(p) = &f.parameters {
                 inner.push(("parameters", p.clone()));
             }

@@ -2,9 +2,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::conversation::{Conversation, Format, Tool};
+use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
-use crate::message::{ContentForm, Extra, Message, Part};
+use crate::message::{ContentForm, Extra, Message, Part, TextPart};
 
 /// Turns a value into an object or says where it was not one.
 pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Value>> {
@@ -107,6 +107,18 @@ pub(crate) fn encode_content(
 }
 
 /// Builds an object from leading fields followed by the extras.
+/// `{"type": "text", "text": …}` plus the part's other fields: the same
+/// block in both APIs.
+pub(crate) fn text_block(t: &TextPart) -> Value {
+    with_extra(
+        vec![
+            ("type", Value::String("text".into())),
+            ("text", Value::String(t.text.clone())),
+        ],
+        &t.extra,
+    )
+}
+
 pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Extra) -> Value {
     let mut map = Map::with_capacity(fields.len() + extra.len());
     for (k, v) in fields {
@@ -159,19 +171,37 @@ pub(crate) fn envelope(
     }
 }
 
+/// A function tool's `name` and `description`, the same in both APIs.
+pub(crate) fn name_and_description(f: &FunctionTool) -> Vec<(&'static str, Value)> {
+    let mut fields = vec![("name", Value::String(f.name.clone()))];
+    if let Some(d) = &f.description {
+        fields.push(("description", Value::String(d.clone())));
+    }
+    fields
+}
+
+/// Starts a request body: `model` first, as the APIs document it.
+pub(crate) fn start_body(conv: &Conversation) -> Extra {
+    let mut map = Extra::new();
+    if let Some(model) = &conv.model {
+        map.insert("model".into(), Value::String(model.clone()));
+    }
+    map
+}
+
 /// Finishes a request body: `messages`, then `tools` when declared, then
 /// the other envelope fields (those already set win).
 pub(crate) fn finish_body(
     mut map: Extra,
     messages: Vec<Value>,
-    tools: Option<Vec<Value>>,
-    extra: &Extra,
+    conv: &Conversation,
+    encode_tool: fn(&Tool) -> Value,
 ) -> Value {
     map.insert("messages".into(), Value::Array(messages));
-    if let Some(tools) = tools {
-        map.insert("tools".into(), Value::Array(tools));
+    if let Some(tools) = &conv.tools {
+        map.insert("tools".into(), tools.iter().map(encode_tool).collect());
     }
-    for (k, v) in extra {
+    for (k, v) in &conv.extra {
         map.entry(k.clone()).or_insert_with(|| v.clone());
     }
     Value::Object(map)
