@@ -3,6 +3,7 @@
 
 mod agent;
 mod background;
+mod continuity;
 mod corpus;
 mod fuzz;
 mod policies;

@@ -1,0 +1,153 @@
+//! History continuity over random histories, random growth and random
+//! edits: a carried compaction is re-sent byte-identical with only the new
+//! messages appended and counted correctly; a history that diverged is
+//! compacted afresh, exactly as if nothing had been carried.
+
+use abridge::model::{Conversation, Family, Part, iterations, validate};
+use abridge::synth::{Spec, run};
+use abridge::{Compactor, Config, Continuity};
+use proptest::prelude::*;
+
+fn config(trigger: u64) -> Config {
+    let mut c = Config::default();
+    c.trigger.window_fraction = None;
+    c.trigger.max_tokens = Some(trigger);
+    c.budget.clear_at_least = trigger / 10;
+    c.budget.min_iterations = 1;
+    c
+}
+
+/// The history as it stood before iteration `k` (all of it past the end).
+fn prefix(full: &Conversation, k: usize) -> Conversation {
+    let its = iterations(&full.messages);
+    let end = its.get(k).map_or(full.messages.len(), |i| i.start);
+    Conversation {
+        messages: full.messages[..end].to_vec(),
+        ..full.clone_envelope()
+    }
+}
+
+/// Changes the text of message `i` (its first text part, or adds one).
+fn edit(conv: &mut Conversation, i: usize) {
+    let m = &mut conv.messages[i];
+    match m.parts.iter_mut().find_map(|p| match p {
+        Part::Text(t) => Some(t),
+        _ => None,
+    }) {
+        Some(t) => t.text.push_str(" (edited)"),
+        None => m.parts.push(Part::text("(edited)")),
+    }
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (any::<u64>(), 12usize..40, prop::bool::ANY, 4usize..16).prop_map(
+        |(seed, iterations, anthropic, page_lines)| Spec {
+            seed,
+            iterations,
+            family: if anthropic {
+                Family::Anthropic
+            } else {
+                Family::OpenAi
+            },
+            page_lines,
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Growth only: between compactions, what is sent starts with the
+    /// carried prefix byte for byte, ends with the new messages, and is
+    /// counted as a fresh count of it would be.
+    #[test]
+    fn growth_resends_the_carried_prefix(spec in spec(), steps in prop::collection::vec(1usize..4, 1..30)) {
+        let full = run(spec);
+        let total = Compactor::new(Config::default()).unwrap().count(&full);
+        let mut compactor = Compactor::new(config(total / 3 + 2_000)).unwrap();
+        let mut counter = Compactor::new(config(total / 3 + 2_000)).unwrap();
+        let mut continuity = Continuity::new();
+        let mut k = 1;
+        for step in steps {
+            k += step;
+            let history = prefix(&full, k);
+            let carried = continuity.carryover().cloned();
+            // A history whose floor is over the target cannot shrink: the
+            // caller sends it as it is, and the carryover stays.
+            let Ok(out) = continuity.turn(&mut compactor, &history, None) else {
+                prop_assert_eq!(continuity.carryover(), carried.as_ref());
+                continue;
+            };
+            let sent = out.conversation.into_owned();
+            prop_assert!(validate(&sent).is_empty(), "{:?}", validate(&sent));
+            let fresh = counter.count(&sent);
+            prop_assert_eq!(out.report.tokens_after, fresh);
+            match carried {
+                Some(c) if !out.report.compacted => {
+                    prop_assert!(c.applies_to(&history));
+                    prop_assert_eq!(&sent.messages[..c.messages().len()], c.messages());
+                    prop_assert_eq!(
+                        &sent.messages[c.messages().len()..],
+                        &history.messages[c.source().len..]
+                    );
+                    prop_assert_eq!(out.report.tokens_before, fresh, "carried tokens plus new ones");
+                }
+                _ => {}
+            }
+            if out.report.compacted {
+                let c = continuity.carryover().unwrap();
+                prop_assert_eq!(c.messages(), &sent.messages[..]);
+                prop_assert_eq!(c.source().len, history.messages.len());
+            }
+        }
+    }
+
+    /// An edit inside the compacted prefix, or a rewind before its end, is
+    /// detected: the result is what a fresh compactor makes of that history.
+    #[test]
+    fn a_diverged_history_is_compacted_afresh(spec in spec(), at in any::<prop::sample::Index>(), rewind in prop::bool::ANY) {
+        let full = run(spec);
+        let total = Compactor::new(Config::default()).unwrap().count(&full);
+        let cfg = config(total / 2);
+        let mut compactor = Compactor::new(cfg.clone()).unwrap();
+        let mut continuity = Continuity::new();
+        let n = iterations(&full.messages).len();
+        let start = prefix(&full, n * 3 / 4);
+        let compacted = continuity.turn(&mut compactor, &start, None).unwrap().report.compacted;
+        prop_assume!(compacted);
+        let source = continuity.carryover().unwrap().source();
+        let mut history = prefix(&full, n);
+        if rewind {
+            history.messages.truncate(at.index(source.len));
+        } else {
+            edit(&mut history, at.index(source.len));
+        }
+        prop_assert!(!continuity.carryover().unwrap().applies_to(&history));
+        let out = continuity.turn(&mut compactor, &history, None).unwrap();
+        let mut fresh_compactor = Compactor::new(cfg).unwrap();
+        let fresh = fresh_compactor.on_turn(&history, None).unwrap();
+        prop_assert_eq!(&out.conversation.messages, &fresh.conversation.messages);
+        prop_assert_eq!(out.report.tokens_before, fresh.report.tokens_before);
+    }
+}
+
+/// The same history sent twice in a row is sent the same way twice.
+#[test]
+fn a_repeated_request_is_sent_identically() {
+    let full = run(Spec {
+        iterations: 30,
+        page_lines: 10,
+        ..Spec::default()
+    });
+    let mut compactor = Compactor::new(config(4_000)).unwrap();
+    let mut continuity = Continuity::new();
+    let a = continuity.turn(&mut compactor, &full, None).unwrap();
+    assert!(a.report.compacted);
+    let a = a.conversation.into_owned();
+    let b = continuity.turn(&mut compactor, &full, None).unwrap();
+    assert!(!b.report.compacted);
+    assert_eq!(
+        abridge::model::encode(&a).unwrap(),
+        abridge::model::encode(&b.conversation).unwrap()
+    );
+}
