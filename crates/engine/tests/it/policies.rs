@@ -291,6 +291,20 @@ fn the_example_config_parses_to_the_defaults() {
         ..Config::default()
     };
     assert_eq!(parsed, expected);
+    // The commented [[summarizers]] example parses once uncommented.
+    let example: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# [[summarizers]]"))
+        .take_while(|l| l.starts_with("# "))
+        .map(|l| format!("{}\n", &l[2..]))
+        .collect();
+    let with = Config::from_toml(&example).unwrap();
+    assert_eq!(with.summarizers.len(), 1);
+    assert_eq!(with.summarizers[0].name(), "openai:gpt-4o-mini");
+    assert_eq!(
+        with.summarizers[0].api_key_env.as_deref(),
+        Some("OPENAI_API_KEY")
+    );
     let err = Config::from_toml("[budget]\ntarget_ratio = 1.5").unwrap_err();
     assert!(err.to_string().contains("target_ratio"), "{err}");
     let err = Config::from_toml("[budget]\ntypo = 1").unwrap_err();
