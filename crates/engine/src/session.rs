@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use abridge_model::{Conversation, Message, Role};
 
-use crate::compactor::Compactor;
+use crate::compactor::{Compactor, Eval};
 use crate::error::Result;
 use crate::report::Report;
 
@@ -104,9 +104,10 @@ impl Session {
     /// trigger fires. Without a compaction this costs O(1).
     pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
         let start = Instant::now();
-        let eval = self
+        let size = self
             .compactor
-            .observe(&self.conv, self.total, self.iterations, start);
+            .size_event(self.total, self.conv.messages.len(), self.iterations);
+        self.compactor.emit(&size);
         let fired = self.compactor.limits().fired(
             self.total,
             self.iterations,
@@ -119,6 +120,12 @@ impl Session {
                 report: None,
                 duration: start.elapsed(),
             });
+        };
+        // Only a turn that compacts pays for an evaluation record.
+        let eval = Eval {
+            tokens: self.total,
+            events: vec![size],
+            start,
         };
         let outcome = self
             .compactor
