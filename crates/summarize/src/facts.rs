@@ -242,3 +242,23 @@ fn lines(text: &str, n: usize) -> String {
         body
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_briefing_under_the_configured_wrapper_is_not_a_user_message() {
+        let cfg = FactConfig {
+            wrapper: "ctx".into(),
+            ..FactConfig::default()
+        };
+        let messages = [
+            Message::text(Role::User, "<ctx>\n## Task\nold briefing\n</ctx>"),
+            Message::text(Role::User, "<compacted-history>\nnot ours\n</compacted-history>"),
+        ];
+        let f = extract(&messages, &cfg);
+        assert_eq!(f.user_messages.len(), 1, "{:?}", f.user_messages);
+        assert!(f.user_messages[0].contains("not ours"));
+    }
+}
