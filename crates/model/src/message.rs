@@ -126,6 +126,36 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// From an Anthropic `usage` object (`input_tokens`,
+    /// `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`).
+    pub fn from_anthropic(v: &Value) -> Usage {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        Usage {
+            input_tokens: n("input_tokens"),
+            output_tokens: n("output_tokens"),
+            cache_read_tokens: n("cache_read_input_tokens"),
+            cache_write_tokens: n("cache_creation_input_tokens"),
+        }
+    }
+
+    /// From an OpenAI-style `usage` object: `prompt_tokens` (cached reads
+    /// included, as `prompt_tokens_details.cached_tokens`, or DeepSeek's
+    /// `prompt_cache_hit_tokens`) and `completion_tokens`.
+    pub fn from_openai(v: &Value) -> Usage {
+        let n = |p: &str| v.pointer(p).and_then(Value::as_u64);
+        let prompt = n("/prompt_tokens").unwrap_or(0);
+        let cached = n("/prompt_tokens_details/cached_tokens")
+            .or_else(|| n("/prompt_cache_hit_tokens"))
+            .unwrap_or(0)
+            .min(prompt);
+        Usage {
+            input_tokens: prompt - cached,
+            output_tokens: n("/completion_tokens").unwrap_or(0),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        }
+    }
+
     /// Total prompt size the provider saw: input plus cached reads and writes.
     pub fn prompt_tokens(&self) -> u64 {
         self.input_tokens + self.cache_read_tokens + self.cache_write_tokens

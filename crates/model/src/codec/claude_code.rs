@@ -110,7 +110,7 @@ impl Reader {
             {
                 self.model = Some(m.to_owned());
             }
-            let usage = msg.get("usage").map(usage);
+            let usage = msg.get("usage").map(Usage::from_anthropic);
             match &mut self.open {
                 Some((open_id, m)) if id.is_some() && *open_id == id => {
                     m.parts.extend(parts);
@@ -192,12 +192,3 @@ impl Reader {
     }
 }
 
-fn usage(v: &Value) -> Usage {
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        input_tokens: n("input_tokens"),
-        output_tokens: n("output_tokens"),
-        cache_read_tokens: n("cache_read_input_tokens"),
-        cache_write_tokens: n("cache_creation_input_tokens"),
-    }
-}

@@ -6,7 +6,7 @@ use super::openai::decode_message;
 use super::util::object;
 use crate::conversation::{Conversation, Family, Format};
 use crate::error::{Error, Result};
-use crate::message::Message;
+use crate::message::{Message, Usage};
 
 /// Message fields that trajectory logs add and the API does not accept.
 const LOG_ONLY_FIELDS: [&str; 2] = ["extra", "provider_specific_fields"];
@@ -90,6 +90,11 @@ pub(crate) fn decode_tau_bench(runs: Vec<Value>) -> Result<Vec<Conversation>> {
 }
 
 fn log_message(mut v: Value, i: usize, path: &str) -> Result<Message> {
+    // The provider's usage of the call that produced this message (log only).
+    let usage = v
+        .pointer("/extra/response/usage")
+        .filter(|u| u.is_object())
+        .map(Usage::from_openai);
     if let Value::Object(m) = &mut v {
         for k in LOG_ONLY_FIELDS {
             m.remove(k);
@@ -103,5 +108,7 @@ fn log_message(mut v: Value, i: usize, path: &str) -> Result<Message> {
             }
         }
     }
-    decode_message(v, &|| format!("{path}[{i}]"))
+    let mut m = decode_message(v, &|| format!("{path}[{i}]"))?;
+    m.meta.usage = usage;
+    Ok(m)
 }
