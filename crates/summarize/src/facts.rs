@@ -255,7 +255,10 @@ mod tests {
         };
         let messages = [
             Message::text(Role::User, "<ctx>\n## Task\nold briefing\n</ctx>"),
-            Message::text(Role::User, "<compacted-history>\nnot ours\n</compacted-history>"),
+            Message::text(
+                Role::User,
+                "<compacted-history>\nnot ours\n</compacted-history>",
+            ),
         ];
         let f = extract(&messages, &cfg);
         assert_eq!(f.user_messages.len(), 1, "{:?}", f.user_messages);

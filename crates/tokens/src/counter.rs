@@ -8,10 +8,6 @@ use serde_json::Value;
 
 use crate::tokenizer::TokenizerKind;
 
-/// Tokens charged per message for role and framing, as in OpenAI's
-/// published chat-format accounting (`tokens_per_message = 3`).
-pub const MESSAGE_OVERHEAD: usize = 3;
-
 /// Tokens charged for one image. Images are not decoded; this is the cost
 /// of an image at Anthropic's default maximum size (about 1.15 megapixels,
 /// `w*h/750`), an upper bound for OpenAI high detail at 1024×1024 (765).
@@ -156,7 +152,7 @@ impl TokenCounter {
 
 fn count_uncached(kind: TokenizerKind, m: &Message) -> TokenCounts {
     let mut c = TokenCounts {
-        overhead: MESSAGE_OVERHEAD,
+        overhead: kind.message_overhead(),
         ..TokenCounts::default()
     };
     for p in &m.parts {

@@ -26,6 +26,6 @@ mod counter;
 mod registry;
 mod tokenizer;
 
-pub use counter::{IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter, TokenCounts, content_hash};
-pub use registry::{ModelInfo, Registry};
+pub use counter::{IMAGE_TOKENS, TokenCounter, TokenCounts, content_hash};
+pub use registry::{ModelInfo, PRICES_AS_OF, Price, Registry, Resolved};
 pub use tokenizer::{TokenizerKind, UnknownTokenizer, estimate};

@@ -1,7 +1,7 @@
 //! The per-message counter and its cache.
 
 use abridge_model::{Message, Part, Role, decode};
-use abridge_tokens::{IMAGE_TOKENS, MESSAGE_OVERHEAD, Registry, TokenCounter, TokenizerKind};
+use abridge_tokens::{IMAGE_TOKENS, Registry, TokenCounter, TokenizerKind};
 
 #[test]
 fn counts_by_kind() {
@@ -25,7 +25,10 @@ fn counts_by_kind() {
     );
     assert_eq!(c[2].tool_results, k.count("fn main() {}"));
     assert_eq!(c[2].text, 0);
-    assert!(c.iter().all(|m| m.overhead == MESSAGE_OVERHEAD));
+    assert!(
+        c.iter()
+            .all(|m| m.overhead == TokenizerKind::O200kBase.message_overhead())
+    );
     assert_eq!(
         counter.count_conversation(conv),
         c.iter().map(|m| m.total()).sum::<usize>()
@@ -77,8 +80,38 @@ fn registry_matches_prefixes_and_overrides() {
     );
     assert_eq!(
         r.lookup("claude-opus-4-6").unwrap().tokenizer,
-        TokenizerKind::Estimate
+        TokenizerKind::ClaudeCalibrated
     );
+    // Today's names, dated or not, and names newer than the table.
+    assert_eq!(
+        r.lookup("claude-sonnet-4-6").unwrap().context_window,
+        1_000_000
+    );
+    assert_eq!(
+        r.lookup("claude-opus-4-8-20261001").unwrap().max_output,
+        128_000
+    );
+    let opus = r.lookup("claude-opus-5-5").unwrap().price.unwrap();
+    assert_eq!(
+        (opus.input, opus.cache_write, opus.cache_read),
+        (4.0, 5.0, 0.4)
+    );
+    assert!(matches!(
+        r.resolve("claude-sonnet-9-1"),
+        abridge_tokens::Resolved::Family("claude-*", i) if i.tokenizer == TokenizerKind::ClaudeCalibrated
+    ));
+    assert!(matches!(
+        r.resolve("gpt-7-preview"),
+        abridge_tokens::Resolved::Family("gpt-*", _)
+    ));
+    assert!(matches!(
+        r.resolve("o9-pro"),
+        abridge_tokens::Resolved::Family("o*", _)
+    ));
+    assert!(matches!(
+        r.resolve("gemini-3.5-ultra"),
+        abridge_tokens::Resolved::Family("gemini-*", _)
+    ));
     assert!(r.lookup("my-local-model").is_none());
     assert_eq!(
         r.tokenizer_for(Some("my-local-model")),
@@ -88,6 +121,7 @@ fn registry_matches_prefixes_and_overrides() {
         context_window: 32_768,
         max_output: 4_096,
         tokenizer: TokenizerKind::Estimate,
+        price: None,
     };
     r.set("my-local", info);
     assert_eq!(r.lookup("my-local-model"), Some(info));
