@@ -1,5 +1,6 @@
 //! The `abridge` command line: argument parsing and the commands.
 
+mod calibrate;
 mod compact;
 mod engine_args;
 mod input;
@@ -51,6 +52,8 @@ enum Command {
     Compact(compact::CompactArgs),
     /// Replay a recorded run turn by turn with and without compaction.
     Simulate(simulate::SimulateArgs),
+    /// Compare token counts with what providers billed, on runs that recorded usage.
+    Calibrate(calibrate::CalibrateArgs),
     /// List stored compaction snapshots, newest first.
     Log(snapshots::LogArgs),
     /// Print one snapshot: figures, summarizer attempts, briefing.
@@ -115,6 +118,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Compact(args) => compact::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
+        Command::Calibrate(args) => calibrate::run(&args, &mut out),
         Command::Log(args) => snapshots::log(&args, &mut out),
         Command::Show(args) => snapshots::show(&args, &mut out),
         Command::Restore(args) => snapshots::restore(&args, &mut out),

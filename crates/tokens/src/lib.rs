@@ -22,6 +22,7 @@
 //! assert_eq!(counter.cache_stats(), (1, 1));
 //! ```
 
+pub mod calibrate;
 mod counter;
 mod registry;
 mod tokenizer;

@@ -183,3 +183,52 @@ fn tau_bench_runs_are_reported_each_and_selectable() {
     let one: Value = serde_json::from_str(text(&sel.stdout).trim()).unwrap();
     assert_eq!(one, lines[7]);
 }
+
+/// The tokenizer abridge picks for each corpus family agrees with what the
+/// provider billed (the accuracy goals of the README) and beats the raw
+/// encodings it was fitted from.
+#[test]
+fn calibrate_reports_counts_that_agree_with_provider_usage() {
+    let corpus = root().join("../shared/corpus");
+    if !corpus.is_dir() {
+        eprintln!("skipped: {} is absent", corpus.display());
+        return;
+    }
+    let o = abridge(&["calibrate", corpus.to_str().unwrap(), "--json"], None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rows: Vec<Value> = text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let families = ["claude-code", "mini-swe-agent"];
+    for family in families {
+        let of = |pred: &dyn Fn(&Value) -> bool| {
+            rows.iter()
+                .find(|r| r["family"] == family && pred(r))
+                .unwrap_or_else(|| panic!("{family}: no row"))
+                .clone()
+        };
+        let chosen = of(&|r| r["chosen"] == true);
+        let raw = of(&|r| r["tokenizer"] == "o200k_base");
+        let f = |r: &Value, k: &str| r[k].as_f64().unwrap();
+        assert!(f(&chosen, "steps") > 300.0, "{chosen}");
+        assert!(
+            f(&chosen, "cumulative_median_abs_error") <= 0.06,
+            "{chosen}"
+        );
+        assert!(f(&chosen, "cumulative_under_10") <= 0.10, "{chosen}");
+        assert!(
+            f(&chosen, "under_10") < f(&raw, "under_10") / 5.0,
+            "{chosen} vs {raw}"
+        );
+    }
+    let deepseek = rows
+        .iter()
+        .find(|r| r["family"] == "mini-swe-agent" && r["chosen"] == true)
+        .unwrap();
+    assert!(
+        deepseek["median_abs_error"].as_f64().unwrap() <= 0.05,
+        "{deepseek}"
+    );
+    assert!(deepseek["under_10"].as_f64().unwrap() <= 0.10, "{deepseek}");
+}
