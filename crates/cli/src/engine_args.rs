@@ -93,6 +93,9 @@ impl EngineArgs {
             config.model = conv.model.clone();
         }
         self.apply(&mut config)?;
+        let mut registry = abridge_tokens::Registry::new();
+        registry.extend(config.models.clone());
+        crate::note_model(&registry, config.model.as_deref());
         Ok(config)
     }
 

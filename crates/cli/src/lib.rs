@@ -12,7 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use abridge_model::{Conversation, Family, validate};
-use abridge_tokens::{Registry, TokenizerKind};
+use abridge_tokens::{Registry, Resolved, TokenizerKind};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
@@ -162,6 +162,32 @@ pub(crate) fn write_body(
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// Says once per model name, on stderr, when a model is known only by its
+/// family (or not at all), and what that means for its window and count.
+pub(crate) fn note_model(registry: &Registry, model: Option<&str>) {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let Some(model) = model else {
+        return;
+    };
+    let note = match registry.resolve(model) {
+        Resolved::Known(_) => return,
+        Resolved::Family(family, i) => format!(
+            "model {model} is not in the registry; using the {family} defaults (window {}, tokenizer {})",
+            stats::thousands(i.context_window),
+            i.tokenizer
+        ),
+        Resolved::Unknown => format!(
+            "model {model} is unknown: no window (only token triggers apply), tokenizer o200k_base; add it under [models] in the config"
+        ),
+    };
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.get_or_insert_with(HashSet::new).insert(model.to_owned()) {
+        eprintln!("abridge: {note}");
+    }
 }
 
 /// Parses a tokenizer name for clap.

@@ -22,8 +22,9 @@ pub(crate) struct StatsArgs {
     /// One JSON object per conversation, one per line.
     #[arg(long)]
     json: bool,
-    /// o200k_base, cl100k_base, estimate, or auto (the model's own).
-    #[arg(long, default_value = "o200k_base", value_parser = parse_tokenizer)]
+    /// o200k_base, cl100k_base, claude_calibrated, open_calibrated,
+    /// estimate, or auto (the model's own, as every command counts).
+    #[arg(long, default_value = "auto", value_parser = parse_tokenizer)]
     tokenizer: TokenizerChoice,
     /// How many of the largest messages to list.
     #[arg(long, default_value_t = 5)]
@@ -47,6 +48,7 @@ pub(crate) fn run(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode> {
             }
         };
         for (label, conv) in &convs {
+            crate::note_model(&registry, conv.model.as_deref());
             let kind = match args.tokenizer {
                 TokenizerChoice::Fixed(k) => k,
                 TokenizerChoice::Auto => registry.tokenizer_for(conv.model.as_deref()),
@@ -132,7 +134,9 @@ struct LogCompaction {
 /// One of the largest messages.
 #[derive(Debug, Serialize)]
 struct Largest {
-    index: usize,
+    /// Index in the body's `messages` array; `None` for a system prompt
+    /// an Anthropic body carries outside it.
+    index: Option<usize>,
     role: String,
     tokens: usize,
     kind: &'static str,
@@ -168,7 +172,7 @@ pub(crate) fn stats(
         .iter()
         .take(top)
         .map(|&(i, tokens)| Largest {
-            index: i,
+            index: conv.wire_index(i),
             role: conv.messages[i].role.as_str().to_owned(),
             tokens,
             kind: main_kind(&per_message[i]),
@@ -210,7 +214,7 @@ pub(crate) fn stats(
             .boundaries
             .iter()
             .map(|b| LogCompaction {
-                index: b.index,
+                index: conv.wire_index(b.index).unwrap_or(0),
                 pre_tokens: b.pre_tokens,
                 trigger: b.trigger.clone(),
             })
@@ -319,7 +323,10 @@ fn print_human(r: &Stats, out: &mut dyn Write) -> Result<()> {
         let items: Vec<String> = r
             .largest
             .iter()
-            .map(|l| format!("#{} {} {} ({})", l.index, l.role, n(l.tokens), l.kind))
+            .map(|l| {
+                let at = l.index.map_or_else(|| "system".to_owned(), |i| format!("#{i}"));
+                format!("{at} {} {} ({})", l.role, n(l.tokens), l.kind)
+            })
             .collect();
         writeln!(out, "  largest     {}", items.join(", "))?;
     }

@@ -282,7 +282,9 @@ impl Default for SummaryConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct PinConfig {
-    /// Message indices (as in the conversation, system prompt first).
+    /// Message indices in the request body's own `messages` array (an
+    /// Anthropic body's top-level `system` is not in it; OpenAI's system
+    /// message is index 0) — the index every report and event uses.
     pub indices: Vec<usize>,
     /// A message whose text contains one of these is pinned.
     pub markers: Vec<String>,

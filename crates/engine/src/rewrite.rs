@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use abridge_model::{Conversation, Message, head_len, iterations, validate};
+use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
 
 use crate::boundary::{old_region, tail_iterations, tail_start};
 use crate::compactor::{Compactor, Eval};
@@ -72,7 +72,7 @@ impl Compactor {
 
     fn start(&mut self, conv: &Conversation, plan: &Plan, tokens: u64) -> Work {
         let mut messages = conv.messages.clone();
-        self.pin(&mut messages);
+        self.pin(conv.family, &mut messages);
         let counts = self.message_tokens(&messages);
         let tail_n = tail_iterations(
             &iterations(&messages),
@@ -181,7 +181,7 @@ impl Compactor {
         if room < 64 {
             return None;
         }
-        let pinned = self.pinned_flags_of(&conv.messages);
+        let pinned = self.pinned_flags_of(conv.family, &conv.messages);
         let original_tokens = self.message_tokens(&conv.messages);
         let inputs = Inputs {
             original: &conv.messages,
@@ -273,22 +273,23 @@ impl Compactor {
         }
     }
 
-    fn pin(&self, messages: &mut [Message]) {
-        let flags = self.pinned_flags_of(messages);
+    fn pin(&self, family: Family, messages: &mut [Message]) {
+        let flags = self.pinned_flags_of(family, messages);
         for (m, p) in messages.iter_mut().zip(flags) {
             m.meta.pinned |= p;
         }
     }
 
-    /// Which messages the config pins (by index or marker).
-    fn pinned_flags_of(&self, messages: &[Message]) -> Vec<bool> {
+    /// Which messages the config pins (by wire index or marker).
+    fn pinned_flags_of(&self, family: Family, messages: &[Message]) -> Vec<bool> {
         let pin = &self.config.pin;
+        let offset = wire_offset(family, messages);
         messages
             .iter()
             .enumerate()
             .map(|(i, m)| {
                 m.meta.pinned
-                    || pin.indices.contains(&i)
+                    || i.checked_sub(offset).is_some_and(|w| pin.indices.contains(&w))
                     || (!pin.markers.is_empty() && {
                         let text = m.text_content();
                         pin.markers.iter().any(|k| text.contains(k.as_str()))

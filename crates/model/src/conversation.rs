@@ -180,6 +180,20 @@ impl Conversation {
         }
     }
 
+    /// How many messages come before the wire body's `messages` array: the
+    /// leading system messages of an Anthropic conversation, which its
+    /// body carries as the top-level `system`.
+    pub fn wire_offset(&self) -> usize {
+        wire_offset(self.family, &self.messages)
+    }
+
+    /// Index of message `i` in the wire body's `messages` array — the one
+    /// index scheme of every report, event, violation and pin — or `None`
+    /// for a system prompt carried outside it.
+    pub fn wire_index(&self, i: usize) -> Option<usize> {
+        i.checked_sub(self.wire_offset())
+    }
+
     /// A copy of the envelope (format, model, tools, other fields, label)
     /// with no messages and no boundaries.
     pub fn clone_envelope(&self) -> Conversation {
@@ -234,4 +248,15 @@ pub fn iterations(messages: &[Message]) -> Vec<Iteration> {
         }
     }
     out
+}
+
+/// [`Conversation::wire_offset`] for messages of `family`.
+pub fn wire_offset(family: Family, messages: &[Message]) -> usize {
+    match family {
+        Family::OpenAi => 0,
+        Family::Anthropic => messages
+            .iter()
+            .take_while(|m| m.role == Role::System)
+            .count(),
+    }
 }

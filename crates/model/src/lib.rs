@@ -40,7 +40,7 @@ mod validate;
 pub use codec::{Converted, convert, decode, decode_as, decode_value, detect, encode};
 pub use conversation::{
     CompactBoundary, Conversation, Family, Format, FunctionTool, Iteration, Tool, head_len,
-    iterations,
+    iterations, wire_offset,
 };
 pub use error::{Error, Result};
 pub use fingerprint::fingerprint;

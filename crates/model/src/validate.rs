@@ -236,10 +236,7 @@ fn validate_openai(messages: &[Message]) -> Vec<Violation> {
 }
 
 fn validate_anthropic(messages: &[Message]) -> Vec<Violation> {
-    let lead = messages
-        .iter()
-        .take_while(|m| m.role == Role::System)
-        .count();
+    let lead = crate::conversation::wire_offset(Family::Anthropic, messages);
     let mut p = Pairing {
         ids_unique_globally: true,
         offset: lead,

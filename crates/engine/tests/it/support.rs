@@ -31,8 +31,9 @@ pub(crate) fn assert_kept(input: &Conversation, output: &Conversation, k: usize,
     pinned.sort_unstable();
     pinned.dedup();
     let mut from = 0;
+    // Pins are indices in the body's `messages` array.
     for p in pinned {
-        let Some(m) = input.messages.get(p) else {
+        let Some(m) = input.messages.get(p + input.wire_offset()) else {
             continue;
         };
         let found = output.messages[from..].iter().position(|o| same(o, m));
