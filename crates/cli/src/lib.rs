@@ -184,8 +184,13 @@ pub(crate) fn note_model(registry: &Registry, model: Option<&str>) {
             "model {model} is unknown: no window (only token triggers apply), tokenizer o200k_base; add it under [models] in the config"
         ),
     };
-    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if said.get_or_insert_with(HashSet::new).insert(model.to_owned()) {
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said
+        .get_or_insert_with(HashSet::new)
+        .insert(model.to_owned())
+    {
         eprintln!("abridge: {note}");
     }
 }

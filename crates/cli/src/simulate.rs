@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use abridge::synth::{self, Spec};
 use abridge::{Compactor, Session};
 use abridge_model::{Conversation, Family, Role, head_len};
+use abridge_tokens::{PRICES_AS_OF, Price, Registry};
 use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -57,6 +58,10 @@ struct Turn {
     baseline: u64,
     /// Context tokens sent with abridge.
     tokens: u64,
+    /// Of those, the prefix unchanged since the previous turn (a cache read).
+    cached: u64,
+    /// Of the baseline's, the previous turn's whole prompt.
+    baseline_cached: u64,
     /// A compaction happened this turn.
     compacted: bool,
     /// The engine could not compact (e.g. cannot shrink); the run went on.
@@ -85,8 +90,15 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
     let mut compactor = Compactor::new(config)?;
     compactor.set_summarizers(args.engine.summarizers(compactor.config(), None));
     let limits = *compactor.limits();
+    let mut registry = Registry::new();
+    registry.extend(compactor.config().models.clone());
+    let model = compactor.config().model.clone();
+    let price = model
+        .as_deref()
+        .and_then(|m| registry.lookup(m))
+        .and_then(|i| i.price);
     let turns = replay(&conv, compactor);
-    let summary = summarize(&turns);
+    let summary = summarize(&turns, price);
     if args.json {
         let body = json!({"file": label, "model": conv.model, "limits": limits, "summary": summary, "turns": turns});
         serde_json::to_writer(&mut *out, &body)?;
@@ -116,8 +128,9 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
     let mut start = conv.clone_envelope();
     start.messages = conv.messages[..head].to_vec();
     let mut session = Session::new(compactor, start);
-    let mut turns = Vec::with_capacity(calls);
+    let mut turns: Vec<Turn> = Vec::with_capacity(calls);
     let mut pending = Duration::ZERO;
+    let mut sent: Vec<abridge_model::Message> = Vec::new();
     for (offset, m) in conv.messages[head..].iter().enumerate() {
         if m.role == Role::Assistant {
             let t = Instant::now();
@@ -128,11 +141,14 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
                 Ok(r) => (r.compacted(), false),
                 Err(_) => (false, true),
             };
+            let cached = cached_prefix(&mut session, &mut sent, tools);
             turns.push(Turn {
                 turn: turns.len() + 1,
                 index: head + offset,
                 baseline,
                 tokens: session.tokens(),
+                cached,
+                baseline_cached: turns.last().map_or(0, |p| p.baseline),
                 compacted,
                 failed,
                 engine_us: spent.as_secs_f64() * 1e6,
@@ -145,6 +161,25 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
     }
     progress.finish_and_clear();
     turns
+}
+
+/// Tokens of the prompt the session sends now that a provider's prefix
+/// cache holds from the previous turn: everything up to the first message
+/// that changed. `sent` is the previous prompt, replaced by this one.
+fn cached_prefix(session: &mut Session, sent: &mut Vec<abridge_model::Message>, tools: u64) -> u64 {
+    let now = &session.conversation().messages;
+    let same = sent.iter().zip(now).take_while(|(a, b)| a == b).count();
+    let prefix = now[..same].to_vec();
+    *sent = now.clone();
+    if same == 0 {
+        return 0;
+    }
+    tools
+        + session
+            .compactor_mut()
+            .message_tokens(&prefix)
+            .iter()
+            .sum::<u64>()
 }
 
 /// Totals and ratios of a replay.
@@ -161,13 +196,30 @@ struct Summary {
     billed: u64,
     /// Turns whose prompt starts with the previous turn's whole prompt.
     prefix_stable: f64,
+    /// Share of prompt tokens read from the provider's cache.
+    cache_hit_baseline: f64,
+    cache_hit: f64,
+    /// Dollars for the prompts under the provider's caching rules, when
+    /// the model's prices are known.
+    cost: Option<Cost>,
     engine_us_turn_10: Option<f64>,
     engine_us_last: Option<f64>,
     engine_us_median: Option<f64>,
     consecutive_compactions: usize,
 }
 
-fn summarize(turns: &[Turn]) -> Summary {
+/// What the prompts cost, with and without compaction.
+#[derive(Debug, Serialize)]
+struct Cost {
+    /// Date the prices were read.
+    prices_as_of: &'static str,
+    baseline: f64,
+    abridge: f64,
+}
+
+fn summarize(turns: &[Turn], price: Option<Price>) -> Summary {
+    let hit = |cached: u64, total: u64| cached as f64 / total.max(1) as f64;
+    let sum = |f: fn(&Turn) -> u64| turns.iter().map(f).sum::<u64>();
     let max = |f: fn(&Turn) -> u64| turns.iter().map(f).max().unwrap_or(0);
     let mut times: Vec<f64> = turns.iter().map(|t| t.engine_us).collect();
     times.sort_by(f64::total_cmp);
@@ -187,6 +239,19 @@ fn summarize(turns: &[Turn]) -> Summary {
         } else {
             1.0
         },
+        cache_hit_baseline: hit(sum(|t| t.baseline_cached), sum(|t| t.baseline)),
+        cache_hit: hit(sum(|t| t.cached), sum(|t| t.tokens)),
+        cost: price.map(|p| Cost {
+            prices_as_of: PRICES_AS_OF,
+            baseline: turns
+                .iter()
+                .map(|t| p.prompt_cost(t.baseline_cached, t.baseline))
+                .sum(),
+            abridge: turns
+                .iter()
+                .map(|t| p.prompt_cost(t.cached, t.tokens))
+                .sum(),
+        }),
         engine_us_turn_10: turns.get(9).map(|t| t.engine_us),
         engine_us_last: turns.last().map(|t| t.engine_us),
         engine_us_median: times.get(times.len() / 2).copied(),
@@ -248,6 +313,37 @@ fn print_table(
         "100.0%",
         s.prefix_stable * 100.0
     )?;
+    writeln!(
+        out,
+        "{:<26}{:>13.1}%{:>13.1}%",
+        "cache hit share",
+        s.cache_hit_baseline * 100.0,
+        s.cache_hit * 100.0
+    )?;
+    match &s.cost {
+        Some(c) => {
+            writeln!(
+                out,
+                "{:<26}{:>14}{:>14}{:>9}",
+                "prompt cost (cached)",
+                format!("${:.2}", c.baseline),
+                format!("${:.2}", c.abridge),
+                format!("{:.2}×", c.abridge / c.baseline.max(1e-12))
+            )?;
+            if c.abridge > c.baseline {
+                writeln!(
+                    out,
+                    "note: with prompt caching this configuration costs MORE than no compaction: each compaction rewrites the cached prefix; compact less often (a higher trigger or clear_at_least)"
+                )?;
+            }
+        }
+        None => writeln!(
+            out,
+            "{:<26}no prices known for {} (add price under [models] in the config)",
+            "prompt cost",
+            conv.model.as_deref().unwrap_or("this model")
+        )?,
+    }
     let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} µs"));
     writeln!(
         out,

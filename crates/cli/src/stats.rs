@@ -324,7 +324,9 @@ fn print_human(r: &Stats, out: &mut dyn Write) -> Result<()> {
             .largest
             .iter()
             .map(|l| {
-                let at = l.index.map_or_else(|| "system".to_owned(), |i| format!("#{i}"));
+                let at = l
+                    .index
+                    .map_or_else(|| "system".to_owned(), |i| format!("#{i}"));
                 format!("{at} {} {} ({})", l.role, n(l.tokens), l.kind)
             })
             .collect();

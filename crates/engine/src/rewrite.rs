@@ -289,7 +289,8 @@ impl Compactor {
             .enumerate()
             .map(|(i, m)| {
                 m.meta.pinned
-                    || i.checked_sub(offset).is_some_and(|w| pin.indices.contains(&w))
+                    || i.checked_sub(offset)
+                        .is_some_and(|w| pin.indices.contains(&w))
                     || (!pin.markers.is_empty() && {
                         let text = m.text_content();
                         pin.markers.iter().any(|k| text.contains(k.as_str()))

@@ -39,6 +39,16 @@ impl Price {
         }
     }
 
+    /// Dollars for one prompt of `total` tokens whose first `cached` tokens
+    /// are read from the provider's cache: the cached prefix at the read
+    /// price, the rest at the write price (with automatic caching, the
+    /// write price is the input price). The one cost model of `simulate`
+    /// and the agent's status message.
+    pub fn prompt_cost(&self, cached: u64, total: u64) -> f64 {
+        let cached = cached.min(total);
+        (cached as f64 * self.cache_read + (total - cached) as f64 * self.cache_write) / 1e6
+    }
+
     /// Automatic prefix caching (OpenAI, Gemini, DeepSeek): no write premium.
     pub const fn cached(input: f64, output: f64, cache_read: f64) -> Price {
         Price {

@@ -150,6 +150,65 @@ fn simulate_the_longest_corpus_run() {
     assert_eq!(s["consecutive_compactions"], 0);
     assert!(s["peak"].as_u64().unwrap() <= 60_000 + 15_000, "{s}");
     assert!(s["final_tokens"].as_u64().unwrap() < s["final_baseline"].as_u64().unwrap() / 2);
+    // Billed under Anthropic's caching prices: reads of the unchanged prefix
+    // are cheap, a compaction pays a cache write from the first change on.
+    let cost = &s["cost"];
+    let (base, ours) = (
+        cost["baseline"].as_f64().unwrap(),
+        cost["abridge"].as_f64().unwrap(),
+    );
+    assert!(ours > 0.0 && ours < base, "{cost}");
+    let hit = s["cache_hit"].as_f64().unwrap();
+    assert!(
+        hit > 0.5 && hit < s["cache_hit_baseline"].as_f64().unwrap(),
+        "{s}"
+    );
+    let turns = v["turns"].as_array().unwrap();
+    let t = turns.iter().find(|t| t["compacted"] == true).unwrap();
+    assert!(t["cached"].as_u64().unwrap() < t["tokens"].as_u64().unwrap());
+    let t = turns
+        .iter()
+        .rev()
+        .find(|t| t["compacted"] == false)
+        .unwrap();
+    assert!(t["cached"].as_u64().unwrap() > 0);
+}
+
+/// Compacting on every iteration rewrites the cached prefix each turn: with
+/// Anthropic's cache prices that costs more than not compacting, and
+/// `simulate` says so.
+#[test]
+fn simulate_says_when_compaction_costs_more_than_none() {
+    let dir = std::env::temp_dir().join(format!("abridge-often-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("often.toml");
+    std::fs::write(
+        &cfg,
+        "[trigger]\nevery_iterations = 1\n[budget]\nclear_at_least = 0\n",
+    )
+    .unwrap();
+    let args = [
+        "simulate",
+        "--synthetic",
+        "60",
+        "--model",
+        "claude-sonnet-4-5",
+        "--config",
+        cfg.to_str().unwrap(),
+    ];
+    let o = abridge(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("costs MORE than no compaction"), "{text}");
+    let mut json = args.to_vec();
+    json.push("--json");
+    let v: Value = serde_json::from_slice(&abridge(&json).stdout).unwrap();
+    let cost = &v["summary"]["cost"];
+    assert!(
+        cost["abridge"].as_f64().unwrap() > cost["baseline"].as_f64().unwrap(),
+        "{cost}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
