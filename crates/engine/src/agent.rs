@@ -6,6 +6,7 @@ use abridge_model::{
     Arguments, ContentForm, Conversation, Extra, Family, FunctionTool, Message, Part, Role, Tool,
     ToolResult,
 };
+use abridge_tokens::Price;
 use serde_json::{Value, json};
 
 use crate::compactor::Compactor;
@@ -14,21 +15,16 @@ use crate::error::Error;
 /// Name of the tool.
 pub const TOOL_NAME: &str = "compact_history";
 
-/// Prices for a cost estimate, in US dollars per million input tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Prices {
-    /// Price of a million uncached input tokens.
-    pub input_per_million: f64,
-}
-
 /// A user message telling the agent how full its context is: tokens used
-/// of the window, the percentage, a cost estimate when prices are given,
-/// and a hint to call `compact_history` at or above `hint_at` (a fraction
-/// of the window).
+/// of the window, the percentage, what sending it costs under the
+/// provider's caching rules when prices are known (written to the cache, and
+/// read from it on the next turn if the prefix stays unchanged), and a hint
+/// to call `compact_history` at or above `hint_at` (a fraction of the
+/// window). [`Compactor::status_message`] fills it in from the compactor.
 pub fn status_message(
     tokens: u64,
     window: Option<u64>,
-    prices: Option<Prices>,
+    price: Option<Price>,
     hint_at: f64,
 ) -> Message {
     let mut text = format!("[context status] {tokens} tokens in use");
@@ -37,10 +33,11 @@ pub fn status_message(
         text.push_str(&format!(" of a {w}-token window ({:.1}%)", f * 100.0));
     }
     text.push('.');
-    if let Some(p) = prices {
+    if let Some(p) = price {
         text.push_str(&format!(
-            " Sending this context costs about ${:.4}.",
-            tokens as f64 * p.input_per_million / 1e6
+            " Sending this context costs about ${:.4} uncached, ${:.4} while its prefix stays cached.",
+            p.prompt_cost(0, tokens),
+            p.prompt_cost(tokens, tokens)
         ));
     }
     if fraction.is_some_and(|f| f >= hint_at) {
@@ -49,6 +46,21 @@ pub fn status_message(
         ));
     }
     Message::text(Role::User, text)
+}
+
+impl Compactor {
+    /// [`status_message`] for `conv`: its tokens as the provider counts them
+    /// (calibrated against reported usage), the model's window and prices.
+    pub fn status_message(&mut self, conv: &Conversation, hint_at: f64) -> Message {
+        let tokens = self.count(conv);
+        let limits = *self.limits();
+        status_message(
+            self.calibrated(tokens),
+            limits.window,
+            limits.price,
+            hint_at,
+        )
+    }
 }
 
 fn schema() -> Value {

@@ -7,6 +7,7 @@ use abridge_model::{Conversation, Message, iterations};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
 
+use crate::calibration::Calibration;
 use crate::config::Config;
 use crate::error::Result;
 use crate::event::Event;
@@ -31,6 +32,10 @@ pub struct Compactor {
     pub(crate) store: Option<Box<dyn SnapshotSink>>,
     focus: Option<String>,
     pub(crate) compacted_at_iteration: usize,
+    calibration: Calibration,
+    /// abridge's count of the history it last returned (the prompt the
+    /// next reported usage is about).
+    last_sent: Option<u64>,
 }
 
 /// An evaluation under way: the history's tokens, the events so far, and
@@ -74,6 +79,8 @@ impl Compactor {
             store: None,
             focus: None,
             compacted_at_iteration: 0,
+            calibration: Calibration::default(),
+            last_sent: None,
         };
         c.set_summarizers(Vec::new());
         Ok(c)
@@ -118,6 +125,36 @@ impl Compactor {
         self.sinks.push(Box::new(f));
     }
 
+    /// The correction to the provider's count learned so far.
+    pub fn calibration(&self) -> Calibration {
+        self.calibration
+    }
+
+    /// Starts from a known correction (e.g. a session resumed from a store).
+    pub fn set_calibration(&mut self, c: Calibration) {
+        self.calibration = c;
+    }
+
+    /// abridge's count in the provider's units.
+    pub fn calibrated(&self, tokens: u64) -> u64 {
+        self.calibration.apply(tokens)
+    }
+
+    /// Learns from the provider-reported prompt tokens of the last
+    /// response: they are about the history this compactor last returned
+    /// (or, before it returned one, about roughly `now` tokens).
+    pub(crate) fn learn(&mut self, usage: Option<u64>, now: u64) {
+        if let Some(reported) = usage {
+            self.calibration
+                .observe(self.last_sent.unwrap_or(now), reported);
+        }
+    }
+
+    /// Remembers what was sent, for the next [`learn`](Self::learn).
+    pub(crate) fn sent(&mut self, tokens: u64) {
+        self.last_sent = Some(tokens);
+    }
+
     /// Tokens of a history: messages plus tool declarations.
     pub fn count(&mut self, conv: &Conversation) -> u64 {
         self.counter.count_conversation(conv) as u64
@@ -160,15 +197,22 @@ impl Compactor {
         usage: Option<u64>,
     ) -> Result<Outcome<'a>> {
         let start = Instant::now();
+        self.learn(usage, tokens);
         let its = iterations(&conv.messages).len();
         let eval = self.observe(conv, tokens, its, start);
-        match self
-            .limits
-            .fired(tokens, its, self.compacted_at_iteration, usage)
-        {
-            Some(reason) => self.compact_for(conv, reason, usage, eval),
+        let fired = self.limits.fired(
+            self.calibrated(tokens),
+            its,
+            self.compacted_at_iteration,
+            usage,
+        );
+        let outcome = match fired {
+            Some(reason) => self.compact_for(conv, reason, eval),
             None => Ok(self.unchanged(conv, None, eval)),
-        }
+        };
+        // On error the caller sends the history as it is.
+        self.sent(outcome.as_ref().map_or(tokens, |o| o.report.tokens_after));
+        outcome
     }
 
     /// Compacts for a trigger that fired; skips a compaction that would clear
@@ -177,10 +221,12 @@ impl Compactor {
         &mut self,
         conv: &'a Conversation,
         reason: Reason,
-        usage: Option<u64>,
         eval: Eval,
     ) -> Result<Outcome<'a>> {
-        let target = self.limits.target_for(reason, eval.tokens, usage);
+        let target = self
+            .limits
+            .target_for(reason)
+            .map(|t| self.calibration.unapply(t));
         // The cadence counts from this evaluation, whatever it does.
         self.compacted_at_iteration = iterations(&conv.messages).len();
         let (tokens, start) = (eval.tokens, eval.start);
@@ -214,7 +260,8 @@ impl Compactor {
     /// borrowed.
     pub fn compact<'a>(&mut self, conv: &'a Conversation) -> Result<Outcome<'a>> {
         let eval = self.observe_now(conv);
-        let plan = self.plan(Reason::Forced, self.limits.target);
+        let target = self.limits.target.map(|t| self.calibration.unapply(t));
+        let plan = self.plan(Reason::Forced, target);
         self.run(conv, &plan, eval)
     }
 
@@ -305,14 +352,16 @@ impl Compactor {
 
     /// The `history_size` event for these figures.
     pub(crate) fn size_event(&self, tokens: u64, messages: usize, iterations: usize) -> Event {
+        let calibrated = self.calibrated(tokens);
         Event::HistorySize {
             tokens,
+            calibrated_tokens: calibrated,
             messages,
             iterations,
             window_fraction: self
                 .limits
                 .window
-                .map(|w| (tokens as f64 / w as f64 * 10_000.0).round() / 10_000.0),
+                .map(|w| (calibrated as f64 / w as f64 * 10_000.0).round() / 10_000.0),
         }
     }
 

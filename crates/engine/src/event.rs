@@ -12,13 +12,17 @@ use crate::report::Reason;
 pub enum Event {
     /// Emitted on every evaluation, before any rewrite.
     HistorySize {
-        /// Tokens of the history (messages and tool declarations).
+        /// Tokens of the history (messages and tool declarations), as the
+        /// configured tokenizer counts them.
         tokens: u64,
+        /// The same in the provider's units: `tokens` corrected by what
+        /// reported usage taught ([`Calibration`](crate::Calibration)).
+        calibrated_tokens: u64,
         /// Messages in the history.
         messages: usize,
         /// Iterations in the history.
         iterations: usize,
-        /// `tokens` over the model's window, when the window is known.
+        /// `calibrated_tokens` over the model's window, when it is known.
         window_fraction: Option<f64>,
     },
     /// Emitted once per compaction that rewrote the history.

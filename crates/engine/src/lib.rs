@@ -38,6 +38,7 @@ pub mod agent;
 #[cfg(feature = "background")]
 pub mod background;
 mod boundary;
+mod calibration;
 mod compactor;
 mod config;
 mod continuity;
@@ -57,6 +58,7 @@ pub mod synth;
 pub use abridge_model as model;
 pub use abridge_summarize as summarize;
 pub use abridge_tokens as tokens;
+pub use calibration::Calibration;
 pub use compactor::Compactor;
 pub use config::{
     BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, SummarizerSpec,

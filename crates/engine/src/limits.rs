@@ -1,6 +1,6 @@
 //! Thresholds and budgets derived from a config and the model registry.
 
-use abridge_tokens::{Registry, TokenizerKind};
+use abridge_tokens::{Price, Registry, TokenizerKind};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -13,6 +13,8 @@ pub struct Limits {
     pub window: Option<u64>,
     /// Tokenizer in use.
     pub tokenizer: TokenizerKind,
+    /// The model's prices, when known.
+    pub price: Option<Price>,
     /// History tokens above this trigger compaction.
     pub trigger_tokens: Option<u64>,
     /// Whether `trigger_tokens` comes from the window fraction (else `max_tokens`).
@@ -64,6 +66,7 @@ impl Limits {
         Limits {
             window,
             tokenizer,
+            price: info.and_then(|i| i.price),
             trigger_tokens,
             trigger_from_window,
             usage_tokens: t.usage_tokens,
@@ -101,18 +104,13 @@ impl Limits {
         None
     }
 
-    /// The target for a compaction of this reason. Usage-triggered
-    /// compaction scales the target by how much more the provider counted
-    /// than abridge does (a system prompt abridge does not see, say).
+    /// The target for a compaction of this reason, in the same units as
+    /// the trigger (the compactor converts it with its calibration).
     /// Cadence-triggered compaction has no target: it clips old content only.
-    pub fn target_for(&self, reason: Reason, tokens: u64, usage: Option<u64>) -> Option<u64> {
+    pub fn target_for(&self, reason: Reason) -> Option<u64> {
         match reason {
             Reason::Cadence => None,
-            Reason::Usage => {
-                let target = self.target.or(self.usage_tokens.map(|u| u / 2))?;
-                let usage = usage.unwrap_or(tokens).max(1);
-                Some((target as f64 * (tokens as f64 / usage as f64).min(1.0)) as u64)
-            }
+            Reason::Usage => self.target.or(self.usage_tokens.map(|u| u / 2)),
             _ => self.target,
         }
     }

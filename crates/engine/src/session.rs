@@ -104,17 +104,19 @@ impl Session {
     /// trigger fires. Without a compaction this costs O(1).
     pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
         let start = Instant::now();
+        self.compactor.learn(usage, self.total);
         let size = self
             .compactor
             .size_event(self.total, self.conv.messages.len(), self.iterations);
         self.compactor.emit(&size);
         let fired = self.compactor.limits().fired(
-            self.total,
+            self.compactor.calibrated(self.total),
             self.iterations,
             self.compactor.compacted_at(),
             usage,
         );
         let Some(reason) = fired else {
+            self.compactor.sent(self.total);
             return Ok(TurnReport {
                 tokens: self.total,
                 report: None,
@@ -127,9 +129,14 @@ impl Session {
             events: vec![size],
             start,
         };
-        let outcome = self
-            .compactor
-            .compact_for(&self.conv, reason, usage, eval)?;
+        let outcome = match self.compactor.compact_for(&self.conv, reason, eval) {
+            Ok(o) => o,
+            Err(e) => {
+                // The history stays as it is, and is what gets sent.
+                self.compactor.sent(self.total);
+                return Err(e);
+            }
+        };
         let report = outcome.report;
         if report.compacted {
             let conv = outcome.conversation.into_owned();
@@ -142,6 +149,7 @@ impl Session {
                 .count();
             self.conv = conv;
         }
+        self.compactor.sent(self.total);
         Ok(TurnReport {
             tokens: self.total,
             report: Some(report),

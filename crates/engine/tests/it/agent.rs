@@ -1,13 +1,12 @@
 //! The agent-facing status message and compact_history tool.
 
-use abridge::agent::{
-    Prices, TOOL_NAME, compact_history_tool, handle_compact_history, status_message,
-};
+use abridge::agent::{TOOL_NAME, compact_history_tool, handle_compact_history, status_message};
 use abridge::model::{
     Arguments, ContentForm, Conversation, Extra, Family, Message, Part, Role, ToolCall, encode,
     validate,
 };
 use abridge::synth::{Spec, run};
+use abridge::tokens::Price;
 use abridge::{Compactor, Config};
 use serde_json::json;
 
@@ -16,15 +15,13 @@ fn status_message_reports_use_cost_and_hint() {
     let m = status_message(
         96_000,
         Some(128_000),
-        Some(Prices {
-            input_per_million: 2.5,
-        }),
+        Some(Price::anthropic(2.5, 10.0)),
         0.7,
     );
     assert_eq!(m.role, Role::User);
     assert_eq!(
         m.text_content(),
-        "[context status] 96000 tokens in use of a 128000-token window (75.0%). Sending this context costs about $0.2400. \
+        "[context status] 96000 tokens in use of a 128000-token window (75.0%). Sending this context costs about $0.3000 uncached, $0.0240 while its prefix stays cached. \
          The history is getting long: call compact_history to condense older steps (recent ones stay verbatim)."
     );
     let calm = status_message(10_000, Some(128_000), None, 0.7).text_content();

@@ -113,7 +113,9 @@ proptest! {
         let mut continuity = Continuity::new();
         let n = iterations(&full.messages).len();
         let start = prefix(&full, n * 3 / 4);
-        let compacted = continuity.turn(&mut compactor, &start, None).unwrap().report.compacted;
+        let compacted = continuity
+            .turn(&mut compactor, &start, None)
+            .is_ok_and(|o| o.report.compacted);
         prop_assume!(compacted);
         let source = continuity.carryover().unwrap().source();
         let mut history = prefix(&full, n);
@@ -123,11 +125,17 @@ proptest! {
             edit(&mut history, at.index(source.len));
         }
         prop_assert!(!continuity.carryover().unwrap().applies_to(&history));
-        let out = continuity.turn(&mut compactor, &history, None).unwrap();
-        let mut fresh_compactor = Compactor::new(cfg).unwrap();
-        let fresh = fresh_compactor.on_turn(&history, None).unwrap();
-        prop_assert_eq!(&out.conversation.messages, &fresh.conversation.messages);
-        prop_assert_eq!(out.report.tokens_before, fresh.report.tokens_before);
+        let out = continuity.turn(&mut compactor, &history, None);
+        let fresh = Compactor::new(cfg).unwrap().on_turn(&history, None);
+        match (out, fresh) {
+            (Ok(out), Ok(fresh)) => {
+                prop_assert_eq!(&out.conversation.messages, &fresh.conversation.messages);
+                prop_assert_eq!(out.report.tokens_before, fresh.report.tokens_before);
+            }
+            // Too small a floor for the target: both say so, alike.
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => prop_assert!(false, "continuity {:?} vs fresh {:?}", a.map(|o| o.report), b.map(|o| o.report)),
+        }
     }
 }
 

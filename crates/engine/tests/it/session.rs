@@ -123,3 +123,61 @@ fn cannot_shrink_leaves_the_history_and_says_why() {
     assert_eq!((target, tail_iterations), (10, 3));
     assert!(floor > 10);
 }
+
+/// The provider counts 1.5× what abridge does: after the first response
+/// reports usage, triggers and targets work in the provider's units, so the
+/// prompt the provider sees stays under the trigger although abridge's own
+/// count would have let it through.
+#[test]
+fn reported_usage_calibrates_triggers_and_targets() {
+    const PROVIDER: f64 = 1.5;
+    let conv = run(Spec {
+        iterations: 80,
+        page_lines: 20,
+        ..Spec::default()
+    });
+    let mut cfg = Config::default();
+    cfg.trigger.window_fraction = None;
+    cfg.trigger.max_tokens = Some(30_000);
+    cfg.budget.min_iterations = 2;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let mut compactor = Compactor::new(cfg).unwrap();
+    let sink = events.clone();
+    compactor.subscribe(move |e| sink.lock().unwrap().push(e.clone()));
+    let head = abridge::model::head_len(&conv.messages);
+    let mut start = Conversation::new(conv.family);
+    start.messages = conv.messages[..head].to_vec();
+    let mut session = Session::new(compactor, start);
+    let mut reported = None;
+    let mut compactions = 0;
+    for m in &conv.messages[head..] {
+        if m.role == Role::Assistant {
+            let t = session.turn(reported).unwrap();
+            compactions += usize::from(t.compacted());
+            // What the provider reports for the prompt just sent.
+            let seen = (t.tokens as f64 * PROVIDER) as u64;
+            if reported.is_some() {
+                assert!(seen <= 30_000 + 2_000, "provider saw {seen}");
+            }
+            reported = Some(seen);
+        }
+        session.push(m.clone());
+    }
+    assert!(compactions >= 2);
+    let factor = session.compactor_mut().calibration().factor();
+    assert!((factor - PROVIDER).abs() < 0.01, "{factor}");
+    let events = events.lock().unwrap();
+    let last = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::HistorySize {
+                tokens,
+                calibrated_tokens,
+                ..
+            } => Some((*tokens, *calibrated_tokens)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(last.1, (last.0 as f64 * factor).ceil() as u64);
+}

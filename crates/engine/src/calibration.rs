@@ -1,0 +1,96 @@
+//! Online calibration: a per-conversation correction from abridge's count
+//! to the provider's, learned from the prompt tokens each response reports.
+//!
+//! The estimators are fitted on recorded runs, but an agent's provider may
+//! count its own way (a system prompt abridge never sees, injected
+//! reminders, hidden thinking). After every response that reports usage,
+//! the ratio of the provider's prompt tokens to abridge's count of the same
+//! prompt updates a smoothed factor; triggers, targets and the status
+//! message then work in the provider's units.
+
+use serde::{Deserialize, Serialize};
+
+/// The learned factor (1.0 until a response has reported usage).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    factor: f64,
+    samples: u32,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration {
+            factor: 1.0,
+            samples: 0,
+        }
+    }
+}
+
+/// Weight of the newest observation in the smoothed factor.
+const ALPHA: f64 = 0.3;
+/// Prompts smaller than this say too little about the ratio.
+const MIN_TOKENS: u64 = 500;
+
+impl Calibration {
+    /// Provider tokens per abridge token.
+    pub fn factor(&self) -> f64 {
+        self.factor
+    }
+
+    /// Responses learned from.
+    pub fn samples(&self) -> u32 {
+        self.samples
+    }
+
+    /// Learns from one response: the provider counted `reported` prompt
+    /// tokens where abridge counted `counted`. The first observation is
+    /// taken as it is; later ones are smoothed. A ratio outside 0.25–4 is
+    /// taken for a mismatch (another prompt, a cached count) and ignored.
+    pub fn observe(&mut self, counted: u64, reported: u64) {
+        if counted < MIN_TOKENS || reported == 0 {
+            return;
+        }
+        let ratio = reported as f64 / counted as f64;
+        if !(0.25..=4.0).contains(&ratio) {
+            return;
+        }
+        self.factor = if self.samples == 0 {
+            ratio
+        } else {
+            ALPHA * ratio + (1.0 - ALPHA) * self.factor
+        };
+        self.samples += 1;
+    }
+
+    /// abridge's count in the provider's units (rounded up).
+    pub fn apply(&self, counted: u64) -> u64 {
+        (counted as f64 * self.factor).ceil() as u64
+    }
+
+    /// A figure in the provider's units as abridge counts it (rounded down,
+    /// so a target is never overshot).
+    pub fn unapply(&self, provider: u64) -> u64 {
+        (provider as f64 / self.factor).floor() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learns_a_smoothed_factor_and_ignores_mismatches() {
+        let mut c = Calibration::default();
+        assert_eq!(c.apply(1_000), 1_000);
+        c.observe(10_000, 13_000);
+        assert!((c.factor() - 1.3).abs() < 1e-9);
+        c.observe(10_000, 12_000);
+        assert!((c.factor() - (0.3 * 1.2 + 0.7 * 1.3)).abs() < 1e-9);
+        c.observe(10_000, 90_000); // 9×: not the same prompt
+        c.observe(100, 300); // too small to tell
+        assert_eq!(c.samples(), 2);
+        let f = c.factor();
+        assert_eq!(c.apply(100_000), (100_000.0 * f).ceil() as u64);
+        assert!(c.apply(c.unapply(60_000)) <= 60_001);
+    }
+}
