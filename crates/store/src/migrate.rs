@@ -74,8 +74,7 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
 }
 
 /// Adds the `family` column (from the report's side key) and rewrites
-/// reports and attempts into the typed shape. (Events kept their shape:
-/// version 1 stored only compactions, never a skipped one.)
+/// reports and attempts into the typed shape.
 fn to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "ALTER TABLE snapshots ADD COLUMN family TEXT NOT NULL DEFAULT 'openai'
@@ -100,6 +99,9 @@ fn to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
             _ => Vec::new(),
         };
         report.insert("attempts".into(), Value::Array(attempts.clone()));
+        if let Some(Value::Array(events)) = report.get_mut("events") {
+            events.iter_mut().for_each(event_v2);
+        }
         tx.execute(
             "UPDATE snapshots SET family = ?1, report = ?2, attempts = ?3 WHERE id = ?4",
             params![
@@ -161,4 +163,17 @@ fn error_v2(text: &str) -> Value {
         return tagged("status", json!({"status": status, "body": body}));
     }
     tagged("transport", json!(text))
+}
+
+/// `history_size` gained `calibrated_tokens`: version 1 knew no calibration,
+/// so it equals `tokens`. (Version 1 stored only compactions, so no
+/// `compaction_skipped` event with its old text reason is ever found.)
+fn event_v2(e: &mut Value) {
+    if let Some(obj) = e.as_object_mut()
+        && obj.get("event").and_then(Value::as_str) == Some("history_size")
+        && !obj.contains_key("calibrated_tokens")
+    {
+        let tokens = obj.get("tokens").cloned().unwrap_or(json!(0));
+        obj.insert("calibrated_tokens".into(), tokens);
+    }
 }
