@@ -142,6 +142,9 @@ pub struct Conversation {
     pub boundaries: Vec<CompactBoundary>,
     /// Short description of where it came from inside its file (e.g. `run 3: task 1, trial 0`).
     pub label: Option<String>,
+    /// Top-level keys of the request body it was decoded from, in order:
+    /// encoding writes them in this order, and keys added since at the end.
+    pub key_order: Vec<String>,
 }
 
 /// One iteration: an assistant message, the results of its tool calls and
@@ -177,6 +180,7 @@ impl Conversation {
             extra: Extra::new(),
             boundaries: Vec::new(),
             label: None,
+            key_order: Vec::new(),
         }
     }
 
@@ -206,6 +210,7 @@ impl Conversation {
             extra: self.extra.clone(),
             boundaries: Vec::new(),
             label: self.label.clone(),
+            key_order: self.key_order.clone(),
         }
     }
 

@@ -16,6 +16,7 @@ use crate::message::{
 /// Decodes a request body (an object with `messages`, optional `system`).
 pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     let mut map = object(v, &|| "request body".to_owned())?;
+    let key_order = map.keys().cloned().collect();
     let mut messages = Vec::new();
     if let Some(system) = map.remove("system") {
         let at = || "system".to_owned();
@@ -47,7 +48,7 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     for (i, item) in items.into_iter().enumerate() {
         messages.push(decode_message(item, &|| format!("messages[{i}]"))?);
     }
-    Ok(envelope(Format::Anthropic, map, messages, decode_tool))
+    Ok(envelope(Format::Anthropic, key_order, map, messages, decode_tool))
 }
 
 /// Decodes one message object (`role` and `content`).

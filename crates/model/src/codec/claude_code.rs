@@ -39,6 +39,7 @@ pub(crate) fn decode(text: &str) -> Result<Conversation> {
         extra: Map::new(),
         boundaries: r.boundaries,
         label: None,
+        key_order: Vec::new(),
     })
 }
 

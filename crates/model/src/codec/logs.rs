@@ -52,6 +52,7 @@ pub(crate) fn decode_mini_swe(v: Value) -> Result<Conversation> {
         extra: Map::new(),
         boundaries: Vec::new(),
         label,
+        key_order: Vec::new(),
     })
 }
 
@@ -84,6 +85,7 @@ pub(crate) fn decode_tau_bench(runs: Vec<Value>) -> Result<Vec<Conversation>> {
                 field("trial"),
                 field("reward")
             )),
+            key_order: Vec::new(),
         });
     }
     Ok(out)

@@ -16,8 +16,9 @@ use crate::message::{
 /// Decodes a request body (an object with `messages`).
 pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     let mut map = object(v, &|| "request body".to_owned())?;
+    let key_order = map.keys().cloned().collect();
     let messages = decode_messages(take_messages(&mut map)?, "messages")?;
-    Ok(envelope(Format::OpenAi, map, messages, decode_tool))
+    Ok(envelope(Format::OpenAi, key_order, map, messages, decode_tool))
 }
 
 /// Decodes an array of message objects; `path` prefixes error locations.

@@ -146,6 +146,7 @@ pub(crate) fn take_messages(map: &mut Extra) -> Result<Vec<Value>> {
 /// `tools` (each decoded with `tool`) and every other field as extra.
 pub(crate) fn envelope(
     format: Format,
+    key_order: Vec<String>,
     mut map: Extra,
     messages: Vec<Message>,
     tool: fn(Value) -> Tool,
@@ -168,6 +169,7 @@ pub(crate) fn envelope(
         extra: map,
         boundaries: Vec::new(),
         label: None,
+        key_order,
     }
 }
 
@@ -190,7 +192,8 @@ pub(crate) fn start_body(conv: &Conversation) -> Extra {
 }
 
 /// Finishes a request body: `messages`, then `tools` when declared, then
-/// the other envelope fields (those already set win).
+/// the other envelope fields (those already set win) — and puts the keys
+/// in the order the decoded body had them, keys it did not have last.
 pub(crate) fn finish_body(
     mut map: Extra,
     messages: Vec<Value>,
@@ -204,5 +207,15 @@ pub(crate) fn finish_body(
     for (k, v) in &conv.extra {
         map.entry(k.clone()).or_insert_with(|| v.clone());
     }
-    Value::Object(map)
+    if conv.key_order.is_empty() {
+        return Value::Object(map);
+    }
+    let mut ordered = Extra::new();
+    for k in &conv.key_order {
+        if let Some((k, v)) = map.remove_entry(k) {
+            ordered.insert(k, v);
+        }
+    }
+    ordered.extend(map);
+    Value::Object(ordered)
 }

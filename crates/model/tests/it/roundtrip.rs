@@ -218,3 +218,21 @@ fn content_forms_are_kept() {
         assert_eq!(encode(conv).unwrap(), body, "{body}");
     }
 }
+
+/// Top-level keys come back in the order the body had them, wherever
+/// `messages` and `tools` stood; keys a conversion adds go last.
+#[test]
+fn envelope_key_order_is_kept_and_added_keys_go_last() {
+    let body = json!({"temperature": 0.2, "messages": [{"role": "user", "content": "hi"}],
+        "model": "gpt-4o", "stream": false, "tools": []});
+    let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+    let out = encode(&conv).unwrap();
+    let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["temperature", "messages", "model", "stream", "tools"]);
+    let anthropic = abridge_model::convert(&conv, abridge_model::Family::Anthropic)
+        .unwrap()
+        .conversation;
+    let out = encode(&anthropic).unwrap();
+    let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["temperature", "messages", "model", "stream", "tools"]);
+}

@@ -42,6 +42,7 @@ pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
     out.model = conv.model.clone();
     out.boundaries = conv.boundaries.clone();
     out.label = conv.label.clone();
+    out.key_order = conv.key_order.clone();
     out.messages = messages::convert(&conv.messages, to, &mut w)?;
     out.tools = tools::convert(conv.tools.as_deref(), to, &mut w)?;
     out.extra = envelope::convert(&conv.extra, to, &mut w);
