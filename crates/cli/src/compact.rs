@@ -1,11 +1,11 @@
 //! `abridge compact`: rewrite a conversation to fit a budget.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use abridge::model::Family;
-use abridge::{Compactor, Error as EngineError, PolicyKind};
+use abridge::{Compactor, Error as EngineError, Limits, PolicyKind, Report};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
@@ -62,23 +62,63 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
         });
     }
     let limits = *compactor.limits();
+    let tokens_before = compactor.count(&conv);
     let outcome = match compactor.compact(&conv) {
         Ok(o) => o,
         Err(e @ EngineError::CannotShrink { .. }) => {
             eprintln!("abridge: {label}: {e}");
             if let Some(path) = &args.report {
-                let report = json!({"file": label, "error": e.to_string(), "limits": limits});
-                std::fs::write(path, serde_json::to_vec_pretty(&report)?)
-                    .with_context(|| format!("{}: cannot write", path.display()))?;
+                let report = json!({"file": label, "error": e.to_string(),
+                    "tokens_before": tokens_before, "limits": limits});
+                write_report(path, &report)?;
             }
             return Ok(ExitCode::from(CANNOT_SHRINK));
         }
         Err(e) => return Err(e).with_context(|| format!("{label}: cannot compact")),
     };
-    let r = &outcome.report;
+    tell(&label, &outcome.report, &limits, &args.store);
+    // The body first: a report that cannot be written must not cost it.
+    let family = args.to.unwrap_or(conv.family);
+    match &args.output {
+        Some(path) => {
+            let mut file = std::fs::File::create(path)
+                .with_context(|| format!("{}: cannot create", path.display()))?;
+            write_body(
+                &label,
+                &outcome.conversation,
+                family,
+                args.compact_json,
+                &mut file,
+            )
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+        None => write_body(
+            &label,
+            &outcome.conversation,
+            family,
+            args.compact_json,
+            out,
+        )?,
+    }
+    if let Some(path) = &args.report {
+        let report = json!({"file": label, "limits": limits, "report": outcome.report});
+        write_report(path, &report)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_report(path: &Path, report: &serde_json::Value) -> Result<()> {
+    std::fs::write(path, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("{}: cannot write the report", path.display()))
+}
+
+/// What happened, on stderr: the snapshot (with the commands to see it),
+/// failed summarizers, and one line of figures.
+fn tell(label: &str, r: &Report, limits: &Limits, store: &StoreArgs) {
     if let Some(id) = &r.snapshot {
+        let at = store.flag();
         eprintln!(
-            "abridge: {label}: snapshot {id} stored (abridge show {id}, abridge restore {id})"
+            "abridge: {label}: snapshot {id} stored (abridge show {id}{at}, abridge restore {id}{at})"
         );
     }
     for e in &r.events {
@@ -105,44 +145,17 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
             _ => format!("{} {} (−{})", p.policy, p.items, p.tokens_saved),
         })
         .collect();
+    let target = r
+        .target
+        .map(|t| format!("; target {t}"))
+        .unwrap_or_default();
+    let what = if steps.is_empty() {
+        ", unchanged".to_owned()
+    } else {
+        format!(": {}", steps.join(", "))
+    };
     eprintln!(
-        "abridge: {label}: {} → {} tokens{}{}",
-        r.tokens_before,
-        r.tokens_after,
-        r.target
-            .map(|t| format!(" (target {t})"))
-            .unwrap_or_default(),
-        if steps.is_empty() {
-            ", unchanged".to_owned()
-        } else {
-            format!(": {}", steps.join(", "))
-        }
+        "abridge: {label}: {} → {} tokens ({}{target}){what}",
+        r.tokens_before, r.tokens_after, limits.tokenizer
     );
-    if let Some(path) = &args.report {
-        let report = json!({"file": label, "limits": limits, "report": r});
-        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
-    }
-    let family = args.to.unwrap_or(conv.family);
-    match &args.output {
-        Some(path) => {
-            let mut file = std::fs::File::create(path)
-                .with_context(|| format!("{}: cannot create", path.display()))?;
-            write_body(
-                &label,
-                &outcome.conversation,
-                family,
-                args.compact_json,
-                &mut file,
-            )?;
-        }
-        None => write_body(
-            &label,
-            &outcome.conversation,
-            family,
-            args.compact_json,
-            out,
-        )?,
-    }
-    Ok(ExitCode::SUCCESS)
 }

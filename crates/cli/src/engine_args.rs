@@ -101,6 +101,12 @@ impl EngineArgs {
 
     /// Applies the command-line overrides to a config.
     pub(crate) fn apply(&self, config: &mut Config) -> Result<()> {
+        if self.target_tokens == Some(0) {
+            anyhow::bail!("--target-tokens must be at least 1");
+        }
+        if self.keep_last == Some(0) {
+            anyhow::bail!("--keep-last must be at least 1: the latest iteration is always kept");
+        }
         if self.model.is_some() {
             config.model = self.model.clone();
         }

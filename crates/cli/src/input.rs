@@ -62,6 +62,9 @@ pub(crate) fn all(arg: &str, opts: &InputArgs) -> Result<Vec<(String, Conversati
         std::fs::read(path).with_context(|| format!("{path}: cannot read"))?
     };
     let name = if path == "-" { "<stdin>" } else { path };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        bail!("{name}: empty: no conversation in it");
+    }
     let convs = decode_as(&bytes, opts.format.map(Format::from))
         .with_context(|| format!("{name}: cannot decode"))?;
     let many = convs.len() > 1;

@@ -57,7 +57,7 @@ enum Command {
     /// List stored compaction snapshots, newest first.
     Log(snapshots::LogArgs),
     /// Print one snapshot: figures, summarizer attempts, briefing.
-    Show(snapshots::IdArgs),
+    Show(snapshots::ShowArgs),
     /// Print the history a snapshot was taken of, as a request body.
     Restore(snapshots::IdArgs),
     /// Re-run a stored compaction with another summarizer or prompt and compare.
@@ -113,6 +113,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             input,
         } => {
             let (label, conv) = input::one(&file, &input)?;
+            let violations = validate(&conv);
+            if !violations.is_empty() {
+                eprintln!(
+                    "abridge: {label}: warning: the input breaks {} rule(s) of its API (abridge validate {file} lists them); converted as it is",
+                    violations.len()
+                );
+            }
             write_body(&label, &conv, to, compact, &mut out)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use abridge::{Attempt, Compactor, SnapshotId};
-use abridge_store::{SnapshotStore, Store};
+use abridge_store::{Entry, SnapshotStore, Store};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use serde::Serialize;
@@ -26,6 +26,14 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// ` --store PATH` when one was given, for hints that name commands.
+    pub(crate) fn flag(&self) -> String {
+        match &self.store {
+            Some(p) => format!(" --store {}", p.display()),
+            None => String::new(),
+        }
+    }
+
     fn path(&self) -> Option<PathBuf> {
         if self.no_store {
             return None;
@@ -70,6 +78,16 @@ pub(crate) struct LogArgs {
     store: StoreArgs,
 }
 
+/// Arguments of `abridge show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    id: IdArgs,
+    /// Every field as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 /// A snapshot id and the store.
 #[derive(Debug, Args)]
 pub(crate) struct IdArgs {
@@ -98,48 +116,148 @@ pub(crate) struct ReplayArgs {
 
 pub(crate) fn log(args: &LogArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let store = args.store.read()?;
-    for e in store.list(args.limit)? {
-        if args.json {
-            serde_json::to_writer(&mut *out, &e)?;
+    let entries = store.list(args.limit)?;
+    if args.json {
+        for e in &entries {
+            serde_json::to_writer(&mut *out, e)?;
             writeln!(out)?;
-        } else {
-            writeln!(
-                out,
-                "{:>5}  {}  {:>9} → {:<9} {:<24} {}",
-                e.id,
-                e.created_at,
-                thousands(e.tokens_before),
-                thousands(e.tokens_after),
-                e.summarizer.as_deref().unwrap_or("clipping only"),
-                e.source.as_deref().unwrap_or("")
-            )?;
         }
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:>5}  {:<24}  {:>9}   {:<9} {:<34} SOURCE",
+        "ID", "RECORDED (UTC)", "BEFORE", "AFTER", "WHAT IT DID"
+    )?;
+    for e in &entries {
+        writeln!(
+            out,
+            "{:>5}  {:<24}  {:>9} → {:<9} {:<34} {}",
+            e.id,
+            e.created_at,
+            thousands(e.tokens_before),
+            thousands(e.tokens_after),
+            how(e),
+            e.source.as_deref().unwrap_or("")
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn show(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
-    let s = args.store.read()?.get(args.id)?;
-    let messages = |body: &serde_json::Value| body["messages"].as_array().map(Vec::len);
-    let view = json!({
-        "id": s.entry.id,
-        "created_at": s.entry.created_at,
-        "source": s.entry.source,
-        "model": s.entry.model,
-        "family": s.entry.family,
-        "tokens_before": s.entry.tokens_before,
-        "tokens_after": s.entry.tokens_after,
-        "target": s.report.target,
-        "summarizer": s.entry.summarizer,
-        "attempts": s.report.attempts,
-        "policies": s.report.policies,
-        "messages_before": messages(&s.before),
-        "messages_after": messages(&s.after),
-        "briefing": s.briefing,
-    });
-    serde_json::to_writer_pretty(&mut *out, &view)?;
-    writeln!(out)?;
+/// What a compaction did, in a few words.
+fn how(e: &Entry) -> String {
+    let dropped = match e.dropped_iterations {
+        0 => None,
+        1 => Some("dropped 1 iteration".to_owned()),
+        n => Some(format!("dropped {n} iterations")),
+    };
+    match (&e.summarizer, dropped) {
+        (Some(s), Some(d)) => format!("briefing by {s}, {d}"),
+        (Some(s), None) => format!("briefing by {s}"),
+        (None, Some(d)) => format!("clipped, {d}"),
+        (None, None) => "clipping only".to_owned(),
+    }
+}
+
+pub(crate) fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let s = args.id.store.read()?.get(args.id.id)?;
+    let messages = |body: &serde_json::Value| body["messages"].as_array().map_or(0, Vec::len);
+    if args.json {
+        let view = json!({
+            "id": s.entry.id,
+            "created_at": s.entry.created_at,
+            "source": s.entry.source,
+            "model": s.entry.model,
+            "family": s.entry.family,
+            "tokens_before": s.entry.tokens_before,
+            "tokens_after": s.entry.tokens_after,
+            "target": s.report.target,
+            "summarizer": s.entry.summarizer,
+            "attempts": s.report.attempts,
+            "policies": s.report.policies,
+            "messages_before": messages(&s.before),
+            "messages_after": messages(&s.after),
+            "briefing": s.briefing,
+        });
+        serde_json::to_writer_pretty(&mut *out, &view)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let e = &s.entry;
+    writeln!(
+        out,
+        "snapshot {} · {} · {}",
+        e.id,
+        e.created_at,
+        e.source.as_deref().unwrap_or("(no source)")
+    )?;
+    writeln!(
+        out,
+        "model     {} ({} API)",
+        e.model.as_deref().unwrap_or("unknown"),
+        e.family
+    )?;
+    let target = s
+        .report
+        .target
+        .map(|t| format!(" (target {})", thousands(t)))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "tokens    {} → {}{target} · messages {} → {}",
+        thousands(e.tokens_before),
+        thousands(e.tokens_after),
+        messages(&s.before),
+        messages(&s.after)
+    )?;
+    writeln!(out, "did       {}", how(e))?;
+    for p in &s.report.policies {
+        writeln!(
+            out,
+            "          {} {} (−{} tokens)",
+            p.policy,
+            p.items,
+            thousands(p.tokens_saved)
+        )?;
+    }
+    if !s.report.attempts.is_empty() {
+        writeln!(out, "summarizers")?;
+        write_attempts(&s.report.attempts, out)?;
+    }
+    if let Some(b) = &s.briefing {
+        writeln!(out, "briefing")?;
+        for line in b.lines() {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    writeln!(
+        out,
+        "\n(abridge restore {}{} prints the history before it; --json for all fields)",
+        e.id,
+        args.id.store.flag()
+    )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each attempt with its latency, outcome and verification.
+fn write_attempts(attempts: &[Attempt], out: &mut dyn Write) -> Result<()> {
+    for a in attempts {
+        let status = match a.error() {
+            None => "used".to_owned(),
+            Some(e) => format!("failed: {e}"),
+        };
+        writeln!(out, "  {} ({} ms): {status}", a.summarizer, a.ms)?;
+        if let Some(ver) = a.verification() {
+            writeln!(
+                out,
+                "    verification: {} facts appended, {} missing, {} unverified claims",
+                ver.appended_facts.len(),
+                ver.missing_facts.len(),
+                ver.unverified_claims.len()
+            )?;
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn restore(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
@@ -239,30 +357,62 @@ fn side_by_side(left: &Side, right: &Side, out: &mut dyn Write) -> Result<()> {
     }
     for (name, v) in [("stored", left), ("replayed", right)] {
         writeln!(out, "\n{name} attempts:")?;
-        for a in &v.attempts {
-            let status = match a.error() {
-                None => "used".to_owned(),
-                Some(e) => format!("failed: {e}"),
-            };
-            writeln!(out, "  {} ({} ms): {status}", a.summarizer, a.ms)?;
-            if let Some(ver) = a.verification() {
-                writeln!(
-                    out,
-                    "    verification: {} facts appended, {} missing, {} unverified claims",
-                    ver.appended_facts.len(),
-                    ver.missing_facts.len(),
-                    ver.unverified_claims.len()
-                )?;
-            }
-        }
+        write_attempts(&v.attempts, out)?;
     }
     Ok(())
 }
 
+/// `line` in lines of at most `width` characters, broken at spaces (a word
+/// longer than a line is cut).
 fn wrap(line: &str, width: usize) -> Vec<String> {
-    let chars: Vec<char> = line.chars().collect();
-    if chars.is_empty() {
-        return vec![String::new()];
+    let mut lines = vec![String::new()];
+    for word in line.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let cur = lines.last_mut().map_or(0, |l| l.chars().count());
+            let sep = usize::from(cur > 0);
+            if cur + sep + word.len() <= width {
+                if let Some(l) = lines.last_mut() {
+                    if sep == 1 {
+                        l.push(' ');
+                    }
+                    l.extend(word.iter());
+                }
+                break;
+            }
+            if cur > 0 {
+                lines.push(String::new());
+                continue;
+            }
+            // A word longer than a whole line.
+            let rest = word.split_off(width.min(word.len()));
+            if let Some(l) = lines.last_mut() {
+                l.extend(word.iter());
+            }
+            lines.push(String::new());
+            word = rest;
+            if word.is_empty() {
+                lines.pop();
+                break;
+            }
+        }
     }
-    chars.chunks(width).map(|c| c.iter().collect()).collect()
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wraps_at_word_boundaries() {
+        assert_eq!(wrap("aa bb cc dd", 5), ["aa bb", "cc dd"]);
+        assert_eq!(wrap("", 5), [""]);
+        assert_eq!(wrap("abcdefghij k", 4), ["abcd", "efgh", "ij k"]);
+        assert!(
+            wrap(&"word ".repeat(40), 60)
+                .iter()
+                .all(|l| l.chars().count() <= 60)
+        );
+    }
 }

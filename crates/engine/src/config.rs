@@ -330,6 +330,9 @@ impl Config {
                 b.kept_fraction
             ));
         }
+        if b.target_tokens == Some(0) {
+            return bad("budget.target_tokens must be at least 1".into());
+        }
         if b.min_iterations == 0 {
             return bad(
                 "budget.min_iterations must be at least 1 (the latest turn is never clipped)"

@@ -110,6 +110,9 @@ pub struct Entry {
     pub tokens_after: u64,
     /// The summarizer whose briefing was used, if any.
     pub summarizer: Option<String>,
+    /// Iterations the compaction dropped (none when it only clipped or
+    /// summarized).
+    pub dropped_iterations: usize,
 }
 
 /// A whole snapshot.

@@ -78,7 +78,8 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
 fn to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "ALTER TABLE snapshots ADD COLUMN family TEXT NOT NULL DEFAULT 'openai'
-             CHECK (family IN ('openai', 'anthropic'));",
+             CHECK (family IN ('openai', 'anthropic'));
+         ALTER TABLE snapshots ADD COLUMN dropped_iterations INTEGER NOT NULL DEFAULT 0;",
     )?;
     let rows: Vec<(i64, String)> = {
         let mut stmt = tx.prepare("SELECT id, report FROM snapshots")?;
@@ -102,12 +103,22 @@ fn to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         if let Some(Value::Array(events)) = report.get_mut("events") {
             events.iter_mut().for_each(event_v2);
         }
+        let dropped = report
+            .get("policies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("policy").and_then(Value::as_str) == Some("drop_iterations"))
+            .filter_map(|p| p.get("items").and_then(Value::as_i64))
+            .sum::<i64>();
         tx.execute(
-            "UPDATE snapshots SET family = ?1, report = ?2, attempts = ?3 WHERE id = ?4",
+            "UPDATE snapshots SET family = ?1, report = ?2, attempts = ?3, dropped_iterations = ?4
+             WHERE id = ?5",
             params![
                 family,
                 Value::Object(report).to_string(),
                 Value::Array(attempts).to_string(),
+                dropped,
                 id
             ],
         )?;

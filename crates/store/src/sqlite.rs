@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use abridge::model::{Conversation, Family, Message, encode};
 use abridge::summarize::unwrap;
-use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
+use abridge::{PolicyKind, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -93,8 +93,9 @@ impl Store {
         self.conn
             .execute(
                 "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
-                    summarizer, briefing, attempts, report, config, before_body, after_body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    summarizer, briefing, attempts, report, config, before_body, after_body,
+                    dropped_iterations)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     self.source,
                     s.before.model,
@@ -109,6 +110,7 @@ impl Store {
                     to_json("config", s.config)?,
                     body(s.before)?,
                     body(s.after)?,
+                    dropped(s.report) as i64,
                 ],
             )
             .map_err(|e| self.sql(e))?;
@@ -116,8 +118,8 @@ impl Store {
     }
 }
 
-const ENTRY_COLUMNS: &str =
-    "id, created_at, source, model, family, tokens_before, tokens_after, summarizer";
+const ENTRY_COLUMNS: &str = "id, created_at, source, model, family, tokens_before, tokens_after, \
+     summarizer, dropped_iterations";
 
 impl SnapshotStore for Store {
     fn list(&self, limit: usize) -> Result<Vec<Entry>> {
@@ -140,8 +142,8 @@ impl SnapshotStore for Store {
             .query_row(&sql, params![id.0], |r| {
                 Ok((
                     entry(r)?,
-                    r.get::<_, Option<String>>(8)?,
-                    [9, 10, 11, 12].map(|i| r.get::<_, String>(i)),
+                    r.get::<_, Option<String>>(9)?,
+                    [10, 11, 12, 13].map(|i| r.get::<_, String>(i)),
                 ))
             })
             .optional()
@@ -184,7 +186,17 @@ fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
         tokens_before: r.get::<_, i64>(5)?.max(0) as u64,
         tokens_after: r.get::<_, i64>(6)?.max(0) as u64,
         summarizer: r.get(7)?,
+        dropped_iterations: r.get::<_, i64>(8)?.max(0) as usize,
     })
+}
+
+/// Iterations the compaction dropped.
+fn dropped(r: &Report) -> usize {
+    r.policies
+        .iter()
+        .filter(|p| p.policy == PolicyKind::DropIterations)
+        .map(|p| p.items)
+        .sum()
 }
 
 fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str) -> Result<T> {

@@ -103,6 +103,9 @@ fn a_store_written_by_the_previous_release_opens_lists_and_restores() {
         let list = store.list(10).unwrap();
         let ids: Vec<i64> = list.iter().map(|e| e.id.0).collect();
         assert_eq!(ids, [5, 4, 3, 2, 1]);
+        // Snapshot 1 dropped 5 iterations (its report says so; the column is filled in).
+        assert_eq!(list[4].dropped_iterations, 5);
+        assert_eq!(list[3].dropped_iterations, 0);
         for e in &list {
             let s = store.get(e.id).unwrap();
             let want = if e.source.as_deref().unwrap().contains("anthropic") {

@@ -43,8 +43,16 @@ fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
     assert_eq!(entries[0]["id"], 2, "newest first");
     assert_eq!(entries[1]["summarizer"], "offline");
     assert_eq!(entries[1]["tokens_before"], 1560);
+    // The readable view by default, with the store repeated in its hint.
+    let human = text(&abridge(&["show", "1", "--store", db]).stdout);
+    assert!(human.contains("tokens    1,560 → "), "{human}");
+    assert!(human.contains("briefing\n  ## Task"), "{human}");
+    assert!(human.contains(&format!("abridge restore 1 --store {db}")), "{human}");
+    let table = text(&abridge(&["log", "--store", db]).stdout);
+    assert!(table.starts_with("   ID  RECORDED (UTC)"), "{table}");
+    assert!(table.contains("briefing by offline"), "{table}");
     let show: Value =
-        serde_json::from_slice(&abridge(&["show", "1", "--store", db]).stdout).unwrap();
+        serde_json::from_slice(&abridge(&["show", "1", "--store", db, "--json"]).stdout).unwrap();
     assert!(show["briefing"].as_str().unwrap().starts_with("## Task"));
     assert_eq!(show["attempts"][0]["summarizer"], "offline");
     assert_eq!(show["target"], 700);

@@ -48,7 +48,13 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     for (i, item) in items.into_iter().enumerate() {
         messages.push(decode_message(item, &|| format!("messages[{i}]"))?);
     }
-    Ok(envelope(Format::Anthropic, key_order, map, messages, decode_tool))
+    Ok(envelope(
+        Format::Anthropic,
+        key_order,
+        map,
+        messages,
+        decode_tool,
+    ))
 }
 
 /// Decodes one message object (`role` and `content`).

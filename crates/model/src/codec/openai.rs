@@ -18,7 +18,13 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     let mut map = object(v, &|| "request body".to_owned())?;
     let key_order = map.keys().cloned().collect();
     let messages = decode_messages(take_messages(&mut map)?, "messages")?;
-    Ok(envelope(Format::OpenAi, key_order, map, messages, decode_tool))
+    Ok(envelope(
+        Format::OpenAi,
+        key_order,
+        map,
+        messages,
+        decode_tool,
+    ))
 }
 
 /// Decodes an array of message objects; `path` prefixes error locations.

@@ -228,11 +228,17 @@ fn envelope_key_order_is_kept_and_added_keys_go_last() {
     let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
     let out = encode(&conv).unwrap();
     let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["temperature", "messages", "model", "stream", "tools"]);
+    assert_eq!(
+        keys,
+        ["temperature", "messages", "model", "stream", "tools"]
+    );
     let anthropic = abridge_model::convert(&conv, abridge_model::Family::Anthropic)
         .unwrap()
         .conversation;
     let out = encode(&anthropic).unwrap();
     let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["temperature", "messages", "model", "stream", "tools"]);
+    assert_eq!(
+        keys,
+        ["temperature", "messages", "model", "stream", "tools"]
+    );
 }
