@@ -146,7 +146,7 @@ fn exercise(bytes: &[u8]) {
             }
         }
         let tokens = Compactor::new(Config::default()).unwrap().count(conv);
-        for target in [None, Some(tokens / 2), Some(20)] {
+        for target in [None, Some((tokens / 2).max(1)), Some(20)] {
             let mut cfg = Config::default();
             cfg.budget.target_tokens = target;
             cfg.budget.min_iterations = 1;
