@@ -51,7 +51,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let config = args.engine.config(&conv)?;
     let mut compactor = Compactor::new(config)?;
     compactor.set_summarizers(args.engine.summarizers(compactor.config(), None));
-    if let Some(store) = args.store.open(&label) {
+    if let Some(store) = args.store.open(&label, compactor.config().store) {
         compactor.set_store(Box::new(store));
     }
     if args.events {

@@ -62,6 +62,8 @@ enum Command {
     Restore(snapshots::IdArgs),
     /// Re-run a stored compaction with another summarizer or prompt and compare.
     Replay(snapshots::ReplayArgs),
+    /// Remove old snapshots beyond the retention and give the space back.
+    Prune(snapshots::PruneArgs),
 }
 
 /// Runs the command line; returns the process exit code.
@@ -130,6 +132,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Show(args) => snapshots::show(&args, &mut out),
         Command::Restore(args) => snapshots::restore(&args, &mut out),
         Command::Replay(args) => snapshots::replay(&args, &mut out),
+        Command::Prune(args) => snapshots::prune(&args, &mut out),
     }
 }
 

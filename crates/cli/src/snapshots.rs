@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use abridge::{Attempt, Compactor, SnapshotId};
+use abridge::{Attempt, Compactor, SnapshotId, StoreConfig};
 use abridge_store::{Entry, SnapshotStore, Store};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
@@ -43,10 +43,10 @@ impl StoreArgs {
 
     /// The store for recording, or `None` (with a note) when it cannot open:
     /// compaction goes on without it.
-    pub(crate) fn open(&self, source: &str) -> Option<Store> {
+    pub(crate) fn open(&self, source: &str, retention: StoreConfig) -> Option<Store> {
         let path = self.path()?;
         match Store::open(&path) {
-            Ok(s) => Some(s.with_source(source)),
+            Ok(s) => Some(s.with_source(source).with_retention(retention)),
             Err(e) => {
                 eprintln!("abridge: snapshots off: {e}");
                 None
@@ -55,13 +55,19 @@ impl StoreArgs {
     }
 
     fn read(&self) -> Result<Box<dyn SnapshotStore>> {
+        Ok(Box::new(self.existing()?.1))
+    }
+
+    /// The store, which must exist, and its path.
+    fn existing(&self) -> Result<(PathBuf, Store)> {
         let path = self
             .path()
             .ok_or_else(|| anyhow!("no snapshot store: give --store PATH"))?;
         if !path.exists() {
             return Err(anyhow!("{}: no snapshot store there yet", path.display()));
         }
-        Ok(Box::new(Store::open(&path)?))
+        let store = Store::open(&path)?;
+        Ok((path, store))
     }
 }
 
@@ -76,6 +82,57 @@ pub(crate) struct LogArgs {
     json: bool,
     #[command(flatten)]
     store: StoreArgs,
+}
+
+/// Arguments of `abridge prune`.
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// Config whose `[store]` retention applies (default: 256 MB, 30 days).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Keep at most this many megabytes of snapshots (0: no limit).
+    #[arg(long, value_name = "N")]
+    max_mb: Option<u64>,
+    /// Remove snapshots older than this many days (0: keep them).
+    #[arg(long, value_name = "N")]
+    max_age_days: Option<u64>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub(crate) fn prune(args: &PruneArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut retention = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            abridge::Config::from_toml(&text)
+                .with_context(|| path.display().to_string())?
+                .store
+        }
+        None => StoreConfig::default(),
+    };
+    if let Some(n) = args.max_mb {
+        retention.max_megabytes = n;
+    }
+    if let Some(n) = args.max_age_days {
+        retention.max_age_days = n;
+    }
+    let (path, mut store) = args.store.existing()?;
+    let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+    let before = size(&path);
+    let pruned = store.prune(&retention)?;
+    store.vacuum()?;
+    writeln!(
+        out,
+        "{}: removed {} snapshot(s), {} left ({} MB of content); file {:.1} MB → {:.1} MB",
+        path.display(),
+        pruned.removed,
+        pruned.kept,
+        pruned.bytes / 1_000_000,
+        before as f64 / 1e6,
+        size(&path) as f64 / 1e6
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `abridge show`.

@@ -34,8 +34,29 @@ pub struct Config {
     /// (`[[summarizers]]`). The engine only declares them; `abridge-llm`
     /// builds them, so every front end reads the same file.
     pub summarizers: Vec<SummarizerSpec>,
+    /// How long and how much the snapshot store keeps (`[store]`).
+    pub store: StoreConfig,
     /// Extra or overriding model registry entries, by name prefix.
     pub models: BTreeMap<String, ModelInfo>,
+}
+
+/// Retention of the snapshot store: the oldest snapshots go first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Most megabytes of stored histories and reports (0: no limit).
+    pub max_megabytes: u64,
+    /// Snapshots older than this many days are removed (0: kept forever).
+    pub max_age_days: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            max_megabytes: 256,
+            max_age_days: 30,
+        }
+    }
 }
 
 /// One LLM summarizer of the cascade.

@@ -61,8 +61,8 @@ pub use abridge_tokens as tokens;
 pub use calibration::Calibration;
 pub use compactor::Compactor;
 pub use config::{
-    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, SummarizerSpec,
-    SummaryConfig, TriggerConfig,
+    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, StoreConfig,
+    SummarizerSpec, SummaryConfig, TriggerConfig,
 };
 pub use continuity::{Carryover, Continuity, PrefixKey};
 pub use error::{Error, Result};

@@ -29,7 +29,7 @@ mod migrate;
 mod sqlite;
 
 use abridge::model::{Conversation, Family, decode_value};
-use abridge::{Config, Report, SnapshotId, SnapshotSink};
+use abridge::{Config, Report, SnapshotId, SnapshotSink, StoreConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -145,6 +145,17 @@ impl Snapshot {
     }
 }
 
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Pruned {
+    /// Snapshots removed.
+    pub removed: usize,
+    /// Snapshots left.
+    pub kept: usize,
+    /// Bytes of stored content left.
+    pub bytes: u64,
+}
+
 /// Reading and writing snapshots: what every front end uses, whatever the
 /// database behind it.
 pub trait SnapshotStore: SnapshotSink {
@@ -152,4 +163,7 @@ pub trait SnapshotStore: SnapshotSink {
     fn list(&self, limit: usize) -> Result<Vec<Entry>>;
     /// One snapshot.
     fn get(&self, id: SnapshotId) -> Result<Snapshot>;
+    /// Removes the oldest snapshots beyond `retention` (age first, then
+    /// size); the newest snapshot always stays.
+    fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned>;
 }

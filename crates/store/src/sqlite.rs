@@ -4,13 +4,15 @@ use std::path::{Path, PathBuf};
 
 use abridge::model::{Conversation, Family, Message, encode};
 use abridge::summarize::unwrap;
-use abridge::{PolicyKind, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
+use abridge::{
+    PolicyKind, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig,
+};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{Entry, Error, Result, Snapshot, SnapshotStore, migrate};
+use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
 
 /// A snapshot store in one SQLite file.
 #[derive(Debug)]
@@ -18,6 +20,7 @@ pub struct Store {
     conn: Connection,
     path: String,
     source: Option<String>,
+    retention: StoreConfig,
 }
 
 impl Store {
@@ -53,6 +56,7 @@ impl Store {
             conn,
             path,
             source: None,
+            retention: StoreConfig::default(),
         })
     }
 
@@ -65,6 +69,18 @@ impl Store {
     pub fn with_source(mut self, source: impl Into<String>) -> Self {
         self.source = Some(source.into());
         self
+    }
+
+    /// Applies `retention` after every snapshot recorded (the default:
+    /// [`StoreConfig::default`]).
+    pub fn with_retention(mut self, retention: StoreConfig) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Gives the space of removed snapshots back to the file system.
+    pub fn vacuum(&self) -> Result<()> {
+        self.conn.execute_batch("VACUUM").map_err(|e| self.sql(e))
     }
 
     fn sql(&self, source: rusqlite::Error) -> Error {
@@ -114,14 +130,41 @@ impl Store {
                 ],
             )
             .map_err(|e| self.sql(e))?;
-        Ok(SnapshotId(self.conn.last_insert_rowid()))
+        let id = SnapshotId(self.conn.last_insert_rowid());
+        let retention = self.retention;
+        self.prune(&retention)?;
+        Ok(id)
+    }
+
+    fn count_and_bytes(&self) -> Result<(usize, u64)> {
+        self.conn
+            .query_row(
+                &format!("SELECT count(*), coalesce(sum({SIZE}), 0) FROM snapshots"),
+                [],
+                |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as u64)),
+            )
+            .map_err(|e| self.sql(e))
     }
 }
+
+/// Bytes a snapshot's row holds, as SQL.
+const SIZE: &str = "length(before_body) + length(after_body) + length(report) + length(config) \
+     + length(attempts) + coalesce(length(briefing), 0)";
 
 const ENTRY_COLUMNS: &str = "id, created_at, source, model, family, tokens_before, tokens_after, \
      summarizer, dropped_iterations";
 
 impl SnapshotStore for Store {
+    fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned> {
+        let removed = self.prune_rows(retention).map_err(|e| self.sql(e))?;
+        let (kept, bytes) = self.count_and_bytes()?;
+        Ok(Pruned {
+            removed,
+            kept,
+            bytes,
+        })
+    }
+
     fn list(&self, limit: usize) -> Result<Vec<Entry>> {
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM snapshots ORDER BY id DESC LIMIT ?1");
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
@@ -159,6 +202,37 @@ impl SnapshotStore for Store {
             after: parse(id, "history after", &text(after)?)?,
             entry,
         })
+    }
+}
+
+impl Store {
+    fn prune_rows(&mut self, retention: &StoreConfig) -> rusqlite::Result<usize> {
+        let tx = self.conn.transaction()?;
+        let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM snapshots", [], |r| {
+            r.get(0)
+        })?;
+        let mut removed = 0;
+        if retention.max_age_days > 0 {
+            removed += tx.execute(
+                "DELETE FROM snapshots WHERE id < ?1 AND created_at <
+                     strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%d days', ?2))",
+                params![newest, retention.max_age_days as i64],
+            )?;
+        }
+        if retention.max_megabytes > 0 {
+            let max = (retention.max_megabytes * 1_000_000) as i64;
+            // Keep the newest rows whose running size fits; drop the rest.
+            removed += tx.execute(
+                &format!(
+                    "DELETE FROM snapshots WHERE id < ?1 AND id IN (
+                         SELECT id FROM (SELECT id, sum({SIZE}) OVER (ORDER BY id DESC) AS upto
+                                         FROM snapshots) WHERE upto > ?2)"
+                ),
+                params![newest, max],
+            )?;
+        }
+        tx.commit()?;
+        Ok(removed)
     }
 }
 

@@ -157,3 +157,73 @@ fn a_store_from_a_newer_release_is_refused_with_a_clear_error() {
     assert!(e.contains("schema version 99 is newer"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The store stays within its retention: the oldest snapshots go first,
+/// by age and by size, and the newest always stays.
+#[test]
+fn retention_keeps_the_store_bounded() {
+    use abridge::StoreConfig;
+    use abridge_store::SnapshotStore;
+    let dir = std::env::temp_dir().join(format!("abridge-store-ret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.sqlite");
+    let original = conv();
+    // Each snapshot of the example holds about 20 kB.
+    let small = StoreConfig {
+        max_megabytes: 0,
+        max_age_days: 0,
+    };
+    for _ in 0..6 {
+        let mut c = compactor();
+        c.set_store(Box::new(Store::open(&path).unwrap().with_retention(small)));
+        c.compact(&original).unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.list(100).unwrap().len(), 6);
+    // Two snapshots made "old".
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE snapshots SET created_at = '2020-01-01T00:00:00.000Z' WHERE id <= 2")
+        .unwrap();
+    let by_age = store
+        .prune(&StoreConfig {
+            max_megabytes: 0,
+            max_age_days: 30,
+        })
+        .unwrap();
+    assert_eq!((by_age.removed, by_age.kept), (2, 4));
+    let each = by_age.bytes / 4;
+    let by_size = store
+        .prune(&StoreConfig {
+            max_megabytes: 0,
+            max_age_days: 0,
+        })
+        .unwrap();
+    assert_eq!(by_size.removed, 0, "no limit, nothing removed");
+    assert!(each > 5_000 && each < 250_000, "{each}");
+    // Large histories (about 0.5 MB a snapshot) under a 1 MB limit: recorded
+    // snapshots prune as they go, the newest first to stay.
+    let big = abridge::synth::run(abridge::synth::Spec {
+        iterations: 40,
+        page_lines: 150,
+        ..Default::default()
+    });
+    let tight = StoreConfig {
+        max_megabytes: 1,
+        max_age_days: 30,
+    };
+    for _ in 0..4 {
+        let mut cfg = Config::default();
+        cfg.budget.target_tokens = Some(20_000);
+        cfg.budget.min_iterations = 1;
+        let mut c = Compactor::new(cfg).unwrap();
+        c.set_store(Box::new(Store::open(&path).unwrap().with_retention(tight)));
+        assert!(c.compact(&big).unwrap().report.snapshot.is_some());
+    }
+    let left = store.prune(&tight).unwrap();
+    assert!(left.bytes <= 1_000_000, "{left:?}");
+    let ids: Vec<i64> = store.list(100).unwrap().iter().map(|e| e.id.0).collect();
+    assert_eq!(ids[0], 10, "the newest stays");
+    assert!(ids.len() < 8, "{ids:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -47,7 +47,10 @@ fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
     let human = text(&abridge(&["show", "1", "--store", db]).stdout);
     assert!(human.contains("tokens    1,560 → "), "{human}");
     assert!(human.contains("briefing\n  ## Task"), "{human}");
-    assert!(human.contains(&format!("abridge restore 1 --store {db}")), "{human}");
+    assert!(
+        human.contains(&format!("abridge restore 1 --store {db}")),
+        "{human}"
+    );
     let table = text(&abridge(&["log", "--store", db]).stdout);
     assert!(table.starts_with("   ID  RECORDED (UTC)"), "{table}");
     assert!(table.contains("briefing by offline"), "{table}");
@@ -102,6 +105,10 @@ fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
         abridge(&["show", "9", "--store", db]).status.code(),
         Some(2)
     );
+    // Pruning by age removes nothing young; a zero-day limit keeps forever.
+    let p = abridge(&["prune", "--store", db, "--max-age-days", "1"]);
+    assert!(p.status.success(), "{}", text(&p.stderr));
+    assert!(text(&p.stdout).contains("removed 0 snapshot(s), 2 left"), "{}", text(&p.stdout));
     std::fs::remove_dir_all(&dir).ok();
 }
 
