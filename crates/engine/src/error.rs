@@ -14,7 +14,8 @@ pub enum Error {
     Config(String),
     /// What compaction may not touch is already over the target.
     #[error(
-        "cannot shrink below {floor} tokens (target {target}): system prompt and task {head}, pinned {pinned}, last {tail_iterations} iteration(s) {tail}, tool definitions {tools}"
+        "cannot shrink below {floor} tokens (target {target}): system prompt and task {head}{}, pinned {pinned}, last {tail_iterations} iteration(s) {tail}, tool definitions {tools}",
+        briefing_note(*.briefing)
     )]
     CannotShrink {
         /// Smallest size compaction can reach.
@@ -23,6 +24,8 @@ pub enum Error {
         target: u64,
         /// Tokens of the system prompt and task (and earlier placeholders).
         head: u64,
+        /// Tokens of an earlier briefing at the head (0 when there is none).
+        briefing: u64,
         /// Tokens of pinned messages outside head and tail.
         pinned: u64,
         /// Tokens of the minimum kept tail.
@@ -36,4 +39,12 @@ pub enum Error {
     /// by the caller. This is a bug in abridge if it ever happens.
     #[error("refusing to emit an invalid conversation: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Invalid(Vec<Violation>),
+}
+
+fn briefing_note(tokens: u64) -> String {
+    if tokens == 0 {
+        String::new()
+    } else {
+        format!(", earlier briefing {tokens} (as short as the budget lets it be)")
+    }
 }

@@ -15,7 +15,7 @@ use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
 use crate::report::{Attempt, Outcome, Report};
 use crate::snapshot::SnapshotData;
-use crate::summarize_step::{self, Briefed, Inputs};
+use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
 
 /// Each policy advances over the old region in this many steps, oldest first.
 const STEPS: usize = 4;
@@ -161,10 +161,13 @@ impl Compactor {
         target: u64,
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
-        if self.summarizers.is_empty() || region.is_empty() {
+        let earlier = earlier_briefing(&work.messages, region.start, &self.facts.wrapper);
+        if self.summarizers.is_empty() || (region.is_empty() && earlier.is_none()) {
             return None;
         }
         let tokens = self.message_tokens(&work.messages);
+        // An earlier briefing is replaced, not kept.
+        let earlier_tokens = earlier.map_or(0, |i| tokens[i]);
         let pinned_in_region: u64 = work.messages[region.clone()]
             .iter()
             .zip(&tokens[region.clone()])
@@ -176,7 +179,7 @@ impl Compactor {
             + pinned_in_region
             + work.tools;
         let room = target
-            .saturating_sub(kept + 32)
+            .saturating_sub((kept - earlier_tokens) + 32)
             .min(self.config.summary.max_tokens);
         if room < 64 {
             return None;
@@ -307,10 +310,13 @@ impl Compactor {
         let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
         let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.messages.len()));
         let pinned = sum(head..tail_start);
+        let briefing =
+            earlier_briefing(&work.messages, head, &self.facts.wrapper).map_or(0, |i| tokens[i]);
         Error::CannotShrink {
             floor: head_t + pinned + tail_t + work.tools,
             target,
-            head: head_t,
+            head: head_t - briefing,
+            briefing,
             pinned,
             tail: tail_t,
             tail_iterations: work.tail_n.min(its.len()),

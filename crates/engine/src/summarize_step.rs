@@ -64,12 +64,10 @@ impl Region {
         let orig = inp.original;
         let head = head_len(orig);
         let end = orig.len().checked_sub(inp.tail_len)?;
-        if end <= head {
+        if end < head {
             return None;
         }
-        let previous_at = orig[..head].iter().position(|m| {
-            m.role == Role::User && unwrap(&inp.facts.wrapper, &m.text_content()).is_some()
-        });
+        let previous_at = earlier_briefing(orig, head, &inp.facts.wrapper);
         let mut r = Region {
             head,
             previous_at,
@@ -92,7 +90,12 @@ impl Region {
                 r.replaced_iterations += 1;
             }
         }
-        (!r.replaced.is_empty()).then_some(r)
+        // The new briefing replaces the earlier one too: with no iteration
+        // to replace, it re-condenses that one alone.
+        if let Some(i) = previous_at {
+            r.tokens += inp.original_tokens[i] as usize;
+        }
+        (!r.replaced.is_empty() || previous_at.is_some()).then_some(r)
     }
 
     /// Head (without the earlier briefing), the briefing, pinned iterations, tail.
@@ -116,6 +119,14 @@ impl Region {
             replaced_iterations: self.replaced_iterations,
         }
     }
+}
+
+/// Index of an earlier briefing among the first `head` messages: a user
+/// message that is one wrapped briefing.
+pub(crate) fn earlier_briefing(messages: &[Message], head: usize, wrapper: &str) -> Option<usize> {
+    messages[..head.min(messages.len())]
+        .iter()
+        .position(|m| m.role == Role::User && unwrap(wrapper, &m.text_content()).is_some())
 }
 
 /// Message `i` with its pin carried.

@@ -108,7 +108,11 @@ fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
     // Pruning by age removes nothing young; a zero-day limit keeps forever.
     let p = abridge(&["prune", "--store", db, "--max-age-days", "1"]);
     assert!(p.status.success(), "{}", text(&p.stderr));
-    assert!(text(&p.stdout).contains("removed 0 snapshot(s), 2 left"), "{}", text(&p.stdout));
+    assert!(
+        text(&p.stdout).contains("removed 0 snapshot(s), 2 left"),
+        "{}",
+        text(&p.stdout)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -256,3 +256,61 @@ fn offline_briefing_keeps_more_identifiers_than_claude_codes_summary() {
         );
     }
 }
+
+/// Compacting abridge's own output again: the earlier briefing is not
+/// untouchable head — with every iteration in the kept tail it is
+/// re-condensed alone — and a breakdown names it for what it is.
+#[test]
+fn a_chained_compaction_re_condenses_the_earlier_briefing() {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/coding-agent.openai.json"
+    ))
+    .unwrap();
+    let conv = decode(&bytes).unwrap().remove(0);
+    let cfg = |target: u64| {
+        let mut c = Config::default();
+        c.budget.target_tokens = Some(target);
+        c.budget.min_iterations = 2;
+        c.budget.kept_cap = 0;
+        c
+    };
+    let first = Compactor::new(cfg(700)).unwrap().compact(&conv).unwrap();
+    let first = first.conversation.into_owned();
+    let earlier = briefing(&first).unwrap();
+    // Leave the old region empty: only the earlier briefing can shrink.
+    let mut again = cfg(0);
+    again.budget.min_iterations = abridge::model::iterations(&first.messages).len();
+    let mut counter = Compactor::new(Config::default()).unwrap();
+    let tokens = counter.count(&first);
+    let at = first
+        .messages
+        .iter()
+        .position(|m| m.text_content().starts_with("<compacted-history>"))
+        .unwrap();
+    let b = counter.message_tokens(&first.messages[at..=at])[0];
+    // A target that leaves the briefing four fifths of its size.
+    let target = tokens - b / 5;
+    again.budget.target_tokens = Some(target);
+    let out = Compactor::new(again.clone())
+        .unwrap()
+        .compact(&first)
+        .unwrap();
+    assert!(out.report.compacted, "{:?}", out.report);
+    assert!(out.report.tokens_after <= target);
+    let after = out.conversation.into_owned();
+    assert!(validate(&after).is_empty());
+    let text = all_text(&after);
+    assert_eq!(text.matches("<compacted-history>").count(), 1, "no nesting");
+    let now = briefing(&after).unwrap();
+    assert!(now.len() < earlier.len(), "re-condensed");
+    assert!(now.contains("APP-1432"), "{now}");
+    // Far below what the head can be: the breakdown names the briefing.
+    again.budget.target_tokens = Some(100);
+    let e = Compactor::new(again)
+        .unwrap()
+        .compact(&first)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("earlier briefing"), "{e}");
+}
