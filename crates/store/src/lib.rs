@@ -43,20 +43,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// The database could not be opened, read or written.
-    #[error("snapshot store {path}: {source}")]
+    // The cause is printed here and not chained as a source: SQLite's
+    // errors repeat their message down the chain.
+    #[error("snapshot store {path}: {cause}")]
     Sqlite {
         /// Database file.
         path: String,
         /// SQLite's error.
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     /// Its folder could not be created.
-    #[error("snapshot store {path}: {source}")]
+    #[error("snapshot store {path}: {cause}")]
     Io {
         /// The folder.
         path: String,
         /// The error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A stored field is not what was written.
     #[error("snapshot {id}: {what}")]

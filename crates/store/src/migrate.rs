@@ -36,9 +36,9 @@ CREATE TABLE snapshots (
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
-    let sql = |source| Error::Sqlite {
+    let sql = |cause| Error::Sqlite {
         path: path.to_owned(),
-        source,
+        cause,
     };
     let tx = conn.transaction().map_err(sql)?;
     let mut version: i64 = tx

@@ -29,23 +29,23 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         let shown = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            std::fs::create_dir_all(dir).map_err(|cause| Error::Io {
                 path: dir.display().to_string(),
-                source,
+                cause,
             })?;
         }
-        let conn = Connection::open(path).map_err(|source| Error::Sqlite {
+        let conn = Connection::open(path).map_err(|cause| Error::Sqlite {
             path: shown.clone(),
-            source,
+            cause,
         })?;
         Self::init(conn, shown)
     }
 
     /// A store in memory (for tests and one-off runs).
     pub fn in_memory() -> Result<Store> {
-        let conn = Connection::open_in_memory().map_err(|source| Error::Sqlite {
+        let conn = Connection::open_in_memory().map_err(|cause| Error::Sqlite {
             path: ":memory:".into(),
-            source,
+            cause,
         })?;
         Self::init(conn, ":memory:".into())
     }
@@ -83,10 +83,10 @@ impl Store {
         self.conn.execute_batch("VACUUM").map_err(|e| self.sql(e))
     }
 
-    fn sql(&self, source: rusqlite::Error) -> Error {
+    fn sql(&self, cause: rusqlite::Error) -> Error {
         Error::Sqlite {
             path: self.path.clone(),
-            source,
+            cause,
         }
     }
 

@@ -232,3 +232,158 @@ fn calibrate_reports_counts_that_agree_with_provider_usage() {
     );
     assert!(deepseek["under_10"].as_f64().unwrap() <= 0.10, "{deepseek}");
 }
+
+/// What a new user stumbled on, each answered in plain words.
+#[test]
+fn stumbles_get_clear_answers() {
+    let dir = std::env::temp_dir().join(format!("abridge-stumbles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = "examples/coding-agent.openai.json";
+    let err = |args: &[&str]| text(&abridge(args, None).stderr);
+    // Flags are named as flags.
+    let e = err(&["compact", example, "--target-tokens", "0"]);
+    assert!(e.contains("--target-tokens must be at least 1"), "{e}");
+    let e = err(&["compact", example, "--keep-last", "0"]);
+    assert!(e.contains("--keep-last must be at least 1"), "{e}");
+    assert!(!e.contains("min_iterations"), "{e}");
+    // An output that cannot be written names its path.
+    let o = abridge(
+        &[
+            "compact",
+            example,
+            "--target-tokens",
+            "800",
+            "-o",
+            "/dev/full",
+            "--no-store",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("/dev/full: cannot write"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A report that cannot be written does not cost the body.
+    let o = abridge(
+        &[
+            "compact",
+            example,
+            "--target-tokens",
+            "800",
+            "--report",
+            "/dev/full",
+            "--no-store",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let body: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(body["messages"].as_array().unwrap().len() > 3);
+    assert!(text(&o.stderr).contains("/dev/full: cannot write the report"));
+    // An empty file says so.
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, "  \n").unwrap();
+    let e = err(&["stats", empty.to_str().unwrap()]);
+    assert!(e.contains("empty: no conversation in it"), "{e}");
+    // Converting an invalid conversation warns.
+    let invalid = dir.join("invalid.json");
+    std::fs::write(
+        &invalid,
+        r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+             "function": {"name": "f", "arguments": "{}"}}]}, {"role": "user", "content": "next"}]}"#,
+    )
+    .unwrap();
+    let o = abridge(
+        &["convert", invalid.to_str().unwrap(), "--to", "openai"],
+        None,
+    );
+    assert!(o.status.success());
+    assert!(
+        text(&o.stderr).contains("warning: the input breaks 1 rule(s)"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A broken store is reported once, not three times down an error chain.
+    let bad = dir.join("bad.sqlite");
+    std::fs::write(&bad, "garbage").unwrap();
+    let e = err(&["log", "--store", bad.to_str().unwrap()]);
+    assert_eq!(e.matches("not a database").count(), 1, "{e}");
+    // The snapshot hint repeats the store it was written to.
+    let db = dir.join("s.sqlite");
+    let e = err(&[
+        "compact",
+        example,
+        "--target-tokens",
+        "800",
+        "--store",
+        db.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains(&format!("abridge show 1 --store {}", db.display())),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// One unit everywhere: `stats` and `compact --report` count a file alike,
+/// with the same tokenizer named (the model's own unless told otherwise).
+#[test]
+fn stats_and_compact_agree_on_every_file() {
+    let mut files = vec![
+        root().join("examples/coding-agent.openai.json"),
+        root().join("examples/web-agent.anthropic.json"),
+    ];
+    let corpus = root().join("../shared/corpus");
+    for dir in [
+        "claude-code_marot-spotter",
+        "mini-swe-agent_pr816_deepseek",
+        "tau-bench_historical",
+    ] {
+        let Ok(entries) = std::fs::read_dir(corpus.join(dir)) else {
+            eprintln!("skipped corpus folder {dir}: absent");
+            continue;
+        };
+        files.extend(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl")),
+        );
+    }
+    let report = std::env::temp_dir().join(format!("abridge-unit-{}.json", std::process::id()));
+    for f in &files {
+        let first = format!("{}#0", f.display());
+        let s = abridge(&["stats", "--json", &first], None);
+        assert!(s.status.success(), "{}", text(&s.stderr));
+        let stats: Value = serde_json::from_str(text(&s.stdout).lines().next().unwrap()).unwrap();
+        let c = abridge(
+            &[
+                "compact",
+                &first,
+                "--report",
+                report.to_str().unwrap(),
+                "--no-store",
+            ],
+            None,
+        );
+        assert!(
+            matches!(c.status.code(), Some(0 | 3)),
+            "{}",
+            text(&c.stderr)
+        );
+        let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let before = r["report"]["tokens_before"]
+            .as_u64()
+            .or(r["tokens_before"].as_u64());
+        assert_eq!(stats["tokens"].as_u64(), before, "{}", f.display());
+        assert_eq!(
+            stats["tokenizer"],
+            r["limits"]["tokenizer"],
+            "{}",
+            f.display()
+        );
+    }
+    std::fs::remove_file(&report).ok();
+}
