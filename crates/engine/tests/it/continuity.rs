@@ -3,7 +3,7 @@
 //! messages appended and counted correctly; a history that diverged is
 //! compacted afresh, exactly as if nothing had been carried.
 
-use abridge::model::{Conversation, Family, Part, iterations, validate};
+use abridge::model::{Conversation, Part, iterations, validate};
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Continuity};
 use proptest::prelude::*;
@@ -40,18 +40,7 @@ fn edit(conv: &mut Conversation, i: usize) {
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
-    (any::<u64>(), 12usize..40, prop::bool::ANY, 4usize..16).prop_map(
-        |(seed, iterations, anthropic, page_lines)| Spec {
-            seed,
-            iterations,
-            family: if anthropic {
-                Family::Anthropic
-            } else {
-                Family::OpenAi
-            },
-            page_lines,
-        },
-    )
+    crate::support::specs(12..40, 4..16)
 }
 
 proptest! {

@@ -3,7 +3,7 @@
 //! conversation valid, are idempotent, and never touch the head, the tail or
 //! pinned messages.
 
-use abridge::model::{Family, validate};
+use abridge::model::validate;
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Error, PolicyConfig, PolicyKind};
 use proptest::prelude::*;
@@ -11,18 +11,7 @@ use proptest::prelude::*;
 use crate::support::assert_kept;
 
 fn spec() -> impl Strategy<Value = Spec> {
-    (any::<u64>(), 1usize..30, prop::bool::ANY, 2usize..20).prop_map(
-        |(seed, iterations, anthropic, page_lines)| Spec {
-            seed,
-            iterations,
-            family: if anthropic {
-                Family::Anthropic
-            } else {
-                Family::OpenAi
-            },
-            page_lines,
-        },
-    )
+    crate::support::specs(1..30, 2..20)
 }
 
 fn config(pipeline: Vec<PolicyKind>, target: Option<u64>, keep: usize, pins: &[usize]) -> Config {

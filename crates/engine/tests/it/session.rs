@@ -6,7 +6,10 @@ use abridge::model::{Conversation, Family, Role};
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Event, Session};
 
-fn replay(conv: &Conversation, config: Config) -> (Vec<u64>, Vec<bool>, Vec<Event>) {
+type Events = Arc<Mutex<Vec<Event>>>;
+
+/// A session over the head of `conv`, recording every event.
+fn session(conv: &Conversation, config: Config) -> (Session, Events) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let mut compactor = Compactor::new(config).unwrap();
     let sink = events.clone();
@@ -14,7 +17,12 @@ fn replay(conv: &Conversation, config: Config) -> (Vec<u64>, Vec<bool>, Vec<Even
     let head = abridge::model::head_len(&conv.messages);
     let mut start = Conversation::new(conv.family);
     start.messages = conv.messages[..head].to_vec();
-    let mut session = Session::new(compactor, start);
+    (Session::new(compactor, start), events)
+}
+
+fn replay(conv: &Conversation, config: Config) -> (Vec<u64>, Vec<bool>, Vec<Event>) {
+    let (mut session, events) = session(conv, config);
+    let head = abridge::model::head_len(&conv.messages);
     let (mut tokens, mut compacted) = (Vec::new(), Vec::new());
     for m in &conv.messages[head..] {
         // A turn is evaluated when the agent is about to call the model:
@@ -140,14 +148,8 @@ fn reported_usage_calibrates_triggers_and_targets() {
     cfg.trigger.window_fraction = None;
     cfg.trigger.max_tokens = Some(30_000);
     cfg.budget.min_iterations = 2;
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let mut compactor = Compactor::new(cfg).unwrap();
-    let sink = events.clone();
-    compactor.subscribe(move |e| sink.lock().unwrap().push(e.clone()));
+    let (mut session, events) = session(&conv, cfg);
     let head = abridge::model::head_len(&conv.messages);
-    let mut start = Conversation::new(conv.family);
-    start.messages = conv.messages[..head].to_vec();
-    let mut session = Session::new(compactor, start);
     let mut reported = None;
     let mut compactions = 0;
     for m in &conv.messages[head..] {

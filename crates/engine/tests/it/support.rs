@@ -1,6 +1,10 @@
 //! Helpers shared by the engine tests.
 
-use abridge::model::{Conversation, Message, head_len, iterations};
+use std::ops::Range;
+
+use abridge::model::{Conversation, Family, Message, head_len, iterations};
+use abridge::synth::Spec;
+use proptest::prelude::*;
 
 /// Same on the wire: role, parts, content form and extra fields (meta ignored).
 pub(crate) fn same(a: &Message, b: &Message) -> bool {
@@ -40,4 +44,23 @@ pub(crate) fn assert_kept(input: &Conversation, output: &Conversation, k: usize,
         let pos = found.unwrap_or_else(|| panic!("pinned message {p} changed or lost"));
         from += pos + 1;
     }
+}
+
+/// Generated runs of either family, with `iterations` and `page_lines` in range.
+pub(crate) fn specs(
+    iterations: Range<usize>,
+    page_lines: Range<usize>,
+) -> impl Strategy<Value = Spec> {
+    (any::<u64>(), iterations, prop::bool::ANY, page_lines).prop_map(
+        |(seed, iterations, anthropic, page_lines)| Spec {
+            seed,
+            iterations,
+            family: if anthropic {
+                Family::Anthropic
+            } else {
+                Family::OpenAi
+            },
+            page_lines,
+        },
+    )
 }
