@@ -47,7 +47,15 @@ pub(crate) fn run(args: &CalibrateArgs, out: &mut dyn Write) -> Result<ExitCode>
     let mut families: BTreeMap<String, Vec<Conversation>> = BTreeMap::new();
     for file in files(&args.paths)? {
         let shown = file.display().to_string();
-        for (_, conv) in input::all(&shown, &args.input)? {
+        // A folder may hold other JSON: say so and go on.
+        let convs = match input::all(&shown, &args.input) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("abridge: skipped {shown}: {e:#}");
+                continue;
+            }
+        };
+        for (_, conv) in convs {
             if conv.messages.iter().any(|m| m.meta.usage.is_some()) {
                 families
                     .entry(conv.format.as_str().to_owned())
