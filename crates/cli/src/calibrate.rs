@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use abridge_model::Conversation;
 use abridge_tokens::calibrate::{Accuracy, Growth, accuracy, growth};
 use abridge_tokens::{Registry, TokenCounter, TokenizerKind};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 
@@ -45,7 +45,7 @@ pub(crate) fn run(args: &CalibrateArgs, out: &mut dyn Write) -> Result<ExitCode>
     let registry = Registry::new();
     // Runs with usage, by input format.
     let mut families: BTreeMap<String, Vec<Conversation>> = BTreeMap::new();
-    for file in files(&args.paths)? {
+    for file in input::expand(&args.paths)? {
         let shown = file.display().to_string();
         // A folder may hold other JSON: say so and go on.
         let convs = match input::all(&shown, &args.input) {
@@ -129,34 +129,5 @@ fn print_table(rows: &[Row], out: &mut dyn Write) -> Result<()> {
         out,
         "\n* the tokenizer abridge uses for these models. A step is the prompt growth between two\n  calls; a total is the growth from a run's first call (what a window threshold sees)."
     )?;
-    Ok(())
-}
-
-/// The files named, and the `.json`/`.jsonl` files under the folders named, sorted.
-fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut out)?;
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot list", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out)?;
-        } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") {
-            out.push(p);
-        }
-    }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Reading conversations from files or stdin, with `FILE#N` selection.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use abridge_model::{Conversation, Format, decode_as};
 use anyhow::{Context, Result, bail};
@@ -99,4 +99,33 @@ pub(crate) fn one(arg: &str, opts: &InputArgs) -> Result<(String, Conversation)>
         bail!("{arg}: no conversation found");
     }
     Ok(convs.swap_remove(0))
+}
+
+/// The files named, and the `.json`/`.jsonl` files under the folders named, sorted.
+pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+            out.push(p);
+        }
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 mod calibrate;
 mod compact;
 mod engine_args;
+mod eval;
 mod input;
 mod simulate;
 mod snapshots;
@@ -54,6 +55,8 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     /// Compare token counts with what providers billed, on runs that recorded usage.
     Calibrate(calibrate::CalibrateArgs),
+    /// Compaction quality on real transcripts: strategies side by side.
+    Eval(eval::EvalArgs),
     /// List stored compaction snapshots, newest first.
     Log(snapshots::LogArgs),
     /// Print one snapshot: figures, summarizer attempts, briefing.
@@ -128,6 +131,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Compact(args) => compact::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
         Command::Calibrate(args) => calibrate::run(&args, &mut out),
+        Command::Eval(args) => eval::run(&args, &mut out),
         Command::Log(args) => snapshots::log(&args, &mut out),
         Command::Show(args) => snapshots::show(&args, &mut out),
         Command::Restore(args) => snapshots::restore(&args, &mut out),

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::briefing::unwrap;
 use crate::ident::identifiers;
 use crate::outcome::{Outcome, outcome};
+use crate::progress::{self, CommandFact, first_sentence, is_exploration, progress_of};
 use crate::tools::{ToolKind, classify, first_string};
 
 /// What the extractor recognises.
@@ -65,19 +66,28 @@ pub struct Facts {
     pub todo: Option<(String, Value)>,
     /// Files touched.
     pub files: Vec<FileFact>,
-    /// Commands run and their outcome, e.g. ``cargo test` → exit 101`.
-    pub commands: Vec<String>,
+    /// Each command once, most recently run last, with its runs and what
+    /// came of its failures. Successful exploration (`ls`, `grep`…) is left out.
+    pub commands: Vec<CommandFact>,
+    /// Progress commands recorded (commits, closed tasks, pushes), in order.
+    pub progress: Vec<String>,
+    /// The first sentence of each thing the agent said, deduplicated.
+    pub narrative: Vec<String>,
     /// Each command run (first line) and whether its result showed success.
     pub command_runs: Vec<(String, bool)>,
     /// Other tool calls with a short argument and outcome.
     pub other_calls: Vec<String>,
-    /// First lines of failed results, oldest first.
+    /// Failed calls other than commands (`Edit src/a.rs: …`), oldest first;
+    /// failed commands are under [`commands`](Self::commands).
     pub errors: Vec<String>,
     /// The latest failed result, verbatim (up to 20 lines).
     pub latest_error: Option<String>,
-    /// Identifiers the agent or user wrote (tool arguments, messages).
+    /// Identifiers the agent or user wrote (tool arguments, messages),
+    /// least worth keeping first: ranked by how often the agent wrote them,
+    /// then how recently.
     pub used_ids: Vec<String>,
-    /// Identifiers that appeared only in tool results (ids created, URLs found).
+    /// Identifiers that appeared only in the latest tool results (ids
+    /// created, URLs found); bulk listings further back are left out.
     pub result_ids: Vec<String>,
     /// User messages (short ones verbatim, long ones head … tail).
     pub user_messages: Vec<String>,
@@ -96,21 +106,31 @@ const DECISION_MARKERS: [&str; 12] = [
 pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     let mut f = Facts::default();
     let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
+    let mut weight = Weights::default();
+    let mut results: Vec<String> = Vec::new();
+    // Identifiers of each file the agent read, by path.
+    let mut read: Vec<(String, Vec<String>)> = Vec::new();
     for m in messages {
         match m.role {
             Role::Assistant => {
                 for p in &m.parts {
                     match p {
                         Part::Text(t) if !t.text.trim().is_empty() => {
-                            push_ids(&mut f.used_ids, &t.text);
+                            weight.add(&mut f.used_ids, &t.text);
                             f.last_state = Some(clip(t.text.trim(), 600, 200));
+                            if let Some(s) = first_sentence(&t.text)
+                                && !f.narrative.contains(&s)
+                            {
+                                f.narrative.push(s);
+                            }
                         }
                         Part::ToolCall(c) => {
                             let args = c.arguments.to_value();
                             let mut strings = Vec::new();
                             collect_strings(&args, &mut strings);
-                            for s in strings.iter().filter(|s| s.len() < 400) {
-                                push_ids(&mut f.used_ids, s);
+                            // Code the agent wrote counts too (edits, new files).
+                            for s in &strings {
+                                weight.add(&mut f.used_ids, &s[..floor_char(s, 20_000)]);
                             }
                             if cfg.todo_tools.iter().any(|t| t == &c.name) {
                                 f.todo = Some((c.name.clone(), args.clone()));
@@ -127,16 +147,16 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                         Part::ToolResult(r) => {
                             let text = r.text();
                             let ok = outcome(r, &text, &cfg.error_prefixes);
-                            for id in identifiers(&text).into_iter().take(60) {
-                                if !f.used_ids.contains(&id) && !f.result_ids.contains(&id) {
-                                    f.result_ids.push(id);
-                                }
-                            }
+                            results.push(text.clone());
                             if let Outcome::Failed(_) = ok {
-                                f.errors.push(clip(first_line(&text).trim(), 240, 0));
                                 f.latest_error = Some(lines(&text, 10));
                             }
                             if let Some((name, args)) = calls.get(r.call_id.as_str()) {
+                                if let (ToolKind::Read(path), Outcome::Ok) =
+                                    (classify(name, args), ok)
+                                {
+                                    read.push((path.to_owned(), identifiers(&text)));
+                                }
                                 record_call(&mut f, name, args, ok, &text);
                             }
                         }
@@ -149,7 +169,86 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
             }
         }
     }
+    weight.rank(&mut f.used_ids);
+    // From results: what the files the agent changed contain, and what the
+    // latest results showed; other listings are bulk.
+    let changed = |path: &str| {
+        f.files
+            .iter()
+            .any(|x| x.path == path && x.edited + x.written > 0)
+    };
+    let mut from_results: Vec<String> = read
+        .into_iter()
+        .filter(|(path, _)| changed(path))
+        .flat_map(|(_, ids)| ids.into_iter().take(80))
+        .collect();
+    // Older results give a few names each, the latest ones more.
+    let n = results.len();
+    for (i, text) in results.iter().enumerate() {
+        let take = if i + RECENT_RESULTS >= n {
+            20
+        } else {
+            OLDER_RESULT_IDS
+        };
+        from_results.extend(identifiers(text).into_iter().take(take));
+    }
+    for id in from_results {
+        if !f.used_ids.contains(&id) && !f.result_ids.contains(&id) && !is_position(&id) {
+            f.result_ids.push(id);
+        }
+    }
     f
+}
+
+/// Tool results whose identifiers the briefing keeps more of (the latest ones).
+const RECENT_RESULTS: usize = 3;
+
+/// Identifiers an older tool result contributes at most.
+const OLDER_RESULT_IDS: usize = 20;
+
+/// How often and how late the agent wrote each identifier.
+#[derive(Default)]
+struct Weights {
+    seen: HashMap<String, (u32, u32)>,
+    clock: u32,
+}
+
+impl Weights {
+    fn add(&mut self, ids: &mut Vec<String>, text: &str) {
+        self.clock += 1;
+        for id in identifiers(text) {
+            if is_position(&id) {
+                continue;
+            }
+            let w = self.seen.entry(id.clone()).or_insert((0, 0));
+            w.0 += 1;
+            w.1 = self.clock;
+            if w.0 == 1 {
+                ids.push(id);
+            }
+        }
+    }
+
+    /// Least worth keeping first: written once, long ago.
+    fn rank(&self, ids: &mut [String]) {
+        ids.sort_by_key(|id| self.seen.get(id).map(|w| (w.1, w.0)).unwrap_or_default());
+    }
+}
+
+/// `lib/a.ex:264:82`, `src/main.rs:10`: a compiler position, not a name
+/// worth keeping (its file is listed on its own).
+fn is_position(id: &str) -> bool {
+    let mut parts = id.rsplit(':');
+    let last = parts.next().unwrap_or("");
+    !last.is_empty() && last.chars().all(|c| c.is_ascii_digit()) && id.contains('.')
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
@@ -157,7 +256,11 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
     if text.is_empty() || unwrap(wrapper, text).is_some() {
         return;
     }
-    push_ids(&mut f.used_ids, text);
+    for id in identifiers(text) {
+        if !f.used_ids.contains(&id) {
+            f.used_ids.push(id);
+        }
+    }
     let lower = text.to_lowercase();
     let short = clip(text, 300, 120);
     if text.len() <= 600 && DECISION_MARKERS.iter().any(|m| lower.contains(m)) {
@@ -177,11 +280,25 @@ fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &st
     match kind {
         ToolKind::Shell(cmd) => {
             let cmd = cmd.trim().lines().next().unwrap_or_default();
-            f.commands
-                .push(format!("`{}` → {status}", clip(cmd, 100, 30)));
             f.command_runs.push((cmd.to_owned(), ok == Outcome::Ok));
+            let failure = (ok != Outcome::Ok).then(|| clip(first_line(result).trim(), 240, 0));
+            if ok == Outcome::Ok {
+                if let Some(p) = progress_of(cmd) {
+                    f.progress.push(p);
+                }
+                if is_exploration(cmd) {
+                    return;
+                }
+            }
+            progress::record(&mut f.commands, cmd, status, failure);
         }
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
+            if ok != Outcome::Ok {
+                f.errors.push(format!(
+                    "{name} `{p}`: {}",
+                    clip(first_line(result).trim(), 240, 0)
+                ));
+            }
             let i = match f.files.iter().position(|x| x.path == p) {
                 Some(i) => i,
                 None => {
@@ -210,6 +327,12 @@ fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &st
             let arg = first_string(args)
                 .map(|s| format!(" `{}`", clip(s, 100, 0)))
                 .unwrap_or_default();
+            if ok != Outcome::Ok {
+                f.errors.push(format!(
+                    "{name}{arg}: {}",
+                    clip(first_line(result).trim(), 240, 0)
+                ));
+            }
             f.other_calls.push(format!("{name}{arg} → {status}"));
         }
     }
@@ -221,14 +344,6 @@ fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
         Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
         _ => {}
-    }
-}
-
-fn push_ids(ids: &mut Vec<String>, text: &str) {
-    for id in identifiers(text) {
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
     }
 }
 

@@ -39,6 +39,7 @@ mod briefing;
 mod facts;
 mod ident;
 mod outcome;
+mod progress;
 mod sheet;
 mod tools;
 mod verify;
@@ -50,6 +51,7 @@ pub use briefing::{
 pub use facts::{FactConfig, Facts, FileFact, extract};
 pub use ident::{identifiers, is_identifier, mentions};
 pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, outcome};
+pub use progress::CommandFact;
 pub use sheet::render;
 pub use tools::{ToolKind, classify, first_string};
 pub use verify::{Verification, verify};

@@ -8,6 +8,7 @@ use serde_json::Value;
 use abridge_model::text::clip;
 
 use crate::facts::Facts;
+use crate::progress::CommandFact;
 
 /// What a section holds. The kind, not its heading, identifies a section:
 /// headings are presentation, and a heading renamed later still parses back
@@ -16,17 +17,19 @@ use crate::facts::Facts;
 enum Kind {
     Task,
     Todo,
+    Progress,
+    Last,
     Decisions,
+    Narrative,
+    Errors,
     Files,
     Commands,
     Calls,
-    Errors,
     LatestError,
     Ids,
     ResultIds,
     Users,
     Earlier,
-    Last,
 }
 
 /// How a section's items are written.
@@ -52,45 +55,55 @@ enum Merge {
 }
 
 impl Kind {
-    /// Every kind, in the order the sheet renders them.
-    const ALL: [Kind; 13] = [
+    /// Every kind, in the order the sheet renders them: the task, its
+    /// progress and the current state first.
+    const ALL: [Kind; 15] = [
         Kind::Task,
         Kind::Todo,
+        Kind::Progress,
+        Kind::Last,
         Kind::Decisions,
+        Kind::Narrative,
+        Kind::Errors,
         Kind::Files,
         Kind::Commands,
         Kind::Calls,
-        Kind::Errors,
         Kind::LatestError,
         Kind::Ids,
         Kind::ResultIds,
         Kind::Users,
         Kind::Earlier,
-        Kind::Last,
     ];
 
     fn title(self) -> &'static str {
         match self {
             Kind::Task => "Task",
             Kind::Todo => "Task list (as last written by the agent)",
+            Kind::Progress => "Done (as the agent's commands record it)",
             Kind::Decisions => "Decisions and corrections from the user",
+            Kind::Narrative => "What the agent did (its own words, oldest first)",
             Kind::Files => "Files",
-            Kind::Commands => "Commands run",
+            Kind::Commands => "Commands (each once: runs and last outcome)",
             Kind::Calls => "Other tool calls",
-            Kind::Errors => "Errors (first lines, oldest first)",
+            Kind::Errors => "Errors and what came of them",
             Kind::LatestError => "Latest error (verbatim)",
             Kind::Ids => "Identifiers used",
             Kind::ResultIds => "Identifiers seen in tool results",
             Kind::Users => "User messages",
             Kind::Earlier => "Earlier briefing",
-            Kind::Last => "Last state before this briefing",
+            Kind::Last => "Current state (the agent's last words)",
         }
     }
 
     /// Headings this kind was written under by earlier versions. When a
     /// title changes, its old text goes here.
     fn legacy_titles(self) -> &'static [&'static str] {
-        &[]
+        match self {
+            Kind::Commands => &["Commands run"],
+            Kind::Errors => &["Errors (first lines, oldest first)"],
+            Kind::Last => &["Last state before this briefing"],
+            _ => &[],
+        }
     }
 
     fn from_heading(heading: &str) -> Option<Kind> {
@@ -105,11 +118,13 @@ impl Kind {
     fn priority_and_keep(self) -> (u8, usize) {
         match self {
             Kind::Task | Kind::Todo | Kind::LatestError | Kind::Last => (u8::MAX, usize::MAX),
+            Kind::Progress => (9, 10),
             Kind::Decisions => (8, 10),
             Kind::Files => (7, 10),
+            Kind::Errors => (7, 3),
             Kind::Ids => (6, 40),
-            Kind::Users => (5, 2),
-            Kind::Errors => (4, 1),
+            Kind::Narrative => (5, 6),
+            Kind::Users => (4, 2),
             Kind::Commands => (3, 3),
             Kind::ResultIds => (2, 0),
             Kind::Calls => (1, 0),
@@ -317,9 +332,27 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
                 Kind::Todo => todo.clone(),
                 Kind::Decisions => f.decisions.clone(),
                 Kind::Files => files.clone(),
-                Kind::Commands => f.commands.clone(),
+                Kind::Progress => f.progress.clone(),
+                Kind::Narrative => f.narrative.clone(),
+                // A command is listed once: with its failure, or as run.
+                Kind::Commands => f
+                    .commands
+                    .iter()
+                    .filter(|c| c.failure.is_none())
+                    .map(CommandFact::line)
+                    .collect(),
+                Kind::Errors => f
+                    .errors
+                    .iter()
+                    .cloned()
+                    .chain(
+                        f.commands
+                            .iter()
+                            .filter(|c| c.failure.is_some())
+                            .map(CommandFact::line),
+                    )
+                    .collect(),
                 Kind::Calls => f.other_calls.clone(),
-                Kind::Errors => f.errors.clone(),
                 Kind::LatestError => f.latest_error.iter().cloned().collect(),
                 Kind::Ids => used.clone(),
                 Kind::ResultIds => f.result_ids.clone(),

@@ -1,0 +1,147 @@
+//! `abridge eval`: compaction quality on real transcripts, strategies side by side.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use abridge::summarize::Summarizer;
+use abridge_eval::{CutKind, CutReport, Options, Strategy, evaluate, html};
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::engine_args::EngineArgs;
+use crate::input::{self, InputArgs};
+
+/// Arguments of `abridge eval`.
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// Transcripts, or folders searched for `.json` / `.jsonl` files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Budget as a share of the tokens before each cut.
+    #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
+    budget: f64,
+    /// Print every cut and strategy as JSON (one array).
+    #[arg(long)]
+    json: bool,
+    /// Also write a self-contained HTML report here.
+    #[arg(long, value_name = "REPORT.html")]
+    html: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
+    #[command(flatten)]
+    input: InputArgs,
+}
+
+pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    if !(args.budget > 0.0 && args.budget <= 1.0) {
+        anyhow::bail!("--budget must be a share in (0, 1], got {}", args.budget);
+    }
+    let mut config = abridge::Config::default();
+    if let Some(path) = &args.engine.config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        config = abridge::Config::from_toml(&text).with_context(|| path.display().to_string())?;
+    }
+    args.engine.apply(&mut config)?;
+    let opts = Options {
+        budget: args.budget,
+        config: config.clone(),
+        ..Options::default()
+    };
+    let llm = || -> Vec<Box<dyn Summarizer>> { args.engine.summarizers(&config, None) };
+    let files = input::expand(&args.paths)?;
+    let progress = ProgressBar::new(files.len() as u64).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut reports = Vec::new();
+    for file in &files {
+        let shown = file.display().to_string();
+        progress.set_message(shown.clone());
+        match input::all(&shown, &args.input) {
+            Ok(convs) => {
+                for (label, conv) in convs {
+                    reports.extend(evaluate(&label, &conv, &opts, &llm));
+                }
+            }
+            Err(e) => progress.println(format!("abridge: skipped {shown}: {e:#}")),
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    if let Some(path) = &args.html {
+        std::fs::write(path, html(&reports))
+            .with_context(|| format!("{}: cannot write the report", path.display()))?;
+    }
+    if args.json {
+        serde_json::to_writer(&mut *out, &reports)?;
+        writeln!(out)?;
+    } else {
+        print_table(&reports, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
+    let pct = |v: f64| format!("{:.1}%", v * 100.0);
+    for r in reports {
+        let cut = match r.cut {
+            CutKind::Recorded => "where the agent compacted".to_owned(),
+            CutKind::Fraction { percent } => format!("at {percent}%"),
+        };
+        writeln!(
+            out,
+            "{} — {cut}: {} tokens before, budget {}, {} identifiers used later",
+            r.source, r.tokens_before, r.budget_tokens, r.later_used
+        )?;
+        writeln!(
+            out,
+            "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}",
+            "strategy", "tokens", "kept", "valid", "recall", "precision", "briefing"
+        )?;
+        for x in &r.results {
+            if let Some(e) = &x.error {
+                writeln!(out, "  {:<26} failed: {e}", x.strategy.label())?;
+                continue;
+            }
+            writeln!(
+                out,
+                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}",
+                x.strategy.label(),
+                x.tokens,
+                pct(x.kept),
+                if x.valid { "yes" } else { "no" },
+                pct(x.recall),
+                x.precision.map_or("—".into(), pct),
+                x.briefing_tokens.map_or("—".into(), |t| t.to_string())
+            )?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "mean over {} cut(s):", reports.len())?;
+    for s in Strategy::ALL {
+        let rs: Vec<_> = reports
+            .iter()
+            .flat_map(|r| &r.results)
+            .filter(|x| x.strategy == s && x.error.is_none())
+            .collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let mean = |f: &dyn Fn(&&abridge_eval::StrategyResult) -> Option<f64>| {
+            let v: Vec<f64> = rs.iter().filter_map(f).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        writeln!(
+            out,
+            "  {:<26} kept {:>6}  recall {:>6}  precision {:>6}",
+            s.label(),
+            mean(&|x| Some(x.kept)).map_or("—".into(), pct),
+            mean(&|x| Some(x.recall)).map_or("—".into(), pct),
+            mean(&|x| x.precision).map_or("—".into(), pct)
+        )?;
+    }
+    Ok(())
+}

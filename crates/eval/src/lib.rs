@@ -1,0 +1,196 @@
+//! Compaction quality on real transcripts, strategies side by side.
+//!
+//! A transcript is cut where its agent compacted (Claude Code's
+//! `compact_boundary`, whose recorded summary becomes one more strategy) or
+//! else at 50 % and 75 % of its turns. Each strategy compacts the history
+//! before the cut to a budget; the history after the cut says what the
+//! agent went on to need. Metrics:
+//!
+//! - **recall**: of the identifiers that appear before the cut and that the
+//!   agent itself writes after it (its text and tool-argument values), the
+//!   share still present in the compacted history;
+//! - **precision** (strategies that write a briefing): of the identifiers
+//!   the briefing names that appear before the cut, the share the agent
+//!   writes after it;
+//! - tokens kept (share of the pre-cut tokens), validity, briefing size.
+//!
+//! ```
+//! use abridge::model::decode;
+//! use abridge_eval::{Options, evaluate};
+//!
+//! let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/coding-agent.openai.json"))?;
+//! let conv = decode(&bytes)?.remove(0);
+//! let cuts = evaluate("coding-agent", &conv, &Options::default(), &|| Vec::new());
+//! assert_eq!(cuts.len(), 2); // at 50 % and 75 % of its turns
+//! assert!(cuts[0].results.iter().any(|r| r.strategy == abridge_eval::Strategy::Offline));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod html;
+mod metrics;
+mod strategy;
+
+pub use html::html;
+pub use metrics::{Targets, later_used};
+pub use strategy::Strategy;
+
+use abridge::Config;
+use abridge::model::{Conversation, Role};
+use abridge::summarize::Summarizer;
+use abridge::tokens::TokenizerKind;
+use serde::{Deserialize, Serialize};
+
+/// How an evaluation runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Budget as a share of the pre-cut tokens.
+    pub budget: f64,
+    /// Tokenizer the budget and sizes are counted with.
+    pub tokenizer: TokenizerKind,
+    /// Engine settings (pipeline, summary size…); the target comes from `budget`.
+    pub config: Config,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            budget: 0.1,
+            tokenizer: TokenizerKind::O200kBase,
+            config: Config::default(),
+        }
+    }
+}
+
+/// Where a transcript was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum CutKind {
+    /// Where the agent compacted its own context.
+    Recorded,
+    /// At this percentage of the agent's turns.
+    Fraction {
+        /// 50 or 75.
+        percent: u8,
+    },
+}
+
+/// One cut of one transcript, every strategy's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CutReport {
+    /// The transcript (file and run label).
+    pub source: String,
+    /// Where it was cut.
+    pub cut: CutKind,
+    /// Messages before the cut.
+    pub messages_before: usize,
+    /// Tokens before the cut.
+    pub tokens_before: u64,
+    /// The budget every strategy compacted to.
+    pub budget_tokens: u64,
+    /// Identifiers from before the cut that the agent writes after it.
+    pub later_used: usize,
+    /// One result per strategy.
+    pub results: Vec<StrategyResult>,
+}
+
+/// What one strategy made of the history before a cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyResult {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// Tokens of the compacted history.
+    pub tokens: u64,
+    /// `tokens` over the pre-cut tokens.
+    pub kept: f64,
+    /// No violation the pre-cut history did not already have.
+    pub valid: bool,
+    /// Share of the later-used identifiers still present.
+    pub recall: f64,
+    /// Share of the briefing's identifiers the agent uses later (briefings only).
+    pub precision: Option<f64>,
+    /// The briefing, when the strategy wrote one.
+    pub briefing: Option<String>,
+    /// Its tokens.
+    pub briefing_tokens: Option<u64>,
+    /// Why the strategy gave no history, when it failed.
+    pub error: Option<String>,
+}
+
+/// Every cut of `conv` with every strategy. `llm` builds the LLM
+/// summarizers (none: the LLM strategy is left out).
+pub fn evaluate(
+    source: &str,
+    conv: &Conversation,
+    opts: &Options,
+    llm: &dyn Fn() -> Vec<Box<dyn Summarizer>>,
+) -> Vec<CutReport> {
+    cuts(conv)
+        .into_iter()
+        .map(|(cut, at, after)| {
+            let pre = Conversation {
+                messages: conv.messages[..at].to_vec(),
+                ..conv.clone_envelope()
+            };
+            let recorded = (cut == CutKind::Recorded).then(|| conv.messages[at].text_content());
+            let targets = Targets::new(&pre, &conv.messages[after..]);
+            let tokens_before = strategy::count(&pre, opts.tokenizer);
+            let budget_tokens = ((tokens_before as f64) * opts.budget) as u64;
+            let has_llm = !llm().is_empty();
+            let results = Strategy::ALL
+                .into_iter()
+                .filter(|s| match s {
+                    Strategy::Recorded => recorded.is_some(),
+                    Strategy::Llm => has_llm,
+                    _ => true,
+                })
+                .map(|s| {
+                    let run = strategy::Run {
+                        pre: &pre,
+                        budget: budget_tokens,
+                        opts,
+                        recorded: recorded.as_deref(),
+                        llm,
+                    };
+                    targets.score(s, run.apply(s), tokens_before, opts.tokenizer)
+                })
+                .collect();
+            CutReport {
+                source: source.to_owned(),
+                cut,
+                messages_before: at,
+                tokens_before,
+                budget_tokens,
+                later_used: targets.len(),
+                results,
+            }
+        })
+        .collect()
+}
+
+/// `(kind, first message after the cut's history, first message the agent
+/// writes after it)`: the recorded compactions, else 50 % and 75 % of the
+/// assistant turns.
+fn cuts(conv: &Conversation) -> Vec<(CutKind, usize, usize)> {
+    if !conv.boundaries.is_empty() {
+        return conv
+            .boundaries
+            .iter()
+            .filter(|b| b.index > 0 && b.index < conv.messages.len())
+            .map(|b| (CutKind::Recorded, b.index, b.index + 1))
+            .collect();
+    }
+    let turns: Vec<usize> = conv
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant)
+        .map(|(i, _)| i)
+        .collect();
+    [50u8, 75]
+        .into_iter()
+        .filter_map(|percent| {
+            let at = *turns.get(turns.len() * usize::from(percent) / 100)?;
+            (at > 0).then_some((CutKind::Fraction { percent }, at, at))
+        })
+        .collect()
+}

@@ -1,0 +1,181 @@
+//! The strategies compared: none, the common peers' ways, and abridge's.
+
+use abridge::model::{Conversation, Message, Part, Role};
+use abridge::summarize::{Summarizer, unwrap};
+use abridge::tokens::{TokenCounter, TokenizerKind};
+use abridge::{Compactor, PolicyKind};
+use serde::{Deserialize, Serialize};
+
+use crate::Options;
+
+/// A way to shorten the history before a cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// The history as it was.
+    None,
+    /// The oldest iterations dropped to the budget, as `trim_messages` does.
+    DropOldest,
+    /// Every tool output but the last 10 replaced by a placeholder (the
+    /// "observation masking" of the Complexity Trap study).
+    ObservationMasking,
+    /// abridge's deterministic clipping only.
+    ClipOnly,
+    /// abridge's configured pipeline: clipping first, a briefing when
+    /// clipping is not enough.
+    Pipeline,
+    /// The old region becomes the offline briefing (the kept tail stays).
+    Offline,
+    /// The old region becomes an LLM briefing from `[[summarizers]]`.
+    Llm,
+    /// The summary the agent itself wrote at the cut (Claude Code).
+    Recorded,
+}
+
+impl Strategy {
+    /// Every strategy, in report order.
+    pub const ALL: [Strategy; 8] = [
+        Strategy::None,
+        Strategy::DropOldest,
+        Strategy::ObservationMasking,
+        Strategy::ClipOnly,
+        Strategy::Pipeline,
+        Strategy::Offline,
+        Strategy::Llm,
+        Strategy::Recorded,
+    ];
+
+    /// Its name in tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::None => "none",
+            Strategy::DropOldest => "drop oldest",
+            Strategy::ObservationMasking => "observation masking",
+            Strategy::ClipOnly => "abridge clip only",
+            Strategy::Pipeline => "abridge pipeline",
+            Strategy::Offline => "abridge offline briefing",
+            Strategy::Llm => "abridge LLM briefing",
+            Strategy::Recorded => "agent's own summary",
+        }
+    }
+}
+
+/// A strategy's output: the history (or why there is none) and its briefing.
+pub(crate) struct Applied {
+    pub(crate) conversation: Option<Conversation>,
+    pub(crate) briefing: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+/// Tokens of a history with `kind`.
+pub(crate) fn count(conv: &Conversation, kind: TokenizerKind) -> u64 {
+    TokenCounter::new(kind).count_conversation(conv) as u64
+}
+
+/// The briefing strategies' pipeline: the old region becomes one briefing
+/// (iterations are dropped only if no briefing fits).
+const BRIEFING: [PolicyKind; 2] = [PolicyKind::Summarize, PolicyKind::DropIterations];
+
+/// Tool outputs kept verbatim by observation masking.
+const MASK_KEEP: usize = 10;
+
+/// What each strategy needs.
+pub(crate) struct Run<'a> {
+    pub(crate) pre: &'a Conversation,
+    pub(crate) budget: u64,
+    pub(crate) opts: &'a Options,
+    pub(crate) recorded: Option<&'a str>,
+    pub(crate) llm: &'a dyn Fn() -> Vec<Box<dyn Summarizer>>,
+}
+
+impl Run<'_> {
+    pub(crate) fn apply(&self, s: Strategy) -> Applied {
+        match s {
+            Strategy::None => self.done(self.pre.clone(), None),
+            Strategy::ObservationMasking => self.done(mask(self.pre), None),
+            Strategy::Recorded => {
+                let mut conv = self.pre.clone_envelope();
+                let text = self.recorded.unwrap_or_default().to_owned();
+                conv.messages.push(Message::text(Role::User, text.clone()));
+                self.done(conv, Some(text))
+            }
+            Strategy::DropOldest => self.engine(Some(vec![PolicyKind::DropIterations]), Vec::new()),
+            Strategy::ClipOnly => {
+                let clip: Vec<PolicyKind> = self
+                    .opts
+                    .config
+                    .policies
+                    .pipeline
+                    .iter()
+                    .copied()
+                    .filter(|k| !matches!(k, PolicyKind::Summarize | PolicyKind::DropIterations))
+                    .collect();
+                self.engine(Some(clip), Vec::new())
+            }
+            Strategy::Pipeline => self.engine(None, Vec::new()),
+            Strategy::Offline => self.engine(Some(BRIEFING.to_vec()), Vec::new()),
+            Strategy::Llm => self.engine(Some(BRIEFING.to_vec()), (self.llm)()),
+        }
+    }
+
+    fn done(&self, conv: Conversation, briefing: Option<String>) -> Applied {
+        Applied {
+            conversation: Some(conv),
+            briefing,
+            error: None,
+        }
+    }
+
+    /// The engine to the budget, with `pipeline` (the configured one when
+    /// `None`) and `summarizers` before the offline sheet.
+    fn engine(
+        &self,
+        pipeline: Option<Vec<PolicyKind>>,
+        summarizers: Vec<Box<dyn Summarizer>>,
+    ) -> Applied {
+        let mut cfg = self.opts.config.clone();
+        cfg.tokenizer = Some(self.opts.tokenizer);
+        cfg.budget.target_tokens = Some(self.budget.max(1));
+        cfg.budget.min_iterations = 1;
+        if let Some(p) = pipeline {
+            cfg.policies.pipeline = p;
+        }
+        let wrapper = cfg.summary.wrapper.clone();
+        let result = Compactor::new(cfg).and_then(|mut c| {
+            c.set_summarizers(summarizers);
+            c.compact(self.pre).map(|o| o.conversation.into_owned())
+        });
+        match result {
+            Ok(conv) => {
+                let briefing = conv
+                    .messages
+                    .iter()
+                    .map(Message::text_content)
+                    .find_map(|t| unwrap(&wrapper, &t).map(str::to_owned));
+                self.done(conv, briefing)
+            }
+            Err(e) => Applied {
+                conversation: None,
+                briefing: None,
+                error: Some(e.to_string()),
+            },
+        }
+    }
+}
+
+/// Every tool output but the last [`MASK_KEEP`] replaced by a placeholder.
+fn mask(pre: &Conversation) -> Conversation {
+    let mut conv = pre.clone();
+    let mut seen = 0;
+    for m in conv.messages.iter_mut().rev() {
+        for p in m.parts.iter_mut().rev() {
+            if let Part::ToolResult(r) = p {
+                seen += 1;
+                if seen > MASK_KEEP {
+                    r.parts = vec![Part::text("[old tool output omitted]")];
+                }
+            }
+        }
+    }
+    conv
+}

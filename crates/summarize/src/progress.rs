@@ -1,0 +1,215 @@
+//! The story of a region in the agent's own terms: each command once with
+//! its runs and what came of its failures, the progress its commands
+//! record (commits, closed tasks, pushes), and the first sentence of each
+//! thing it said.
+
+use abridge_model::text::clip;
+
+/// One command, however often it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandFact {
+    /// The command (first line).
+    pub command: String,
+    /// How many times it ran.
+    pub runs: usize,
+    /// The outcome of its last run (`ok`, `exit 1`, `failed: …`).
+    pub last: String,
+    /// The first line of its first failure, if it ever failed.
+    pub failure: Option<String>,
+    /// A run succeeded after a failure.
+    pub fixed: bool,
+}
+
+impl CommandFact {
+    /// One line: the command, its runs and outcome, what came of a failure.
+    pub fn line(&self) -> String {
+        let runs = if self.runs > 1 {
+            format!(" ×{}", self.runs)
+        } else {
+            String::new()
+        };
+        let mut s = format!("`{}`{runs} → {}", clip(&self.command, 100, 30), self.last);
+        if let Some(f) = &self.failure {
+            let outcome = if self.fixed {
+                "fixed: a later run succeeded"
+            } else {
+                "not fixed"
+            };
+            s.push_str(&format!(" (failed: {}; {outcome})", clip(f, 160, 0)));
+        }
+        s
+    }
+}
+
+/// Adds a run of `command`.
+pub(crate) fn record(
+    list: &mut Vec<CommandFact>,
+    command: &str,
+    last: String,
+    failure: Option<String>,
+) {
+    let i = match list.iter().position(|c| c.command == command) {
+        Some(i) => i,
+        None => {
+            list.push(CommandFact {
+                command: command.to_owned(),
+                runs: 0,
+                last: String::new(),
+                failure: None,
+                fixed: false,
+            });
+            list.len() - 1
+        }
+    };
+    // Keep the most recently run commands last (oldest trimmed first).
+    let mut c = list.remove(i);
+    c.runs += 1;
+    match failure {
+        Some(f) => {
+            c.failure.get_or_insert(f);
+            c.fixed = false;
+        }
+        None if c.failure.is_some() => c.fixed = true,
+        None => {}
+    }
+    c.last = last;
+    list.push(c);
+}
+
+/// Commands that only look around: a successful run is not worth a line.
+pub(crate) fn is_exploration(command: &str) -> bool {
+    let first = command.split_whitespace().next().unwrap_or("");
+    let first = first.rsplit('/').next().unwrap_or(first);
+    matches!(
+        first,
+        "ls" | "cat"
+            | "head"
+            | "tail"
+            | "grep"
+            | "rg"
+            | "find"
+            | "wc"
+            | "echo"
+            | "pwd"
+            | "which"
+            | "tree"
+            | "file"
+            | "stat"
+            | "sed"
+            | "awk"
+            | "sort"
+            | "diff"
+            | "cd"
+    ) || command.starts_with("git status")
+        || command.starts_with("git log")
+        || command.starts_with("git diff")
+        || command.starts_with("git show")
+}
+
+/// The progress a successful command records, in the agent's words: a
+/// commit's message, a closed task and its reason, a push, a pull request.
+pub(crate) fn progress_of(command: &str) -> Option<String> {
+    let c = command.trim();
+    if c.contains("git commit") {
+        let msg = quoted_after(c, &["-m ", "-am ", "--message="]).unwrap_or_default();
+        return Some(
+            format!("committed: {}", clip(&msg, 160, 0))
+                .trim_end_matches(": ")
+                .to_owned(),
+        );
+    }
+    if c.contains("git push") {
+        return Some("pushed".to_owned());
+    }
+    if let Some(rest) = c.split("gh pr create").nth(1) {
+        let title = quoted_after(rest, &["--title ", "-t "]).unwrap_or_default();
+        return Some(format!("opened a pull request: {}", clip(&title, 160, 0)));
+    }
+    // Task trackers: `bd close X --reason=…`, `gh issue close N`, `todo done N`.
+    for verb in [" close ", " done ", " complete "] {
+        if let Some((tool, rest)) = c.split_once(verb) {
+            let tool = tool.split_whitespace().last().unwrap_or("");
+            if ["bd", "issue", "todo", "task", "beads", "linear", "jira"].contains(&tool) {
+                let what = rest.split_whitespace().next().unwrap_or("");
+                let reason = quoted_after(rest, &["--reason=", "--reason ", "-r ", "--comment "])
+                    .map(|r| format!(": {}", clip(&r, 160, 0)))
+                    .unwrap_or_default();
+                return Some(format!("closed {what}{reason}"));
+            }
+        }
+    }
+    None
+}
+
+/// The text after the first of `flags`, unquoted (up to the closing quote,
+/// or the next space when it is not quoted).
+fn quoted_after(s: &str, flags: &[&str]) -> Option<String> {
+    let at = flags.iter().find_map(|f| s.find(f).map(|i| i + f.len()))?;
+    let rest = s[at..].trim_start();
+    let mut chars = rest.chars();
+    match chars.next()? {
+        q @ ('"' | '\'') => Some(chars.take_while(|c| *c != q).collect()),
+        _ => Some(rest.split_whitespace().next().unwrap_or("").to_owned()),
+    }
+}
+
+/// The first sentence of what the agent said (at most a line, 200 bytes).
+pub(crate) fn first_sentence(text: &str) -> Option<String> {
+    let line = text.trim().lines().find(|l| !l.trim().is_empty())?.trim();
+    let end = line
+        .char_indices()
+        .find(|(i, c)| matches!(c, '.' | '!' | '?' | ':') && line[i + 1..].starts_with(' '))
+        .map_or(line.len(), |(i, c)| i + c.len_utf8());
+    let s = clip(&line[..end], 200, 0);
+    (s.chars().count() >= 12).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_collapse_and_remember_their_failure() {
+        let mut l = Vec::new();
+        record(
+            &mut l,
+            "mix test",
+            "exit 1".into(),
+            Some("1 test failed".into()),
+        );
+        record(&mut l, "mix format", "ok".into(), None);
+        record(&mut l, "mix test", "ok".into(), None);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[1].command, "mix test", "latest last");
+        assert_eq!(
+            l[1].line(),
+            "`mix test` ×2 → ok (failed: 1 test failed; fixed: a later run succeeded)"
+        );
+    }
+
+    #[test]
+    fn progress_in_the_agents_words() {
+        assert_eq!(
+            progress_of("git add -A && git commit -m \"feat: add OTEL deps\"").as_deref(),
+            Some("committed: feat: add OTEL deps")
+        );
+        assert_eq!(
+            progress_of("bd close spotter-4te.1 --reason=\"bootstrap done\"").as_deref(),
+            Some("closed spotter-4te.1: bootstrap done")
+        );
+        assert_eq!(
+            progress_of("bd close spotter-4te.2").as_deref(),
+            Some("closed spotter-4te.2")
+        );
+        assert_eq!(
+            progress_of("git push origin main").as_deref(),
+            Some("pushed")
+        );
+        assert_eq!(progress_of("mix test"), None);
+        assert_eq!(
+            first_sentence("Now let me run the tests. Then commit.").as_deref(),
+            Some("Now let me run the tests.")
+        );
+        assert!(is_exploration("grep -rn foo lib/") && !is_exploration("mix test"));
+    }
+}
