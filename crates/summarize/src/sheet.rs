@@ -148,9 +148,12 @@ impl Kind {
         }
     }
 
-    /// Sections whose items are (or end in) paths.
+    /// Sections whose items are (or end in, or name) paths.
     fn holds_paths(self) -> bool {
-        matches!(self, Kind::Files | Kind::Ids | Kind::ResultIds)
+        matches!(
+            self,
+            Kind::Files | Kind::Ids | Kind::ResultIds | Kind::Errors
+        )
     }
 }
 

@@ -322,3 +322,96 @@ fn compact_uses_the_summarizers_declared_in_the_config() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `abridge eval` on the two Claude Code sessions at their real cut: the
+/// table, the JSON and the HTML report agree, the report needs no network,
+/// and abridge's briefing keeps more of what the agent used later than the
+/// agent's own summary.
+#[test]
+fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/claude-code_marot-spotter");
+    let files: Vec<String> = [
+        "4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+        "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
+    ]
+    .iter()
+    .map(|f| dir.join(f).display().to_string())
+    .collect();
+    // Without the corpus, the shipped examples (cut at 50% and 75%).
+    let inputs: Vec<String> = if dir.is_dir() {
+        files
+    } else {
+        eprintln!("corpus absent: evaluating the examples only");
+        vec![
+            "examples/coding-agent.openai.json".into(),
+            "examples/web-agent.anthropic.json".into(),
+        ]
+    };
+    let out = std::env::temp_dir().join(format!("abridge-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let html_path = out.join("report.html");
+    let mut args: Vec<&str> = vec!["eval", "--json", "--html", html_path.to_str().unwrap()];
+    args.extend(inputs.iter().map(String::as_str));
+    let o = abridge(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    // The embedded data is the JSON printed.
+    let start = html.find("id=\"eval-data\">").unwrap() + "id=\"eval-data\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let embedded: Value = serde_json::from_str(&html[start..end].replace("<\\/", "</")).unwrap();
+    assert_eq!(embedded, json);
+    // Every recall cell and every chart bar shows the JSON's figure.
+    let cuts = json.as_array().unwrap();
+    for cut in cuts {
+        for r in cut["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["error"].is_null())
+        {
+            let cell = format!("data-recall=\"{:.4}\"", r["recall"].as_f64().unwrap());
+            assert!(html.contains(&cell), "{cell}");
+        }
+    }
+    let mean = |strategy: &str, metric: &str| {
+        let v: Vec<f64> = cuts
+            .iter()
+            .flat_map(|c| c["results"].as_array().unwrap())
+            .filter(|r| r["strategy"] == strategy && r["error"].is_null())
+            .filter_map(|r| r[metric].as_f64())
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let bar = format!(
+        "data-strategy=\"offline\" data-metric=\"recall\" data-value=\"{:.4}\"",
+        mean("offline", "recall")
+    );
+    assert!(html.contains(&bar), "{bar}");
+    // Self-contained: nothing is fetched.
+    for needle in ["src=\"http", "href=\"http", "<link", "@import", "url("] {
+        assert!(!html.contains(needle), "{needle}");
+    }
+    if dir.is_dir() {
+        for cut in cuts {
+            assert_eq!(cut["cut"]["kind"], "recorded");
+            let of = |s: &str| {
+                cut["results"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["strategy"] == s)
+                    .unwrap()
+                    .clone()
+            };
+            let (ours, theirs) = (of("offline"), of("recorded"));
+            assert!(ours["valid"] == true && ours["kept"].as_f64().unwrap() <= 0.1 + 1e-9);
+            assert!(
+                ours["recall"].as_f64().unwrap() > theirs["recall"].as_f64().unwrap() + 0.2,
+                "{ours} vs {theirs}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
