@@ -344,8 +344,10 @@ fn the_offline_briefing_leads_with_progress_and_lists_each_command_once() {
             messages: conv.messages[..conv.boundaries[0].index].to_vec(),
             ..conv.clone_envelope()
         };
-        let mut cfg = Config::default();
-        cfg.tokenizer = Some(abridge::tokens::TokenizerKind::O200kBase);
+        let mut cfg = Config {
+            tokenizer: Some(abridge::tokens::TokenizerKind::O200kBase),
+            ..Config::default()
+        };
         cfg.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
         cfg.budget.min_iterations = 1;
         let tokens = Compactor::new(cfg.clone()).unwrap().count(&before);
