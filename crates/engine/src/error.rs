@@ -14,8 +14,9 @@ pub enum Error {
     Config(String),
     /// What compaction may not touch is already over the target.
     #[error(
-        "cannot shrink below {floor} tokens (target {target}): system prompt and task {head}{}, pinned {pinned}, last {tail_iterations} iteration(s) {tail}, tool definitions {tools}",
-        briefing_note(*.briefing)
+        "cannot shrink below {floor} tokens (target {target}): system prompt and task {head}{}, pinned {pinned}{}, last {tail_iterations} iteration(s) {tail}, tool definitions {tools}",
+        briefing_note(*.briefing),
+        old_note(*.old)
     )]
     CannotShrink {
         /// Smallest size compaction can reach.
@@ -28,6 +29,9 @@ pub enum Error {
         briefing: u64,
         /// Tokens of pinned messages outside head and tail.
         pinned: u64,
+        /// Tokens of the rest of the old region, clipped as far as the
+        /// pipeline's policies go (0 when it may drop iterations).
+        old: u64,
         /// Tokens of the minimum kept tail.
         tail: u64,
         /// Iterations in the minimum kept tail.
@@ -46,5 +50,13 @@ fn briefing_note(tokens: u64) -> String {
         String::new()
     } else {
         format!(", earlier briefing {tokens} (as short as the budget lets it be)")
+    }
+}
+
+fn old_note(tokens: u64) -> String {
+    if tokens == 0 {
+        String::new()
+    } else {
+        format!(", older iterations clipped as far as the pipeline goes {tokens}")
     }
 }

@@ -309,15 +309,20 @@ impl Compactor {
         let head = head_len(&work.messages).min(tail_start);
         let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
         let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.messages.len()));
-        let pinned = sum(head..tail_start);
+        let pinned: u64 = (head..tail_start)
+            .filter(|&i| work.messages[i].meta.pinned)
+            .map(|i| tokens[i])
+            .sum();
+        let old = sum(head..tail_start) - pinned;
         let briefing =
             earlier_briefing(&work.messages, head, &self.facts.wrapper).map_or(0, |i| tokens[i]);
         Error::CannotShrink {
-            floor: head_t + pinned + tail_t + work.tools,
+            floor: head_t + pinned + old + tail_t + work.tools,
             target,
             head: head_t - briefing,
             briefing,
             pinned,
+            old,
             tail: tail_t,
             tail_iterations: work.tail_n.min(its.len()),
             tools: work.tools,
