@@ -206,32 +206,74 @@ const RECENT_RESULTS: usize = 3;
 /// Identifiers an older tool result contributes at most.
 const OLDER_RESULT_IDS: usize = 20;
 
-/// How often and how late the agent wrote each identifier.
+/// How often and how late the agent wrote each identifier, and whether
+/// only inside code it wrote (a long argument: an edit, a new file).
 #[derive(Default)]
 struct Weights {
-    seen: HashMap<String, (u32, u32)>,
+    seen: HashMap<String, Seen>,
     clock: u32,
+    /// Long arguments written so far.
+    code_calls: u32,
 }
+
+#[derive(Default, Clone, Copy)]
+struct Seen {
+    /// In prose or a short argument (a path, a command, an id).
+    plain: u32,
+    /// Inside code the agent wrote.
+    code: u32,
+    /// When last written.
+    last: u32,
+    /// The long argument it was last written in.
+    last_code: u32,
+}
+
+/// Code the agent wrote is a long argument; its names count for less.
+const CODE_CHARS: usize = 400;
+/// Names from the latest this many code arguments are kept, older ones
+/// only when written again.
+const RECENT_CODE: u32 = 8;
 
 impl Weights {
     fn add(&mut self, ids: &mut Vec<String>, text: &str) {
         self.clock += 1;
+        let code = text.len() >= CODE_CHARS;
+        if code {
+            self.code_calls += 1;
+        }
         for id in identifiers(text) {
             if is_position(&id) {
                 continue;
             }
-            let w = self.seen.entry(id.clone()).or_insert((0, 0));
-            w.0 += 1;
-            w.1 = self.clock;
-            if w.0 == 1 {
+            let w = self.seen.entry(id.clone()).or_default();
+            if w.plain + w.code == 0 {
                 ids.push(id);
             }
+            if code {
+                w.code += 1;
+                w.last_code = self.code_calls;
+            } else {
+                w.plain += 1;
+            }
+            w.last = self.clock;
         }
     }
 
-    /// Least worth keeping first: written once, long ago.
-    fn rank(&self, ids: &mut [String]) {
-        ids.sort_by_key(|id| self.seen.get(id).map(|w| (w.1, w.0)).unwrap_or_default());
+    /// Drops names seen only once in old code; least worth keeping first:
+    /// long ago, then seldom.
+    fn rank(&self, ids: &mut Vec<String>) {
+        let recent = self.code_calls.saturating_sub(RECENT_CODE);
+        ids.retain(|id| {
+            self.seen
+                .get(id)
+                .is_some_and(|w| w.plain > 0 || w.code > 1 || w.last_code > recent)
+        });
+        ids.sort_by_key(|id| {
+            self.seen
+                .get(id)
+                .map(|w| (w.last, w.plain + w.code))
+                .unwrap_or_default()
+        });
     }
 }
 
