@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use abridge::summarize::Summarizer;
 use abridge_eval::{CutKind, CutReport, Options, Strategy, evaluate, html};
+use abridge_llm::LlmSummarizer;
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,6 +29,10 @@ pub(crate) struct EvalArgs {
     /// Also write a self-contained HTML report here.
     #[arg(long, value_name = "REPORT.html")]
     html: Option<PathBuf>,
+    /// Ask probe questions answered from each compacted history and graded
+    /// against the full one, with the first `[[summarizers]]` model.
+    #[arg(long)]
+    probes: bool,
     #[command(flatten)]
     engine: EngineArgs,
     #[command(flatten)]
@@ -51,6 +56,13 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         ..Options::default()
     };
     let llm = || -> Vec<Box<dyn Summarizer>> { args.engine.summarizers(&config, None) };
+    let judge = match (args.probes, config.summarizers.first()) {
+        (false, _) => None,
+        (true, Some(spec)) => Some(Judge(LlmSummarizer::from_spec(spec))),
+        (true, None) => anyhow::bail!(
+            "--probes needs a model: declare [[summarizers]] in --config or give --summarizer openai:MODEL"
+        ),
+    };
     let files = input::expand(&args.paths)?;
     let progress = ProgressBar::new(files.len() as u64).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
@@ -63,7 +75,8 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         match input::all(&shown, &args.input) {
             Ok(convs) => {
                 for (label, conv) in convs {
-                    reports.extend(evaluate(&label, &conv, &opts, &llm));
+                    let judge = judge.as_ref().map(|j| j as &dyn abridge_eval::Llm);
+                    reports.extend(evaluate(&label, &conv, &opts, &llm, judge));
                 }
             }
             Err(e) => progress.println(format!("abridge: skipped {shown}: {e:#}")),
@@ -84,6 +97,17 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The probe model: an LLM summarizer's client with the probes' prompts.
+struct Judge(LlmSummarizer);
+
+impl abridge_eval::Llm for Judge {
+    fn complete(&self, system: &str, user: &str) -> Result<String, String> {
+        self.0
+            .complete_blocking(system, user, 2_000)
+            .map_err(|e| e.to_string())
+    }
+}
+
 fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
     let pct = |v: f64| format!("{:.1}%", v * 100.0);
     for r in reports {
@@ -96,6 +120,9 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
             "{} — {cut}: {} tokens before, budget {}, {} identifiers used later",
             r.source, r.tokens_before, r.budget_tokens, r.later_used
         )?;
+        if let Some(e) = &r.probe_error {
+            writeln!(out, "  probes: none ({e})")?;
+        }
         writeln!(
             out,
             "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}",
@@ -108,14 +135,16 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
             }
             writeln!(
                 out,
-                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}",
+                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}{}",
                 x.strategy.label(),
                 x.tokens,
                 pct(x.kept),
                 if x.valid { "yes" } else { "no" },
                 pct(x.recall),
                 x.precision.map_or("—".into(), pct),
-                x.briefing_tokens.map_or("—".into(), |t| t.to_string())
+                x.briefing_tokens.map_or("—".into(), |t| t.to_string()),
+                x.probe_score
+                    .map_or(String::new(), |p| format!("  probes {}", pct(p)))
             )?;
         }
         writeln!(out)?;

@@ -64,12 +64,16 @@ fn chart(out: &mut String, reports: &[CutReport], metric: &str, name: &str) {
                 .filter_map(|x| match metric {
                     "recall" => Some(x.recall),
                     "precision" => x.precision,
+                    "probe_score" => x.probe_score,
                     _ => Some(x.kept),
                 })
                 .collect();
             (!v.is_empty()).then(|| (s, v.iter().sum::<f64>() / v.len() as f64))
         })
         .collect();
+    if rows.is_empty() {
+        return;
+    }
     let _ = write!(
         out,
         "<h2>{name} (mean over cuts)</h2><svg width=\"560\" height=\"{}\" role=\"img\">",
@@ -102,7 +106,7 @@ fn table(out: &mut String, r: &CutReport) {
     let _ = write!(
         out,
         "<h2>{} — {cut}</h2><p>{} messages, {} tokens before the cut; budget {} tokens; {} identifiers used later.</p>\
-         <table><tr><th>strategy</th><th>tokens</th><th>kept</th><th>valid</th><th>recall</th><th>precision</th><th>briefing tokens</th></tr>",
+         <table><tr><th>strategy</th><th>tokens</th><th>kept</th><th>valid</th><th>recall</th><th>precision</th><th>briefing tokens</th><th>probes</th></tr>",
         esc(&r.source),
         r.messages_before,
         r.tokens_before,
@@ -113,7 +117,7 @@ fn table(out: &mut String, r: &CutReport) {
         let pct = |v: f64| format!("{:.1}%", v * 100.0);
         let _ = write!(
             out,
-            "<tr data-strategy=\"{}\"><td>{}</td><td data-tokens=\"{}\">{}</td><td>{}</td><td>{}</td><td data-recall=\"{:.4}\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-strategy=\"{}\"><td>{}</td><td data-tokens=\"{}\">{}</td><td>{}</td><td>{}</td><td data-recall=\"{:.4}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             serde_json::to_string(&x.strategy)
                 .unwrap_or_default()
                 .trim_matches('"'),
@@ -127,10 +131,24 @@ fn table(out: &mut String, r: &CutReport) {
             x.recall,
             pct(x.recall),
             x.precision.map_or("—".into(), pct),
-            x.briefing_tokens.map_or("—".into(), |t| t.to_string())
+            x.briefing_tokens.map_or("—".into(), |t| t.to_string()),
+            x.probe_score.map_or("—".into(), pct)
         );
     }
-    out.push_str("</table><div class=\"briefings\">");
+    out.push_str("</table>");
+    if !r.probes.is_empty() {
+        out.push_str("<p>Probe questions (reference answers from the full history):</p><ul>");
+        for p in &r.probes {
+            let _ = write!(
+                out,
+                "<li>{} — <i>{}</i></li>",
+                esc(&p.question),
+                esc(&p.reference)
+            );
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("<div class=\"briefings\">");
     for x in r.results.iter().filter(|x| x.briefing.is_some()) {
         let _ = write!(
             out,

@@ -20,7 +20,7 @@
 //!
 //! let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/coding-agent.openai.json"))?;
 //! let conv = decode(&bytes)?.remove(0);
-//! let cuts = evaluate("coding-agent", &conv, &Options::default(), &|| Vec::new());
+//! let cuts = evaluate("coding-agent", &conv, &Options::default(), &|| Vec::new(), None);
 //! assert_eq!(cuts.len(), 2); // at 50 % and 75 % of its turns
 //! assert!(cuts[0].results.iter().any(|r| r.strategy == abridge_eval::Strategy::Offline));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -28,10 +28,12 @@
 
 mod html;
 mod metrics;
+mod probes;
 mod strategy;
 
 pub use html::html;
 pub use metrics::{Targets, later_used};
+pub use probes::{Llm, Probe, ProbeKind};
 pub use strategy::Strategy;
 
 use abridge::Config;
@@ -89,6 +91,10 @@ pub struct CutReport {
     pub budget_tokens: u64,
     /// Identifiers from before the cut that the agent writes after it.
     pub later_used: usize,
+    /// The probe questions asked, when a model was given.
+    pub probes: Vec<Probe>,
+    /// Why there are no probes although a model was given.
+    pub probe_error: Option<String>,
     /// One result per strategy.
     pub results: Vec<StrategyResult>,
 }
@@ -114,15 +120,19 @@ pub struct StrategyResult {
     pub briefing_tokens: Option<u64>,
     /// Why the strategy gave no history, when it failed.
     pub error: Option<String>,
+    /// Mean grade (0–1) of its answers to the probe questions.
+    pub probe_score: Option<f64>,
 }
 
 /// Every cut of `conv` with every strategy. `llm` builds the LLM
-/// summarizers (none: the LLM strategy is left out).
+/// summarizers (none: the LLM strategy is left out); with a `judge`, each
+/// strategy also answers probe questions.
 pub fn evaluate(
     source: &str,
     conv: &Conversation,
     opts: &Options,
     llm: &dyn Fn() -> Vec<Box<dyn Summarizer>>,
+    judge: Option<&dyn Llm>,
 ) -> Vec<CutReport> {
     cuts(conv)
         .into_iter()
@@ -136,6 +146,12 @@ pub fn evaluate(
             let tokens_before = strategy::count(&pre, opts.tokenizer);
             let budget_tokens = ((tokens_before as f64) * opts.budget) as u64;
             let has_llm = !llm().is_empty();
+            let probes = judge.map(|j| probes::write(j, &pre, &conv.messages[after..]));
+            let (probes, probe_error) = match probes {
+                Some(Ok(p)) => (p, None),
+                Some(Err(e)) => (Vec::new(), Some(e)),
+                None => (Vec::new(), None),
+            };
             let results = Strategy::ALL
                 .into_iter()
                 .filter(|s| match s {
@@ -151,7 +167,16 @@ pub fn evaluate(
                         recorded: recorded.as_deref(),
                         llm,
                     };
-                    targets.score(s, run.apply(s), tokens_before, opts.tokenizer)
+                    let applied = run.apply(s);
+                    let probe_score = match (judge, &applied.conversation) {
+                        (Some(j), Some(c)) if !probes.is_empty() => {
+                            probes::score(j, &probes, c).ok()
+                        }
+                        _ => None,
+                    };
+                    let mut r = targets.score(s, applied, tokens_before, opts.tokenizer);
+                    r.probe_score = probe_score;
+                    r
                 })
                 .collect();
             CutReport {
@@ -161,6 +186,8 @@ pub fn evaluate(
                 tokens_before,
                 budget_tokens,
                 later_used: targets.len(),
+                probes,
+                probe_error,
                 results,
             }
         })

@@ -129,6 +129,7 @@ impl Targets {
                 briefing: None,
                 briefing_tokens: None,
                 error: applied.error,
+                probe_score: None,
             };
         };
         let tokens = count(&conv, kind);
@@ -145,6 +146,7 @@ impl Targets {
             briefing_tokens: applied.briefing.as_deref().map(|b| kind.count(b) as u64),
             briefing: applied.briefing,
             error: applied.error,
+            probe_score: None,
         }
     }
 }

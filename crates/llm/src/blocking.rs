@@ -62,6 +62,38 @@ fn default_handle() -> Result<Handle, SummarizeError> {
     }
 }
 
+/// Runs `fut` to completion on `handle` (or the shared runtime), from any
+/// thread: inside a runtime it waits from a scoped helper thread.
+pub(crate) fn block_on<T: Send>(
+    handle: Option<&Handle>,
+    fut: impl std::future::Future<Output = Result<T, SummarizeError>> + Send,
+) -> Result<T, SummarizeError> {
+    let handle = match handle {
+        Some(h) => h.clone(),
+        None => default_handle()?,
+    };
+    if Handle::try_current().is_err() {
+        return handle.block_on(fut);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| handle.block_on(fut))
+            .join()
+            .unwrap_or_else(|_| Err(SummarizeError::Transport("LLM call thread panicked".into())))
+    })
+}
+
+impl LlmSummarizer {
+    /// [`complete`](LlmSummarizer::complete), blocking (on the shared runtime).
+    pub fn complete_blocking(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: u32,
+    ) -> Result<String, SummarizeError> {
+        block_on(None, self.complete(system, user, max_tokens))
+    }
+}
+
 impl<S: AsyncSummarizer> Summarizer for Blocking<S> {
     fn name(&self) -> String {
         self.inner.name()

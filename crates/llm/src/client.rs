@@ -199,6 +199,7 @@ impl LlmSummarizer {
     /// URL, body and headers of the request for this API.
     fn request(
         &self,
+        system: &str,
         user: &str,
         max_tokens: u32,
     ) -> Result<(String, Value, Headers), SummarizeError> {
@@ -218,7 +219,7 @@ impl LlmSummarizer {
                 }
                 let body = json!({
                     "model": self.model,
-                    "messages": [{"role": "system", "content": self.prompt}, {"role": "user", "content": user}],
+                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                     "temperature": 0.1,
                     "max_tokens": max_tokens,
                 });
@@ -231,7 +232,7 @@ impl LlmSummarizer {
                 }
                 let body = json!({
                     "model": self.model,
-                    "system": self.prompt,
+                    "system": system,
                     "messages": [{"role": "user", "content": user}],
                     "temperature": 0.1,
                     "max_tokens": max_tokens,
@@ -243,13 +244,30 @@ impl LlmSummarizer {
     }
 
     /// Sends the request; retries once on 429 when `Retry-After` fits the time limit.
-    async fn call(&self, user: &str, max_tokens: u32) -> Result<String, SummarizeError> {
+    /// One completion with another system prompt than the summarizer's:
+    /// the same client, key, time limit and retry (used by `abridge eval`'s
+    /// probe questions and judge).
+    pub async fn complete(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: u32,
+    ) -> Result<String, SummarizeError> {
+        self.call(system, user, max_tokens).await
+    }
+
+    async fn call(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: u32,
+    ) -> Result<String, SummarizeError> {
         let http = self
             .http
             .as_ref()
             .map_err(|e| SummarizeError::Transport(e.clone()))?;
         let start = Instant::now();
-        let (url, body, headers) = self.request(user, max_tokens)?;
+        let (url, body, headers) = self.request(system, user, max_tokens)?;
         for attempt in 0..2 {
             let left = self.timeout.saturating_sub(start.elapsed());
             let mut rb = http.post(&url).timeout(left).json(&body);
@@ -346,7 +364,7 @@ impl AsyncSummarizer for LlmSummarizer {
         Box::pin(async move {
             let user = self.user_message(req);
             let max = (req.budget_tokens as u32).clamp(256, self.max_output_tokens);
-            self.call(&user, max).await
+            self.call(&self.prompt, &user, max).await
         })
     }
 }

@@ -50,59 +50,28 @@ pub struct Mock {
 impl Mock {
     /// Starts a server that answers one request per reply, in order.
     pub fn start(replies: Vec<Reply>) -> Mock {
+        let replies = Mutex::new(replies.into_iter());
+        Self::serve(move |_| replies.lock().unwrap().next())
+    }
+
+    /// Starts a server that answers every request with what `answer` makes
+    /// of it; it stops at the first `None`.
+    pub fn serve(answer: impl Fn(&Seen) -> Option<Reply> + Send + 'static) -> Mock {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         std::thread::spawn(move || {
-            for reply in replies {
+            loop {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
-                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-                let mut headers = Vec::new();
-                let mut len = 0;
-                loop {
-                    let mut h = String::new();
-                    reader.read_line(&mut h).unwrap();
-                    let h = h.trim_end();
-                    if h.is_empty() {
-                        break;
-                    }
-                    if let Some((k, v)) = h.split_once(':') {
-                        if k.eq_ignore_ascii_case("content-length") {
-                            len = v.trim().parse().unwrap();
-                        }
-                        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-                    }
-                }
-                let mut body = vec![0; len];
-                reader.read_exact(&mut body).unwrap();
-                log.lock().unwrap().push(Seen {
-                    path,
-                    headers,
-                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-                });
-                let mut stream = stream;
-                match reply {
-                    Reply::Hang(d) => std::thread::sleep(d),
-                    Reply::Http(status, body, extra) => {
-                        let mut head = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-                            body.len()
-                        );
-                        for (k, v) in extra {
-                            head.push_str(&format!("{k}: {v}\r\n"));
-                        }
-                        head.push_str("\r\n");
-                        let _ = stream.write_all(head.as_bytes());
-                        let _ = stream.write_all(body.as_bytes());
-                    }
-                }
+                let request = read_request(&stream);
+                log.lock().unwrap().push(request.clone());
+                let Some(reply) = answer(&request) else {
+                    return;
+                };
+                write_reply(stream, reply);
             }
         });
         Mock { url, seen }
@@ -111,6 +80,55 @@ impl Mock {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
+    }
+}
+
+fn read_request(stream: &std::net::TcpStream) -> Seen {
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+    let mut headers = Vec::new();
+    let mut len = 0;
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).unwrap();
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap();
+            }
+            headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).unwrap();
+    Seen {
+        path,
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    }
+}
+
+fn write_reply(mut stream: std::net::TcpStream, reply: Reply) {
+    match reply {
+        Reply::Hang(d) => std::thread::sleep(d),
+        Reply::Http(status, body, extra) => {
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in extra {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
     }
 }
 

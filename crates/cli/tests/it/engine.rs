@@ -415,3 +415,106 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
     }
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// With a model (`--probes`), every strategy answers probe questions from
+/// its compacted history and a judge grades them: the full history answers
+/// everything, and a history that lost the fact does not. The model is a
+/// server on 127.0.0.1 that plays writer, answerer, judge and summarizer.
+#[test]
+fn eval_probes_are_answered_and_graded_per_strategy() {
+    use abridge_testkit::{Mock, openai_ok};
+    let mock = Mock::serve(|req| {
+        let system = req.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let user = req.body["messages"][1]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let reply = if system.contains("probe questions") {
+            r#"Here: [{"kind": "fact", "question": "Which error code did the first build report?", "answer": "E0599"},
+                      {"kind": "files", "question": "Which file holds the date formatting?", "answer": "src/export.rs"}]"#
+                .to_owned()
+        } else if system.starts_with("Answer each question") {
+            let fact = if user.contains("E0599") {
+                "E0599"
+            } else {
+                "unknown"
+            };
+            serde_json::json!([fact, "src/export.rs"]).to_string()
+        } else if system.starts_with("Grade each answer") {
+            let pairs: Value = serde_json::from_str(&user).unwrap();
+            let grades: Vec<u8> = pairs
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| if p["answer"] == p["reference"] { 5 } else { 0 })
+                .collect();
+            serde_json::to_string(&grades).unwrap()
+        } else {
+            "## Task\nFix the CSV date format (APP-1432).\n\n## Progress\nIN-PROGRESS.".to_owned()
+        };
+        Some(openai_ok(&reply))
+    });
+    let base = format!("{}/v1", mock.url);
+    let o = abridge(&[
+        "eval",
+        "examples/coding-agent.openai.json",
+        "--budget",
+        "0.5",
+        "--json",
+        "--probes",
+        "--summarizer",
+        "openai:judge",
+        "--base-url",
+        &base,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cuts: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cuts = cuts.as_array().unwrap();
+    assert_eq!(cuts.len(), 2);
+    for cut in cuts {
+        assert_eq!(cut["probes"].as_array().unwrap().len(), 2, "{cut}");
+        assert!(cut["probe_error"].is_null());
+        let score = |s: &str| {
+            cut["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["strategy"] == s)
+                .unwrap()["probe_score"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(score("none"), 1.0, "the full history answers everything");
+        assert!(score("drop_oldest") <= score("none"));
+        // The LLM strategy ran too, with the same model as summarizer.
+        assert!(
+            cut["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["strategy"] == "llm")
+        );
+    }
+    let lost = cuts
+        .iter()
+        .flat_map(|c| c["results"].as_array().unwrap())
+        .filter(|r| r["probe_score"].as_f64() == Some(0.5))
+        .count();
+    assert!(lost > 0, "some strategy lost the error code");
+    assert!(
+        mock.requests()
+            .iter()
+            .all(|r| r.path == "/v1/chat/completions")
+    );
+    // Without a model, --probes says what it needs.
+    let o = abridge(&["eval", "examples/coding-agent.openai.json", "--probes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--probes needs a model"),
+        "{}",
+        stderr(&o)
+    );
+}
