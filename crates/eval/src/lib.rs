@@ -83,7 +83,7 @@ pub struct CutReport {
     pub source: String,
     /// Where it was cut.
     pub cut: CutKind,
-    /// Messages before the cut.
+    /// Messages of the history before the cut.
     pub messages_before: usize,
     /// Tokens before the cut.
     pub tokens_before: u64,
@@ -136,9 +136,9 @@ pub fn evaluate(
 ) -> Vec<CutReport> {
     cuts(conv)
         .into_iter()
-        .map(|(cut, at, after)| {
+        .map(|(cut, start, at, after)| {
             let pre = Conversation {
-                messages: conv.messages[..at].to_vec(),
+                messages: conv.messages[start..at].to_vec(),
                 ..conv.clone_envelope()
             };
             let recorded = (cut == CutKind::Recorded).then(|| conv.messages[at].text_content());
@@ -182,7 +182,7 @@ pub fn evaluate(
             CutReport {
                 source: source.to_owned(),
                 cut,
-                messages_before: at,
+                messages_before: at - start,
                 tokens_before,
                 budget_tokens,
                 later_used: targets.len(),
@@ -194,17 +194,21 @@ pub fn evaluate(
         .collect()
 }
 
-/// `(kind, first message after the cut's history, first message the agent
-/// writes after it)`: the recorded compactions, else 50 % and 75 % of the
-/// assistant turns.
-fn cuts(conv: &Conversation) -> Vec<(CutKind, usize, usize)> {
+/// `(kind, first message of the history the agent had, first message
+/// after the cut, first message the agent writes after it)`: the recorded
+/// compactions (after an earlier one, the agent's history began at its
+/// summary), else 50 % and 75 % of the assistant turns.
+fn cuts(conv: &Conversation) -> Vec<(CutKind, usize, usize, usize)> {
     if !conv.boundaries.is_empty() {
-        return conv
-            .boundaries
-            .iter()
-            .filter(|b| b.index > 0 && b.index < conv.messages.len())
-            .map(|b| (CutKind::Recorded, b.index, b.index + 1))
-            .collect();
+        let mut start = 0;
+        let mut out = Vec::new();
+        for b in &conv.boundaries {
+            if b.index > start && b.index < conv.messages.len() {
+                out.push((CutKind::Recorded, start, b.index, b.index + 1));
+            }
+            start = b.index;
+        }
+        return out;
     }
     let turns: Vec<usize> = conv
         .messages
@@ -217,7 +221,7 @@ fn cuts(conv: &Conversation) -> Vec<(CutKind, usize, usize)> {
         .into_iter()
         .filter_map(|percent| {
             let at = *turns.get(turns.len() * usize::from(percent) / 100)?;
-            (at > 0).then_some((CutKind::Fraction { percent }, at, at))
+            (at > 0).then_some((CutKind::Fraction { percent }, 0, at, at))
         })
         .collect()
 }
