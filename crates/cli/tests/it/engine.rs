@@ -338,20 +338,29 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
     .iter()
     .map(|f| dir.join(f).display().to_string())
     .collect();
-    // Without the corpus, the shipped examples (cut at 50% and 75%).
-    let inputs: Vec<String> = if dir.is_dir() {
-        files
+    // Without the corpus, the shipped examples (cut at 50% and 75%; too
+    // small for 10%, so at half).
+    let (inputs, budget): (Vec<String>, &str) = if dir.is_dir() {
+        (files, "0.1")
     } else {
         eprintln!("corpus absent: evaluating the examples only");
-        vec![
-            "examples/coding-agent.openai.json".into(),
-            "examples/web-agent.anthropic.json".into(),
-        ]
+        let examples = [
+            "examples/coding-agent.openai.json",
+            "examples/web-agent.anthropic.json",
+        ];
+        (examples.map(String::from).to_vec(), "0.5")
     };
     let out = std::env::temp_dir().join(format!("abridge-eval-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let html_path = out.join("report.html");
-    let mut args: Vec<&str> = vec!["eval", "--json", "--html", html_path.to_str().unwrap()];
+    let mut args: Vec<&str> = vec![
+        "eval",
+        "--json",
+        "--budget",
+        budget,
+        "--html",
+        html_path.to_str().unwrap(),
+    ];
     args.extend(inputs.iter().map(String::as_str));
     let o = abridge(&args);
     assert!(o.status.success(), "{}", stderr(&o));
