@@ -152,7 +152,10 @@ impl Continuity {
     /// earlier compaction is applied when `history` still starts with what it
     /// compacted (only the added messages are counted), and the result goes
     /// through [`Compactor::on_turn`]'s triggers. A new compaction replaces
-    /// the carryover; a diverged history drops it.
+    /// the carryover; a diverged history drops it. On error (the history
+    /// cannot shrink to the target) the carryover is kept: send
+    /// [`Carryover::apply`] of the history if it still applies, which keeps
+    /// the cached prefix, or the history itself.
     pub fn turn<'a>(
         &mut self,
         compactor: &mut Compactor,

@@ -132,7 +132,9 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         let id = SnapshotId(self.conn.last_insert_rowid());
         let retention = self.retention;
-        self.prune(&retention)?;
+        // The snapshot is stored: a retention pass that fails now is tried
+        // again after the next one, and never costs this one.
+        let _ = self.prune(&retention);
         Ok(id)
     }
 
