@@ -3,15 +3,14 @@
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use abridge_model::{Arguments, Conversation, Message, Part, Tool};
+use abridge_model::{Arguments, Conversation, ImageSource, Message, Part, Tool};
 use serde_json::Value;
 
+use crate::image::image_tokens;
 use crate::tokenizer::TokenizerKind;
 
-/// Tokens charged for one image. Images are not decoded; this is the cost
-/// of an image at Anthropic's default maximum size (about 1.15 megapixels,
-/// `w*h/750`), an upper bound for OpenAI high detail at 1024×1024 (765).
-pub const IMAGE_TOKENS: usize = 1_600;
+/// Leading bytes of an image hashed for the count cache: its header.
+const IMAGE_HASH_BYTES: usize = 65_536;
 
 /// Tokens of one message, by kind of content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -165,7 +164,7 @@ fn count_part(kind: TokenizerKind, p: &Part, c: &mut TokenCounts, in_result: boo
     match p {
         Part::Text(t) if in_result => c.tool_results += kind.count(&t.text),
         Part::Text(t) => c.text += kind.count(&t.text),
-        Part::Image(_) => c.images += IMAGE_TOKENS,
+        Part::Image(img) => c.images += image_tokens(kind, img),
         Part::ToolCall(call) => {
             c.tool_args += kind.count(&call.name) + kind.count(&call.arguments.to_json_text());
         }
@@ -193,7 +192,22 @@ pub fn content_hash(m: &Message) -> u64 {
 fn hash_part(p: &Part, h: &mut DefaultHasher) {
     match p {
         Part::Text(t) => (0u8, &t.text).hash(h),
-        Part::Image(_) => 1u8.hash(h),
+        // Its count depends on the header and, for `detail`, the source fields.
+        Part::Image(img) => {
+            1u8.hash(h);
+            match &img.source {
+                ImageSource::Url(u) => u[..u.len().min(IMAGE_HASH_BYTES)].as_bytes().hash(h),
+                ImageSource::Base64 { data, .. } => (
+                    data.len(),
+                    data.as_bytes()[..data.len().min(IMAGE_HASH_BYTES)].to_vec(),
+                )
+                    .hash(h),
+            }
+            img.source_extra
+                .get("detail")
+                .map(ToString::to_string)
+                .hash(h);
+        }
         Part::ToolCall(c) => {
             (2u8, &c.name).hash(h);
             match &c.arguments {

@@ -24,9 +24,11 @@
 
 pub mod calibrate;
 mod counter;
+mod image;
 mod registry;
 mod tokenizer;
 
-pub use counter::{IMAGE_TOKENS, TokenCounter, TokenCounts, content_hash};
+pub use counter::{TokenCounter, TokenCounts, content_hash};
+pub use image::{IMAGE_TOKENS, image_tokens};
 pub use registry::{ModelInfo, PRICES_AS_OF, Price, Registry, Resolved};
 pub use tokenizer::{TokenizerKind, UnknownTokenizer, estimate};
