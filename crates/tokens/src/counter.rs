@@ -195,14 +195,12 @@ fn hash_part(p: &Part, h: &mut DefaultHasher) {
         // Its count depends on the header and, for `detail`, the source fields.
         Part::Image(img) => {
             1u8.hash(h);
-            match &img.source {
-                ImageSource::Url(u) => u[..u.len().min(IMAGE_HASH_BYTES)].as_bytes().hash(h),
-                ImageSource::Base64 { data, .. } => (
-                    data.len(),
-                    data.as_bytes()[..data.len().min(IMAGE_HASH_BYTES)].to_vec(),
-                )
-                    .hash(h),
-            }
+            let bytes = match &img.source {
+                ImageSource::Url(u) => u.as_bytes(),
+                ImageSource::Base64 { data, .. } => data.as_bytes(),
+            };
+            bytes.len().hash(h);
+            bytes[..bytes.len().min(IMAGE_HASH_BYTES)].hash(h);
             img.source_extra
                 .get("detail")
                 .map(ToString::to_string)
