@@ -108,8 +108,8 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
     let mut weight = Weights::default();
     let mut results: Vec<String> = Vec::new();
-    // Identifiers of each file the agent read, by path.
-    let mut read: Vec<(String, Vec<String>)> = Vec::new();
+    // Each file the agent read: its path and the index of its text in `results`.
+    let mut read: Vec<(String, usize)> = Vec::new();
     for m in messages {
         match m.role {
             Role::Assistant => {
@@ -145,19 +145,20 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                 for p in &m.parts {
                     match p {
                         Part::ToolResult(r) => {
-                            let text = r.text();
-                            let ok = outcome(r, &text, &cfg.error_prefixes);
-                            results.push(text.clone());
+                            let at = results.len();
+                            results.push(r.text());
+                            let text = &results[at];
+                            let ok = outcome(r, text, &cfg.error_prefixes);
                             if let Outcome::Failed(_) = ok {
-                                f.latest_error = Some(lines(&text, 10));
+                                f.latest_error = Some(lines(text, 10));
                             }
                             if let Some((name, args)) = calls.get(r.call_id.as_str()) {
                                 if let (ToolKind::Read(path), Outcome::Ok) =
                                     (classify(name, args), ok)
                                 {
-                                    read.push((path.to_owned(), identifiers(&text)));
+                                    read.push((path.to_owned(), at));
                                 }
-                                record_call(&mut f, name, args, ok, &text);
+                                record_call(&mut f, name, args, ok, text);
                             }
                         }
                         Part::Text(t) if m.role == Role::User => {
@@ -177,10 +178,11 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
             .iter()
             .any(|x| x.path == path && x.edited + x.written > 0)
     };
+    // Identifiers are read only from the files that turned out changed.
     let mut from_results: Vec<String> = read
         .into_iter()
         .filter(|(path, _)| changed(path))
-        .flat_map(|(_, ids)| ids.into_iter().take(80))
+        .flat_map(|(_, at)| identifiers(&results[at]).into_iter().take(80))
         .collect();
     // Older results give a few names each, the latest ones more.
     let n = results.len();
