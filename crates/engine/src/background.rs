@@ -15,7 +15,7 @@ use abridge_model::Conversation;
 use tokio::sync::oneshot;
 
 use crate::compactor::Compactor;
-use crate::continuity::{Carryover, PrefixKey};
+use crate::continuity::Carryover;
 
 type Factory = Arc<dyn Fn() -> Compactor + Send + Sync>;
 
@@ -128,10 +128,5 @@ impl Preparer {
     pub fn take_carryover(&mut self, conv: &Conversation) -> Option<Carryover> {
         self.collect();
         self.ready.take().filter(|c| c.applies_to(conv))
-    }
-
-    /// The prefix a ready preparation replaces.
-    pub fn ready_for(&self) -> Option<PrefixKey> {
-        self.ready.as_ref().map(Carryover::source)
     }
 }

@@ -38,10 +38,11 @@ pub struct Compactor {
     last_sent: Option<u64>,
 }
 
-/// An evaluation under way: the history's tokens, the events so far, and
-/// when it started.
+/// An evaluation under way: the history's tokens and iterations, the events
+/// so far, and when it started.
 pub(crate) struct Eval {
     pub(crate) tokens: u64,
+    pub(crate) iterations: usize,
     pub(crate) events: Vec<Event>,
     pub(crate) start: Instant,
 }
@@ -228,8 +229,8 @@ impl Compactor {
             .target_for(reason)
             .map(|t| self.calibration.unapply(t));
         // The cadence counts from this evaluation, whatever it does.
-        self.compacted_at_iteration = iterations(&conv.messages).len();
-        let (tokens, start) = (eval.tokens, eval.start);
+        self.compacted_at_iteration = eval.iterations;
+        let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
         let plan = self.plan(reason, target);
         let mut outcome = self.run(conv, &plan, eval)?;
         let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
@@ -248,6 +249,7 @@ impl Compactor {
         events.push(skip);
         let eval = Eval {
             tokens,
+            iterations: its,
             events,
             start,
         };
@@ -345,6 +347,7 @@ impl Compactor {
         self.emit(&event);
         Eval {
             tokens,
+            iterations,
             events: vec![event],
             start,
         }

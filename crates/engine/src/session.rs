@@ -126,6 +126,7 @@ impl Session {
         // Only a turn that compacts pays for an evaluation record.
         let eval = Eval {
             tokens: self.total,
+            iterations: self.iterations,
             events: vec![size],
             start,
         };
