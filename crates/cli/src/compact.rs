@@ -50,7 +50,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let (label, conv) = input::one(&args.file, &args.input)?;
     let config = args.engine.config(&conv)?;
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers(compactor.config(), None));
+    compactor.set_summarizers(abridge_llm::cascade(&compactor.config().summarizers, None));
     if let Some(store) = args.store.open(&label, compactor.config().store) {
         compactor.set_store(Box::new(store));
     }

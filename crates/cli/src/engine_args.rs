@@ -2,9 +2,7 @@
 
 use std::path::PathBuf;
 
-use abridge::summarize::Summarizer;
 use abridge::{Config, SummarizerSpec};
-use abridge_llm::{Blocking, LlmSummarizer};
 use abridge_model::{Conversation, Family};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -148,26 +146,5 @@ impl EngineArgs {
         }
         config.check()?;
         Ok(())
-    }
-
-    /// The config's LLM summarizers, in cascade order (the compactor adds
-    /// the offline one as the last resort); `prompt` replaces their system
-    /// prompt.
-    pub(crate) fn summarizers(
-        &self,
-        config: &Config,
-        prompt: Option<&str>,
-    ) -> Vec<Box<dyn Summarizer>> {
-        config
-            .summarizers
-            .iter()
-            .map(|spec| {
-                let mut llm = LlmSummarizer::from_spec(spec);
-                if let Some(p) = prompt {
-                    llm = llm.prompt(p);
-                }
-                Box::new(Blocking::new(llm)) as Box<dyn Summarizer>
-            })
-            .collect()
     }
 }

@@ -55,7 +55,7 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         config: config.clone(),
         ..Options::default()
     };
-    let llm = || -> Vec<Box<dyn Summarizer>> { args.engine.summarizers(&config, None) };
+    let llm = || -> Vec<Box<dyn Summarizer>> { abridge_llm::cascade(&config.summarizers, None) };
     let judge = match (args.probes, config.summarizers.first()) {
         (false, _) => None,
         (true, Some(spec)) => Some(Judge(LlmSummarizer::from_spec(spec))),

@@ -88,7 +88,7 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
         config.trigger.max_tokens = Some(t);
     }
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(args.engine.summarizers(compactor.config(), None));
+    compactor.set_summarizers(abridge_llm::cascade(&compactor.config().summarizers, None));
     let limits = *compactor.limits();
     let mut registry = Registry::new();
     registry.extend(compactor.config().models.clone());

@@ -338,13 +338,14 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode>
     let conv = s.history()?;
     let mut config = s.config.clone();
     args.engine.apply(&mut config)?;
-    let prompt = match &args.prompt {
-        Some(p) => Some(
-            std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?,
-        ),
-        None => None,
-    };
-    let summarizers = args.engine.summarizers(&config, prompt.as_deref());
+    if let Some(p) = &args.prompt {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?;
+        for spec in &mut config.summarizers {
+            spec.prompt = Some(text.clone());
+        }
+    }
+    let summarizers = abridge_llm::cascade(&config.summarizers, None);
     let mut compactor = Compactor::new(config)?;
     compactor.set_summarizers(summarizers);
     let outcome = compactor

@@ -87,9 +87,12 @@ pub struct SummarizerSpec {
     /// Time limit of one attempt, in seconds.
     #[serde(default = "SummarizerSpec::default_timeout")]
     pub timeout_secs: f64,
-    /// Instructions appended to the built-in prompt.
+    /// Instructions appended to the prompt.
     #[serde(default)]
     pub instructions: Option<String>,
+    /// A system prompt replacing the built-in one (`abridge_llm::DEFAULT_PROMPT`).
+    #[serde(default)]
+    pub prompt: Option<String>,
 }
 
 impl SummarizerSpec {
@@ -102,6 +105,7 @@ impl SummarizerSpec {
             api_key_env: None,
             timeout_secs: Self::default_timeout(),
             instructions: None,
+            prompt: None,
         }
     }
 

@@ -134,6 +134,7 @@ pub fn evaluate(
     llm: &dyn Fn() -> Vec<Box<dyn Summarizer>>,
     judge: Option<&dyn Llm>,
 ) -> Vec<CutReport> {
+    let has_llm = !llm().is_empty();
     cuts(conv)
         .into_iter()
         .map(|(cut, start, at, after)| {
@@ -145,7 +146,6 @@ pub fn evaluate(
             let targets = Targets::new(&pre, &conv.messages[after..]);
             let tokens_before = strategy::count(&pre, opts.tokenizer);
             let budget_tokens = ((tokens_before as f64) * opts.budget) as u64;
-            let has_llm = !llm().is_empty();
             let probes = judge.map(|j| probes::write(j, &pre, &conv.messages[after..]));
             let (probes, probe_error) = match probes {
                 Some(Ok(p)) => (p, None),

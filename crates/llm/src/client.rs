@@ -107,6 +107,9 @@ impl LlmSummarizer {
         if let Some(url) = &spec.base_url {
             s = s.base_url(url.clone());
         }
+        if let Some(p) = &spec.prompt {
+            s = s.prompt(p.clone());
+        }
         if let Some(var) = &spec.api_key_env {
             s.key = match env_key(var) {
                 Some(k) => Key::Value(Some(k)),

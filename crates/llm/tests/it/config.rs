@@ -125,3 +125,23 @@ fn blocking_facade_works_inside_a_runtime() {
     let report = rt.block_on(async { compact(cfg) });
     assert_eq!(report.summarizer.as_deref(), Some("openai:cfg-model"));
 }
+
+#[test]
+fn a_configured_prompt_replaces_the_built_in_one() {
+    let mock = Mock::start(vec![openai_ok(BRIEFING)]);
+    let mut cfg = config(&mock.url, "");
+    cfg.summarizers[0].prompt = Some("You condense agent logs for ops.".into());
+    cfg.summarizers[0].instructions = Some("Keep ticket ids.".into());
+    let report = compact(cfg);
+    assert_eq!(report.summarizer.as_deref(), Some("openai:cfg-model"));
+    let body = &mock.requests()[0].body;
+    assert_eq!(
+        body["messages"][0]["content"],
+        "You condense agent logs for ops."
+    );
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.ends_with("Additional instructions:\nKeep ticket ids."),
+        "{user}"
+    );
+}
