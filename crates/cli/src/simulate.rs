@@ -141,7 +141,7 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
                 Ok(r) => (r.compacted(), false),
                 Err(_) => (false, true),
             };
-            let cached = cached_prefix(&mut session, &mut sent, tools);
+            let cached = cached_prefix(&session, &mut sent, tools);
             turns.push(Turn {
                 turn: turns.len() + 1,
                 index: head + offset,
@@ -166,20 +166,14 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
 /// Tokens of the prompt the session sends now that a provider's prefix
 /// cache holds from the previous turn: everything up to the first message
 /// that changed. `sent` is the previous prompt, replaced by this one.
-fn cached_prefix(session: &mut Session, sent: &mut Vec<abridge_model::Message>, tools: u64) -> u64 {
+fn cached_prefix(session: &Session, sent: &mut Vec<abridge_model::Message>, tools: u64) -> u64 {
     let now = &session.conversation().messages;
     let same = sent.iter().zip(now).take_while(|(a, b)| a == b).count();
-    let prefix = now[..same].to_vec();
-    *sent = now.clone();
+    sent.clone_from(now);
     if same == 0 {
         return 0;
     }
-    tools
-        + session
-            .compactor_mut()
-            .message_tokens(&prefix)
-            .iter()
-            .sum::<u64>()
+    tools + session.message_tokens()[..same].iter().sum::<u64>()
 }
 
 /// Totals and ratios of a replay.

@@ -95,6 +95,11 @@ impl Session {
         self.total
     }
 
+    /// Tokens of each message of the history now (tool declarations aside).
+    pub fn message_tokens(&self) -> &[u64] {
+        &self.tokens
+    }
+
     /// The compactor, e.g. to subscribe to events.
     pub fn compactor_mut(&mut self) -> &mut Compactor {
         &mut self.compactor
