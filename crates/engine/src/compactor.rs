@@ -261,10 +261,29 @@ impl Compactor {
     /// iterations. A history already at or under the target is returned
     /// borrowed.
     pub fn compact<'a>(&mut self, conv: &'a Conversation) -> Result<Outcome<'a>> {
-        let eval = self.observe_now(conv);
         let target = self.limits.target.map(|t| self.calibration.unapply(t));
+        self.compact_with_target(conv, target)
+    }
+
+    /// Compacts now to `target` tokens (in the provider's units, as
+    /// calibrated), e.g. after the provider refused the history as too long.
+    pub fn compact_to<'a>(&mut self, conv: &'a Conversation, target: u64) -> Result<Outcome<'a>> {
+        let target = self.calibration.unapply(target);
+        self.compact_with_target(conv, Some(target))
+    }
+
+    fn compact_with_target<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        target: Option<u64>,
+    ) -> Result<Outcome<'a>> {
+        let eval = self.observe_now(conv);
         let plan = self.plan(Reason::Forced, target);
-        self.run(conv, &plan, eval)
+        let outcome = self.run(conv, &plan, eval);
+        if let Ok(o) = &outcome {
+            self.sent(o.report.tokens_after);
+        }
+        outcome
     }
 
     /// Compacts now because the agent asked (`compact_history`): everything

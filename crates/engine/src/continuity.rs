@@ -186,6 +186,31 @@ impl Continuity {
         })
     }
 
+    /// Compacts `history` now to `target` tokens (see
+    /// [`Compactor::compact_to`]), starting from the carried-over prefix when
+    /// it still applies; the result is carried over to the next turn.
+    pub fn compact_to(
+        &mut self,
+        compactor: &mut Compactor,
+        history: &Conversation,
+        target: u64,
+    ) -> Result<Conversation> {
+        let view = match self.carry.as_ref().and_then(|c| c.apply(history)) {
+            Some(v) => v,
+            None => history.clone(),
+        };
+        let outcome = compactor.compact_to(&view, target)?;
+        let tools = compactor.tool_tokens(history);
+        let tokens = outcome.report.tokens_after.saturating_sub(tools);
+        let compacted = outcome.conversation.into_owned();
+        self.carry = Some(Carryover::new(
+            &history.messages,
+            compacted.messages.clone(),
+            tokens,
+        ));
+        Ok(compacted)
+    }
+
     fn remember(&mut self, compactor: &Compactor, history: &Conversation, outcome: &Outcome<'_>) {
         if !outcome.report.compacted {
             return;

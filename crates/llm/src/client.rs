@@ -68,12 +68,18 @@ impl std::fmt::Debug for Key {
 
 static TLS: Once = Once::new();
 
-fn http_client() -> Result<reqwest::Client, String> {
+/// A `reqwest` client builder with rustls (ring) ready: what every HTTP
+/// client of abridge starts from.
+pub fn client_builder() -> reqwest::ClientBuilder {
     TLS.call_once(|| {
         // Ignore "already installed": any installed ring/aws provider works.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
     reqwest::Client::builder()
+}
+
+fn http_client() -> Result<reqwest::Client, String> {
+    client_builder()
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }

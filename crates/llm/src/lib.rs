@@ -34,4 +34,6 @@ mod client;
 mod serialize;
 
 pub use blocking::{Blocking, cascade};
-pub use client::{DEFAULT_PROMPT, LlmSummarizer, default_base_url, default_key_variable};
+pub use client::{
+    DEFAULT_PROMPT, LlmSummarizer, client_builder, default_base_url, default_key_variable,
+};

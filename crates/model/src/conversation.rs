@@ -93,6 +93,16 @@ pub enum Tool {
     Opaque(Value),
 }
 
+impl Tool {
+    /// The tool's name (an opaque declaration's `name` field), if it has one.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Tool::Function(f) => Some(&f.name),
+            Tool::Opaque(v) => v.get("name").and_then(Value::as_str),
+        }
+    }
+}
+
 /// A function tool declaration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FunctionTool {

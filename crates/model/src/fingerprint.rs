@@ -1,7 +1,10 @@
 //! Fingerprints of wire content: equal for messages that send the same
 //! bytes' worth of meaning to a provider, different (but for a 2⁻⁶⁴ chance)
 //! when anything sent differs — text, ids, images, unknown fields, order.
-//! [`Meta`](crate::Meta) is not sent and not hashed. The algorithm (XXH3
+//! [`Meta`](crate::Meta) is not sent and not hashed; nor are `cache_control`
+//! markers, which say where a provider caches, not what the model reads —
+//! clients move them to the newest message every turn, and a history whose
+//! marker moved is still the same history. The algorithm (XXH3
 //! over a tagged, length-prefixed walk) is fixed, so fingerprints can be
 //! stored and compared across processes and releases.
 
@@ -21,6 +24,9 @@ pub fn fingerprint(messages: &[Message]) -> u64 {
     }
     h.0.digest()
 }
+
+/// The Anthropic prompt-cache marker, left out of fingerprints.
+const CACHE_CONTROL: &str = "cache_control";
 
 struct Feed(Xxh3Default);
 
@@ -145,8 +151,9 @@ impl Feed {
     }
 
     fn extra(&mut self, e: &Extra) {
-        self.len(e.len());
-        for (k, v) in e {
+        let hashed = |k: &&String| k.as_str() != CACHE_CONTROL;
+        self.len(e.keys().filter(hashed).count());
+        for (k, v) in e.iter().filter(|(k, _)| hashed(k)) {
             self.str(k);
             self.value(v);
         }
@@ -196,6 +203,12 @@ mod tests {
         let mut other = base.clone();
         other[0].extra.insert("name".into(), Value::from("x"));
         assert_ne!(f, fingerprint(&other));
+        let mut marked = base.clone();
+        marked[0].extra.insert(
+            "cache_control".into(),
+            serde_json::json!({"type": "ephemeral"}),
+        );
+        assert_eq!(f, fingerprint(&marked), "a cache marker is not content");
         let two = vec![
             Message::text(Role::User, "hel"),
             Message::text(Role::User, "lo"),
