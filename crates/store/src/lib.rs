@@ -26,6 +26,7 @@
 //! ```
 
 mod migrate;
+mod session;
 mod sqlite;
 
 use abridge::model::{Conversation, Family, decode_value};
@@ -33,6 +34,10 @@ use abridge::{Config, Report, SnapshotId, SnapshotSink, StoreConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use session::{
+    SessionRecord, SessionStore, StoredParts, carried_body, carryover_from, record_from,
+    stored_parts,
+};
 pub use sqlite::Store;
 
 /// Result alias for this crate.
@@ -87,6 +92,14 @@ pub enum Error {
         what: &'static str,
         /// serde's message.
         message: String,
+    },
+    /// A stored session is not what was written.
+    #[error("session {id}: {what}")]
+    CorruptSession {
+        /// Session id.
+        id: String,
+        /// What is wrong.
+        what: String,
     },
     /// No snapshot has that id.
     #[error("no snapshot with id {0}")]

@@ -4,6 +4,7 @@
 //!   attempts as `ok` + `error` text).
 //! - 2: a `family` column; reports and attempts in the typed shape
 //!   ([`abridge::Attempt`] with its outcome).
+//! - 3: a `sessions` table (what `abridge serve` carries over per session).
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -32,6 +33,19 @@ CREATE TABLE snapshots (
     config        TEXT NOT NULL,
     before_body   TEXT NOT NULL,
     after_body    TEXT NOT NULL
+);";
+
+const V3_SESSIONS: &str = "
+CREATE TABLE sessions (
+    id                 TEXT PRIMARY KEY,
+    family             TEXT NOT NULL CHECK (family IN ('openai', 'anthropic')),
+    model              TEXT,
+    source_len         INTEGER,
+    source_fingerprint INTEGER,
+    tokens             INTEGER,
+    body               TEXT,
+    calibration        TEXT NOT NULL,
+    updated_at         TEXT NOT NULL
 );";
 
 /// Brings the store at `conn` to [`VERSION`].
@@ -67,6 +81,10 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     }
     if version == 1 {
         to_v2(&tx).map_err(sql)?;
+        version = 2;
+    }
+    if version == 2 {
+        tx.execute_batch(V3_SESSIONS).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;

@@ -17,7 +17,7 @@ use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
 /// A snapshot store in one SQLite file.
 #[derive(Debug)]
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: String,
     source: Option<String>,
     retention: StoreConfig,
@@ -71,6 +71,15 @@ impl Store {
         self
     }
 
+    /// Records a snapshot under another source than [`with_source`](Self::with_source)'s
+    /// (a proxy's session id).
+    pub fn record_as(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId> {
+        let kept = self.source.replace(source.to_owned());
+        let id = self.insert(snapshot);
+        self.source = kept;
+        id
+    }
+
     /// Applies `retention` after every snapshot recorded (the default:
     /// [`StoreConfig::default`]).
     pub fn with_retention(mut self, retention: StoreConfig) -> Self {
@@ -83,7 +92,7 @@ impl Store {
         self.conn.execute_batch("VACUUM").map_err(|e| self.sql(e))
     }
 
-    fn sql(&self, cause: rusqlite::Error) -> Error {
+    pub(crate) fn sql(&self, cause: rusqlite::Error) -> Error {
         Error::Sqlite {
             path: self.path.clone(),
             cause,

@@ -1,0 +1,211 @@
+//! What a proxy remembers of a session between requests: the compaction it
+//! carries over and the calibration it learned, so a restarted proxy (or
+//! another replica) sends the same compacted prefix.
+
+use abridge::model::{Conversation, Family, decode_value, encode};
+use abridge::{Calibration, Carryover, PrefixKey, SnapshotData, SnapshotId};
+use rusqlite::{OptionalExtension, params};
+
+use crate::{Error, Result, Store};
+
+/// One session's state, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    /// The session id: a digest, never a credential.
+    pub id: String,
+    /// Wire family of its requests.
+    pub family: Family,
+    /// Model of its requests.
+    pub model: Option<String>,
+    /// The compaction carried over to the next request, if any.
+    pub carryover: Option<Carryover>,
+    /// The correction to the provider's count learned so far.
+    pub calibration: Calibration,
+}
+
+/// What a proxy keeps, whatever the database behind it: sessions, and a
+/// snapshot of every compaction under the session's id.
+pub trait SessionStore: Send {
+    /// Records a compaction of session `source`.
+    fn record_snapshot(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId>;
+    /// The session with this id, if stored.
+    fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>>;
+    /// Stores (or replaces) a session.
+    fn save_session(&mut self, record: &SessionRecord) -> Result<()>;
+}
+
+/// A carryover's messages as a wire body of `family`, for storage.
+pub fn carried_body(family: Family, carry: &Carryover) -> Result<String> {
+    let mut conv = Conversation::new(family);
+    conv.messages = carry.messages().to_vec();
+    encode(&conv)
+        .map(|v| v.to_string())
+        .map_err(|e| Error::Serialize {
+            what: "carried messages",
+            message: e.to_string(),
+        })
+}
+
+/// A carryover back from its stored parts.
+pub fn carryover_from(
+    id: &str,
+    family: Family,
+    source: PrefixKey,
+    body: &str,
+    tokens: u64,
+) -> Result<Carryover> {
+    let corrupt = |what: String| Error::CorruptSession {
+        id: id.to_owned(),
+        what,
+    };
+    let value = serde_json::from_str(body).map_err(|e| corrupt(format!("body: {e}")))?;
+    let format = Conversation::new(family).format;
+    let mut convs = decode_value(value, format).map_err(|e| corrupt(format!("body: {e}")))?;
+    let messages = convs.pop().map(|c| c.messages).unwrap_or_default();
+    Ok(Carryover::from_parts(source, messages, tokens))
+}
+
+impl SessionStore for Store {
+    fn record_snapshot(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId> {
+        self.record_as(source, snapshot)
+    }
+
+    fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
+        type Row = (
+            String,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            String,
+        );
+        let row: Option<Row> = self
+            .conn
+            .query_row(
+                "SELECT family, model, source_len, source_fingerprint, tokens, body, calibration
+                 FROM sessions WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        let Some((family, model, len, fp, tokens, body, calibration)) = row else {
+            return Ok(None);
+        };
+        record_from(id, &family, model, (len, fp, tokens, body), &calibration).map(Some)
+    }
+
+    fn save_session(&mut self, record: &SessionRecord) -> Result<()> {
+        let parts = stored_parts(record)?;
+        self.conn
+            .execute(
+                "INSERT INTO sessions (id, family, model, source_len, source_fingerprint, tokens,
+                    body, calibration, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+                 ON CONFLICT (id) DO UPDATE SET family = ?2, model = ?3, source_len = ?4,
+                    source_fingerprint = ?5, tokens = ?6, body = ?7, calibration = ?8,
+                    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+                params![
+                    record.id,
+                    record.family.as_str(),
+                    record.model,
+                    parts.len,
+                    parts.fingerprint,
+                    parts.tokens,
+                    parts.body,
+                    parts.calibration,
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+}
+
+/// A record's columns, as any SQL store keeps them (a fingerprint is
+/// stored as the signed integer with the same bits).
+#[derive(Debug)]
+pub struct StoredParts {
+    /// Messages the carried prefix replaces.
+    pub len: Option<i64>,
+    /// Their fingerprint's bits.
+    pub fingerprint: Option<i64>,
+    /// Tokens of the carried messages.
+    pub tokens: Option<i64>,
+    /// The carried messages as a wire body.
+    pub body: Option<String>,
+    /// The calibration as JSON.
+    pub calibration: String,
+}
+
+/// The columns of `record`.
+pub fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
+    let body = match &record.carryover {
+        Some(c) => Some(carried_body(record.family, c)?),
+        None => None,
+    };
+    let carry = record.carryover.as_ref();
+    Ok(StoredParts {
+        len: carry.map(|c| c.source().len as i64),
+        fingerprint: carry.map(|c| c.source().fingerprint as i64),
+        tokens: carry.map(|c| c.tokens() as i64),
+        body,
+        calibration: serde_json::to_string(&record.calibration).map_err(|e| Error::Serialize {
+            what: "calibration",
+            message: e.to_string(),
+        })?,
+    })
+}
+
+/// A record back from its columns: `carry` is (source length, fingerprint
+/// bits, tokens, body).
+pub fn record_from(
+    id: &str,
+    family: &str,
+    model: Option<String>,
+    carry: (Option<i64>, Option<i64>, Option<i64>, Option<String>),
+    calibration: &str,
+) -> Result<SessionRecord> {
+    let corrupt = |what: String| Error::CorruptSession {
+        id: id.to_owned(),
+        what,
+    };
+    let family: Family = family
+        .parse()
+        .map_err(|e| corrupt(format!("family: {e}")))?;
+    let calibration =
+        serde_json::from_str(calibration).map_err(|e| corrupt(format!("calibration: {e}")))?;
+    let carryover = match carry {
+        (Some(len), Some(fp), Some(tokens), Some(body)) => {
+            let source = PrefixKey {
+                len: len.max(0) as usize,
+                fingerprint: fp as u64,
+            };
+            Some(carryover_from(
+                id,
+                family,
+                source,
+                &body,
+                tokens.max(0) as u64,
+            )?)
+        }
+        _ => None,
+    };
+    Ok(SessionRecord {
+        id: id.to_owned(),
+        family,
+        model,
+        carryover,
+        calibration,
+    })
+}
