@@ -5,6 +5,7 @@ mod compact;
 mod engine_args;
 mod eval;
 mod input;
+mod serve;
 mod simulate;
 mod snapshots;
 mod stats;
@@ -67,6 +68,8 @@ enum Command {
     Replay(snapshots::ReplayArgs),
     /// Remove old snapshots beyond the retention and give the space back.
     Prune(snapshots::PruneArgs),
+    /// Run the OpenAI/Anthropic proxy that keeps every agent behind it inside its window.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the command line; returns the process exit code.
@@ -81,6 +84,17 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Log lines on stderr: `RUST_LOG` filters (default: info for abridge).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("abridge=info,abridge_proxy=info,warn")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -137,6 +151,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Restore(args) => snapshots::restore(&args, &mut out),
         Command::Replay(args) => snapshots::replay(&args, &mut out),
         Command::Prune(args) => snapshots::prune(&args, &mut out),
+        Command::Serve(args) => {
+            init_logging();
+            serve::run(&args, &mut out)
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Test support shared by abridge's crates: [`Mock`], a real HTTP server on
-//! 127.0.0.1 that answers with scripted replies and records every request.
+//! 127.0.0.1 that answers with scripted replies and records every request,
+//! and [`Provider`], a fake OpenAI/Anthropic API (tool calls, SSE, usage,
+//! failures) that checks every request it receives.
 //!
 //! ```
 //! use abridge_testkit::{Mock, openai_ok};
@@ -11,5 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support may panic on failure
 
 mod mock;
+mod provider;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
+pub use provider::{Provider, ProviderOptions, ProviderReport, RequestCheck, body_hash};

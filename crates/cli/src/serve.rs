@@ -1,0 +1,120 @@
+//! `abridge serve`: the OpenAI/Anthropic proxy.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use abridge_proxy::{Proxy, ProxyConfig};
+use abridge_store::{SessionStore, Store};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+/// Arguments of `abridge serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (overrides `[serve] listen`; default 127.0.0.1:8787).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Config file: triggers, budgets, policies, `[[summarizers]]` and `[serve]`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// OpenAI-compatible upstream, ending in /v1 (default https://api.openai.com/v1).
+    #[arg(long, value_name = "URL")]
+    openai_upstream: Option<String>,
+    /// Anthropic upstream, the host root (default https://api.anthropic.com).
+    #[arg(long, value_name = "URL")]
+    anthropic_upstream: Option<String>,
+    /// Where sessions and snapshots are kept: a SQLite file (default: the
+    /// user's data directory).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    store: Option<String>,
+    /// Keep sessions in memory only and record no snapshots.
+    #[arg(long)]
+    no_store: bool,
+}
+
+pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            ProxyConfig::from_toml(&text).with_context(|| path.display().to_string())?
+        }
+        None => ProxyConfig::default(),
+    };
+    let serve = &mut config.serve;
+    if let Some(l) = args.listen {
+        serve.listen = l;
+    }
+    if let Some(u) = &args.openai_upstream {
+        serve.openai_upstream = u.clone();
+    }
+    if let Some(u) = &args.anthropic_upstream {
+        serve.anthropic_upstream = u.clone();
+    }
+    let store = open_store(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async {
+        let addr = config.serve.listen;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
+        let proxy = Proxy::new(config, store)?;
+        writeln!(
+            out,
+            "abridge serve: listening on http://{addr} (OpenAI SDKs: base URL http://{addr}/v1; Anthropic SDKs: http://{addr})"
+        )?;
+        out.flush()?;
+        proxy.serve(listener, shutdown()).await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
+    if args.no_store {
+        return Ok(None);
+    }
+    let path = match &args.store {
+        Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
+            bail!(
+                "--store {}: PostgreSQL stores are not built yet; use a SQLite path",
+                "postgres://…"
+            )
+        }
+        Some(s) => PathBuf::from(s),
+        None => {
+            Store::default_path().context("no data directory; pass --store PATH or --no-store")?
+        }
+    };
+    let store = Store::open(&path)?.with_source("serve");
+    Ok(Some(Box::new(store)))
+}
+
+/// Ctrl-C or SIGTERM: stop accepting, let in-flight streams finish.
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

@@ -1,0 +1,281 @@
+//! The HTTP side: routes, the request path and the retry after an overflow.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use abridge::model::Family;
+use axum::Router;
+use axum::body::{Body, Bytes, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
+use axum::routing::{get, post};
+
+use crate::config::ProxyConfig;
+use crate::forward::{OnUsage, Upstream, family_of_headers, proxy_error, relay};
+use crate::metrics::{Metrics, Route};
+use crate::rewrite::{Context, Prepared, SharedStore};
+use crate::session::{SESSION_HEADER, Sessions};
+
+/// Shared by every request.
+pub(crate) struct App {
+    pub(crate) config: ProxyConfig,
+    pub(crate) upstream: Upstream,
+    pub(crate) sessions: Sessions,
+    pub(crate) store: Option<SharedStore>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) handle: tokio::runtime::Handle,
+}
+
+impl App {
+    fn context(&self) -> Context<'_> {
+        Context {
+            config: &self.config,
+            sessions: &self.sessions,
+            store: self.store.as_ref(),
+            metrics: &self.metrics,
+            handle: &self.handle,
+        }
+    }
+}
+
+/// The proxy's routes.
+pub(crate) fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/metrics", get(metrics))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(messages))
+        .fallback(other)
+        .with_state(app)
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response<Body> {
+    app.metrics.sessions(app.sessions.len());
+    let mut r = Response::new(Body::from(app.metrics.render()));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    r
+}
+
+async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
+    conversation(app, Family::OpenAi, Route::ChatCompletions, req).await
+}
+
+async fn messages(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
+    conversation(app, Family::Anthropic, Route::Messages, req).await
+}
+
+/// Any other path and method: forwarded untouched.
+async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
+    let family = family_of_headers(req.headers());
+    let (parts, body) = req.into_parts();
+    let response = match read_body(&app, family, body).await {
+        Err(r) => r,
+        Ok(bytes) => {
+            let url = app.upstream.url(family, path_and_query(&parts.uri));
+            let sent = app
+                .upstream
+                .send(parts.method, &url, &parts.headers, bytes, false)
+                .await;
+            match sent {
+                Ok(r) => relay(r, family, app.metrics.clone(), None, Vec::new()),
+                Err(e) => upstream_failed(family, &e),
+            }
+        }
+    };
+    app.metrics
+        .request(Route::Other, response.status().as_u16());
+    response
+}
+
+async fn conversation(app: Arc<App>, family: Family, route: Route, req: Request) -> Response<Body> {
+    let start = Instant::now();
+    let (parts, body) = req.into_parts();
+    let response = match read_body(&app, family, body).await {
+        Err(r) => r,
+        Ok(bytes) => {
+            compact_and_send(
+                &app,
+                family,
+                parts.method,
+                parts.uri,
+                parts.headers,
+                bytes,
+                start,
+            )
+            .await
+        }
+    };
+    app.metrics.request(route, response.status().as_u16());
+    response
+}
+
+async fn compact_and_send(
+    app: &Arc<App>,
+    family: Family,
+    method: Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    bytes: Bytes,
+    start: Instant,
+) -> Response<Body> {
+    let prepared = {
+        let (app, headers, bytes) = (app.clone(), headers.clone(), bytes.clone());
+        tokio::task::spawn_blocking(move || app.context().prepare(family, &headers, &bytes))
+            .await
+            .unwrap_or_else(|e| Prepared {
+                warning: Some(format!("compaction stopped: {e}")),
+                ..Prepared::default()
+            })
+    };
+    if let Some(why) = &prepared.reject {
+        return proxy_error(family, StatusCode::BAD_REQUEST, why);
+    }
+    app.metrics.added(start.elapsed().as_secs_f64());
+    let url = app.upstream.url(family, path_and_query(&uri));
+    let body = prepared.body.clone().unwrap_or(bytes);
+    let sent = Instant::now();
+    let mut upstream = match app
+        .upstream
+        .send(method.clone(), &url, &headers, body, true)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return upstream_failed(family, &e),
+    };
+    app.metrics.upstream(sent.elapsed().as_secs_f64());
+    let mut extra = response_headers(&prepared);
+    if is_overflow_status(upstream.status()) && app.config.serve.retry_on_overflow {
+        let status = upstream.status();
+        let head = upstream.headers().clone();
+        let text = upstream.bytes().await.unwrap_or_default();
+        let retry = match (&prepared.session, &prepared.conv) {
+            (Some(s), Some(c)) if is_overflow_body(&text) => {
+                let (app2, s, c, tokens) = (app.clone(), s.clone(), c.clone(), prepared.tokens);
+                tokio::task::spawn_blocking(move || app2.context().shrink(&s, &c, tokens))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            _ => None,
+        };
+        let Some(body) = retry else {
+            return buffered(status, &head, text, extra);
+        };
+        extra.push((
+            HeaderName::from_static("x-abridge-retried"),
+            HeaderValue::from_static("overflow"),
+        ));
+        upstream = match app.upstream.send(method, &url, &headers, body, true).await {
+            Ok(r) => r,
+            Err(e) => return upstream_failed(family, &e),
+        };
+    }
+    relay(
+        upstream,
+        family,
+        app.metrics.clone(),
+        on_usage(&prepared),
+        extra,
+    )
+}
+
+/// The headers that tell the client what the proxy did.
+fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
+    let mut out = Vec::new();
+    if let Some(s) = &p.session
+        && let Ok(guard) = s.try_lock()
+        && let Ok(v) = HeaderValue::from_str(&guard.id.0)
+    {
+        out.push((HeaderName::from_static(SESSION_HEADER), v));
+    }
+    if let Some(r) = p.report.as_ref().filter(|r| r.compacted)
+        && let Ok(v) = HeaderValue::from_str(&format!("{} -> {}", r.tokens_before, r.tokens_after))
+    {
+        out.push((HeaderName::from_static("x-abridge-compacted"), v));
+    }
+    if let Some(w) = &p.warning {
+        let clean: String = w
+            .chars()
+            .filter(|c| c.is_ascii() && !c.is_ascii_control())
+            .take(300)
+            .collect();
+        if let Ok(v) = HeaderValue::from_str(&clean) {
+            out.push((HeaderName::from_static("x-abridge-warning"), v));
+        }
+    }
+    out
+}
+
+fn on_usage(p: &Prepared) -> Option<OnUsage> {
+    let slot = p.usage.clone()?;
+    Some(Box::new(move |u| {
+        if let Some(u) = u {
+            slot.set(u.prompt_tokens());
+        }
+    }))
+}
+
+async fn read_body(app: &App, family: Family, body: Body) -> Result<Bytes, Response<Body>> {
+    let limit = app.config.serve.max_body_bytes();
+    to_bytes(body, limit).await.map_err(|_| {
+        let mb = app.config.serve.max_body_megabytes;
+        proxy_error(
+            family,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "request body exceeds the proxy's limit of {mb} MB ([serve] max_body_megabytes)"
+            ),
+        )
+    })
+}
+
+fn path_and_query(uri: &axum::http::Uri) -> &str {
+    uri.path_and_query().map_or("/", |p| p.as_str())
+}
+
+fn upstream_failed(family: Family, e: &reqwest::Error) -> Response<Body> {
+    let (status, what) = if e.is_timeout() {
+        (StatusCode::GATEWAY_TIMEOUT, "upstream timed out")
+    } else {
+        (StatusCode::BAD_GATEWAY, "upstream unreachable")
+    };
+    tracing::warn!(error = %e, "{what}");
+    proxy_error(family, status, &format!("{what}: {e}"))
+}
+
+/// An upstream answer read whole (to look at it), returned as it was.
+fn buffered(
+    status: reqwest::StatusCode,
+    headers: &HeaderMap,
+    body: Bytes,
+    extra: Vec<(HeaderName, HeaderValue)>,
+) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    let mut h = crate::forward::forwarded_headers(headers);
+    h.extend(extra.into_iter().map(|(k, v)| (Some(k), v)));
+    *r.headers_mut() = h;
+    r
+}
+
+fn is_overflow_status(s: reqwest::StatusCode) -> bool {
+    s == reqwest::StatusCode::BAD_REQUEST || s == reqwest::StatusCode::PAYLOAD_TOO_LARGE
+}
+
+/// The providers' ways of saying a prompt is longer than the window.
+fn is_overflow_body(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body).to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "maximum context length",
+        "prompt is too long",
+        "context window",
+        "too many tokens",
+        "input is too long",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}

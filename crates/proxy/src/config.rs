@@ -1,0 +1,131 @@
+//! The proxy's configuration: the engine's TOML plus a `[serve]` section.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use abridge::Config;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// What only the proxy uses (`[serve]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Address to listen on (loopback unless told otherwise).
+    pub listen: SocketAddr,
+    /// OpenAI-compatible upstream, ending in `/v1`: `/v1/chat/completions`
+    /// goes to `{openai_upstream}/chat/completions`.
+    pub openai_upstream: String,
+    /// Anthropic upstream, the host root: `/v1/messages` goes to
+    /// `{anthropic_upstream}/v1/messages`.
+    pub anthropic_upstream: String,
+    /// A background briefing starts when a session passes this fraction of
+    /// its trigger (only with `[[summarizers]]`; the offline briefing is
+    /// built inline).
+    pub soft_fraction: f64,
+    /// Largest request body accepted, in megabytes (413 above).
+    pub max_body_megabytes: u64,
+    /// Sessions kept in memory (least recently used leave first; a stored
+    /// session is loaded again when it comes back).
+    pub max_sessions: usize,
+    /// When the upstream refuses a history as too long, compact to
+    /// `overflow_ratio` of what was sent and retry once.
+    pub retry_on_overflow: bool,
+    /// Fraction of the refused request's tokens to compact to before the retry.
+    pub overflow_ratio: f64,
+    /// Reject (400) a body that does not decode or validate, instead of
+    /// forwarding it untouched with an `x-abridge-warning` header.
+    pub strict: bool,
+    /// Longest wait for the upstream, in seconds: to connect and between
+    /// two reads of a response.
+    pub upstream_timeout_secs: f64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            openai_upstream: "https://api.openai.com/v1".into(),
+            anthropic_upstream: "https://api.anthropic.com".into(),
+            soft_fraction: 0.8,
+            max_body_megabytes: 32,
+            max_sessions: 10_000,
+            retry_on_overflow: true,
+            overflow_ratio: 0.6,
+            strict: false,
+            upstream_timeout_secs: 600.0,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Body limit in bytes.
+    pub fn max_body_bytes(&self) -> usize {
+        (self.max_body_megabytes as usize).saturating_mul(1 << 20)
+    }
+
+    /// The upstream timeout.
+    pub fn upstream_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.upstream_timeout_secs.max(0.001))
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |key: &str, why: &str| Err(Error::Config(format!("[serve] {key}: {why}")));
+        if !(0.0..=1.0).contains(&self.soft_fraction) {
+            return bad("soft_fraction", "must be between 0 and 1");
+        }
+        if !(self.overflow_ratio > 0.0 && self.overflow_ratio < 1.0) {
+            return bad("overflow_ratio", "must be above 0 and below 1");
+        }
+        if self.max_sessions == 0 {
+            return bad("max_sessions", "must be at least 1");
+        }
+        for (key, url) in [
+            ("openai_upstream", &self.openai_upstream),
+            ("anthropic_upstream", &self.anthropic_upstream),
+        ] {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return bad(key, "must be an http:// or https:// URL");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The engine's config and the proxy's, from one file.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyConfig {
+    /// Triggers, budgets, policies, summarizers — as for `abridge compact`.
+    pub engine: Config,
+    /// The `[serve]` section.
+    pub serve: ServeConfig,
+}
+
+impl ProxyConfig {
+    /// Parses a TOML file with an optional `[serve]` section; everything
+    /// else is the engine's config.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        let serve = match table.remove("serve") {
+            Some(v) => v
+                .try_into::<ServeConfig>()
+                .map_err(|e| Error::Config(format!("[serve]: {e}")))?,
+            None => ServeConfig::default(),
+        };
+        let rest = toml::to_string(&table).map_err(|e| Error::Config(e.to_string()))?;
+        let engine = Config::from_toml(&rest).map_err(|e| Error::Config(e.to_string()))?;
+        let config = ProxyConfig { engine, serve };
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Checks both parts.
+    pub fn check(&self) -> Result<()> {
+        self.serve.check()?;
+        self.engine
+            .check()
+            .map_err(|e| Error::Config(e.to_string()))
+    }
+}

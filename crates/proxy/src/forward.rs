@@ -1,0 +1,224 @@
+//! Talking to the upstream: where a request goes, which headers travel,
+//! and the response streamed back chunk by chunk with its usage read on
+//! the way.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use abridge::model::{Family, Usage};
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
+use futures_util::Stream;
+
+use crate::config::ServeConfig;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::session::SESSION_HEADER;
+use crate::usage::UsageTap;
+
+/// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1),
+/// plus `host` and `content-length`, which the client sets anew.
+const HOP_BY_HOP: [&str; 10] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+/// The upstream APIs, fixed by configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Upstream {
+    client: reqwest::Client,
+    openai: String,
+    anthropic: String,
+}
+
+impl Upstream {
+    /// A client for the configured upstreams.
+    pub(crate) fn new(serve: &ServeConfig) -> Result<Self> {
+        let client = abridge_llm::client_builder()
+            .connect_timeout(serve.upstream_timeout())
+            .read_timeout(serve.upstream_timeout())
+            .build()
+            .map_err(|e| Error::Client(e.to_string()))?;
+        Ok(Upstream {
+            client,
+            openai: serve.openai_upstream.trim_end_matches('/').to_owned(),
+            anthropic: serve.anthropic_upstream.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// Where a request for `path_and_query` goes. Chat Completions and
+    /// OpenAI-style paths go to the OpenAI upstream (its base ends in
+    /// `/v1`); Messages, and any request that carries Anthropic's headers,
+    /// to the Anthropic host.
+    pub(crate) fn url(&self, family: Family, path_and_query: &str) -> String {
+        match family {
+            Family::Anthropic => format!("{}{path_and_query}", self.anthropic),
+            Family::OpenAi => {
+                let rest = path_and_query.strip_prefix("/v1").unwrap_or(path_and_query);
+                format!("{}{rest}", self.openai)
+            }
+        }
+    }
+
+    /// Sends a request upstream with the client's end-to-end headers.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+        plain: bool,
+    ) -> reqwest::Result<reqwest::Response> {
+        let mut out = forwarded_headers(headers);
+        if plain {
+            // The usage tap reads the body: ask for it uncompressed.
+            out.remove(header::ACCEPT_ENCODING);
+        }
+        self.client
+            .request(method, url)
+            .headers(out)
+            .body(body)
+            .send()
+            .await
+    }
+}
+
+/// The family a non-conversation request belongs to, by its headers.
+pub(crate) fn family_of_headers(headers: &HeaderMap) -> Family {
+    if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
+        Family::Anthropic
+    } else {
+        Family::OpenAi
+    }
+}
+
+/// The client's headers minus hop-by-hop ones (and those a `Connection`
+/// header names) and the proxy's own.
+pub(crate) fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
+    let named: Vec<String> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_ascii_lowercase())
+        .collect();
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let n = name.as_str();
+        if HOP_BY_HOP.contains(&n) || n == SESSION_HEADER || named.iter().any(|c| c == n) {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+/// What to do with the usage a response reported.
+pub(crate) type OnUsage = Box<dyn FnOnce(Option<Usage>) + Send>;
+
+/// The upstream's response as the client's, streamed as it arrives.
+pub(crate) fn relay(
+    upstream: reqwest::Response,
+    family: Family,
+    metrics: Arc<Metrics>,
+    on_usage: Option<OnUsage>,
+    extra: Vec<(HeaderName, HeaderValue)>,
+) -> Response<Body> {
+    let status = upstream.status();
+    let mut headers = forwarded_headers(upstream.headers());
+    if let Some(len) = upstream.headers().get(header::CONTENT_LENGTH) {
+        headers.insert(header::CONTENT_LENGTH, len.clone());
+    }
+    for (k, v) in extra {
+        headers.insert(k, v);
+    }
+    let stream = is_event_stream(upstream.headers());
+    let body = Tapped {
+        inner: Box::pin(upstream.bytes_stream()),
+        tap: on_usage.map(|f| (UsageTap::new(family, stream), f)),
+        metrics,
+        ended: false,
+    };
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// A response body passed through unchanged while its usage is read.
+struct Tapped {
+    inner: ByteStream,
+    tap: Option<(UsageTap, OnUsage)>,
+    metrics: Arc<Metrics>,
+    ended: bool,
+}
+
+impl Stream for Tapped {
+    type Item = reqwest::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.as_mut().poll_next(cx);
+        match &next {
+            Poll::Ready(Some(Ok(chunk))) => {
+                if let Some((tap, _)) = &mut self.tap {
+                    tap.feed(chunk);
+                }
+            }
+            Poll::Ready(Some(Err(_))) | Poll::Ready(None) => {
+                self.ended = true;
+                if let Some((tap, done)) = self.tap.take() {
+                    done(tap.finish());
+                }
+            }
+            Poll::Pending => {}
+        }
+        next
+    }
+}
+
+impl Drop for Tapped {
+    fn drop(&mut self) {
+        if !self.ended {
+            // The client went away: the upstream connection closes with us.
+            self.metrics.disconnect();
+        }
+    }
+}
+
+/// An error the proxy itself answers with, in the family's error shape.
+pub(crate) fn proxy_error(family: Family, status: StatusCode, message: &str) -> Response<Body> {
+    let body = match family {
+        Family::Anthropic => serde_json::json!({
+            "type": "error",
+            "error": {"type": "abridge_proxy_error", "message": message},
+        }),
+        Family::OpenAi => serde_json::json!({
+            "error": {"type": "abridge_proxy_error", "message": message, "code": status.as_u16()},
+        }),
+    };
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}

@@ -1,0 +1,96 @@
+//! `abridge serve`: an HTTP proxy that speaks the OpenAI Chat Completions
+//! and Anthropic Messages APIs and keeps every session's requests inside
+//! its context window, with no change to the agent but its base URL.
+//!
+//! ```no_run
+//! use abridge_proxy::{Proxy, ProxyConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = ProxyConfig::default();
+//! config.serve.openai_upstream = "http://127.0.0.1:8000/v1".into();
+//! let proxy = Proxy::new(config, None)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! proxy.serve(listener, std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Per session (named by the `x-abridge-session` header, or by the start of
+//! the conversation and a digest of the credential) the proxy carries the
+//! last compaction over to the next request, so the compacted prefix goes
+//! upstream byte-identical and the provider's prompt cache stays warm. A
+//! request over the trigger is compacted before it is forwarded (offline
+//! briefing and deterministic policies; LLM briefings are prepared in the
+//! background from a soft threshold); anything the proxy does not
+//! understand is forwarded as sent, and the upstream's answer streams back
+//! chunk by chunk.
+
+mod app;
+mod cache;
+mod config;
+mod error;
+mod forward;
+mod metrics;
+mod rewrite;
+mod session;
+mod usage;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use abridge_store::SessionStore;
+
+pub use cache::{MAX_BREAKPOINTS, cap_breakpoints};
+pub use config::{ProxyConfig, ServeConfig};
+pub use error::{Error, Result};
+pub use metrics::{Metrics, Passthrough, Route};
+pub use session::{CREDENTIAL_HEADERS, SESSION_HEADER, SessionId};
+pub use usage::UsageTap;
+
+/// A configured proxy, ready to serve.
+pub struct Proxy {
+    app: Arc<app::App>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("serve", &self.app.config.serve)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Proxy {
+    /// A proxy with `config`, keeping sessions and snapshots in `store`
+    /// (`None`: in memory only). Must be called inside a tokio runtime.
+    pub fn new(config: ProxyConfig, store: Option<Box<dyn SessionStore>>) -> Result<Proxy> {
+        config.check()?;
+        let app = app::App {
+            upstream: forward::Upstream::new(&config.serve)?,
+            sessions: session::Sessions::new(config.serve.max_sessions),
+            store: store.map(|s| Arc::new(Mutex::new(s))),
+            metrics: Arc::new(Metrics::new()),
+            handle: tokio::runtime::Handle::try_current()
+                .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,
+            config,
+        };
+        Ok(Proxy { app: Arc::new(app) })
+    }
+
+    /// The routes, to mount or to serve.
+    pub fn router(&self) -> axum::Router {
+        app::router(self.app.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` resolves, then lets in-flight
+    /// requests and streams finish.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(Error::Serve)
+    }
+}

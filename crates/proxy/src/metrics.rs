@@ -1,0 +1,233 @@
+//! Prometheus metrics, served at `GET /metrics`. Labels are routes, status
+//! codes, reasons and outcomes: never a session id, header or credential.
+
+use abridge::Reason;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Which endpoint a request went to.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum Route {
+    /// `POST /v1/chat/completions`.
+    ChatCompletions,
+    /// `POST /v1/messages`.
+    Messages,
+    /// Anything else, forwarded untouched.
+    Other,
+}
+
+/// Why a request was forwarded as the client sent it.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum Passthrough {
+    /// Under every trigger, nothing carried over.
+    Unchanged,
+    /// Not JSON, or not a conversation the proxy understands.
+    Undecodable,
+    /// The provider's own compaction or context editing is in charge.
+    ProviderNative,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Route,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PassLabels {
+    why: Passthrough,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
+/// Every metric the proxy keeps.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    compactions: Family<ReasonLabels, Counter>,
+    passthrough: Family<PassLabels, Counter>,
+    summarizer_attempts: Family<OutcomeLabels, Counter>,
+    tokens_before: Counter,
+    tokens_after: Counter,
+    tokens_saved: Counter,
+    retries: Counter,
+    disconnects: Counter,
+    added_latency: Histogram,
+    upstream_latency: Histogram,
+    active_sessions: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// All metrics at zero.
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("abridge"),
+            requests: Family::default(),
+            compactions: Family::default(),
+            passthrough: Family::default(),
+            summarizer_attempts: Family::default(),
+            tokens_before: Counter::default(),
+            tokens_after: Counter::default(),
+            tokens_saved: Counter::default(),
+            retries: Counter::default(),
+            disconnects: Counter::default(),
+            // 50 µs … ~1.6 s
+            added_latency: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
+            // 1 ms … ~65 s
+            upstream_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
+            active_sessions: Gauge::default(),
+        };
+        m.register();
+        m
+    }
+
+    fn register(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "requests",
+            "Requests by route and response status",
+            self.requests.clone(),
+        );
+        r.register(
+            "compactions",
+            "Compactions by reason",
+            self.compactions.clone(),
+        );
+        r.register(
+            "passthrough",
+            "Conversation requests forwarded as sent, by why",
+            self.passthrough.clone(),
+        );
+        r.register(
+            "summarizer_attempts",
+            "Summarizer attempts by outcome (used, failed)",
+            self.summarizer_attempts.clone(),
+        );
+        r.register(
+            "tokens_before",
+            "Tokens of compacted histories before compaction",
+            self.tokens_before.clone(),
+        );
+        r.register(
+            "tokens_after",
+            "Tokens of compacted histories after compaction",
+            self.tokens_after.clone(),
+        );
+        r.register(
+            "tokens_saved",
+            "Tokens removed by compaction",
+            self.tokens_saved.clone(),
+        );
+        r.register(
+            "overflow_retries",
+            "Requests compacted harder and retried after the upstream refused them as too long",
+            self.retries.clone(),
+        );
+        r.register(
+            "client_disconnects",
+            "Responses the client stopped reading before their end",
+            self.disconnects.clone(),
+        );
+        r.register(
+            "added_latency_seconds",
+            "Time the proxy spent on a request before sending it upstream",
+            self.added_latency.clone(),
+        );
+        r.register(
+            "upstream_latency_seconds",
+            "Time from sending upstream to the upstream's response headers",
+            self.upstream_latency.clone(),
+        );
+        r.register(
+            "active_sessions",
+            "Sessions held in memory",
+            self.active_sessions.clone(),
+        );
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// A response went back to the client.
+    pub fn request(&self, route: Route, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels { route, status })
+            .inc();
+    }
+
+    /// A compaction happened.
+    pub fn compaction(&self, reason: Option<Reason>, before: u64, after: u64) {
+        let reason = reason.map_or_else(
+            || "continued".to_owned(),
+            |r| format!("{r:?}").to_lowercase(),
+        );
+        self.compactions
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+        self.tokens_before.inc_by(before);
+        self.tokens_after.inc_by(after);
+        self.tokens_saved.inc_by(before.saturating_sub(after));
+    }
+
+    /// A conversation request was forwarded as sent.
+    pub fn passthrough(&self, why: Passthrough) {
+        self.passthrough.get_or_create(&PassLabels { why }).inc();
+    }
+
+    /// A summarizer attempt ended.
+    pub fn summarizer(&self, used: bool) {
+        let outcome = if used { "used" } else { "failed" }.to_owned();
+        self.summarizer_attempts
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    /// A request was retried after an overflow.
+    pub fn retry(&self) {
+        self.retries.inc();
+    }
+
+    /// A client went away mid-response.
+    pub fn disconnect(&self) {
+        self.disconnects.inc();
+    }
+
+    /// Time spent before forwarding.
+    pub fn added(&self, secs: f64) {
+        self.added_latency.observe(secs);
+    }
+
+    /// Time to the upstream's headers.
+    pub fn upstream(&self, secs: f64) {
+        self.upstream_latency.observe(secs);
+    }
+
+    /// Sessions in memory now.
+    pub fn sessions(&self, n: usize) {
+        self.active_sessions.set(n as i64);
+    }
+}

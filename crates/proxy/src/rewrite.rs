@@ -1,0 +1,309 @@
+//! What the proxy makes of one conversation request: the session it
+//! belongs to, the carried-over compaction applied, a compaction when a
+//! trigger fires, and the body to send.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use abridge::background::Preparer;
+use abridge::model::{Conversation, Family, Part, decode_as, encode, validate};
+use abridge::{
+    AttemptOutcome, Compactor, Continuity, Report, SnapshotData, SnapshotError, SnapshotId,
+    SnapshotSink,
+};
+use abridge_store::SessionStore;
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+
+use crate::cache::cap_breakpoints;
+use crate::config::ProxyConfig;
+use crate::metrics::{Metrics, Passthrough};
+use crate::session::{LastUsage, SessionId, SessionState, Sessions, Shared, session_config};
+
+/// The store shared by every session.
+pub(crate) type SharedStore = Arc<Mutex<Box<dyn SessionStore>>>;
+
+/// The outcome of preparing one request.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    /// The body to send instead of the client's (`None`: send the client's bytes).
+    pub(crate) body: Option<Bytes>,
+    /// The session, when the body is a conversation.
+    pub(crate) session: Option<Shared>,
+    /// The conversation as the client sent it (for a retry).
+    pub(crate) conv: Option<Arc<Conversation>>,
+    /// Where the response's usage goes.
+    pub(crate) usage: Option<Arc<LastUsage>>,
+    /// What the engine did.
+    pub(crate) report: Option<Report>,
+    /// Why the request went as sent, or what failed.
+    pub(crate) warning: Option<String>,
+    /// The request should be refused (strict mode).
+    pub(crate) reject: Option<String>,
+    /// Calibrated tokens of what is sent.
+    pub(crate) tokens: u64,
+}
+
+/// Everything a request needs from the running proxy.
+pub(crate) struct Context<'a> {
+    /// Configuration.
+    pub(crate) config: &'a ProxyConfig,
+    /// Sessions in memory.
+    pub(crate) sessions: &'a Sessions,
+    /// The store, if any.
+    pub(crate) store: Option<&'a SharedStore>,
+    /// Metrics.
+    pub(crate) metrics: &'a Metrics,
+    /// The runtime, for background briefings.
+    pub(crate) handle: &'a tokio::runtime::Handle,
+}
+
+impl Context<'_> {
+    /// Prepares a conversation request of `family`. Runs on a blocking thread.
+    pub(crate) fn prepare(&self, family: Family, headers: &HeaderMap, bytes: &[u8]) -> Prepared {
+        let format = Conversation::new(family).format;
+        let conv = match decode_as(bytes, Some(format)) {
+            Ok(mut convs) if convs.len() == 1 => convs.remove(0),
+            Ok(_) => return self.unusable("not one conversation".into()),
+            Err(e) => return self.unusable(format!("body does not decode: {e}")),
+        };
+        if let Some(v) = validate(&conv).first() {
+            return self.unusable(format!("conversation is not valid: {v}"));
+        }
+        if provider_native(&conv) {
+            self.metrics.passthrough(Passthrough::ProviderNative);
+            return Prepared {
+                warning: Some("provider-native context management in charge".into()),
+                ..Prepared::default()
+            };
+        }
+        let id = SessionId::of(headers, &conv);
+        let session = match self.sessions.get(&id) {
+            Some(s) => s,
+            None => match self.open(id, &conv) {
+                Ok(s) => s,
+                Err(e) => return self.unusable(e),
+            },
+        };
+        let conv = Arc::new(conv);
+        let mut prepared = {
+            let mut guard = session.blocking_lock();
+            self.turn(&mut guard, &conv)
+        };
+        prepared.session = Some(session);
+        prepared.conv = Some(conv);
+        prepared
+    }
+
+    /// A body the proxy cannot work with: forwarded as sent, or refused.
+    fn unusable(&self, why: String) -> Prepared {
+        tracing::warn!(%why, "forwarding a request as sent");
+        self.metrics.passthrough(Passthrough::Undecodable);
+        let strict = self.config.serve.strict;
+        Prepared {
+            reject: strict.then(|| why.clone()),
+            warning: Some(why),
+            ..Prepared::default()
+        }
+    }
+
+    /// A session not in memory: resumed from the store, or new.
+    fn open(&self, id: SessionId, conv: &Conversation) -> Result<Shared, String> {
+        let config = session_config(&self.config.engine, conv);
+        let mut compactor = Compactor::new(config.clone()).map_err(|e| e.to_string())?;
+        let mut continuity = Continuity::new();
+        if let Some(store) = self.store {
+            compactor.set_store(Box::new(SessionSink {
+                store: store.clone(),
+                session: id.0.clone(),
+            }));
+            match lock(store).load_session(&id.0) {
+                Ok(Some(record)) => {
+                    compactor.set_calibration(record.calibration);
+                    if let Some(c) = record.carryover {
+                        continuity = Continuity::resume(c);
+                    }
+                    tracing::info!(session = %id, "session resumed from the store");
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(session = %id, error = %e, "cannot load session"),
+            }
+        }
+        let preparer = self.preparer(&compactor, &id);
+        let state = SessionState {
+            id,
+            family: conv.family,
+            compactor,
+            continuity,
+            preparer,
+            usage: Arc::default(),
+        };
+        let shared = self.sessions.insert(state);
+        self.metrics.sessions(self.sessions.len());
+        Ok(shared)
+    }
+
+    /// A background preparer when LLM summarizers are configured (the
+    /// offline briefing is quick enough to build on the request path).
+    fn preparer(&self, compactor: &Compactor, id: &SessionId) -> Option<Preparer> {
+        let config = compactor.config().clone();
+        if config.summarizers.is_empty() {
+            return None;
+        }
+        let trigger = compactor.limits().trigger_tokens?;
+        let soft = (trigger as f64 * self.config.serve.soft_fraction) as u64;
+        let handle = self.handle.clone();
+        let store = self.store.cloned();
+        let session = id.0.clone();
+        Some(Preparer::new(soft, move || {
+            #[allow(clippy::expect_used)]
+            // The same config already built this session's compactor.
+            let mut c = Compactor::new(config.clone()).expect("config checked at start-up");
+            c.set_summarizers(abridge_llm::cascade(
+                &config.summarizers,
+                Some(handle.clone()),
+            ));
+            if let Some(store) = &store {
+                c.set_store(Box::new(SessionSink {
+                    store: store.clone(),
+                    session: session.clone(),
+                }));
+            }
+            c
+        }))
+    }
+
+    /// One turn of a session.
+    fn turn(&self, state: &mut SessionState, conv: &Conversation) -> Prepared {
+        let usage = state.usage.take();
+        if let Some(p) = state.preparer.as_mut()
+            && let Some(carry) = p.take_carryover(conv)
+        {
+            state.continuity = Continuity::resume(carry);
+        }
+        let s = &mut *state;
+        let (out, report, warning) = match s.continuity.turn(&mut s.compactor, conv, usage) {
+            Ok(o) => match o.conversation {
+                Cow::Owned(c) => (Some(c), Some(o.report), None),
+                Cow::Borrowed(_) => (None, Some(o.report), None),
+            },
+            Err(e) => {
+                let carried = s.continuity.carryover().and_then(|c| c.apply(conv));
+                (carried, None, Some(format!("compaction failed: {e}")))
+            }
+        };
+        let sent = report.as_ref().map_or(0, |r| r.tokens_after);
+        if let Some(p) = s.preparer.as_mut() {
+            p.poll(conv, s.compactor.calibrated(sent));
+        }
+        self.account(s, report.as_ref());
+        let body = out.and_then(|c| self.encode(c));
+        if body.is_none() && warning.is_none() {
+            self.metrics.passthrough(Passthrough::Unchanged);
+        }
+        Prepared {
+            body,
+            usage: Some(state.usage.clone()),
+            tokens: state.compactor.calibrated(sent),
+            report,
+            warning,
+            ..Prepared::default()
+        }
+    }
+
+    /// Compacts a session's history harder after the upstream refused
+    /// `tokens` as too long; the body to retry with.
+    pub(crate) fn shrink(
+        &self,
+        session: &Shared,
+        conv: &Conversation,
+        tokens: u64,
+    ) -> Option<Bytes> {
+        let mut guard = session.blocking_lock();
+        let s = &mut *guard;
+        let target = (tokens as f64 * self.config.serve.overflow_ratio) as u64;
+        match s
+            .continuity
+            .compact_to(&mut s.compactor, conv, target.max(1))
+        {
+            Ok(c) => {
+                self.metrics.retry();
+                self.save(s);
+                self.encode(c)
+            }
+            Err(e) => {
+                tracing::warn!(session = %s.id, error = %e, "cannot compact harder after an overflow");
+                None
+            }
+        }
+    }
+
+    fn account(&self, state: &SessionState, report: Option<&Report>) {
+        let Some(r) = report.filter(|r| r.compacted) else {
+            return;
+        };
+        tracing::info!(
+            session = %state.id,
+            reason = r.reason.map_or("continued", |r| r.as_str()),
+            before = r.tokens_before,
+            after = r.tokens_after,
+            "compacted"
+        );
+        self.metrics
+            .compaction(r.reason, r.tokens_before, r.tokens_after);
+        for a in &r.attempts {
+            self.metrics
+                .summarizer(matches!(a.outcome, AttemptOutcome::Used { .. }));
+        }
+        self.save(state);
+    }
+
+    fn save(&self, state: &SessionState) {
+        if let Some(store) = self.store
+            && let Err(e) = lock(store).save_session(&state.record())
+        {
+            tracing::warn!(session = %state.id, error = %e, "cannot store session");
+        }
+    }
+
+    fn encode(&self, mut conv: Conversation) -> Option<Bytes> {
+        cap_breakpoints(&mut conv);
+        let bytes = encode(&conv)
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string()));
+        match bytes {
+            Ok(b) => Some(Bytes::from(b)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode the compacted history; sending it as sent");
+                None
+            }
+        }
+    }
+}
+
+/// True when the provider's own compaction or context editing covers this
+/// request (Anthropic `context_management`, `compaction` blocks).
+fn provider_native(conv: &Conversation) -> bool {
+    conv.extra.contains_key("context_management")
+        || conv.messages.iter().flat_map(|m| &m.parts).any(|p| {
+            matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
+        })
+}
+
+fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Box<dyn SessionStore>> {
+    store.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Records a session's compactions in the shared store.
+struct SessionSink {
+    store: SharedStore,
+    session: String,
+}
+
+impl SnapshotSink for SessionSink {
+    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+        lock(&self.store)
+            .record_snapshot(&self.session, snapshot)
+            .map_err(SnapshotError::new)
+    }
+}

@@ -1,0 +1,184 @@
+//! Sessions: who a request belongs to, and what is remembered per session.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use abridge::background::Preparer;
+use abridge::model::{Conversation, Family, Role, fingerprint};
+use abridge::{Compactor, Config, Continuity};
+use abridge_store::SessionRecord;
+use axum::http::HeaderMap;
+use lru::LruCache;
+use sha2::{Digest, Sha256};
+
+/// Header a client may send to name its session.
+pub const SESSION_HEADER: &str = "x-abridge-session";
+
+/// Headers that carry a credential (their values are only ever hashed).
+pub const CREDENTIAL_HEADERS: [&str; 4] = [
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "proxy-authorization",
+];
+
+/// A session id: a hex digest of the credential's digest and the session's
+/// name or stable start. It never contains a credential.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionId(pub String);
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl SessionId {
+    /// The id of a request: named by [`SESSION_HEADER`] when present,
+    /// otherwise by the start of the conversation (system prompt, tools and
+    /// first user message); both mixed with a digest of the credential.
+    pub fn of(headers: &HeaderMap, conv: &Conversation) -> SessionId {
+        let mut h = Sha256::new();
+        h.update(b"abridge-session\0");
+        h.update(conv.family.as_str());
+        for name in CREDENTIAL_HEADERS {
+            if let Some(v) = headers.get(name) {
+                h.update(Sha256::digest(v.as_bytes()));
+            }
+        }
+        match headers.get(SESSION_HEADER) {
+            Some(name) => {
+                h.update(b"\0named\0");
+                h.update(name.as_bytes());
+            }
+            None => {
+                h.update(b"\0start\0");
+                let first_user = conv
+                    .messages
+                    .iter()
+                    .position(|m| m.role == Role::User)
+                    .map_or(conv.messages.len(), |i| i + 1);
+                h.update(fingerprint(&conv.messages[..first_user]).to_le_bytes());
+                for tool in conv.tools.iter().flatten() {
+                    h.update(tool.name().unwrap_or("").as_bytes());
+                    h.update(b"\0");
+                }
+            }
+        }
+        let digest = h.finalize();
+        SessionId(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+/// The provider-reported prompt tokens of a session's last response, written
+/// by the response on its way back and read by the next request.
+#[derive(Debug, Default)]
+pub(crate) struct LastUsage(AtomicU64);
+
+impl LastUsage {
+    /// Records a report.
+    pub(crate) fn set(&self, tokens: u64) {
+        self.0.store(tokens, Ordering::Relaxed);
+    }
+
+    /// Takes the report, if one came since the last take.
+    pub(crate) fn take(&self) -> Option<u64> {
+        Some(self.0.swap(0, Ordering::Relaxed)).filter(|t| *t > 0)
+    }
+}
+
+/// What the proxy keeps for one session.
+pub(crate) struct SessionState {
+    /// Its id.
+    pub(crate) id: SessionId,
+    /// Wire family of its requests.
+    pub(crate) family: Family,
+    /// The compactor of the request path (deterministic policies and the
+    /// offline briefing: it never waits on the network).
+    pub(crate) compactor: Compactor,
+    /// The compaction carried from request to request.
+    pub(crate) continuity: Continuity,
+    /// Briefings by the configured summarizers, prepared in the background.
+    pub(crate) preparer: Option<Preparer>,
+    /// Usage reported by the last response.
+    pub(crate) usage: Arc<LastUsage>,
+}
+
+impl std::fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionState")
+            .field("id", &self.id)
+            .field("family", &self.family)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionState {
+    /// What is stored of it.
+    pub(crate) fn record(&self) -> SessionRecord {
+        SessionRecord {
+            id: self.id.0.clone(),
+            family: self.family,
+            model: self.compactor.config().model.clone(),
+            carryover: self.continuity.carryover().cloned(),
+            calibration: self.compactor.calibration(),
+        }
+    }
+}
+
+/// A session's config: the proxy's, with the request's model when the
+/// config names none.
+pub(crate) fn session_config(base: &Config, conv: &Conversation) -> Config {
+    let mut config = base.clone();
+    if config.model.is_none() {
+        config.model = conv.model.clone();
+    }
+    config
+}
+
+/// A shared session.
+pub(crate) type Shared = Arc<tokio::sync::Mutex<SessionState>>;
+
+/// Sessions in memory, least recently used evicted first.
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    map: Mutex<LruCache<SessionId, Shared>>,
+}
+
+impl Sessions {
+    /// Room for `capacity` sessions.
+    pub(crate) fn new(capacity: usize) -> Self {
+        let cap = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
+        Sessions {
+            map: Mutex::new(LruCache::new(cap)),
+        }
+    }
+
+    /// The session, if in memory.
+    pub(crate) fn get(&self, id: &SessionId) -> Option<Shared> {
+        self.lock().get(id).cloned()
+    }
+
+    /// Keeps `state`, or the one another request put there first.
+    pub(crate) fn insert(&self, state: SessionState) -> Shared {
+        let mut map = self.lock();
+        if let Some(existing) = map.get(&state.id) {
+            return existing.clone();
+        }
+        let id = state.id.clone();
+        let shared = Arc::new(tokio::sync::Mutex::new(state));
+        map.put(id, shared.clone());
+        shared
+    }
+
+    /// Sessions in memory.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<SessionId, Shared>> {
+        // A panic elsewhere never leaves the map half-updated: every
+        // operation on it is one LruCache call.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

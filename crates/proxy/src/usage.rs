@@ -1,0 +1,153 @@
+//! Reading the provider's usage report from a response on its way through,
+//! without holding back a byte of it.
+//!
+//! Streams are Server-Sent Events: lines are split incrementally and only a
+//! `data:` line that mentions `usage` is parsed (OpenAI's final
+//! `include_usage` chunk; Anthropic's `message_start` and `message_delta`).
+//! A plain JSON body is parsed once it is complete.
+
+use abridge::model::{Family, Usage};
+use serde_json::Value;
+
+/// Largest plain body read for its usage (larger ones pass unread).
+const MAX_BODY: usize = 8 << 20;
+/// Longest SSE line kept while waiting for its end.
+const MAX_LINE: usize = 4 << 20;
+
+/// Watches one response.
+#[derive(Debug)]
+pub struct UsageTap {
+    family: Family,
+    stream: bool,
+    buf: Vec<u8>,
+    overflow: bool,
+    usage: Option<Usage>,
+}
+
+impl UsageTap {
+    /// A tap for a response of `family`; `stream` when it is an event stream.
+    pub fn new(family: Family, stream: bool) -> Self {
+        UsageTap {
+            family,
+            stream,
+            buf: Vec::new(),
+            overflow: false,
+            usage: None,
+        }
+    }
+
+    /// Looks at the next chunk.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if !self.stream {
+            if self.buf.len() + chunk.len() > MAX_BODY {
+                self.overflow = true;
+                self.buf = Vec::new();
+            } else if !self.overflow {
+                self.buf.extend_from_slice(chunk);
+            }
+            return;
+        }
+        let mut rest = chunk;
+        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+            self.buf.extend_from_slice(&rest[..end]);
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line);
+            rest = &rest[end + 1..];
+        }
+        if self.buf.len() + rest.len() <= MAX_LINE {
+            self.buf.extend_from_slice(rest);
+        } else {
+            self.buf.clear();
+        }
+    }
+
+    /// The usage reported, once the response is complete.
+    pub fn finish(mut self) -> Option<Usage> {
+        if self.stream {
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line);
+        } else if !self.overflow {
+            let body = std::mem::take(&mut self.buf);
+            if let Ok(v) = serde_json::from_slice::<Value>(&body)
+                && let Some(u) = v.get("usage")
+            {
+                self.merge(u);
+            }
+        }
+        self.usage
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return;
+        };
+        if !contains(data, b"\"usage\"") {
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(data) else {
+            return;
+        };
+        let usage = v
+            .get("usage")
+            .or_else(|| v.pointer("/message/usage"))
+            .filter(|u| !u.is_null());
+        if let Some(u) = usage {
+            self.merge(u);
+        }
+    }
+
+    /// Anthropic reports input at `message_start` and output (sometimes
+    /// input again) at `message_delta`: later non-zero figures win.
+    fn merge(&mut self, v: &Value) {
+        let next = match self.family {
+            Family::OpenAi => Usage::from_openai(v),
+            Family::Anthropic => Usage::from_anthropic(v),
+        };
+        let u = self.usage.get_or_insert(next);
+        let keep = |old: u64, new: u64| if new > 0 { new } else { old };
+        u.input_tokens = keep(u.input_tokens, next.input_tokens);
+        u.output_tokens = keep(u.output_tokens, next.output_tokens);
+        u.cache_read_tokens = keep(u.cache_read_tokens, next.cache_read_tokens);
+        u.cache_write_tokens = keep(u.cache_write_tokens, next.cache_write_tokens);
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_stream_usage_is_read_across_chunk_boundaries() {
+        let body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1200,\"cache_read_input_tokens\":800,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\"}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n";
+        for split in [1, 7, 50, 133, body.len()] {
+            let mut tap = UsageTap::new(Family::Anthropic, true);
+            for chunk in body.as_bytes().chunks(split) {
+                tap.feed(chunk);
+            }
+            let u = tap.finish().expect("usage");
+            assert_eq!(
+                (u.prompt_tokens(), u.output_tokens),
+                (2000, 42),
+                "split {split}"
+            );
+        }
+    }
+
+    #[test]
+    fn openai_stream_and_plain_bodies() {
+        let mut tap = UsageTap::new(Family::OpenAi, true);
+        tap.feed(b"data: {\"choices\":[],\"usage\":null}\r\n\r\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":300,\"completion_tokens\":5}}\r\n\r\ndata: [DONE]\r\n");
+        assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(300));
+        let mut tap = UsageTap::new(Family::OpenAi, false);
+        tap.feed(br#"{"choices":[],"usage":{"prompt_tokens":77,"#);
+        tap.feed(br#""completion_tokens":1}}"#);
+        assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(77));
+        let tap = UsageTap::new(Family::OpenAi, false);
+        assert_eq!(tap.finish(), None);
+    }
+}

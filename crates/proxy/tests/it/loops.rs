@@ -1,0 +1,188 @@
+//! Long tool loops through the proxy stay under the trigger, valid, with a
+//! stable prefix between compactions.
+
+use abridge_testkit::{ProviderOptions, body_hash};
+use serde_json::json;
+
+use crate::CONFIG;
+use crate::support::{anthropic_loop, client, metric, openai_loop, start};
+
+fn options() -> ProviderOptions {
+    ProviderOptions {
+        max_tokens: Some(6000),
+        ..ProviderOptions::default()
+    }
+}
+
+/// Every request valid and under the limit; the prefix changes only when
+/// the proxy compacted.
+fn assert_bounded(report: &abridge_testkit::ProviderReport, compactions: usize) {
+    for (i, r) in report.requests.iter().enumerate() {
+        assert!(r.violations.is_empty(), "request {i}: {:?}", r.violations);
+        assert!(!r.over_limit, "request {i}: {} tokens", r.tokens);
+    }
+    let breaks = report
+        .requests
+        .iter()
+        .filter(|r| r.prefix_kept == Some(false))
+        .count();
+    assert!(compactions > 0, "the loop should have compacted");
+    assert!(
+        breaks <= compactions,
+        "{breaks} prefix changes for {compactions} compactions"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_100_turn_openai_loop_stays_under_the_trigger() {
+    let setup = start(CONFIG, options(), None).await;
+    let log = openai_loop(&setup.proxy, 100, false, &[]).await;
+    let metrics = client()
+        .get(format!("{}/metrics", setup.proxy))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let report = setup.provider.report();
+    assert_eq!(report.requests.len(), 100);
+    assert_bounded(&report, log.compacted);
+    // Without the proxy the last request would be ~60k tokens.
+    assert!(report.requests.last().unwrap().tokens < 6000);
+    assert_eq!(
+        metric(&metrics, "abridge_compactions_total{") as usize,
+        log.compacted,
+        "{metrics}"
+    );
+    assert!(metric(&metrics, "abridge_tokens_saved_total") > 10_000.0);
+    assert_eq!(
+        metric(
+            &metrics,
+            "abridge_requests_total{route=\"ChatCompletions\",status=\"200\"}"
+        ),
+        100.0
+    );
+    assert_eq!(metric(&metrics, "abridge_active_sessions"), 1.0);
+    assert!(
+        log.sessions.iter().all(|s| s == &log.sessions[0]),
+        "one session"
+    );
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_stream_loop_stays_under_the_trigger_and_feeds_calibration() {
+    let setup = start(CONFIG, options(), None).await;
+    let log = openai_loop(&setup.proxy, 60, true, &[]).await;
+    let report = setup.provider.report();
+    assert!(report.requests.iter().all(|r| r.stream));
+    assert_bounded(&report, log.compacted);
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_stream_loop_keeps_cache_breakpoints_within_the_limit() {
+    let setup = start(CONFIG, options(), None).await;
+    let log = anthropic_loop(&setup.proxy, 60, true, &[]).await;
+    let report = setup.provider.report();
+    assert_bounded(&report, log.compacted);
+    for r in &report.requests {
+        assert!(
+            r.cache_breakpoints >= 2 && r.cache_breakpoints <= 4,
+            "{} breakpoints",
+            r.cache_breakpoints
+        );
+    }
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_loop_without_streaming() {
+    let setup = start(CONFIG, options(), None).await;
+    let log = anthropic_loop(&setup.proxy, 40, false, &[]).await;
+    assert_bounded(&setup.provider.report(), log.compacted);
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_under_the_trigger_arrives_byte_for_byte() {
+    let setup = start(CONFIG, options(), None).await;
+    // Odd spacing and number forms that a re-serialization would change.
+    let body = "{\"model\": \"fake-model\",  \"temperature\": 0.70, \"messages\": [{\"role\": \"user\", \"content\": \"hi \\u00e9\"}], \"max_tokens\": 1e2}";
+    let resp = client()
+        .post(format!("{}/v1/chat/completions", setup.proxy))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let report = setup.provider.report();
+    assert_eq!(report.requests[0].body_hash, body_hash(body.as_bytes()));
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_routes_and_headers_are_forwarded() {
+    let setup = start(CONFIG, options(), None).await;
+    let resp = client()
+        .get(format!("{}/v1/models", setup.proxy))
+        .header("authorization", "Bearer sk-test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let v: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(v["data"][0]["id"], json!("fake-model"));
+    let health = client()
+        .get(format!("{}/healthz", setup.proxy))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.text().await.unwrap(), "ok\n");
+    let log = openai_loop(
+        &setup.proxy,
+        1,
+        false,
+        &[
+            ("x-abridge-session", "mine"),
+            ("openai-organization", "org-1"),
+            ("connection", "keep-alive, x-drop-me"),
+            ("x-drop-me", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(log.sessions.len(), 1);
+    let seen = &setup.provider.report().requests[0].headers;
+    assert!(seen.contains(&"openai-organization".to_owned()), "{seen:?}");
+    assert!(!seen.contains(&"x-abridge-session".to_owned()), "{seen:?}");
+    assert!(
+        !seen.contains(&"x-drop-me".to_owned()),
+        "hop-by-hop header named by Connection: {seen:?}"
+    );
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_told_apart_by_credential_and_name() {
+    let setup = start(CONFIG, options(), None).await;
+    let a = openai_loop(&setup.proxy, 1, false, &[("authorization", "Bearer key-a")]).await;
+    let b = openai_loop(&setup.proxy, 1, false, &[("authorization", "Bearer key-b")]).await;
+    let a2 = openai_loop(&setup.proxy, 1, false, &[("authorization", "Bearer key-a")]).await;
+    let named = openai_loop(
+        &setup.proxy,
+        1,
+        false,
+        &[
+            ("authorization", "Bearer key-a"),
+            ("x-abridge-session", "run-7"),
+        ],
+    )
+    .await;
+    assert_ne!(a.sessions, b.sessions);
+    assert_eq!(a.sessions, a2.sessions);
+    assert_ne!(a.sessions, named.sessions);
+    assert!(a.sessions[0].len() == 32 && !a.sessions[0].contains("key"));
+    setup.stop().await;
+}

@@ -1,0 +1,12 @@
+//! The proxy against a fake provider on 127.0.0.1, with agent loops that
+//! talk to it the way the OpenAI and Anthropic SDKs do.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod failures;
+mod loops;
+mod persist;
+mod support;
+
+/// The config of most tests: compaction above 6,000 tokens.
+pub(crate) const CONFIG: &str =
+    "[trigger]\nmax_tokens = 6000\n[budget]\nmin_iterations = 2\nclear_at_least = 500\n";

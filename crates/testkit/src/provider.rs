@@ -1,0 +1,522 @@
+//! A fake LLM provider on 127.0.0.1 that plays the OpenAI Chat Completions
+//! and Anthropic Messages APIs — tool-calling replies, SSE streams with
+//! usage, and failures on request — and checks every request it receives:
+//! valid for its API, under a token limit, and whether it kept the
+//! previous request's messages as its prefix.
+
+use std::collections::HashMap;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abridge_model::{Family, Format, Role, decode_as, validate};
+use abridge_tokens::{TokenCounter, TokenizerKind};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Response, StatusCode, header};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// How the provider behaves.
+#[derive(Debug, Clone)]
+pub struct ProviderOptions {
+    /// Requests above this many tokens are recorded as over the limit.
+    pub max_tokens: Option<u64>,
+    /// Requests above this many tokens are refused as too long (400).
+    pub window: Option<u64>,
+    /// Tokenizer used for counting.
+    pub tokenizer: TokenizerKind,
+    /// Pause between two streamed events.
+    pub chunk_delay: Duration,
+}
+
+impl Default for ProviderOptions {
+    fn default() -> Self {
+        ProviderOptions {
+            max_tokens: None,
+            window: None,
+            tokenizer: TokenizerKind::O200kBase,
+            chunk_delay: Duration::from_millis(2),
+        }
+    }
+}
+
+/// What the provider saw of one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestCheck {
+    /// Request path.
+    pub path: String,
+    /// Whether it asked for a stream.
+    pub stream: bool,
+    /// Tokens (messages and tools) by the provider's tokenizer.
+    pub tokens: u64,
+    /// Messages in the request.
+    pub messages: usize,
+    /// API rules it breaks (empty: valid).
+    pub violations: Vec<String>,
+    /// True when it is above `max_tokens`.
+    pub over_limit: bool,
+    /// Whether it starts with every message of the session's previous
+    /// request, byte for byte but for `cache_control` markers (`None` for
+    /// a session's first request).
+    pub prefix_kept: Option<bool>,
+    /// Header names it carried (lower case), for checks on forwarding.
+    pub headers: Vec<String>,
+    /// [`body_hash`] of the body as received.
+    pub body_hash: u64,
+    /// `cache_control` markers anywhere in the body.
+    pub cache_breakpoints: usize,
+}
+
+/// A hash of a request body, to tell whether it arrived byte for byte.
+pub fn body_hash(body: &[u8]) -> u64 {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    h.write(body);
+    h.finish()
+}
+
+/// A value without its `cache_control` markers: clients move them every
+/// turn and the provider's cache matches content, not markers.
+fn unmarked(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(unmarked).collect()),
+        other => other.clone(),
+    }
+}
+
+fn count_key(v: &Value, key: &str) -> usize {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| usize::from(k == key) + count_key(v, key))
+            .sum(),
+        Value::Array(a) => a.iter().map(|v| count_key(v, key)).sum(),
+        _ => 0,
+    }
+}
+
+/// Everything seen so far (`GET /_report`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderReport {
+    /// Every conversation request, in order.
+    pub requests: Vec<RequestCheck>,
+}
+
+#[derive(Default)]
+struct Seen {
+    report: ProviderReport,
+    /// Per session (first user message), the previous request's messages.
+    last: HashMap<String, Vec<String>>,
+}
+
+struct Shared {
+    options: ProviderOptions,
+    seen: Mutex<Seen>,
+}
+
+/// A running fake provider.
+#[derive(Debug)]
+pub struct Provider {
+    /// `http://127.0.0.1:PORT`: OpenAI clients use `{url}/v1`, Anthropic clients `{url}`.
+    pub url: String,
+    shared: Arc<SharedHandle>,
+}
+
+struct SharedHandle(Arc<Shared>);
+
+impl std::fmt::Debug for SharedHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Provider")
+    }
+}
+
+impl Provider {
+    /// Starts on a free port on the current tokio runtime.
+    pub async fn start(options: ProviderOptions) -> Provider {
+        Self::bind("127.0.0.1:0", options).await
+    }
+
+    /// Starts on `addr`.
+    pub async fn bind(addr: &str, options: ProviderOptions) -> Provider {
+        let shared = Arc::new(Shared {
+            options,
+            seen: Mutex::default(),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .route("/_report", get(report))
+            .route(
+                "/v1/models",
+                get(|| async {
+                    r#"{"object":"list","data":[{"id":"fake-model","object":"model"}]}"#
+                }),
+            )
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Provider {
+            url,
+            shared: Arc::new(SharedHandle(shared)),
+        }
+    }
+
+    /// What it saw so far.
+    pub fn report(&self) -> ProviderReport {
+        self.shared.0.seen.lock().unwrap().report.clone()
+    }
+}
+
+async fn report(State(s): State<Arc<Shared>>) -> Response<Body> {
+    let report = s.seen.lock().unwrap().report.clone();
+    plain(200, &serde_json::to_string(&report).unwrap())
+}
+
+async fn openai(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    answer(&s, Family::OpenAi, "/v1/chat/completions", &headers, &body).await
+}
+
+async fn anthropic(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    answer(&s, Family::Anthropic, "/v1/messages", &headers, &body).await
+}
+
+async fn answer(
+    s: &Shared,
+    family: Family,
+    path: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response<Body> {
+    let fail = headers
+        .get("x-fake-fail")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match fail {
+        "500" => return plain(500, &error_body(family, "api_error", "internal error")),
+        "429" => return plain(429, &error_body(family, "rate_limit_error", "slow down")),
+        "garbage" => return plain(200, "this is not json {{"),
+        "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
+        _ => {}
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return plain(
+            400,
+            &error_body(family, "invalid_request_error", "body is not JSON"),
+        );
+    };
+    let check = check(s, family, path, headers, &request, body);
+    let tokens = check.tokens;
+    let stream = check.stream;
+    s.seen.lock().unwrap().report.requests.push(check);
+    if s.options.window.is_some_and(|w| tokens > w) {
+        let msg = match family {
+            Family::OpenAi => {
+                "This model's maximum context length is exceeded (context_length_exceeded)"
+            }
+            Family::Anthropic => "prompt is too long",
+        };
+        return plain(400, &error_body(family, "invalid_request_error", msg));
+    }
+    let turn = s.seen.lock().unwrap().report.requests.len();
+    let reply = Reply::for_request(&request, turn);
+    if !stream {
+        return plain(200, &reply.body(family, tokens).to_string());
+    }
+    let usage = request.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+    let events = reply.events(family, tokens, usage);
+    let drop_mid = fail == "drop-stream";
+    sse(events, s.options.chunk_delay, drop_mid)
+}
+
+fn check(
+    s: &Shared,
+    family: Family,
+    path: &str,
+    headers: &HeaderMap,
+    request: &Value,
+    body: &[u8],
+) -> RequestCheck {
+    let format = match family {
+        Family::OpenAi => Format::OpenAi,
+        Family::Anthropic => Format::Anthropic,
+    };
+    let stream = request.get("stream") == Some(&Value::Bool(true));
+    let (tokens, violations, messages) = match decode_as(body, Some(format)) {
+        Ok(mut convs) if convs.len() == 1 => {
+            let conv = convs.remove(0);
+            let tokens = TokenCounter::new(s.options.tokenizer).count_conversation(&conv) as u64;
+            let v = validate(&conv).iter().map(|v| v.to_string()).collect();
+            let user = conv
+                .messages
+                .iter()
+                .find(|m| m.role == Role::User)
+                .map(|m| m.text_content());
+            (tokens, v, (user, conv.messages.len()))
+        }
+        Ok(_) => (0, vec!["not one conversation".into()], (None, 0)),
+        Err(e) => (0, vec![format!("does not decode: {e}")], (None, 0)),
+    };
+    let raw: Vec<String> = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|m| unmarked(m).to_string()).collect())
+        .unwrap_or_default();
+    let key = headers
+        .get("x-fake-session")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or(messages.0)
+        .unwrap_or_default();
+    let mut seen = s.seen.lock().unwrap();
+    let prefix_kept = seen
+        .last
+        .get(&key)
+        .map(|prev| raw.len() >= prev.len() && raw[..prev.len()] == prev[..]);
+    seen.last.insert(key, raw);
+    RequestCheck {
+        path: path.to_owned(),
+        stream,
+        tokens,
+        messages: messages.1,
+        violations,
+        over_limit: s.options.max_tokens.is_some_and(|m| tokens > m),
+        prefix_kept,
+        headers: headers.keys().map(|k| k.as_str().to_owned()).collect(),
+        body_hash: body_hash(body),
+        cache_breakpoints: count_key(request, "cache_control"),
+    }
+}
+
+/// The assistant's answer: a call of the first declared tool, or text.
+struct Reply {
+    turn: usize,
+    model: String,
+    text: String,
+    call: Option<(String, Value)>,
+}
+
+impl Reply {
+    fn for_request(request: &Value, turn: usize) -> Reply {
+        let model = request
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("fake-model")
+            .to_owned();
+        let tool = request
+            .get("tools")
+            .and_then(Value::as_array)
+            .and_then(|t| t.first());
+        let call = tool.map(|t| {
+            let f = t.get("function").unwrap_or(t);
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("tool")
+                .to_owned();
+            let schema = f.get("parameters").or_else(|| f.get("input_schema"));
+            (name, arguments_for(schema, turn))
+        });
+        Reply {
+            turn,
+            model,
+            text: format!("Step {turn}: looking at the next file."),
+            call,
+        }
+    }
+
+    fn body(&self, family: Family, tokens: u64) -> Value {
+        let n = self.turn;
+        match family {
+            Family::OpenAi => {
+                let mut message = json!({"role": "assistant", "content": self.text});
+                let mut finish = "stop";
+                if let Some((name, args)) = &self.call {
+                    message["tool_calls"] = json!([{"id": format!("call_{n}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}}]);
+                    finish = "tool_calls";
+                }
+                json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
+                    "model": self.model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}})
+            }
+            Family::Anthropic => {
+                let mut content = vec![json!({"type": "text", "text": self.text})];
+                let mut stop = "end_turn";
+                if let Some((name, args)) = &self.call {
+                    content.push(json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}));
+                    stop = "tool_use";
+                }
+                json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": self.model,
+                    "content": content, "stop_reason": stop, "stop_sequence": null,
+                    "usage": {"input_tokens": tokens, "output_tokens": 20}})
+            }
+        }
+    }
+
+    /// The stream: `(event name, data)` pairs.
+    fn events(
+        &self,
+        family: Family,
+        tokens: u64,
+        usage: bool,
+    ) -> Vec<(Option<&'static str>, String)> {
+        let n = self.turn;
+        let args = self
+            .call
+            .as_ref()
+            .map(|(_, a)| a.to_string())
+            .unwrap_or_default();
+        let (a1, a2) = args.split_at(args.len() / 2);
+        match family {
+            Family::OpenAi => {
+                let chunk = |delta: Value, finish: Value| {
+                    (None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
+                        "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
+                };
+                let mut out = vec![chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                )];
+                out.push(chunk(json!({"content": self.text}), Value::Null));
+                let mut finish = "stop";
+                if let Some((name, _)) = &self.call {
+                    out.push(chunk(json!({"tool_calls": [{"index": 0, "id": format!("call_{n}"), "type": "function",
+                        "function": {"name": name, "arguments": ""}}]}), Value::Null));
+                    for part in [a1, a2] {
+                        out.push(chunk(
+                            json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                            Value::Null,
+                        ));
+                    }
+                    finish = "tool_calls";
+                }
+                out.push(chunk(json!({}), json!(finish)));
+                if usage {
+                    out.push((None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
+                        "model": self.model, "choices": [],
+                        "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}}).to_string()));
+                }
+                out.push((None, "[DONE]".into()));
+                out
+            }
+            Family::Anthropic => {
+                let ev = |name: &'static str, data: Value| (Some(name), data.to_string());
+                let mut out = vec![ev(
+                    "message_start",
+                    json!({"type": "message_start", "message": {"id": format!("msg_{n}"),
+                    "type": "message", "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
+                    "stop_sequence": null, "usage": {"input_tokens": tokens, "output_tokens": 1}}}),
+                )];
+                out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
+                out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": self.text}})));
+                out.push(ev(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ));
+                let mut stop = "end_turn";
+                if let Some((name, _)) = &self.call {
+                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 1,
+                        "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}})));
+                    for part in [a1, a2] {
+                        out.push(ev(
+                            "content_block_delta",
+                            json!({"type": "content_block_delta", "index": 1,
+                            "delta": {"type": "input_json_delta", "partial_json": part}}),
+                        ));
+                    }
+                    out.push(ev(
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": 1}),
+                    ));
+                    stop = "tool_use";
+                }
+                out.push(ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                    "usage": {"output_tokens": 20}})));
+                out.push(ev("message_stop", json!({"type": "message_stop"})));
+                out
+            }
+        }
+    }
+}
+
+/// Arguments that fit a JSON schema's properties.
+fn arguments_for(schema: Option<&Value>, turn: usize) -> Value {
+    let mut args = serde_json::Map::new();
+    if let Some(Value::Object(props)) = schema.and_then(|s| s.get("properties")) {
+        for (name, p) in props {
+            let v = match p.get("type").and_then(Value::as_str) {
+                Some("integer" | "number") => json!(turn),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                _ => json!(format!("src/module_{turn}.rs")),
+            };
+            args.insert(name.clone(), v);
+        }
+    }
+    Value::Object(args)
+}
+
+fn error_body(family: Family, kind: &str, message: &str) -> String {
+    match family {
+        Family::OpenAi => json!({"error": {"message": message, "type": kind, "code": kind}}),
+        Family::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
+    }
+    .to_string()
+}
+
+fn plain(status: u16, body: &str) -> Response<Body> {
+    let mut r = Response::new(Body::from(body.to_owned()));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+    r
+}
+
+fn sse(
+    events: Vec<(Option<&'static str>, String)>,
+    delay: Duration,
+    drop_mid: bool,
+) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let total = events.len();
+        for (i, (name, data)) in events.into_iter().enumerate() {
+            if drop_mid && i == total / 2 {
+                let _ = tx
+                    .send(Err(std::io::Error::other("connection dropped")))
+                    .await;
+                return;
+            }
+            let text = match name {
+                Some(n) => format!("event: {n}\ndata: {data}\n\n"),
+                None => format!("data: {data}\n\n"),
+            };
+            if tx.send(Ok(Bytes::from(text))).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+        }
+    });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    let mut r = Response::new(Body::from_stream(stream));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, "text/event-stream".parse().unwrap());
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, "no-cache".parse().unwrap());
+    r
+}
