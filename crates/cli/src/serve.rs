@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use abridge_proxy::{Proxy, ProxyConfig};
-use abridge_store::{SessionStore, Store};
-use anyhow::{Context, Result, bail};
+use abridge_store::{PgStore, SessionStore, Store};
+use anyhow::{Context, Result};
 use clap::Args;
 
 /// Arguments of `abridge serve`.
@@ -26,7 +26,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     anthropic_upstream: Option<String>,
     /// Where sessions and snapshots are kept: a SQLite file (default: the
-    /// user's data directory).
+    /// user's data directory), or postgres://user@host:port/db, shared by
+    /// several replicas.
     #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
     store: Option<String>,
     /// Keep sessions in memory only and record no snapshots.
@@ -53,7 +54,6 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(u) = &args.anthropic_upstream {
         serve.anthropic_upstream = u.clone();
     }
-    let store = open_store(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -64,6 +64,7 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
+        let store = open_store(args).await?;
         let proxy = Proxy::new(config, store)?;
         writeln!(
             out,
@@ -76,16 +77,13 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
+async fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
     if args.no_store {
         return Ok(None);
     }
     let path = match &args.store {
-        Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
-            bail!(
-                "--store {}: PostgreSQL stores are not built yet; use a SQLite path",
-                "postgres://…"
-            )
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            return Ok(Some(Box::new(PgStore::connect(url).await?)));
         }
         Some(s) => PathBuf::from(s),
         None => {

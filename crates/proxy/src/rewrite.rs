@@ -88,6 +88,9 @@ impl Context<'_> {
         let conv = Arc::new(conv);
         let mut prepared = {
             let mut guard = session.blocking_lock();
+            if self.store.is_some_and(|s| lock(s).shared()) {
+                self.refresh(&mut guard);
+            }
             self.turn(&mut guard, &conv)
         };
         prepared.session = Some(session);
@@ -111,36 +114,53 @@ impl Context<'_> {
     fn open(&self, id: SessionId, conv: &Conversation) -> Result<Shared, String> {
         let config = session_config(&self.config.engine, conv);
         let mut compactor = Compactor::new(config.clone()).map_err(|e| e.to_string())?;
-        let mut continuity = Continuity::new();
         if let Some(store) = self.store {
             compactor.set_store(Box::new(SessionSink {
                 store: store.clone(),
                 session: id.0.clone(),
             }));
-            match lock(store).load_session(&id.0) {
-                Ok(Some(record)) => {
-                    compactor.set_calibration(record.calibration);
-                    if let Some(c) = record.carryover {
-                        continuity = Continuity::resume(c);
-                    }
-                    tracing::info!(session = %id, "session resumed from the store");
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(session = %id, error = %e, "cannot load session"),
-            }
         }
         let preparer = self.preparer(&compactor, &id);
-        let state = SessionState {
+        let mut state = SessionState {
             id,
             family: conv.family,
             compactor,
-            continuity,
+            continuity: Continuity::new(),
             preparer,
             usage: Arc::default(),
+            version: 0,
         };
+        self.refresh(&mut state);
         let shared = self.sessions.insert(state);
         self.metrics.sessions(self.sessions.len());
         Ok(shared)
+    }
+
+    /// Takes over the stored state of a session when it is newer than the
+    /// one in memory (a restart, or another replica's compaction).
+    fn refresh(&self, state: &mut SessionState) {
+        let Some(store) = self.store else {
+            return;
+        };
+        let mut store = lock(store);
+        let newer = match store.session_version(&state.id.0) {
+            Ok(v) => v.is_some_and(|v| v != state.version),
+            Err(e) => {
+                tracing::warn!(session = %state.id, error = %e, "cannot read the session's version");
+                false
+            }
+        };
+        if !newer {
+            return;
+        }
+        match store.load_session(&state.id.0) {
+            Ok(Some(record)) => {
+                state.adopt(record);
+                tracing::debug!(session = %state.id, version = state.version, "session loaded from the store");
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(session = %state.id, error = %e, "cannot load session"),
+        }
     }
 
     /// A background preparer when LLM summarizers are configured (the
@@ -238,7 +258,7 @@ impl Context<'_> {
         }
     }
 
-    fn account(&self, state: &SessionState, report: Option<&Report>) {
+    fn account(&self, state: &mut SessionState, report: Option<&Report>) {
         let Some(r) = report.filter(|r| r.compacted) else {
             return;
         };
@@ -258,11 +278,13 @@ impl Context<'_> {
         self.save(state);
     }
 
-    fn save(&self, state: &SessionState) {
-        if let Some(store) = self.store
-            && let Err(e) = lock(store).save_session(&state.record())
-        {
-            tracing::warn!(session = %state.id, error = %e, "cannot store session");
+    fn save(&self, state: &mut SessionState) {
+        let Some(store) = self.store else {
+            return;
+        };
+        match lock(store).save_session(&state.record()) {
+            Ok(v) => state.version = v,
+            Err(e) => tracing::warn!(session = %state.id, error = %e, "cannot store session"),
         }
     }
 

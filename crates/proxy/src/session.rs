@@ -102,6 +102,8 @@ pub(crate) struct SessionState {
     pub(crate) preparer: Option<Preparer>,
     /// Usage reported by the last response.
     pub(crate) usage: Arc<LastUsage>,
+    /// The stored version this state matches (0: never stored).
+    pub(crate) version: i64,
 }
 
 impl std::fmt::Debug for SessionState {
@@ -115,6 +117,16 @@ impl std::fmt::Debug for SessionState {
 
 impl SessionState {
     /// What is stored of it.
+    /// Takes over a stored record (from a restart, or another replica).
+    pub(crate) fn adopt(&mut self, record: SessionRecord) {
+        self.compactor.set_calibration(record.calibration);
+        self.continuity = match record.carryover {
+            Some(c) => Continuity::resume(c),
+            None => Continuity::new(),
+        };
+        self.version = record.version;
+    }
+
     pub(crate) fn record(&self) -> SessionRecord {
         SessionRecord {
             id: self.id.0.clone(),
@@ -122,6 +134,7 @@ impl SessionState {
             model: self.compactor.config().model.clone(),
             carryover: self.continuity.carryover().cloned(),
             calibration: self.compactor.calibration(),
+            version: self.version,
         }
     }
 }

@@ -26,6 +26,9 @@
 //! ```
 
 mod migrate;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod row;
 mod session;
 mod sqlite;
 
@@ -34,6 +37,8 @@ use abridge::{Config, Report, SnapshotId, SnapshotSink, StoreConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use session::{
     SessionRecord, SessionStore, StoredParts, carried_body, carryover_from, record_from,
     stored_parts,
@@ -91,6 +96,14 @@ pub enum Error {
         /// What.
         what: &'static str,
         /// serde's message.
+        message: String,
+    },
+    /// The PostgreSQL store failed.
+    #[error("{at}: {message}")]
+    Postgres {
+        /// Server and database (never the credentials).
+        at: String,
+        /// What went wrong.
         message: String,
     },
     /// A stored session is not what was written.

@@ -45,6 +45,7 @@ CREATE TABLE sessions (
     tokens             INTEGER,
     body               TEXT,
     calibration        TEXT NOT NULL,
+    version            INTEGER NOT NULL DEFAULT 0,
     updated_at         TEXT NOT NULL
 );";
 

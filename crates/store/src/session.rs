@@ -21,6 +21,9 @@ pub struct SessionRecord {
     pub carryover: Option<Carryover>,
     /// The correction to the provider's count learned so far.
     pub calibration: Calibration,
+    /// How many times it was saved (0: never): another replica's save
+    /// shows as a newer version.
+    pub version: i64,
 }
 
 /// What a proxy keeps, whatever the database behind it: sessions, and a
@@ -30,8 +33,16 @@ pub trait SessionStore: Send {
     fn record_snapshot(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId>;
     /// The session with this id, if stored.
     fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>>;
-    /// Stores (or replaces) a session.
-    fn save_session(&mut self, record: &SessionRecord) -> Result<()>;
+    /// Stores (or replaces) a session; returns its new version.
+    fn save_session(&mut self, record: &SessionRecord) -> Result<i64>;
+    /// The stored version of a session, if stored.
+    fn session_version(&mut self, id: &str) -> Result<Option<i64>>;
+    /// True when other processes write to the same store (replicas): a
+    /// session in memory is then checked against its stored version on
+    /// every request.
+    fn shared(&self) -> bool {
+        false
+    }
 }
 
 /// A carryover's messages as a wire body of `family`, for storage.
@@ -71,64 +82,65 @@ impl SessionStore for Store {
     }
 
     fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
-        type Row = (
-            String,
-            Option<String>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<String>,
-            String,
-        );
-        let row: Option<Row> = self
+        let row = self
             .conn
             .query_row(
-                "SELECT family, model, source_len, source_fingerprint, tokens, body, calibration
-                 FROM sessions WHERE id = ?1",
+                "SELECT family, model, source_len, source_fingerprint, tokens, body, calibration,
+                    version FROM sessions WHERE id = ?1",
                 params![id],
                 |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
+                    Ok(StoredParts {
+                        family: r.get(0)?,
+                        model: r.get(1)?,
+                        len: r.get(2)?,
+                        fingerprint: r.get(3)?,
+                        tokens: r.get(4)?,
+                        body: r.get(5)?,
+                        calibration: r.get(6)?,
+                        version: r.get(7)?,
+                    })
                 },
             )
             .optional()
             .map_err(|e| self.sql(e))?;
-        let Some((family, model, len, fp, tokens, body, calibration)) = row else {
-            return Ok(None);
-        };
-        record_from(id, &family, model, (len, fp, tokens, body), &calibration).map(Some)
+        row.map(|parts| record_from(id, parts)).transpose()
     }
 
-    fn save_session(&mut self, record: &SessionRecord) -> Result<()> {
-        let parts = stored_parts(record)?;
+    fn session_version(&mut self, id: &str) -> Result<Option<i64>> {
         self.conn
-            .execute(
+            .query_row(
+                "SELECT version FROM sessions WHERE id = ?1",
+                params![id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))
+    }
+
+    fn save_session(&mut self, record: &SessionRecord) -> Result<i64> {
+        let p = stored_parts(record)?;
+        self.conn
+            .query_row(
                 "INSERT INTO sessions (id, family, model, source_len, source_fingerprint, tokens,
-                    body, calibration, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+                    body, calibration, version, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
                  ON CONFLICT (id) DO UPDATE SET family = ?2, model = ?3, source_len = ?4,
                     source_fingerprint = ?5, tokens = ?6, body = ?7, calibration = ?8,
-                    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+                    version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                 RETURNING version",
                 params![
                     record.id,
-                    record.family.as_str(),
-                    record.model,
-                    parts.len,
-                    parts.fingerprint,
-                    parts.tokens,
-                    parts.body,
-                    parts.calibration,
+                    p.family,
+                    p.model,
+                    p.len,
+                    p.fingerprint,
+                    p.tokens,
+                    p.body,
+                    p.calibration
                 ],
+                |r| r.get(0),
             )
-            .map_err(|e| self.sql(e))?;
-        Ok(())
+            .map_err(|e| self.sql(e))
     }
 }
 
@@ -136,6 +148,12 @@ impl SessionStore for Store {
 /// stored as the signed integer with the same bits).
 #[derive(Debug)]
 pub struct StoredParts {
+    /// Wire family.
+    pub family: String,
+    /// Model.
+    pub model: Option<String>,
+    /// Stored version.
+    pub version: i64,
     /// Messages the carried prefix replaces.
     pub len: Option<i64>,
     /// Their fingerprint's bits.
@@ -156,6 +174,9 @@ pub fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
     };
     let carry = record.carryover.as_ref();
     Ok(StoredParts {
+        family: record.family.as_str().to_owned(),
+        model: record.model.clone(),
+        version: record.version,
         len: carry.map(|c| c.source().len as i64),
         fingerprint: carry.map(|c| c.source().fingerprint as i64),
         tokens: carry.map(|c| c.tokens() as i64),
@@ -167,25 +188,19 @@ pub fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
     })
 }
 
-/// A record back from its columns: `carry` is (source length, fingerprint
-/// bits, tokens, body).
-pub fn record_from(
-    id: &str,
-    family: &str,
-    model: Option<String>,
-    carry: (Option<i64>, Option<i64>, Option<i64>, Option<String>),
-    calibration: &str,
-) -> Result<SessionRecord> {
+/// A record back from its columns.
+pub fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord> {
     let corrupt = |what: String| Error::CorruptSession {
         id: id.to_owned(),
         what,
     };
-    let family: Family = family
+    let family: Family = parts
+        .family
         .parse()
         .map_err(|e| corrupt(format!("family: {e}")))?;
-    let calibration =
-        serde_json::from_str(calibration).map_err(|e| corrupt(format!("calibration: {e}")))?;
-    let carryover = match carry {
+    let calibration = serde_json::from_str(&parts.calibration)
+        .map_err(|e| corrupt(format!("calibration: {e}")))?;
+    let carryover = match (parts.len, parts.fingerprint, parts.tokens, parts.body) {
         (Some(len), Some(fp), Some(tokens), Some(body)) => {
             let source = PrefixKey {
                 len: len.max(0) as usize,
@@ -204,8 +219,9 @@ pub fn record_from(
     Ok(SessionRecord {
         id: id.to_owned(),
         family,
-        model,
+        model: parts.model,
         carryover,
         calibration,
+        version: parts.version,
     })
 }

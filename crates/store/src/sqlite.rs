@@ -2,16 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use abridge::model::{Conversation, Family, Message, encode};
-use abridge::summarize::unwrap;
-use abridge::{
-    PolicyKind, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig,
-};
+use abridge::model::Family;
+use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::row::SnapshotRow;
 use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
 
 /// A snapshot store in one SQLite file.
@@ -100,21 +97,7 @@ impl Store {
     }
 
     fn insert(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId> {
-        let body = |c: &Conversation| {
-            encode(c)
-                .map(|v| v.to_string())
-                .map_err(|e| Error::Serialize {
-                    what: "history",
-                    message: e.to_string(),
-                })
-        };
-        let tag = &s.config.summary.wrapper;
-        let briefing = s
-            .after
-            .messages
-            .iter()
-            .map(Message::text_content)
-            .find_map(|t| unwrap(tag, &t).map(str::to_owned));
+        let r = SnapshotRow::of(s)?;
         self.conn
             .execute(
                 "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
@@ -123,19 +106,19 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     self.source,
-                    s.before.model,
-                    s.before.family.as_str(),
-                    s.report.tokens_before as i64,
-                    s.report.tokens_after as i64,
-                    s.report.target.map(|t| t as i64),
-                    s.report.summarizer,
-                    briefing,
-                    to_json("attempts", &s.report.attempts)?,
-                    to_json("report", s.report)?,
-                    to_json("config", s.config)?,
-                    body(s.before)?,
-                    body(s.after)?,
-                    dropped(s.report) as i64,
+                    r.model,
+                    r.family,
+                    r.tokens_before,
+                    r.tokens_after,
+                    r.target,
+                    r.summarizer,
+                    r.briefing,
+                    r.attempts,
+                    r.report,
+                    r.config,
+                    r.before_body,
+                    r.after_body,
+                    r.dropped_iterations,
                 ],
             )
             .map_err(|e| self.sql(e))?;
@@ -275,26 +258,10 @@ fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
     })
 }
 
-/// Iterations the compaction dropped.
-fn dropped(r: &Report) -> usize {
-    r.policies
-        .iter()
-        .filter(|p| p.policy == PolicyKind::DropIterations)
-        .map(|p| p.items)
-        .sum()
-}
-
 fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::Corrupt {
         id,
         what: format!("stored {what} does not parse: {e}"),
-    })
-}
-
-fn to_json<T: Serialize + ?Sized>(what: &'static str, v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| Error::Serialize {
-        what,
-        message: e.to_string(),
     })
 }
 

@@ -227,3 +227,49 @@ fn retention_keeps_the_store_bounded() {
     assert!(ids.len() < 8, "{ids:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_session_round_trips_with_its_carryover_and_version() {
+    use abridge::{Calibration, Carryover, Continuity, PrefixKey};
+    use abridge_store::{SessionRecord, SessionStore};
+
+    let mut store = Store::in_memory().unwrap();
+    assert!(store.load_session("s1").unwrap().is_none());
+    let history = conv();
+    let mut compactor = compactor();
+    let mut continuity = Continuity::new();
+    let out = continuity
+        .compact_to(&mut compactor, &history, 600)
+        .unwrap();
+    let carry: Carryover = continuity.carryover().unwrap().clone();
+    assert_eq!(carry.messages(), &out.messages[..]);
+    let mut calibration = Calibration::default();
+    calibration.observe(1000, 1300);
+    let mut record = SessionRecord {
+        id: "s1".into(),
+        family: history.family,
+        model: history.model.clone(),
+        carryover: Some(carry),
+        calibration,
+        version: 0,
+    };
+    assert_eq!(store.save_session(&record).unwrap(), 1);
+    assert_eq!(store.save_session(&record).unwrap(), 2);
+    assert_eq!(store.session_version("s1").unwrap(), Some(2));
+    let loaded = store.load_session("s1").unwrap().unwrap();
+    assert_eq!(loaded.version, 2);
+    assert_eq!(
+        (&loaded.id, loaded.family, &loaded.model),
+        (&record.id, record.family, &record.model)
+    );
+    assert_eq!(loaded.calibration, record.calibration);
+    // What is sent comes back byte for byte (meta, which is not sent, is not stored).
+    let (a, b) = (
+        loaded.carryover.as_ref().unwrap(),
+        record.carryover.take().unwrap(),
+    );
+    assert_eq!((a.source(), a.tokens()), (b.source(), b.tokens()));
+    assert_eq!(PrefixKey::of(a.messages()), PrefixKey::of(b.messages()));
+    // The reloaded carryover still applies to the history it came from.
+    assert!(loaded.carryover.unwrap().applies_to(&history));
+}

@@ -13,7 +13,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support may panic on failure
 
 mod mock;
+mod postgres;
 mod provider;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
+pub use postgres::Postgres;
 pub use provider::{Provider, ProviderOptions, ProviderReport, RequestCheck, body_hash};

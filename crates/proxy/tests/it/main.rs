@@ -5,6 +5,7 @@
 mod failures;
 mod loops;
 mod persist;
+mod replicas;
 mod support;
 
 /// The config of most tests: compaction above 6,000 tokens.

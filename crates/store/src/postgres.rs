@@ -1,0 +1,232 @@
+//! The shared store: PostgreSQL, for several proxy replicas behind one load
+//! balancer. Sessions and snapshots live in `abridge_sessions` and
+//! `abridge_snapshots`, created on first connect.
+//!
+//! Its [`SessionStore`] methods block the calling thread on the runtime
+//! given at connect time: call them from a blocking thread (as the proxy
+//! does, from `spawn_blocking`), never from an async task.
+
+use abridge::{SnapshotData, SnapshotId};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio::runtime::Handle;
+use tokio_postgres::NoTls;
+
+use crate::row::SnapshotRow;
+use crate::session::{SessionRecord, SessionStore, StoredParts, record_from, stored_parts};
+use crate::{Error, Result};
+
+const SCHEMA: &str = "
+SELECT pg_advisory_xact_lock(7400912);
+CREATE TABLE IF NOT EXISTS abridge_sessions (
+    id                 TEXT PRIMARY KEY,
+    family             TEXT NOT NULL CHECK (family IN ('openai', 'anthropic')),
+    model              TEXT,
+    source_len         BIGINT,
+    source_fingerprint BIGINT,
+    tokens             BIGINT,
+    body               TEXT,
+    calibration        TEXT NOT NULL,
+    version            BIGINT NOT NULL DEFAULT 0,
+    updated_at         TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS abridge_snapshots (
+    id                 BIGSERIAL PRIMARY KEY,
+    created_at         TIMESTAMPTZ NOT NULL DEFAULT now(),
+    source             TEXT,
+    model              TEXT,
+    family             TEXT NOT NULL,
+    tokens_before      BIGINT NOT NULL,
+    tokens_after       BIGINT NOT NULL,
+    target             BIGINT,
+    summarizer         TEXT,
+    briefing           TEXT,
+    attempts           TEXT NOT NULL,
+    report             TEXT NOT NULL,
+    config             TEXT NOT NULL,
+    before_body        TEXT NOT NULL,
+    after_body         TEXT NOT NULL,
+    dropped_iterations BIGINT NOT NULL DEFAULT 0
+);";
+
+/// Sessions and snapshots in PostgreSQL.
+pub struct PgStore {
+    pool: Pool,
+    handle: Handle,
+    shown: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("at", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+fn pg(shown: &str, e: impl std::fmt::Display) -> Error {
+    Error::Postgres {
+        at: shown.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and creates the
+    /// tables if missing. The password, if the URL has one, is never shown.
+    pub async fn connect(url: &str) -> Result<PgStore> {
+        let config: tokio_postgres::Config = url.parse().map_err(|e| pg("the URL", e))?;
+        let shown = describe(&config);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(8)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| pg(&shown, e))?;
+        let mut client = pool.get().await.map_err(|e| pg(&shown, e))?;
+        let tx = client.transaction().await.map_err(|e| pg(&shown, e))?;
+        tx.batch_execute(SCHEMA).await.map_err(|e| pg(&shown, e))?;
+        tx.commit().await.map_err(|e| pg(&shown, e))?;
+        drop(client);
+        Ok(PgStore {
+            pool,
+            handle: Handle::current(),
+            shown,
+        })
+    }
+
+    fn run<T>(&self, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        self.handle.block_on(f)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| pg(&self.shown, e))
+    }
+}
+
+/// `host:port/db` of a config, without user or password.
+fn describe(c: &tokio_postgres::Config) -> String {
+    let host = match c.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = c.get_ports().first().copied().unwrap_or(5432);
+    format!("postgres {host}:{port}/{}", c.get_dbname().unwrap_or(""))
+}
+
+impl SessionStore for PgStore {
+    fn record_snapshot(&mut self, source: &str, s: &SnapshotData<'_>) -> Result<SnapshotId> {
+        let r = SnapshotRow::of(s)?;
+        self.run(async {
+            let row = self
+                .client()
+                .await?
+                .query_one(
+                    "INSERT INTO abridge_snapshots (source, model, family, tokens_before,
+                        tokens_after, target, summarizer, briefing, attempts, report, config,
+                        before_body, after_body, dropped_iterations)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                     RETURNING id",
+                    &[
+                        &source,
+                        &r.model,
+                        &r.family,
+                        &r.tokens_before,
+                        &r.tokens_after,
+                        &r.target,
+                        &r.summarizer,
+                        &r.briefing,
+                        &r.attempts,
+                        &r.report,
+                        &r.config,
+                        &r.before_body,
+                        &r.after_body,
+                        &r.dropped_iterations,
+                    ],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            Ok(SnapshotId(row.get(0)))
+        })
+    }
+
+    fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
+        let parts = self.run(async {
+            let row = self
+                .client()
+                .await?
+                .query_opt(
+                    "SELECT family, model, source_len, source_fingerprint, tokens, body,
+                        calibration, version FROM abridge_sessions WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            Ok(row.map(|r| StoredParts {
+                family: r.get(0),
+                model: r.get(1),
+                len: r.get(2),
+                fingerprint: r.get(3),
+                tokens: r.get(4),
+                body: r.get(5),
+                calibration: r.get(6),
+                version: r.get(7),
+            }))
+        })?;
+        parts.map(|p| record_from(id, p)).transpose()
+    }
+
+    fn save_session(&mut self, record: &SessionRecord) -> Result<i64> {
+        let p = stored_parts(record)?;
+        self.run(async {
+            let row = self
+                .client()
+                .await?
+                .query_one(
+                    "INSERT INTO abridge_sessions (id, family, model, source_len,
+                        source_fingerprint, tokens, body, calibration, version, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
+                     ON CONFLICT (id) DO UPDATE SET family = $2, model = $3, source_len = $4,
+                        source_fingerprint = $5, tokens = $6, body = $7, calibration = $8,
+                        version = abridge_sessions.version + 1, updated_at = now()
+                     RETURNING version",
+                    &[
+                        &record.id,
+                        &p.family,
+                        &p.model,
+                        &p.len,
+                        &p.fingerprint,
+                        &p.tokens,
+                        &p.body,
+                        &p.calibration,
+                    ],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            Ok(row.get(0))
+        })
+    }
+
+    fn session_version(&mut self, id: &str) -> Result<Option<i64>> {
+        self.run(async {
+            let row = self
+                .client()
+                .await?
+                .query_opt("SELECT version FROM abridge_sessions WHERE id = $1", &[&id])
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+}

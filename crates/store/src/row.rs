@@ -1,0 +1,79 @@
+//! A snapshot as the columns every SQL store writes.
+
+use abridge::model::{Conversation, Message, encode};
+use abridge::summarize::unwrap;
+use abridge::{PolicyKind, Report, SnapshotData};
+use serde::Serialize;
+
+use crate::{Error, Result};
+
+/// One snapshot's columns.
+#[derive(Debug)]
+pub(crate) struct SnapshotRow {
+    pub(crate) model: Option<String>,
+    pub(crate) family: &'static str,
+    pub(crate) tokens_before: i64,
+    pub(crate) tokens_after: i64,
+    pub(crate) target: Option<i64>,
+    pub(crate) summarizer: Option<String>,
+    pub(crate) briefing: Option<String>,
+    pub(crate) attempts: String,
+    pub(crate) report: String,
+    pub(crate) config: String,
+    pub(crate) before_body: String,
+    pub(crate) after_body: String,
+    pub(crate) dropped_iterations: i64,
+}
+
+impl SnapshotRow {
+    /// The columns of `s`.
+    pub(crate) fn of(s: &SnapshotData<'_>) -> Result<SnapshotRow> {
+        let tag = &s.config.summary.wrapper;
+        let briefing = s
+            .after
+            .messages
+            .iter()
+            .map(Message::text_content)
+            .find_map(|t| unwrap(tag, &t).map(str::to_owned));
+        Ok(SnapshotRow {
+            model: s.before.model.clone(),
+            family: s.before.family.as_str(),
+            tokens_before: s.report.tokens_before as i64,
+            tokens_after: s.report.tokens_after as i64,
+            target: s.report.target.map(|t| t as i64),
+            summarizer: s.report.summarizer.clone(),
+            briefing,
+            attempts: to_json("attempts", &s.report.attempts)?,
+            report: to_json("report", s.report)?,
+            config: to_json("config", s.config)?,
+            before_body: body(s.before)?,
+            after_body: body(s.after)?,
+            dropped_iterations: dropped(s.report) as i64,
+        })
+    }
+}
+
+fn body(c: &Conversation) -> Result<String> {
+    encode(c)
+        .map(|v| v.to_string())
+        .map_err(|e| Error::Serialize {
+            what: "history",
+            message: e.to_string(),
+        })
+}
+
+/// Iterations the compaction dropped.
+fn dropped(r: &Report) -> usize {
+    r.policies
+        .iter()
+        .filter(|p| p.policy == PolicyKind::DropIterations)
+        .map(|p| p.items)
+        .sum()
+}
+
+pub(crate) fn to_json<T: Serialize + ?Sized>(what: &'static str, v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Serialize {
+        what,
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,144 @@
+//! A real PostgreSQL server for tests: Debian's binaries, a fresh cluster in
+//! a temporary directory, a free port on 127.0.0.1, stopped on drop. As
+//! root, the server runs as the `postgres` user (PostgreSQL refuses root).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running server.
+#[derive(Debug)]
+pub struct Postgres {
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`.
+    pub url: String,
+    dir: PathBuf,
+    bin: PathBuf,
+    as_postgres: bool,
+}
+
+impl Postgres {
+    /// Starts a server, or says why it cannot (no PostgreSQL installed).
+    pub fn start() -> Result<Postgres, String> {
+        let bin = find_bin().ok_or(
+            "PostgreSQL is not installed (no initdb on PATH or under /usr/lib/postgresql)",
+        )?;
+        let as_postgres = is_root();
+        let dir = std::env::temp_dir().join(format!(
+            "abridge-pg-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let pg = Postgres {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            dir,
+            bin,
+            as_postgres,
+        };
+        if as_postgres {
+            run(Command::new("chown").arg("-R").arg("postgres").arg(&pg.dir))?;
+        }
+        let data = pg.dir.join("data");
+        pg.tool(
+            "initdb",
+            &[
+                "-D",
+                path(&data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )?;
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            pg.dir.display()
+        );
+        let log = pg.dir.join("server.log");
+        pg.tool(
+            "pg_ctl",
+            &[
+                "start",
+                "-w",
+                "-t",
+                "60",
+                "-D",
+                path(&data),
+                "-l",
+                path(&log),
+                "-o",
+                &options,
+            ],
+        )?;
+        Ok(pg)
+    }
+
+    fn tool(&self, name: &str, args: &[&str]) -> Result<(), String> {
+        let exe = self.bin.join(name);
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        cmd.args(args).current_dir(&self.dir);
+        run(&mut cmd)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let _ = self.tool("pg_ctl", &["stop", "-m", "immediate", "-D", path(&data)]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The directory of `initdb`: on PATH, else the newest Debian install.
+fn find_bin() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p).find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+    });
+    on_path.or_else(|| {
+        let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|b| b.join("initdb").is_file())
+            .collect();
+        versions.sort();
+        versions.pop()
+    })
+}
