@@ -2,7 +2,7 @@
 //! the Python and Node tests. Prints its base URL on the first line of
 //! stdout; `GET /_report` returns what it checked.
 //!
-//! Usage: `abridge-fake-provider [--listen ADDR] [--max-tokens N] [--window N]`
+//! Usage: `abridge-fake-provider [--listen ADDR] [--max-tokens N] [--window N] [--no-check]`
 
 use std::io::Write;
 
@@ -14,6 +14,10 @@ async fn main() {
     let mut listen = "127.0.0.1:0".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if flag == "--no-check" {
+            options.check = false;
+            continue;
+        }
         let value = args.next().unwrap_or_default();
         match flag.as_str() {
             "--listen" => listen = value,
