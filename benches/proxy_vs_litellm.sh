@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
-venv="$target/litellm-venv"
+venv=${LITELLM_VENV:-$target/litellm-venv}
 [ -x "$venv/bin/litellm" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet 'litellm[proxy]'; }
 
 cargo build --release --quiet -p abridge-testkit --bin abridge-fake-provider
@@ -28,11 +28,14 @@ model_list:
       api_base: $upstream/v1
       api_key: sk-bench
 YAML
-"$venv/bin/litellm" --config "$target/litellm.yaml" --host 127.0.0.1 --port "$port" --num_workers 1 > "$target/litellm.log" 2>&1 &
+# Loopback only, no key: LiteLLM refuses to start keyless unless told so.
+LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true "$venv/bin/litellm" --config "$target/litellm.yaml" --host 127.0.0.1 --port "$port" --num_workers 1 > "$target/litellm.log" 2>&1 &
 litellm=$!
-for _ in $(seq 60); do
-    curl -sf "http://127.0.0.1:$port/health/liveliness" >/dev/null && break
+up=
+for _ in $(seq 90); do
+    curl -sf "http://127.0.0.1:$port/health/liveliness" >/dev/null && { up=1; break; }
     sleep 1
 done
+[ -n "$up" ] || { echo "LiteLLM did not start: see $target/litellm.log" >&2; exit 1; }
 
 UPSTREAM_URL="$upstream" PEER_NAME=litellm PEER_URL="http://127.0.0.1:$port/v1" cargo bench -p abridge-proxy --bench latency
