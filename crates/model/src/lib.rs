@@ -37,7 +37,9 @@ mod message;
 pub mod text;
 mod validate;
 
-pub use codec::{Converted, convert, decode, decode_as, decode_value, detect, encode};
+pub use codec::{
+    Converted, convert, decode, decode_as, decode_value, decode_wire_messages, detect, encode,
+};
 pub use conversation::{
     CompactBoundary, Conversation, Family, Format, FunctionTool, Iteration, Tool, head_len,
     iterations, wire_offset,

@@ -30,6 +30,7 @@ mod config;
 mod error;
 mod forward;
 mod metrics;
+mod raw;
 mod rewrite;
 mod session;
 mod usage;
@@ -42,7 +43,7 @@ use abridge_store::SessionStore;
 pub use cache::{MAX_BREAKPOINTS, cap_breakpoints};
 pub use config::{ProxyConfig, ServeConfig};
 pub use error::{Error, Result};
-pub use metrics::{Metrics, Passthrough, Route};
+pub use metrics::{Decoded, Metrics, Passthrough, Route};
 pub use session::{CREDENTIAL_HEADERS, SESSION_HEADER, SessionId};
 pub use usage::UsageTap;
 

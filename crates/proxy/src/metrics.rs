@@ -31,6 +31,21 @@ pub enum Passthrough {
     ProviderNative,
 }
 
+/// How much of a conversation request was decoded.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum Decoded {
+    /// The whole body (a session's first request, or one that does not
+    /// extend the last).
+    Whole,
+    /// Only the messages added since the session's last request.
+    Added,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecodedLabels {
+    part: Decoded,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: Route,
@@ -59,6 +74,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     compactions: Family<ReasonLabels, Counter>,
     passthrough: Family<PassLabels, Counter>,
+    decoded: Family<DecodedLabels, Counter>,
     summarizer_attempts: Family<OutcomeLabels, Counter>,
     tokens_before: Counter,
     tokens_after: Counter,
@@ -84,6 +100,7 @@ impl Metrics {
             requests: Family::default(),
             compactions: Family::default(),
             passthrough: Family::default(),
+            decoded: Family::default(),
             summarizer_attempts: Family::default(),
             tokens_before: Counter::default(),
             tokens_after: Counter::default(),
@@ -116,6 +133,11 @@ impl Metrics {
             "passthrough",
             "Conversation requests forwarded as sent, by why",
             self.passthrough.clone(),
+        );
+        r.register(
+            "decoded",
+            "Conversation requests by how much of them was decoded (whole, added)",
+            self.decoded.clone(),
         );
         r.register(
             "summarizer_attempts",
@@ -196,6 +218,11 @@ impl Metrics {
     /// A conversation request was forwarded as sent.
     pub fn passthrough(&self, why: Passthrough) {
         self.passthrough.get_or_create(&PassLabels { why }).inc();
+    }
+
+    /// A conversation request was decoded, whole or only what it added.
+    pub fn decoded(&self, part: Decoded) {
+        self.decoded.get_or_create(&DecodedLabels { part }).inc();
     }
 
     /// A summarizer attempt ended.

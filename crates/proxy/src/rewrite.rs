@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
-use abridge::model::{Conversation, Family, Part, decode_as, encode, validate};
+use abridge::model::{
+    Conversation, Family, Part, decode_as, decode_wire_messages, encode, validate,
+};
 use abridge::{
     AttemptOutcome, Compactor, Continuity, Report, SnapshotData, SnapshotError, SnapshotId,
     SnapshotSink,
@@ -17,8 +19,12 @@ use axum::http::HeaderMap;
 
 use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
-use crate::metrics::{Metrics, Passthrough};
-use crate::session::{LastUsage, SessionId, SessionState, Sessions, Shared, session_config};
+use crate::metrics::{Decoded, Metrics, Passthrough};
+use crate::raw::{extension, prefix_hash};
+use crate::session::{
+    LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, session_config,
+    tail_of,
+};
 
 /// The store shared by every session.
 pub(crate) type SharedStore = Arc<Mutex<Box<dyn SessionStore>>>;
@@ -61,7 +67,12 @@ pub(crate) struct Context<'a> {
 impl Context<'_> {
     /// Prepares a conversation request of `family`. Runs on a blocking thread.
     pub(crate) fn prepare(&self, family: Family, headers: &HeaderMap, bytes: &[u8]) -> Prepared {
+        let quick = quick_key(headers, bytes);
+        if let Some(p) = self.continued(quick, family, bytes) {
+            return p;
+        }
         let format = Conversation::new(family).format;
+        self.metrics.decoded(Decoded::Whole);
         let conv = match decode_as(bytes, Some(format)) {
             Ok(mut convs) if convs.len() == 1 => convs.remove(0),
             Ok(_) => return self.unusable("not one conversation".into()),
@@ -88,14 +99,70 @@ impl Context<'_> {
         let conv = Arc::new(conv);
         let mut prepared = {
             let mut guard = session.blocking_lock();
-            if self.store.is_some_and(|s| lock(s).shared()) {
-                self.refresh(&mut guard);
-            }
-            self.turn(&mut guard, &conv)
+            self.refresh_if_shared(&mut guard);
+            let prepared = self.turn(&mut guard, &conv);
+            guard.raw = RawState::of(bytes, conv.clone());
+            self.sessions.set_quick(quick, guard.id.clone());
+            prepared
         };
         prepared.session = Some(session);
         prepared.conv = Some(conv);
         prepared
+    }
+
+    /// The next request of a session whose history it extends, recognised
+    /// by its bytes: only the messages it added are decoded.
+    fn continued(&self, quick: u64, family: Family, bytes: &[u8]) -> Option<Prepared> {
+        for session in self.sessions.by_quick(quick) {
+            // A session busy with another request is not this one's.
+            let Ok(mut guard) = session.clone().try_lock_owned() else {
+                continue;
+            };
+            if !extends(&guard, family, bytes) {
+                continue;
+            }
+            let mut prepared = self.take_added(&mut guard, family, bytes)?;
+            drop(guard);
+            prepared.session = Some(session);
+            return Some(prepared);
+        }
+        None
+    }
+
+    /// A turn of a session whose last body `bytes` extends.
+    fn take_added(
+        &self,
+        state: &mut SessionState,
+        family: Family,
+        bytes: &[u8],
+    ) -> Option<Prepared> {
+        let raw = state.raw.as_ref()?;
+        let (values, shape) = extension(bytes, raw.shape.prefix_end, raw.shape.count)?;
+        if bytes[shape.post.clone()] != raw.post[..] {
+            return None;
+        }
+        let added = decode_wire_messages(family, values, raw.shape.count).ok()?;
+        self.metrics.decoded(Decoded::Added);
+        let mut raw = state.raw.take()?;
+        Arc::make_mut(&mut raw.history).messages.extend(added);
+        if !validate(&raw.history).is_empty() {
+            // The full decode says what is wrong.
+            return None;
+        }
+        self.refresh_if_shared(state);
+        let mut prepared = self.turn(state, &raw.history);
+        raw.hash = prefix_hash(bytes, shape.prefix_end);
+        raw.tail = tail_of(bytes, shape.prefix_end).to_vec();
+        raw.shape = shape;
+        prepared.conv = Some(raw.history.clone());
+        state.raw = Some(raw);
+        Some(prepared)
+    }
+
+    fn refresh_if_shared(&self, state: &mut SessionState) {
+        if self.store.is_some_and(|s| lock(s).shared()) {
+            self.refresh(state);
+        }
     }
 
     /// A body the proxy cannot work with: forwarded as sent, or refused.
@@ -129,6 +196,7 @@ impl Context<'_> {
             preparer,
             usage: Arc::default(),
             version: 0,
+            raw: None,
         };
         self.refresh(&mut state);
         let shared = self.sessions.insert(state);
@@ -301,6 +369,16 @@ impl Context<'_> {
             }
         }
     }
+}
+
+/// True when `bytes` starts with the session's last body up to the end of
+/// its last message (checked on its last bytes first, then on a hash).
+fn extends(state: &SessionState, family: Family, bytes: &[u8]) -> bool {
+    let Some(raw) = state.raw.as_ref().filter(|_| state.family == family) else {
+        return false;
+    };
+    let end = raw.shape.prefix_end;
+    bytes.len() > end && tail_of(bytes, end) == &raw.tail[..] && prefix_hash(bytes, end) == raw.hash
 }
 
 /// True when the provider's own compaction or context editing covers this

@@ -10,6 +10,9 @@ use abridge_store::SessionRecord;
 use axum::http::HeaderMap;
 use lru::LruCache;
 use sha2::{Digest, Sha256};
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::raw::{Shape, prefix_hash, shape};
 
 /// Header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-abridge-session";
@@ -104,6 +107,69 @@ pub(crate) struct SessionState {
     pub(crate) usage: Arc<LastUsage>,
     /// The stored version this state matches (0: never stored).
     pub(crate) version: i64,
+    /// The last body's shape and its decoded history, to recognise the next.
+    pub(crate) raw: Option<RawState>,
+}
+
+/// What is kept of a session's last body to take its next one in parts.
+#[derive(Debug)]
+pub(crate) struct RawState {
+    /// Where its `messages` array sat.
+    pub(crate) shape: Shape,
+    /// Hash of its bytes before `shape.prefix_end`.
+    pub(crate) hash: u64,
+    /// The last [`TAIL_BYTES`] of those bytes.
+    pub(crate) tail: Vec<u8>,
+    /// Its bytes from the array's close to its end.
+    pub(crate) post: Vec<u8>,
+    /// The history it held, decoded.
+    pub(crate) history: Arc<Conversation>,
+}
+
+impl RawState {
+    /// The state of `body`, which decoded to `history`.
+    pub(crate) fn of(body: &[u8], history: Arc<Conversation>) -> Option<RawState> {
+        let shape = shape(body)?;
+        Some(RawState {
+            hash: prefix_hash(body, shape.prefix_end),
+            tail: tail_of(body, shape.prefix_end).to_vec(),
+            post: body[shape.post.clone()].to_vec(),
+            shape,
+            history,
+        })
+    }
+}
+
+/// The bytes of `body` just before `end`.
+pub(crate) fn tail_of(body: &[u8], end: usize) -> &[u8] {
+    &body[end.saturating_sub(TAIL_BYTES)..end]
+}
+
+/// Leading bytes of a body in its [`quick_key`]: few enough that a
+/// session's first, short body shares them with its next ones.
+const QUICK_BYTES: usize = 64;
+
+/// Most recent sessions remembered per [`quick_key`] (sessions of one
+/// agent and key share their first bytes).
+const QUICK_SESSIONS: usize = 64;
+
+/// Bytes before the end of the last message kept to tell sessions apart
+/// before hashing a whole prefix.
+pub(crate) const TAIL_BYTES: usize = 256;
+
+/// A cheap key of a request, to find the sessions whose history it may
+/// continue without decoding it: its credential and session headers and its
+/// first bytes (in memory only; never stored or shown).
+pub(crate) fn quick_key(headers: &HeaderMap, body: &[u8]) -> u64 {
+    let mut h = Xxh3::new();
+    for name in CREDENTIAL_HEADERS.iter().chain([&SESSION_HEADER]) {
+        if let Some(v) = headers.get(*name) {
+            h.update(name.as_bytes());
+            h.update(v.as_bytes());
+        }
+    }
+    h.update(&body[..body.len().min(QUICK_BYTES)]);
+    h.digest()
 }
 
 impl std::fmt::Debug for SessionState {
@@ -156,6 +222,9 @@ pub(crate) type Shared = Arc<tokio::sync::Mutex<SessionState>>;
 #[derive(Debug)]
 pub(crate) struct Sessions {
     map: Mutex<LruCache<SessionId, Shared>>,
+    /// Sessions by the [`quick_key`] of their last request, newest first.
+    quick: Mutex<std::collections::HashMap<u64, std::collections::VecDeque<SessionId>>>,
+    capacity: usize,
 }
 
 impl Sessions {
@@ -164,7 +233,35 @@ impl Sessions {
         let cap = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
         Sessions {
             map: Mutex::new(LruCache::new(cap)),
+            quick: Mutex::default(),
+            capacity: cap.get(),
         }
+    }
+
+    /// The sessions whose last request had this quick key, newest first.
+    pub(crate) fn by_quick(&self, key: u64) -> Vec<Shared> {
+        let ids: Vec<SessionId> = self
+            .quick
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default();
+        ids.iter().filter_map(|id| self.get(id)).collect()
+    }
+
+    /// Remembers the quick key of a session's request.
+    pub(crate) fn set_quick(&self, key: u64, id: SessionId) {
+        let mut quick = self.quick.lock().unwrap_or_else(|p| p.into_inner());
+        if quick.len() >= 4 * self.capacity {
+            // Keys of evicted sessions pile up: start afresh (the next
+            // request of each session takes the full decode once).
+            quick.clear();
+        }
+        let ids = quick.entry(key).or_default();
+        ids.retain(|i| *i != id);
+        ids.push_front(id);
+        ids.truncate(QUICK_SESSIONS);
     }
 
     /// The session, if in memory.

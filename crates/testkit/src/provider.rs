@@ -52,6 +52,8 @@ impl Default for ProviderOptions {
 pub struct RequestCheck {
     /// Request path.
     pub path: String,
+    /// Text of the first user message.
+    pub first_user: String,
     /// Whether it asked for a stream.
     pub stream: bool,
     /// Tokens (messages and tools) by the provider's tokenizer.
@@ -283,6 +285,7 @@ fn check(
         .and_then(Value::as_array)
         .map(|a| a.iter().map(|m| unmarked(m).to_string()).collect())
         .unwrap_or_default();
+    let first_user = messages.0.clone().unwrap_or_default();
     let key = headers
         .get("x-fake-session")
         .and_then(|v| v.to_str().ok())
@@ -297,6 +300,7 @@ fn check(
     seen.last.insert(key, raw);
     RequestCheck {
         path: path.to_owned(),
+        first_user,
         stream,
         tokens,
         messages: messages.1,

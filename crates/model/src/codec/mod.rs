@@ -82,6 +82,25 @@ pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
     })
 }
 
+/// Decodes elements of a request body's `messages` array of `family`;
+/// error locations count from `first` (the index of the first of them).
+/// For a client that resends its history: decode only what it added.
+pub fn decode_wire_messages(
+    family: Family,
+    items: Vec<Value>,
+    first: usize,
+) -> Result<Vec<crate::message::Message>> {
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let at = || format!("messages[{}]", first + i);
+        out.push(match family {
+            Family::OpenAi => openai::decode_message(item, &at)?,
+            Family::Anthropic => anthropic::decode_message(item, &at)?,
+        });
+    }
+    Ok(out)
+}
+
 /// Encodes a conversation as a request body of its own wire family.
 pub fn encode(conv: &Conversation) -> Result<Value> {
     match conv.family {

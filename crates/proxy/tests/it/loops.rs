@@ -5,7 +5,7 @@ use abridge_testkit::{ProviderOptions, body_hash};
 use serde_json::json;
 
 use crate::CONFIG;
-use crate::support::{anthropic_loop, client, metric, openai_loop, start};
+use crate::support::{OpenAiAgent, anthropic_loop, client, metric, openai_loop, start};
 
 fn options() -> ProviderOptions {
     ProviderOptions {
@@ -64,6 +64,16 @@ async fn a_100_turn_openai_loop_stays_under_the_trigger() {
         100.0
     );
     assert_eq!(metric(&metrics, "abridge_active_sessions"), 1.0);
+    // After the first, each request was taken in parts: only its new messages decoded.
+    assert_eq!(
+        metric(&metrics, "abridge_decoded_total{part=\"Whole\"}"),
+        1.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, "abridge_decoded_total{part=\"Added\"}"),
+        99.0
+    );
     assert!(
         log.sessions.iter().all(|s| s == &log.sessions[0]),
         "one session"
@@ -184,5 +194,29 @@ async fn sessions_are_told_apart_by_credential_and_name() {
     assert_eq!(a.sessions, a2.sessions);
     assert_ne!(a.sessions, named.sessions);
     assert!(a.sessions[0].len() == 32 && !a.sessions[0].contains("key"));
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_history_is_decoded_afresh_not_taken_from_the_last_request() {
+    let setup = start(CONFIG, options(), None).await;
+    let mut agent = OpenAiAgent::new(false);
+    let mut log = crate::support::LoopLog::default();
+    for _ in 0..12 {
+        log.note(
+            &agent
+                .step(&setup.proxy, &[("x-abridge-session", "edit")])
+                .await,
+        );
+    }
+    assert!(log.compacted > 0, "a prefix is carried over");
+    // The client rewrites its task.
+    agent.messages[1]["content"] = json!("A different task: list the files only.");
+    agent
+        .step(&setup.proxy, &[("x-abridge-session", "edit")])
+        .await;
+    let last = setup.provider.report().requests.last().unwrap().clone();
+    assert_eq!(last.first_user, "A different task: list the files only.");
+    assert!(last.violations.is_empty() && !last.over_limit);
     setup.stop().await;
 }
