@@ -210,13 +210,17 @@ async fn an_edited_history_is_decoded_afresh_not_taken_from_the_last_request() {
         );
     }
     assert!(log.compacted > 0, "a prefix is carried over");
-    // The client rewrites its task.
-    agent.messages[1]["content"] = json!("A different task: list the files only.");
+    // The client rewrites its task, keeping its length: every byte offset
+    // and the last bytes before the new messages stay the same.
+    let task = agent.messages[1]["content"].as_str().unwrap().to_owned();
+    let edited = task.replace("report on each.", "list the files.");
+    assert_eq!(edited.len(), task.len());
+    agent.messages[1]["content"] = json!(edited);
     agent
         .step(&setup.proxy, &[("x-abridge-session", "edit")])
         .await;
     let last = setup.provider.report().requests.last().unwrap().clone();
-    assert_eq!(last.first_user, "A different task: list the files only.");
+    assert_eq!(last.first_user, edited);
     assert!(last.violations.is_empty() && !last.over_limit);
     setup.stop().await;
 }
