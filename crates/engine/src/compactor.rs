@@ -162,7 +162,7 @@ impl Compactor {
     }
 
     /// Tokens of a history's tool declarations.
-    pub fn tool_tokens(&self, conv: &Conversation) -> u64 {
+    pub fn tool_tokens(&mut self, conv: &Conversation) -> u64 {
         self.counter.count_tools(conv.tools.as_deref()) as u64
     }
 

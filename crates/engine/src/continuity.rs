@@ -130,6 +130,15 @@ impl Carryover {
 #[derive(Debug, Clone, Default)]
 pub struct Continuity {
     carry: Option<Carryover>,
+    /// The history of the last turn: its length and the tokens of the
+    /// messages sent for it (carried prefix plus added messages).
+    last: Option<Seen>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    len: usize,
+    tokens: u64,
 }
 
 impl Continuity {
@@ -140,7 +149,10 @@ impl Continuity {
 
     /// Resumes from a stored carryover.
     pub fn resume(carry: Carryover) -> Self {
-        Continuity { carry: Some(carry) }
+        Continuity {
+            carry: Some(carry),
+            last: None,
+        }
     }
 
     /// The compaction carried over, if any.
@@ -162,19 +174,62 @@ impl Continuity {
         history: &'a Conversation,
         usage: Option<u64>,
     ) -> Result<Outcome<'a>> {
+        self.last = None;
         let Some(carry) = self.carry.take().filter(|c| c.applies_to(history)) else {
-            let outcome = compactor.on_turn(history, usage)?;
-            self.remember(compactor, history, &outcome);
+            let tokens = compactor
+                .message_tokens(&history.messages)
+                .iter()
+                .sum::<u64>();
+            return self.evaluate(compactor, history, tokens, usage);
+        };
+        let added = &history.messages[carry.source.len..];
+        let tokens = carry.tokens + compactor.message_tokens(added).iter().sum::<u64>();
+        self.carry = Some(carry);
+        self.evaluate(compactor, history, tokens, usage)
+    }
+
+    /// [`turn`](Self::turn) for a history whose first `unchanged` messages
+    /// the caller knows are the last turn's whole history (it compared the
+    /// bytes): nothing before them is hashed or counted again, so a turn
+    /// costs what the added messages cost. Anything else takes
+    /// [`turn`](Self::turn).
+    pub fn turn_appended<'a>(
+        &mut self,
+        compactor: &mut Compactor,
+        history: &'a Conversation,
+        unchanged: usize,
+        usage: Option<u64>,
+    ) -> Result<Outcome<'a>> {
+        let Some(seen) = self
+            .last
+            .take()
+            .filter(|s| s.len == unchanged && unchanged <= history.messages.len())
+        else {
+            return self.turn(compactor, history, usage);
+        };
+        let added = &history.messages[unchanged..];
+        let tokens = seen.tokens + compactor.message_tokens(added).iter().sum::<u64>();
+        self.evaluate(compactor, history, tokens, usage)
+    }
+
+    /// Evaluates the history as sent (the carried prefix applied), whose
+    /// messages count `tokens`.
+    fn evaluate<'a>(
+        &mut self,
+        compactor: &mut Compactor,
+        history: &'a Conversation,
+        tokens: u64,
+        usage: Option<u64>,
+    ) -> Result<Outcome<'a>> {
+        let tools = compactor.tool_tokens(history);
+        let Some(carry) = &self.carry else {
+            let outcome = compactor.evaluate(history, tokens + tools, usage)?;
+            self.remember(history, &outcome, tools);
             return Ok(outcome);
         };
         let conv = carry.apply_unchecked(history);
-        let added = &history.messages[carry.source.len..];
-        let tokens = carry.tokens
-            + compactor.message_tokens(added).iter().sum::<u64>()
-            + compactor.tool_tokens(history);
-        self.carry = Some(carry);
-        let outcome = compactor.evaluate(&conv, tokens, usage)?;
-        self.remember(compactor, history, &outcome);
+        let outcome = compactor.evaluate(&conv, tokens + tools, usage)?;
+        self.remember(history, &outcome, tools);
         let report = outcome.report;
         let compacted = match outcome.conversation {
             Cow::Owned(c) => Some(c),
@@ -208,18 +263,26 @@ impl Continuity {
             compacted.messages.clone(),
             tokens,
         ));
+        self.last = Some(Seen {
+            len: history.messages.len(),
+            tokens,
+        });
         Ok(compacted)
     }
 
-    fn remember(&mut self, compactor: &Compactor, history: &Conversation, outcome: &Outcome<'_>) {
-        if !outcome.report.compacted {
-            return;
+    /// Remembers what this turn sent: a compaction becomes the carryover.
+    fn remember(&mut self, history: &Conversation, outcome: &Outcome<'_>, tools: u64) {
+        let tokens = outcome.report.tokens_after.saturating_sub(tools);
+        self.last = Some(Seen {
+            len: history.messages.len(),
+            tokens,
+        });
+        if outcome.report.compacted {
+            self.carry = Some(Carryover::new(
+                &history.messages,
+                outcome.conversation.messages.clone(),
+                tokens,
+            ));
         }
-        let tools = compactor.tool_tokens(history);
-        self.carry = Some(Carryover::new(
-            &history.messages,
-            outcome.conversation.messages.clone(),
-            outcome.report.tokens_after.saturating_sub(tools),
-        ));
     }
 }

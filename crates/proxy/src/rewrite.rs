@@ -100,7 +100,7 @@ impl Context<'_> {
         let mut prepared = {
             let mut guard = session.blocking_lock();
             self.refresh_if_shared(&mut guard);
-            let prepared = self.turn(&mut guard, &conv);
+            let prepared = self.turn(&mut guard, &conv, None);
             guard.raw = RawState::of(bytes, conv.clone());
             self.sessions.set_quick(quick, guard.id.clone());
             prepared
@@ -144,13 +144,14 @@ impl Context<'_> {
         let added = decode_wire_messages(family, values, raw.shape.count).ok()?;
         self.metrics.decoded(Decoded::Added);
         let mut raw = state.raw.take()?;
+        let unchanged = raw.history.messages.len();
         Arc::make_mut(&mut raw.history).messages.extend(added);
         if !validate(&raw.history).is_empty() {
             // The full decode says what is wrong.
             return None;
         }
         self.refresh_if_shared(state);
-        let mut prepared = self.turn(state, &raw.history);
+        let mut prepared = self.turn(state, &raw.history, Some(unchanged));
         raw.hash = prefix_hash(bytes, shape.prefix_end);
         raw.tail = tail_of(bytes, shape.prefix_end).to_vec();
         raw.shape = shape;
@@ -261,8 +262,14 @@ impl Context<'_> {
         }))
     }
 
-    /// One turn of a session.
-    fn turn(&self, state: &mut SessionState, conv: &Conversation) -> Prepared {
+    /// One turn of a session; `unchanged`: how many of the messages are
+    /// known to be the last turn's whole history.
+    fn turn(
+        &self,
+        state: &mut SessionState,
+        conv: &Conversation,
+        unchanged: Option<usize>,
+    ) -> Prepared {
         let usage = state.usage.take();
         if let Some(p) = state.preparer.as_mut()
             && let Some(carry) = p.take_carryover(conv)
@@ -270,7 +277,11 @@ impl Context<'_> {
             state.continuity = Continuity::resume(carry);
         }
         let s = &mut *state;
-        let (out, report, warning) = match s.continuity.turn(&mut s.compactor, conv, usage) {
+        let turned = match unchanged {
+            Some(n) => s.continuity.turn_appended(&mut s.compactor, conv, n, usage),
+            None => s.continuity.turn(&mut s.compactor, conv, usage),
+        };
+        let (out, report, warning) = match turned {
             Ok(o) => match o.conversation {
                 Cow::Owned(c) => (Some(c), Some(o.report), None),
                 Cow::Borrowed(_) => (None, Some(o.report), None),

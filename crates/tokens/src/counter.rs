@@ -65,6 +65,8 @@ pub struct TokenCounter {
     capacity: usize,
     hits: u64,
     misses: u64,
+    /// The last tool declarations counted: a hash of their text, and tokens.
+    tools: Option<(u64, usize)>,
 }
 
 impl TokenCounter {
@@ -81,6 +83,7 @@ impl TokenCounter {
             capacity: capacity.max(1),
             hits: 0,
             misses: 0,
+            tools: None,
         }
     }
 
@@ -121,21 +124,37 @@ impl TokenCounter {
     }
 
     /// Tokens of the tool declarations (their JSON), 0 without tools.
-    pub fn count_tools(&self, tools: Option<&[Tool]>) -> usize {
+    pub fn count_tools(&mut self, tools: Option<&[Tool]>) -> usize {
         let Some(tools) = tools else { return 0 };
-        tools
+        let texts: Vec<std::borrow::Cow<'_, str>> = tools
             .iter()
-            .map(|t| match t {
-                Tool::Function(f) => {
-                    self.kind.count(&f.name)
-                        + f.description.as_deref().map_or(0, |d| self.kind.count(d))
-                        + f.parameters
-                            .as_ref()
-                            .map_or(0, |p| self.kind.count(&p.to_string()))
-                }
-                Tool::Opaque(v) => self.kind.count(&v.to_string()),
+            .flat_map(|t| match t {
+                Tool::Function(f) => vec![
+                    f.name.as_str().into(),
+                    f.description.as_deref().unwrap_or("").into(),
+                    f.parameters
+                        .as_ref()
+                        .map_or(String::new(), |p| p.to_string())
+                        .into(),
+                ],
+                Tool::Opaque(v) => vec![v.to_string().into()],
             })
-            .sum()
+            .collect();
+        // Agents send the same declarations every turn: count them once.
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for t in &texts {
+            h.update(&(t.len() as u64).to_le_bytes());
+            h.update(t.as_bytes());
+        }
+        let key = h.digest();
+        if let Some((k, n)) = self.tools
+            && k == key
+        {
+            return n;
+        }
+        let n = texts.iter().map(|t| self.kind.count(t)).sum();
+        self.tools = Some((key, n));
+        n
     }
 
     /// Total prompt tokens of a conversation: messages plus tool declarations.

@@ -91,6 +91,38 @@ proptest! {
         }
     }
 
+    /// A caller that knows the history only grew (`turn_appended`) gets
+    /// exactly what a full `turn` gives — messages, counts, compactions —
+    /// turn after turn.
+    #[test]
+    fn turn_appended_matches_turn(spec in spec(), steps in prop::collection::vec(1usize..4, 1..30)) {
+        let full = run(spec);
+        let total = Compactor::new(Config::default()).unwrap().count(&full);
+        let cfg = config(total / 3 + 2_000);
+        let (mut a, mut b) = (Compactor::new(cfg.clone()).unwrap(), Compactor::new(cfg).unwrap());
+        let (mut whole, mut appended) = (Continuity::new(), Continuity::new());
+        let mut k = 1;
+        let mut before = 0;
+        for step in steps {
+            k += step;
+            let history = prefix(&full, k);
+            let x = whole.turn(&mut a, &history, None);
+            let y = appended.turn_appended(&mut b, &history, before, None);
+            match (x, y) {
+                (Ok(x), Ok(y)) => {
+                    prop_assert_eq!(&x.conversation.messages, &y.conversation.messages);
+                    prop_assert_eq!(x.report.tokens_before, y.report.tokens_before);
+                    prop_assert_eq!(x.report.tokens_after, y.report.tokens_after);
+                    prop_assert_eq!(x.report.compacted, y.report.compacted);
+                }
+                (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
+                (x, y) => prop_assert!(false, "turn {:?} vs appended {:?}", x.map(|o| o.report), y.map(|o| o.report)),
+            }
+            prop_assert_eq!(whole.carryover(), appended.carryover());
+            before = history.messages.len();
+        }
+    }
+
     /// An edit inside the compacted prefix, or a rewind before its end, is
     /// detected: the result is what a fresh compactor makes of that history.
     #[test]
