@@ -214,7 +214,13 @@ async fn run() {
             warm: 1,
         },
     ];
-    for (i, case) in cases.iter().enumerate() {
+    // `BENCH_ONLY=2 MB` runs the workloads whose name contains it.
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    for (i, case) in cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name.contains(&only))
+    {
         let mut direct = Row::default();
         for (j, (t, base)) in targets.iter().enumerate() {
             let row = workload(&client, base, case, 10_000 * (i + 1) + 1_000 * j).await;
