@@ -8,7 +8,7 @@ mod support;
 use abridge_store::Store;
 use abridge_testkit::{Provider, ProviderOptions};
 
-use support::{Logs, client, openai_loop, proxy_for};
+use support::{Logs, metrics_text, openai_loop, proxy_for};
 
 const CONFIG: &str =
     "[trigger]\nmax_tokens = 6000\n[budget]\nmin_iterations = 2\nclear_at_least = 500\n";
@@ -51,14 +51,7 @@ async fn credentials_never_reach_the_store_the_logs_or_the_metrics() {
     let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let log = openai_loop(&url, 30, false, &pairs).await;
     assert!(log.compacted > 0, "the store holds snapshots to search");
-    let metrics = client()
-        .get(format!("{url}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&url).await;
     let _ = stop.send(());
     done.await.unwrap();
 

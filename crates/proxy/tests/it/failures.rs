@@ -5,7 +5,7 @@ use abridge_testkit::ProviderOptions;
 use serde_json::{Value, json};
 
 use crate::CONFIG;
-use crate::support::{client, metric, openai_loop, start};
+use crate::support::{client, metric, metrics_text, openai_loop, start};
 
 async fn post(proxy: &str, headers: &[(&str, &str)], body: String) -> reqwest::Response {
     let mut req = client()
@@ -101,14 +101,7 @@ async fn a_client_that_leaves_mid_stream_does_not_hurt_the_next() {
     );
     drop(r);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let metrics = client()
-        .get(format!("{}/metrics", setup.proxy))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&setup.proxy).await;
     assert_eq!(
         metric(&metrics, "abridge_client_disconnects_total"),
         1.0,

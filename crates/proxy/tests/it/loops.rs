@@ -5,7 +5,9 @@ use abridge_testkit::{ProviderOptions, body_hash};
 use serde_json::json;
 
 use crate::CONFIG;
-use crate::support::{OpenAiAgent, anthropic_loop, client, metric, openai_loop, start};
+use crate::support::{
+    OpenAiAgent, anthropic_loop, client, metric, metrics_text, openai_loop, start,
+};
 
 fn options() -> ProviderOptions {
     ProviderOptions {
@@ -37,14 +39,7 @@ fn assert_bounded(report: &abridge_testkit::ProviderReport, compactions: usize) 
 async fn a_100_turn_openai_loop_stays_under_the_trigger() {
     let setup = start(CONFIG, options(), None).await;
     let log = openai_loop(&setup.proxy, 100, false, &[]).await;
-    let metrics = client()
-        .get(format!("{}/metrics", setup.proxy))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&setup.proxy).await;
     let report = setup.provider.report();
     assert_eq!(report.requests.len(), 100);
     assert_bounded(&report, log.compacted);

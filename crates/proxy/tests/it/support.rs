@@ -329,6 +329,18 @@ impl std::io::Write for Logs {
     }
 }
 
+/// The proxy's `/metrics` text.
+pub(crate) async fn metrics_text(proxy: &str) -> String {
+    client()
+        .get(format!("{proxy}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// The value of a metric line that starts with `prefix`.
 pub(crate) fn metric(text: &str, prefix: &str) -> f64 {
     text.lines()
