@@ -16,11 +16,12 @@ use abridge::{
 use abridge_store::SessionStore;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
 use crate::metrics::{Decoded, Metrics, Passthrough};
-use crate::raw::{extension, prefix_hash};
+use crate::raw::extension;
 use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, session_config,
     tail_of,
@@ -118,10 +119,10 @@ impl Context<'_> {
             let Ok(mut guard) = session.clone().try_lock_owned() else {
                 continue;
             };
-            if !extends(&guard, family, bytes) {
+            let Some(hasher) = extends(&guard, family, bytes) else {
                 continue;
-            }
-            let mut prepared = self.take_added(&mut guard, family, bytes)?;
+            };
+            let mut prepared = self.take_added(&mut guard, family, bytes, hasher)?;
             drop(guard);
             prepared.session = Some(session);
             return Some(prepared);
@@ -130,11 +131,13 @@ impl Context<'_> {
     }
 
     /// A turn of a session whose last body `bytes` extends.
+    /// `hasher` has hashed the bytes up to the end of the last body's messages.
     fn take_added(
         &self,
         state: &mut SessionState,
         family: Family,
         bytes: &[u8],
+        mut hasher: Xxh3,
     ) -> Option<Prepared> {
         let raw = state.raw.as_ref()?;
         let (values, shape) = extension(bytes, raw.shape.prefix_end, raw.shape.count)?;
@@ -152,7 +155,8 @@ impl Context<'_> {
         }
         self.refresh_if_shared(state);
         let mut prepared = self.turn(state, &raw.history, Some(unchanged));
-        raw.hash = prefix_hash(bytes, shape.prefix_end);
+        hasher.update(&bytes[raw.shape.prefix_end..shape.prefix_end]);
+        raw.hash = hasher.digest();
         raw.tail = tail_of(bytes, shape.prefix_end).to_vec();
         raw.shape = shape;
         prepared.conv = Some(raw.history.clone());
@@ -382,14 +386,18 @@ impl Context<'_> {
     }
 }
 
-/// True when `bytes` starts with the session's last body up to the end of
-/// its last message (checked on its last bytes first, then on a hash).
-fn extends(state: &SessionState, family: Family, bytes: &[u8]) -> bool {
-    let Some(raw) = state.raw.as_ref().filter(|_| state.family == family) else {
-        return false;
-    };
+/// When `bytes` starts with the session's last body up to the end of its
+/// last message (checked on its last bytes first, then on a hash): the
+/// hasher that read that prefix, to go on from there.
+fn extends(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Xxh3> {
+    let raw = state.raw.as_ref().filter(|_| state.family == family)?;
     let end = raw.shape.prefix_end;
-    bytes.len() > end && tail_of(bytes, end) == &raw.tail[..] && prefix_hash(bytes, end) == raw.hash
+    if bytes.len() <= end || tail_of(bytes, end) != &raw.tail[..] {
+        return None;
+    }
+    let mut hasher = Xxh3::new();
+    hasher.update(&bytes[..end]);
+    (hasher.digest() == raw.hash).then_some(hasher)
 }
 
 /// True when the provider's own compaction or context editing covers this
