@@ -185,9 +185,8 @@ async fn compact_and_send(
 /// The headers that tell the client what the proxy did.
 fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::new();
-    if let Some(s) = &p.session
-        && let Ok(guard) = s.try_lock()
-        && let Ok(v) = HeaderValue::from_str(&guard.id.0)
+    if let Some(id) = &p.id
+        && let Ok(v) = HeaderValue::from_str(&id.0)
     {
         out.push((HeaderName::from_static(SESSION_HEADER), v));
     }

@@ -37,6 +37,8 @@ pub(crate) struct Prepared {
     pub(crate) body: Option<Bytes>,
     /// The session, when the body is a conversation.
     pub(crate) session: Option<Shared>,
+    /// Its id.
+    pub(crate) id: Option<SessionId>,
     /// The conversation as the client sent it (for a retry).
     pub(crate) conv: Option<Arc<Conversation>>,
     /// Where the response's usage goes.
@@ -306,6 +308,7 @@ impl Context<'_> {
         }
         Prepared {
             body,
+            id: Some(state.id.clone()),
             usage: Some(state.usage.clone()),
             tokens: state.compactor.calibrated(sent),
             report,
