@@ -148,6 +148,10 @@ impl Context<'_> {
         }
         let added = decode_wire_messages(family, values, raw.shape.count).ok()?;
         self.metrics.decoded(Decoded::Added);
+        if added.iter().flat_map(|m| &m.parts).any(is_compaction_block) {
+            // The provider's own compaction takes over: the full path says so.
+            return None;
+        }
         let mut raw = state.raw.take()?;
         let unchanged = raw.history.messages.len();
         Arc::make_mut(&mut raw.history).messages.extend(added);
@@ -407,9 +411,16 @@ fn extends(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Xxh3> {
 /// request (Anthropic `context_management`, `compaction` blocks).
 fn provider_native(conv: &Conversation) -> bool {
     conv.extra.contains_key("context_management")
-        || conv.messages.iter().flat_map(|m| &m.parts).any(|p| {
-            matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
-        })
+        || conv
+            .messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .any(is_compaction_block)
+}
+
+/// An Anthropic `compaction` block.
+fn is_compaction_block(p: &Part) -> bool {
+    matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
 }
 
 fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Box<dyn SessionStore>> {

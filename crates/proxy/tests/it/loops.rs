@@ -219,3 +219,35 @@ async fn an_edited_history_is_decoded_afresh_not_taken_from_the_last_request() {
     assert!(last.violations.is_empty() && !last.over_limit);
     setup.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_native_context_management_is_left_to_the_provider() {
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    // Far over the trigger, but the client uses Anthropic's own context editing.
+    let mut messages = vec![json!({"role": "user", "content": "Read every module."})];
+    for i in 0..20 {
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "read_file", "input": {"path": "a"}}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": crate::support::file_content(i)}]}));
+    }
+    let body = json!({"model": "fake-model", "max_tokens": 100, "messages": messages,
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}})
+    .to_string();
+    let resp = client()
+        .post(format!("{}/v1/messages", setup.proxy))
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("x-abridge-warning").is_some());
+    assert!(resp.headers().get("x-abridge-compacted").is_none());
+    let seen = setup.provider.report().requests;
+    assert!(seen[0].tokens > 6000, "the request was over the trigger");
+    assert_eq!(
+        seen[0].body_hash,
+        body_hash(body.as_bytes()),
+        "forwarded as sent"
+    );
+    setup.stop().await;
+}
