@@ -78,12 +78,27 @@ async fn a_100_turn_openai_loop_stays_under_the_trigger() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_openai_stream_loop_stays_under_the_trigger_and_feeds_calibration() {
-    let setup = start(CONFIG, options(), None).await;
+    use abridge_store::{SessionStore, Store};
+    let dir =
+        std::env::temp_dir().join(format!("abridge-proxy-calibration-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let store = Store::open(&path).unwrap();
+    let setup = start(CONFIG, options(), Some(Box::new(store))).await;
     let log = openai_loop(&setup.proxy, 60, true, &[]).await;
     let report = setup.provider.report();
     assert!(report.requests.iter().all(|r| r.stream));
     assert_bounded(&report, log.compacted);
     setup.stop().await;
+    // The usage read from the streams reached the session's calibration.
+    let record = Store::open(&path)
+        .unwrap()
+        .load_session(&log.sessions[0])
+        .unwrap()
+        .unwrap();
+    assert!(record.calibration.samples() > 0, "{:?}", record.calibration);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
