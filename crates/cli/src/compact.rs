@@ -52,7 +52,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let mut compactor = Compactor::new(config)?;
     compactor.set_summarizers(abridge_llm::cascade(&compactor.config().summarizers, None));
     if let Some(store) = args.store.open(&label, compactor.config().store) {
-        compactor.set_store(Box::new(store));
+        compactor.set_store(store);
     }
     if args.events {
         compactor.subscribe(|e| {

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use abridge::{Attempt, Compactor, SnapshotId, StoreConfig};
-use abridge_store::{Entry, SnapshotStore, Store};
+use abridge::{Attempt, Compactor, SnapshotId, SnapshotSink, StoreConfig};
+use abridge_store::{Entry, PgStore, SnapshotStore, Store};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use serde::Serialize;
@@ -17,58 +17,117 @@ use crate::stats::thousands;
 /// Where snapshots are kept.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArgs {
-    /// Snapshot database (default: abridge/snapshots.sqlite under the user's data directory).
-    #[arg(long, value_name = "PATH")]
-    pub(crate) store: Option<PathBuf>,
+    /// Snapshot store: a SQLite file (default: abridge/snapshots.sqlite under
+    /// the user's data directory) or postgres://user@host:port/db.
+    #[arg(long, value_name = "PATH|URL")]
+    pub(crate) store: Option<String>,
     /// Do not record a snapshot.
     #[arg(long, conflicts_with = "store")]
     pub(crate) no_store: bool,
+}
+
+/// Where a store is.
+enum Location {
+    File(PathBuf),
+    Postgres(String),
 }
 
 impl StoreArgs {
     /// ` --store PATH` when one was given, for hints that name commands.
     pub(crate) fn flag(&self) -> String {
         match &self.store {
-            Some(p) => format!(" --store {}", p.display()),
+            Some(p) => format!(" --store {p}"),
             None => String::new(),
         }
     }
 
-    fn path(&self) -> Option<PathBuf> {
+    fn location(&self) -> Option<Location> {
         if self.no_store {
             return None;
         }
-        self.store.clone().or_else(Store::default_path)
+        match &self.store {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Some(Location::Postgres(url.clone()))
+            }
+            Some(p) => Some(Location::File(PathBuf::from(p))),
+            None => Store::default_path().map(Location::File),
+        }
     }
 
     /// The store for recording, or `None` (with a note) when it cannot open:
     /// compaction goes on without it.
-    pub(crate) fn open(&self, source: &str, retention: StoreConfig) -> Option<Store> {
-        let path = self.path()?;
-        match Store::open(&path) {
-            Ok(s) => Some(s.with_source(source).with_retention(retention)),
+    pub(crate) fn open(
+        &self,
+        source: &str,
+        retention: StoreConfig,
+    ) -> Option<Box<dyn SnapshotSink>> {
+        let opened: Result<Box<dyn SnapshotSink>> = match self.location()? {
+            Location::File(path) => Store::open(&path)
+                .map(|s| Box::new(s.with_source(source).with_retention(retention)) as Box<_>)
+                .map_err(Into::into),
+            Location::Postgres(url) => {
+                postgres(&url).map(|s| Box::new(s.with_source(source)) as Box<_>)
+            }
+        };
+        match opened {
+            Ok(s) => Some(s),
             Err(e) => {
-                eprintln!("abridge: snapshots off: {e}");
+                eprintln!("abridge: snapshots off: {e:#}");
                 None
             }
         }
     }
 
     fn read(&self) -> Result<Box<dyn SnapshotStore>> {
-        Ok(Box::new(self.existing()?.1))
+        Ok(match self.existing()? {
+            (_, Opened::File(s)) => Box::new(s),
+            (_, Opened::Postgres(s)) => Box::new(s),
+        })
     }
 
-    /// The store, which must exist, and its path.
-    fn existing(&self) -> Result<(PathBuf, Store)> {
-        let path = self
-            .path()
-            .ok_or_else(|| anyhow!("no snapshot store: give --store PATH"))?;
-        if !path.exists() {
-            return Err(anyhow!("{}: no snapshot store there yet", path.display()));
+    /// The store, which must exist, and where it is.
+    fn existing(&self) -> Result<(String, Opened)> {
+        match self
+            .location()
+            .ok_or_else(|| anyhow!("no snapshot store: give --store PATH"))?
+        {
+            Location::File(path) => {
+                if !path.exists() {
+                    return Err(anyhow!("{}: no snapshot store there yet", path.display()));
+                }
+                Ok((
+                    path.display().to_string(),
+                    Opened::File(Store::open(&path)?),
+                ))
+            }
+            Location::Postgres(url) => Ok((
+                "the PostgreSQL store".into(),
+                Opened::Postgres(postgres(&url)?),
+            )),
         }
-        let store = Store::open(&path)?;
-        Ok((path, store))
     }
+}
+
+/// An opened store.
+enum Opened {
+    File(Store),
+    Postgres(PgStore),
+}
+
+/// Connects to a PostgreSQL store on the command line's runtime.
+fn postgres(url: &str) -> Result<PgStore> {
+    static RUNTIME: std::sync::OnceLock<std::io::Result<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    let rt = RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+        })
+        .as_ref()
+        .map_err(|e| anyhow!("cannot start the runtime: {e}"))?;
+    Ok(rt.block_on(PgStore::connect(url))?)
 }
 
 /// Arguments of `abridge log`.
@@ -117,20 +176,28 @@ pub(crate) fn prune(args: &PruneArgs, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(n) = args.max_age_days {
         retention.max_age_days = n;
     }
-    let (path, mut store) = args.store.existing()?;
-    let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
-    let before = size(&path);
-    let pruned = store.prune(&retention)?;
-    store.vacuum()?;
+    let (at, opened) = args.store.existing()?;
+    let (pruned, file) = match opened {
+        Opened::File(mut store) => {
+            let size = || std::fs::metadata(&at).map_or(0, |m| m.len());
+            let before = size();
+            let pruned = store.prune(&retention)?;
+            store.vacuum()?;
+            let file = format!(
+                "; file {:.1} MB → {:.1} MB",
+                before as f64 / 1e6,
+                size() as f64 / 1e6
+            );
+            (pruned, file)
+        }
+        Opened::Postgres(mut store) => (store.prune(&retention)?, String::new()),
+    };
     writeln!(
         out,
-        "{}: removed {} snapshot(s), {} left ({} MB of content); file {:.1} MB → {:.1} MB",
-        path.display(),
+        "{at}: removed {} snapshot(s), {} left ({} MB of content){file}",
         pruned.removed,
         pruned.kept,
         pruned.bytes / 1_000_000,
-        before as f64 / 1e6,
-        size(&path) as f64 / 1e6
     )?;
     Ok(ExitCode::SUCCESS)
 }

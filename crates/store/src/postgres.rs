@@ -6,14 +6,15 @@
 //! given at connect time: call them from a blocking thread (as the proxy
 //! does, from `spawn_blocking`), never from an async task.
 
-use abridge::{SnapshotData, SnapshotId};
+use abridge::model::Family;
+use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
 use tokio_postgres::NoTls;
 
-use crate::row::SnapshotRow;
+use crate::row::{SIZE, SnapshotRow, parse};
 use crate::session::{SessionRecord, SessionStore, StoredParts, record_from, stored_parts};
-use crate::{Error, Result};
+use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore};
 
 const SCHEMA: &str = "
 SELECT pg_advisory_xact_lock(7400912);
@@ -53,6 +54,7 @@ pub struct PgStore {
     pool: Pool,
     handle: Handle,
     shown: String,
+    source: Option<String>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -97,32 +99,18 @@ impl PgStore {
             pool,
             handle: Handle::current(),
             shown,
+            source: None,
         })
     }
 
-    fn run<T>(&self, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        self.handle.block_on(f)
+    /// Names the source recorded with snapshots taken through
+    /// [`SnapshotSink`] (the proxy names each session instead).
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object> {
-        self.pool.get().await.map_err(|e| pg(&self.shown, e))
-    }
-}
-
-/// `host:port/db` of a config, without user or password.
-fn describe(c: &tokio_postgres::Config) -> String {
-    let host = match c.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-        #[cfg(unix)]
-        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".into(),
-    };
-    let port = c.get_ports().first().copied().unwrap_or(5432);
-    format!("postgres {host}:{port}/{}", c.get_dbname().unwrap_or(""))
-}
-
-impl SessionStore for PgStore {
-    fn record_snapshot(&mut self, source: &str, s: &SnapshotData<'_>) -> Result<SnapshotId> {
+    fn insert(&self, source: Option<&str>, s: &SnapshotData<'_>) -> Result<SnapshotId> {
         let r = SnapshotRow::of(s)?;
         self.run(async {
             let row = self
@@ -155,6 +143,47 @@ impl SessionStore for PgStore {
                 .map_err(|e| pg(&self.shown, e))?;
             Ok(SnapshotId(row.get(0)))
         })
+    }
+
+    /// Runs one statement that returns nothing.
+    fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<u64> {
+        self.run(async {
+            self.client()
+                .await?
+                .execute(sql, params)
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })
+    }
+
+    fn run<T>(&self, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        self.handle.block_on(f)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| pg(&self.shown, e))
+    }
+}
+
+/// `host:port/db` of a config, without user or password.
+fn describe(c: &tokio_postgres::Config) -> String {
+    let host = match c.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = c.get_ports().first().copied().unwrap_or(5432);
+    format!("postgres {host}:{port}/{}", c.get_dbname().unwrap_or(""))
+}
+
+impl SessionStore for PgStore {
+    fn record_snapshot(&mut self, source: &str, s: &SnapshotData<'_>) -> Result<SnapshotId> {
+        self.insert(Some(source), s)
     }
 
     fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
@@ -228,5 +257,108 @@ impl SessionStore for PgStore {
 
     fn shared(&self) -> bool {
         true
+    }
+}
+
+impl SnapshotSink for PgStore {
+    fn record(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+        self.insert(self.source.as_deref(), s)
+            .map_err(SnapshotError::new)
+    }
+}
+
+const ENTRY_COLUMNS: &str = "id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
+     source, model, family, tokens_before, tokens_after, summarizer, dropped_iterations";
+
+/// The [`Entry`] in the first columns of a row ([`ENTRY_COLUMNS`]).
+fn entry(shown: &str, r: &tokio_postgres::Row) -> Result<Entry> {
+    let family: String = r.get(4);
+    Ok(Entry {
+        id: SnapshotId(r.get(0)),
+        created_at: r.get(1),
+        source: r.get(2),
+        model: r.get(3),
+        family: family.parse::<Family>().map_err(|e| pg(shown, e))?,
+        tokens_before: r.get::<_, i64>(5).max(0) as u64,
+        tokens_after: r.get::<_, i64>(6).max(0) as u64,
+        summarizer: r.get(7),
+        dropped_iterations: r.get::<_, i64>(8).max(0) as usize,
+    })
+}
+
+impl SnapshotStore for PgStore {
+    fn list(&self, limit: usize) -> Result<Vec<Entry>> {
+        let sql =
+            format!("SELECT {ENTRY_COLUMNS} FROM abridge_snapshots ORDER BY id DESC LIMIT $1");
+        let rows = self.run(async {
+            self.client()
+                .await?
+                .query(&sql, &[&(limit as i64)])
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })?;
+        rows.iter().map(|r| entry(&self.shown, r)).collect()
+    }
+
+    fn get(&self, id: SnapshotId) -> Result<Snapshot> {
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS}, briefing, report, config, before_body, after_body
+             FROM abridge_snapshots WHERE id = $1"
+        );
+        let row = self
+            .run(async {
+                self.client()
+                    .await?
+                    .query_opt(&sql, &[&id.0])
+                    .await
+                    .map_err(|e| pg(&self.shown, e))
+            })?
+            .ok_or(Error::NotFound(id))?;
+        let text = |i: usize| row.get::<_, String>(i);
+        Ok(Snapshot {
+            entry: entry(&self.shown, &row)?,
+            briefing: row.get(9),
+            report: parse(id, "report", &text(10))?,
+            config: parse(id, "config", &text(11))?,
+            before: parse(id, "history before", &text(12))?,
+            after: parse(id, "history after", &text(13))?,
+        })
+    }
+
+    fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned> {
+        let newest = "(SELECT coalesce(max(id), 0) FROM abridge_snapshots)";
+        let mut removed = 0;
+        if retention.max_age_days > 0 {
+            let sql = format!(
+                "DELETE FROM abridge_snapshots WHERE id < {newest}
+                 AND created_at < now() - make_interval(days => $1)"
+            );
+            removed += self.execute(&sql, &[&(retention.max_age_days as i32)])?;
+        }
+        if retention.max_megabytes > 0 {
+            let sql = format!(
+                "DELETE FROM abridge_snapshots WHERE id < {newest} AND id IN (
+                     SELECT id FROM (SELECT id, sum({SIZE}) OVER (ORDER BY id DESC) AS upto
+                                     FROM abridge_snapshots) t WHERE upto > $1)"
+            );
+            removed += self.execute(&sql, &[&((retention.max_megabytes * 1_000_000) as i64)])?;
+        }
+        let row = self.run(async {
+            self.client()
+                .await?
+                .query_one(
+                    &format!(
+                        "SELECT count(*), coalesce(sum({SIZE}), 0)::BIGINT FROM abridge_snapshots"
+                    ),
+                    &[],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })?;
+        Ok(Pruned {
+            removed: removed as usize,
+            kept: row.get::<_, i64>(0) as usize,
+            bytes: row.get::<_, i64>(1).max(0) as u64,
+        })
     }
 }

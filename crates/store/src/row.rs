@@ -1,9 +1,11 @@
 //! A snapshot as the columns every SQL store writes.
 
+use abridge::SnapshotId;
 use abridge::model::{Conversation, Message, encode};
 use abridge::summarize::unwrap;
 use abridge::{PolicyKind, Report, SnapshotData};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::{Error, Result};
 
@@ -75,5 +77,17 @@ pub(crate) fn to_json<T: Serialize + ?Sized>(what: &'static str, v: &T) -> Resul
     serde_json::to_string(v).map_err(|e| Error::Serialize {
         what,
         message: e.to_string(),
+    })
+}
+
+/// Bytes a snapshot's row holds, as SQL.
+pub(crate) const SIZE: &str = "length(before_body) + length(after_body) + length(report) + length(config) \
+     + length(attempts) + coalesce(length(briefing), 0)";
+
+/// A stored JSON column of snapshot `id`, parsed.
+pub(crate) fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        id,
+        what: format!("stored {what} does not parse: {e}"),
     })
 }

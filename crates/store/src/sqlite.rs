@@ -6,9 +6,8 @@ use abridge::model::Family;
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::de::DeserializeOwned;
 
-use crate::row::SnapshotRow;
+use crate::row::{SIZE, SnapshotRow, parse};
 use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
 
 /// A snapshot store in one SQLite file.
@@ -141,10 +140,6 @@ impl Store {
     }
 }
 
-/// Bytes a snapshot's row holds, as SQL.
-const SIZE: &str = "length(before_body) + length(after_body) + length(report) + length(config) \
-     + length(attempts) + coalesce(length(briefing), 0)";
-
 const ENTRY_COLUMNS: &str = "id, created_at, source, model, family, tokens_before, tokens_after, \
      summarizer, dropped_iterations";
 
@@ -255,13 +250,6 @@ fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
         tokens_after: r.get::<_, i64>(6)?.max(0) as u64,
         summarizer: r.get(7)?,
         dropped_iterations: r.get::<_, i64>(8)?.max(0) as usize,
-    })
-}
-
-fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|e| Error::Corrupt {
-        id,
-        what: format!("stored {what} does not parse: {e}"),
     })
 }
 

@@ -135,3 +135,69 @@ fn a_store_that_cannot_be_opened_never_costs_the_history() {
     assert!(body["messages"].as_array().unwrap().len() > 3);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_postgres_store_records_lists_shows_restores_and_prunes() {
+    let pg = match abridge_testkit::Postgres::start() {
+        Ok(pg) => pg,
+        Err(why) => {
+            eprintln!("skipped: {why} (.ci/run installs Debian's postgresql)");
+            return;
+        }
+    };
+    let url = pg.url.as_str();
+    for target in ["600", "400"] {
+        let o = abridge(&[
+            "compact",
+            "examples/coding-agent.openai.json",
+            "--target-tokens",
+            target,
+            "--keep-last",
+            "2",
+            "--store",
+            url,
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("snapshot"), "{}", text(&o.stderr));
+    }
+    let log = abridge(&["log", "--json", "--store", url]);
+    assert!(log.status.success(), "{}", text(&log.stderr));
+    let entries: Vec<Value> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["source"], "examples/coding-agent.openai.json");
+    let id = entries[0]["id"].to_string();
+    let show = abridge(&["show", &id, "--json", "--store", url]);
+    let shown: Value = serde_json::from_str(&text(&show.stdout)).unwrap();
+    assert_eq!(shown["tokens_after"], entries[0]["tokens_after"]);
+    let restore = abridge(&["restore", &id, "--store", url]);
+    let before: Value = serde_json::from_str(&text(&restore.stdout)).unwrap();
+    let original: Value = serde_json::from_slice(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/coding-agent.openai.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        before["messages"], original["messages"],
+        "restore gives the history back"
+    );
+    let prune = abridge(&[
+        "prune",
+        "--max-mb",
+        "0",
+        "--max-age-days",
+        "0",
+        "--store",
+        url,
+    ]);
+    assert!(
+        text(&prune.stdout).contains("removed 0 snapshot(s), 2 left"),
+        "{}",
+        text(&prune.stdout)
+    );
+}

@@ -2,7 +2,8 @@
 //! send the upstream the same prefixes; a replica restarted mid-session
 //! resumes it.
 
-use abridge_store::PgStore;
+use abridge::StoreConfig;
+use abridge_store::{PgStore, SnapshotStore};
 use abridge_testkit::{Postgres, Provider, ProviderOptions};
 
 use crate::CONFIG;
@@ -73,4 +74,44 @@ async fn two_replicas_on_postgres_send_the_same_prefixes() {
     for s in [a.1, b.1] {
         let _ = s.send(());
     }
+
+    // Both replicas' compactions are in the shared store, under the session's id.
+    let mut store = PgStore::connect(&pg.url).await.unwrap();
+    let session = log.sessions[0].clone();
+    let compactions = log.compacted;
+    tokio::task::spawn_blocking(move || {
+        let entries = store.list(1000).unwrap();
+        assert_eq!(entries.len(), compactions, "one snapshot per compaction");
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.source.as_deref() == Some(session.as_str()))
+        );
+        let newest = store.get(entries[0].id).unwrap();
+        assert_eq!(newest.report.tokens_after, entries[0].tokens_after);
+        assert!(newest.report.compacted && newest.history().is_ok());
+        let pruned = store
+            .prune(&StoreConfig {
+                max_megabytes: 0,
+                max_age_days: 0,
+            })
+            .unwrap();
+        assert_eq!((pruned.removed, pruned.kept), (0, compactions));
+        // A 1 MB retention keeps the newest snapshots that fit, at least one.
+        let pruned = store
+            .prune(&StoreConfig {
+                max_megabytes: 1,
+                max_age_days: 0,
+            })
+            .unwrap();
+        assert!(pruned.bytes <= 1_000_000 || pruned.kept == 1, "{pruned:?}");
+        assert_eq!(pruned.removed + pruned.kept, compactions);
+        assert_eq!(
+            store.list(1000).unwrap()[0].id,
+            entries[0].id,
+            "the newest stays"
+        );
+    })
+    .await
+    .unwrap();
 }
