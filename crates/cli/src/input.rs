@@ -23,6 +23,7 @@ pub(crate) enum InputFormat {
     ClaudeCode,
     MiniSweAgent,
     TauBench,
+    AiSdk,
 }
 
 impl From<InputFormat> for Format {
@@ -33,6 +34,7 @@ impl From<InputFormat> for Format {
             InputFormat::ClaudeCode => Format::ClaudeCode,
             InputFormat::MiniSweAgent => Format::MiniSweAgent,
             InputFormat::TauBench => Format::TauBench,
+            InputFormat::AiSdk => Format::AiSdk,
         }
     }
 }

@@ -61,10 +61,12 @@ pub enum Format {
     MiniSweAgent,
     /// A tau-bench results file (array of runs with `traj`).
     TauBench,
+    /// The Vercel AI SDK's `ModelMessage[]`.
+    AiSdk,
 }
 
 impl Format {
-    /// Short stable name (`openai`, `anthropic`, `claude-code`, `mini-swe-agent`, `tau-bench`).
+    /// Short stable name (`openai`, `anthropic`, `claude-code`, `mini-swe-agent`, `tau-bench`, `ai-sdk`).
     pub fn as_str(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
@@ -72,6 +74,7 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::MiniSweAgent => "mini-swe-agent",
             Format::TauBench => "tau-bench",
+            Format::AiSdk => "ai-sdk",
         }
     }
 
@@ -79,7 +82,9 @@ impl Format {
     pub fn family(self) -> Family {
         match self {
             Format::Anthropic | Format::ClaudeCode => Family::Anthropic,
-            Format::OpenAi | Format::MiniSweAgent | Format::TauBench => Family::OpenAi,
+            Format::OpenAi | Format::MiniSweAgent | Format::TauBench | Format::AiSdk => {
+                Family::OpenAi
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Decoding and encoding conversations, with format auto-detection.
 
+mod ai_sdk;
 mod anthropic;
 mod claude_code;
 mod convert;
@@ -71,6 +72,10 @@ pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
         },
         Format::Anthropic => vec![anthropic::decode_body(value)?],
         Format::MiniSweAgent => vec![logs::decode_mini_swe(value)?],
+        Format::AiSdk => match value {
+            Value::Array(items) => vec![ai_sdk::decode(items)?],
+            _ => return Err(Error::shape("AI SDK messages", "an array of messages")),
+        },
         Format::TauBench => match value {
             Value::Array(runs) => logs::decode_tau_bench(runs)?,
             _ => return Err(Error::shape("tau-bench file", "an array of runs")),
@@ -103,6 +108,9 @@ pub fn decode_wire_messages(
 
 /// Encodes a conversation as a request body of its own wire family.
 pub fn encode(conv: &Conversation) -> Result<Value> {
+    if conv.format == Format::AiSdk {
+        return ai_sdk::encode(conv);
+    }
     match conv.family {
         Family::OpenAi => openai::encode_body(conv),
         Family::Anthropic => anthropic::encode_body(conv),
@@ -116,6 +124,8 @@ pub fn detect(v: &Value) -> Result<Format> {
             let first = items.first();
             if first.is_some_and(|r| r.get("traj").is_some()) {
                 Ok(Format::TauBench)
+            } else if items.iter().any(is_ai_sdk_message) {
+                Ok(Format::AiSdk)
             } else if first.is_some_and(|m| m.get("role").is_some()) {
                 Ok(Format::OpenAi)
             } else {
@@ -189,6 +199,17 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
     } else {
         Format::OpenAi
     }
+}
+
+/// A message with a part only the AI SDK writes (`tool-call`,
+/// `tool-result`, `reasoning`).
+fn is_ai_sdk_message(m: &Value) -> bool {
+    m.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("type").and_then(Value::as_str))
+        .any(|t| ai_sdk::TELLTALE_PARTS.contains(&t))
 }
 
 fn looks_like_jsonl(text: &str) -> bool {
