@@ -387,3 +387,35 @@ fn stats_and_compact_agree_on_every_file() {
     }
     std::fs::remove_file(&report).ok();
 }
+
+#[test]
+fn ai_sdk_messages_are_compacted_into_ai_sdk_messages() {
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are an agent."}),
+        serde_json::json!({"role": "user", "content": "Read all files."}),
+    ];
+    for i in 0..30 {
+        messages.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": format!("c{i}"), "toolName": "read", "input": {"path": format!("f{i}.rs")}}]}));
+        messages.push(serde_json::json!({"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": format!("c{i}"), "toolName": "read",
+             "output": {"type": "json", "value": {"lines": "fn x() {}\n".repeat(80)}}}]}));
+    }
+    let input = serde_json::to_vec(&messages).unwrap();
+    let out = abridge(
+        &["compact", "-", "--target-tokens", "3000", "--no-store"],
+        Some(&input),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let conv = abridge_model::decode(&out.stdout).unwrap().remove(0);
+    assert_eq!(conv.format, abridge_model::Format::AiSdk);
+    assert!(abridge_model::validate(&conv).is_empty());
+    assert_eq!(v.as_array().unwrap().len(), messages.len());
+    // Old results clipped to text outputs, the newest kept as JSON.
+    assert_eq!(v[3]["content"][0]["output"]["type"], "text");
+    assert_eq!(
+        v[61]["content"][0]["output"],
+        messages[61]["content"][0]["output"]
+    );
+}
