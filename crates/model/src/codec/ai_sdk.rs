@@ -11,7 +11,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::util::{decode_content, encode_content, kind, object, take_str, text_block, with_extra};
+use super::util::{
+    decode_role_content, encode_content, kind, object, take_str, text_block, with_extra,
+};
 use crate::conversation::{Conversation, Format};
 use crate::error::{Error, Result};
 use crate::message::{
@@ -35,16 +37,7 @@ pub(crate) fn decode(items: Vec<Value>) -> Result<Conversation> {
 }
 
 fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
-    let mut map = object(v, at)?;
-    let role = Role::parse(&take_str(&mut map, "role", at)?);
-    let (parts, form) = decode_content(map.remove("content"), at, &decode_part)?;
-    Ok(Message {
-        role,
-        parts,
-        form,
-        extra: map,
-        ..Message::default()
-    })
+    decode_role_content(v, at, &decode_part)
 }
 
 fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {

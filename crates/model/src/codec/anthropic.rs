@@ -3,8 +3,9 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, kind, name_and_description, object,
-    start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
+    decode_content, decode_role_content, encode_content, envelope, finish_body, kind,
+    name_and_description, object, start_body, take_messages, take_opt_str, take_str, text_block,
+    with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
@@ -59,16 +60,7 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
 
 /// Decodes one message object (`role` and `content`).
 pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
-    let mut map = object(v, at)?;
-    let role = Role::parse(&take_str(&mut map, "role", at)?);
-    let (parts, form) = decode_content(map.remove("content"), at, &decode_block)?;
-    Ok(Message {
-        role,
-        parts,
-        form,
-        extra: map,
-        ..Message::default()
-    })
+    decode_role_content(v, at, &decode_block)
 }
 
 /// Decodes one content block. Blocks of unknown type are kept verbatim;

@@ -80,6 +80,25 @@ pub(crate) fn decode_content(
     }
 }
 
+/// Decodes a message that is `role`, `content` (parts by `part`) and
+/// other fields kept as extras.
+pub(crate) fn decode_role_content(
+    v: Value,
+    at: &dyn Fn() -> String,
+    part: &PartDecoder,
+) -> Result<Message> {
+    let mut map = object(v, at)?;
+    let role = crate::message::Role::parse(&take_str(&mut map, "role", at)?);
+    let (parts, form) = decode_content(map.remove("content"), at, part)?;
+    Ok(Message {
+        role,
+        parts,
+        form,
+        extra: map,
+        ..Message::default()
+    })
+}
+
 /// Encodes parts in the content form they came in, when that still fits.
 ///
 /// Returns `None` for an absent `content` key.
