@@ -39,10 +39,7 @@ use serde_json::Value;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
-pub use session::{
-    SessionRecord, SessionStore, StoredParts, carried_body, carryover_from, record_from,
-    stored_parts,
-};
+pub use session::{SessionRecord, SessionStore};
 pub use sqlite::Store;
 
 /// Result alias for this crate.

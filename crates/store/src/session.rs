@@ -46,7 +46,7 @@ pub trait SessionStore: Send {
 }
 
 /// A carryover's messages as a wire body of `family`, for storage.
-pub fn carried_body(family: Family, carry: &Carryover) -> Result<String> {
+pub(crate) fn carried_body(family: Family, carry: &Carryover) -> Result<String> {
     let mut conv = Conversation::new(family);
     conv.messages = carry.messages().to_vec();
     encode(&conv)
@@ -58,7 +58,7 @@ pub fn carried_body(family: Family, carry: &Carryover) -> Result<String> {
 }
 
 /// A carryover back from its stored parts.
-pub fn carryover_from(
+pub(crate) fn carryover_from(
     id: &str,
     family: Family,
     source: PrefixKey,
@@ -147,27 +147,27 @@ impl SessionStore for Store {
 /// A record's columns, as any SQL store keeps them (a fingerprint is
 /// stored as the signed integer with the same bits).
 #[derive(Debug)]
-pub struct StoredParts {
+pub(crate) struct StoredParts {
     /// Wire family.
-    pub family: String,
+    pub(crate) family: String,
     /// Model.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Stored version.
-    pub version: i64,
+    pub(crate) version: i64,
     /// Messages the carried prefix replaces.
-    pub len: Option<i64>,
+    pub(crate) len: Option<i64>,
     /// Their fingerprint's bits.
-    pub fingerprint: Option<i64>,
+    pub(crate) fingerprint: Option<i64>,
     /// Tokens of the carried messages.
-    pub tokens: Option<i64>,
+    pub(crate) tokens: Option<i64>,
     /// The carried messages as a wire body.
-    pub body: Option<String>,
+    pub(crate) body: Option<String>,
     /// The calibration as JSON.
-    pub calibration: String,
+    pub(crate) calibration: String,
 }
 
 /// The columns of `record`.
-pub fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
+pub(crate) fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
     let body = match &record.carryover {
         Some(c) => Some(carried_body(record.family, c)?),
         None => None,
@@ -189,7 +189,7 @@ pub fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
 }
 
 /// A record back from its columns.
-pub fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord> {
+pub(crate) fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord> {
     let corrupt = |what: String| Error::CorruptSession {
         id: id.to_owned(),
         what,
