@@ -12,7 +12,7 @@ use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3Default;
 
 use crate::message::{
-    Arguments, ContentForm, Extra, ImageSource, Message, Part, ReasoningKind, Role,
+    Arguments, CACHE_CONTROL, ContentForm, Extra, ImageSource, Message, Part, ReasoningKind, Role,
 };
 
 /// Fingerprint of a run of messages (order counts).
@@ -24,9 +24,6 @@ pub fn fingerprint(messages: &[Message]) -> u64 {
     }
     h.0.digest()
 }
-
-/// The Anthropic prompt-cache marker, left out of fingerprints.
-const CACHE_CONTROL: &str = "cache_control";
 
 struct Feed(Xxh3Default);
 

@@ -47,7 +47,7 @@ pub use conversation::{
 pub use error::{Error, Result};
 pub use fingerprint::fingerprint;
 pub use message::{
-    Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part, Reasoning,
-    ReasoningKind, Role, TextPart, ToolCall, ToolResult, Usage,
+    Arguments, CACHE_CONTROL, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part,
+    Reasoning, ReasoningKind, Role, TextPart, ToolCall, ToolResult, Usage,
 };
 pub use validate::{Rule, Violation, validate};

@@ -179,7 +179,34 @@ pub enum Part {
     Opaque(Value),
 }
 
+/// The key of Anthropic's prompt-cache marker on a block.
+pub const CACHE_CONTROL: &str = "cache_control";
+
 impl Part {
+    /// The part's other fields; an opaque part's are in its value.
+    pub fn extra(&self) -> Option<&Extra> {
+        match self {
+            Part::Text(t) => Some(&t.extra),
+            Part::Image(i) => Some(&i.extra),
+            Part::ToolCall(c) => Some(&c.extra),
+            Part::ToolResult(r) => Some(&r.extra),
+            Part::Reasoning(r) => Some(&r.extra),
+            Part::Opaque(_) => None,
+        }
+    }
+
+    /// The part's other fields, to change them.
+    pub fn extra_mut(&mut self) -> Option<&mut Extra> {
+        match self {
+            Part::Text(t) => Some(&mut t.extra),
+            Part::Image(i) => Some(&mut i.extra),
+            Part::ToolCall(c) => Some(&mut c.extra),
+            Part::ToolResult(r) => Some(&mut r.extra),
+            Part::Reasoning(r) => Some(&mut r.extra),
+            Part::Opaque(_) => None,
+        }
+    }
+
     /// A text part with no extra fields.
     pub fn text(text: impl Into<String>) -> Self {
         Part::Text(TextPart {

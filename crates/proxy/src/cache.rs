@@ -7,13 +7,11 @@
 //! that reach furthest into the cached prefix — stay. Markers only say
 //! where to cache; the cached content is the same without them.
 
-use abridge::model::{Conversation, Extra, Family, Part, Tool};
+use abridge::model::{CACHE_CONTROL, Conversation, Family, Part, Tool};
 use serde_json::Value;
 
 /// Most `cache_control` blocks the Anthropic API accepts in one request.
 pub const MAX_BREAKPOINTS: usize = 4;
-
-const KEY: &str = "cache_control";
 
 /// Removes the oldest message breakpoints beyond [`MAX_BREAKPOINTS`];
 /// returns how many were removed.
@@ -26,8 +24,8 @@ pub fn cap_breakpoints(conv: &mut Conversation) -> usize {
         .iter()
         .flatten()
         .filter(|t| match t {
-            Tool::Function(f) => f.extra.contains_key(KEY),
-            Tool::Opaque(v) => v.get(KEY).is_some(),
+            Tool::Function(f) => f.extra.contains_key(CACHE_CONTROL),
+            Tool::Opaque(v) => v.get(CACHE_CONTROL).is_some(),
         })
         .count();
     let in_messages: usize = conv
@@ -57,37 +55,17 @@ pub fn cap_breakpoints(conv: &mut Conversation) -> usize {
 
 fn marker(part: &Part) -> Option<&Value> {
     match part {
-        Part::Opaque(v) => v.get(KEY),
-        other => extra(other).and_then(|e| e.get(KEY)),
+        Part::Opaque(v) => v.get(CACHE_CONTROL),
+        other => other.extra().and_then(|e| e.get(CACHE_CONTROL)),
     }
 }
 
 fn remove_marker(part: &mut Part) -> bool {
     match part {
-        Part::Opaque(Value::Object(map)) => map.remove(KEY).is_some(),
+        Part::Opaque(Value::Object(map)) => map.remove(CACHE_CONTROL).is_some(),
         Part::Opaque(_) => false,
-        other => extra_mut(other).is_some_and(|e| e.remove(KEY).is_some()),
-    }
-}
-
-fn extra(part: &Part) -> Option<&Extra> {
-    match part {
-        Part::Text(t) => Some(&t.extra),
-        Part::Image(i) => Some(&i.extra),
-        Part::ToolCall(c) => Some(&c.extra),
-        Part::ToolResult(r) => Some(&r.extra),
-        Part::Reasoning(r) => Some(&r.extra),
-        Part::Opaque(_) => None,
-    }
-}
-
-fn extra_mut(part: &mut Part) -> Option<&mut Extra> {
-    match part {
-        Part::Text(t) => Some(&mut t.extra),
-        Part::Image(i) => Some(&mut i.extra),
-        Part::ToolCall(c) => Some(&mut c.extra),
-        Part::ToolResult(r) => Some(&mut r.extra),
-        Part::Reasoning(r) => Some(&mut r.extra),
-        Part::Opaque(_) => None,
+        other => other
+            .extra_mut()
+            .is_some_and(|e| e.remove(CACHE_CONTROL).is_some()),
     }
 }
