@@ -11,26 +11,29 @@ fn abridge(args: &[&str]) -> Output {
     run(args, None)
 }
 
+/// Compacts the coding-agent example to `target` tokens, recording into `store`.
+fn compact_into(store: &str, target: &str) -> Output {
+    let o = abridge(&[
+        "compact",
+        "examples/coding-agent.openai.json",
+        "--target-tokens",
+        target,
+        "--keep-last",
+        "2",
+        "--store",
+        store,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    o
+}
+
 #[test]
 fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
     let dir = std::env::temp_dir().join(format!("abridge-snap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("s.sqlite");
     let db = db.to_str().unwrap();
-    let compact = |target: &str| {
-        let o = abridge(&[
-            "compact",
-            "examples/coding-agent.openai.json",
-            "--target-tokens",
-            target,
-            "--keep-last",
-            "2",
-            "--store",
-            db,
-        ]);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        o
-    };
+    let compact = |target: &str| compact_into(db, target);
     let first = compact("700");
     assert!(text(&first.stderr).contains("snapshot 1 stored"));
     compact("1000");
@@ -147,17 +150,7 @@ fn a_postgres_store_records_lists_shows_restores_and_prunes() {
     };
     let url = pg.url.as_str();
     for target in ["600", "400"] {
-        let o = abridge(&[
-            "compact",
-            "examples/coding-agent.openai.json",
-            "--target-tokens",
-            target,
-            "--keep-last",
-            "2",
-            "--store",
-            url,
-        ]);
-        assert!(o.status.success(), "{}", text(&o.stderr));
+        let o = compact_into(url, target);
         assert!(text(&o.stderr).contains("snapshot"), "{}", text(&o.stderr));
     }
     let log = abridge(&["log", "--json", "--store", url]);
