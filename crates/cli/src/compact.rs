@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use abridge::model::Family;
+use abridge::model::Wire;
 use abridge::{Compactor, Error as EngineError, Limits, PolicyKind, Report};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -23,9 +23,9 @@ pub(crate) struct CompactArgs {
     /// Write the body here instead of stdout.
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
-    /// Wire format of the output, openai or anthropic (default: the input's).
-    #[arg(long, value_name = "FAMILY")]
-    to: Option<Family>,
+    /// Format of the output: openai, anthropic or ai-sdk (default: the input's).
+    #[arg(long, value_name = "FORMAT")]
+    to: Option<Wire>,
     /// Write the compaction report (JSON) here.
     #[arg(long, value_name = "REPORT.json")]
     report: Option<PathBuf>,
@@ -78,7 +78,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     };
     tell(&label, &outcome.report, &limits, &args.store);
     // The body first: a report that cannot be written must not cost it.
-    let family = args.to.unwrap_or(conv.family);
+    let to = args.to.unwrap_or(Wire::of(conv.format));
     match &args.output {
         Some(path) => {
             let mut file = std::fs::File::create(path)
@@ -86,19 +86,13 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
             write_body(
                 &label,
                 &outcome.conversation,
-                family,
+                to,
                 args.compact_json,
                 &mut file,
             )
             .with_context(|| format!("{}: cannot write", path.display()))?;
         }
-        None => write_body(
-            &label,
-            &outcome.conversation,
-            family,
-            args.compact_json,
-            out,
-        )?,
+        None => write_body(&label, &outcome.conversation, to, args.compact_json, out)?,
     }
     if let Some(path) = &args.report {
         let report = json!({"file": label, "limits": limits, "report": outcome.report});

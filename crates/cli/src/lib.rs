@@ -13,7 +13,7 @@ mod stats;
 use std::io::Write;
 use std::process::ExitCode;
 
-use abridge_model::{Conversation, Family, validate};
+use abridge_model::{Conversation, Wire, validate};
 use abridge_tokens::{Registry, Resolved, TokenizerKind};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -37,13 +37,13 @@ enum Command {
         #[command(flatten)]
         input: input::InputArgs,
     },
-    /// Print a conversation as an OpenAI or Anthropic request body.
+    /// Print a conversation as an OpenAI or Anthropic request body, or as AI SDK messages.
     Convert {
         /// File to convert (`-` for stdin; `FILE#N` picks the N-th conversation).
         file: String,
-        /// Target wire format: openai or anthropic.
-        #[arg(long, value_name = "FAMILY")]
-        to: Family,
+        /// Target format: openai, anthropic or ai-sdk.
+        #[arg(long, value_name = "FORMAT")]
+        to: Wire,
         /// Print compact JSON instead of pretty.
         #[arg(long)]
         compact: bool,
@@ -158,19 +158,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Converts to `family` (adding `max_tokens` where Anthropic requires it),
+/// Converts to `to` (adding `max_tokens` where Anthropic requires it),
 /// reports what was dropped on stderr, and writes the request body.
 pub(crate) fn write_body(
     label: &str,
     conv: &Conversation,
-    family: Family,
+    to: Wire,
     compact: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut converted = abridge_model::convert(conv, family)
-        .with_context(|| format!("{label}: cannot convert to {}", family.as_str()))?;
+    let mut converted = abridge_model::convert_to(conv, to)
+        .with_context(|| format!("{label}: cannot convert to {to}"))?;
     let conv = &mut converted.conversation;
-    if family == Family::Anthropic && !conv.extra.contains_key("max_tokens") {
+    if to == Wire::Anthropic && !conv.extra.contains_key("max_tokens") {
         // Anthropic requires max_tokens; take the model's output limit.
         let max = conv
             .model

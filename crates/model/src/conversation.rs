@@ -89,6 +89,77 @@ impl Format {
     }
 }
 
+/// A format a conversation can be written in: a request body of either
+/// family, or the AI SDK's `ModelMessage[]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wire {
+    /// An OpenAI Chat Completions request body.
+    OpenAi,
+    /// An Anthropic Messages request body.
+    Anthropic,
+    /// The Vercel AI SDK's `ModelMessage[]`.
+    AiSdk,
+}
+
+impl Wire {
+    /// Every wire format, for listings and help texts.
+    pub const ALL: [Wire; 3] = [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk];
+
+    /// Name on the command line (`openai`, `anthropic`, `ai-sdk`).
+    pub fn as_str(self) -> &'static str {
+        self.format().as_str()
+    }
+
+    /// The input format of the same name.
+    pub fn format(self) -> Format {
+        match self {
+            Wire::OpenAi => Format::OpenAi,
+            Wire::Anthropic => Format::Anthropic,
+            Wire::AiSdk => Format::AiSdk,
+        }
+    }
+
+    /// The wire family its conversations follow.
+    pub fn family(self) -> Family {
+        self.format().family()
+    }
+
+    /// How a conversation decoded from `format` is written back by default.
+    pub fn of(format: Format) -> Wire {
+        match format {
+            Format::AiSdk => Wire::AiSdk,
+            other => Wire::from(other.family()),
+        }
+    }
+}
+
+impl From<Family> for Wire {
+    fn from(f: Family) -> Self {
+        match f {
+            Family::OpenAi => Wire::OpenAi,
+            Family::Anthropic => Wire::Anthropic,
+        }
+    }
+}
+
+impl std::fmt::Display for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Wire {
+    type Err = String;
+
+    /// `openai`, `anthropic` or `ai-sdk`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Wire::ALL
+            .into_iter()
+            .find(|w| w.as_str() == s)
+            .ok_or_else(|| format!("unknown format \"{s}\" (expected openai, anthropic or ai-sdk)"))
+    }
+}
+
 /// A tool the model may call, as declared in the request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tool {

@@ -7,7 +7,7 @@
 //! - [`decode`] / [`encode`]: OpenAI Chat Completions and Anthropic Messages
 //!   request bodies, plus agent logs as inputs (Claude Code JSONL,
 //!   mini-swe-agent and tau-bench trajectories), with format detection.
-//! - [`convert`]: OpenAI ⇄ Anthropic.
+//! - [`convert`]: OpenAI ⇄ Anthropic; [`convert_to`] also to and from AI SDK messages.
 //! - [`validate`]: tool pairing and role rules of each API.
 //!
 //! ```
@@ -38,10 +38,11 @@ pub mod text;
 mod validate;
 
 pub use codec::{
-    Converted, convert, decode, decode_as, decode_value, decode_wire_messages, detect, encode,
+    Converted, convert, convert_to, decode, decode_as, decode_value, decode_wire_messages, detect,
+    encode,
 };
 pub use conversation::{
-    CompactBoundary, Conversation, Family, Format, FunctionTool, Iteration, Tool, head_len,
+    CompactBoundary, Conversation, Family, Format, FunctionTool, Iteration, Tool, Wire, head_len,
     iterations, wire_offset,
 };
 pub use error::{Error, Result};

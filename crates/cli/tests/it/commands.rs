@@ -419,3 +419,45 @@ fn ai_sdk_messages_are_compacted_into_ai_sdk_messages() {
         messages[61]["content"][0]["output"]
     );
 }
+
+#[test]
+fn convert_writes_ai_sdk_messages_and_reads_them_back() {
+    let example = root().join("examples/coding-agent.openai.json");
+    let out = abridge(
+        &["convert", example.to_str().unwrap(), "--to", "ai-sdk"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|p| p["type"] == "tool-result")
+        .count();
+    assert!(calls > 0, "{v}");
+    // The request fields have no place in ModelMessage[]; the user is told.
+    assert!(text(&out.stderr).contains("AI SDK messages carry no request fields"));
+    let back = abridge(&["convert", "-", "--to", "openai"], Some(&out.stdout));
+    assert!(back.status.success(), "{}", text(&back.stderr));
+    let original: Value = serde_json::from_slice(&std::fs::read(&example).unwrap()).unwrap();
+    let back: Value = serde_json::from_slice(&back.stdout).unwrap();
+    // Arguments come back as the same JSON, not the same spacing.
+    let parsed = |body: &Value| {
+        let mut messages = body["messages"].clone();
+        for m in messages.as_array_mut().unwrap() {
+            for c in m["tool_calls"].as_array_mut().into_iter().flatten() {
+                let args = c["function"]["arguments"].as_str().unwrap();
+                c["function"]["arguments"] = serde_json::from_str(args).unwrap();
+            }
+        }
+        messages
+    };
+    assert_eq!(parsed(&back), parsed(&original));
+    let bad = abridge(
+        &["convert", example.to_str().unwrap(), "--to", "gemini"],
+        None,
+    );
+    assert!(text(&bad.stderr).contains("expected openai, anthropic or ai-sdk"));
+}

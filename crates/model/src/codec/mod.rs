@@ -10,7 +10,7 @@ mod util;
 
 use serde_json::Value;
 
-pub use convert::{Converted, convert};
+pub use convert::{Converted, convert, convert_to};
 
 use crate::conversation::{Conversation, Family, Format};
 use crate::error::{Error, Result};

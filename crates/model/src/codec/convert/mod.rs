@@ -12,11 +12,12 @@
 //! One module per concern: [`messages`], tool declarations ([`tools`]) and
 //! the request envelope ([`envelope`]).
 
+mod ai_sdk;
 mod envelope;
 mod messages;
 mod tools;
 
-use crate::conversation::{Conversation, Family};
+use crate::conversation::{Conversation, Family, Format, Wire};
 use crate::error::{Error, Result};
 use crate::message::{Extra, Part, TextPart};
 
@@ -50,6 +51,49 @@ pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
         conversation: out,
         warnings: w.0,
     })
+}
+
+/// Converts a conversation to a wire format: a request body of either
+/// family, or AI SDK messages (which keep only the messages).
+///
+/// ```
+/// use abridge_model::{Wire, convert_to, decode, encode};
+///
+/// let body = br#"{"model": "gpt-4o", "messages": [
+///   {"role": "user", "content": "List the files"},
+///   {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+///     "function": {"name": "ls", "arguments": "{}"}}]},
+///   {"role": "tool", "tool_call_id": "c1", "content": "README.md"}]}"#;
+/// let conv = decode(body)?.remove(0);
+/// let ai = convert_to(&conv, Wire::AiSdk)?.conversation;
+/// let messages = encode(&ai)?;
+/// assert_eq!(messages[2]["content"][0]["toolName"], "ls");
+/// assert_eq!(messages[2]["content"][0]["output"]["value"], "README.md");
+/// let back = convert_to(&ai, Wire::OpenAi)?.conversation;
+/// assert_eq!(encode(&back)?["messages"], encode(&conv)?["messages"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert_to(conv: &Conversation, to: Wire) -> Result<Converted> {
+    let mut w = Warnings::default();
+    let openai;
+    let source = if conv.format == Format::AiSdk {
+        if to == Wire::AiSdk {
+            return convert(conv, conv.family);
+        }
+        openai = ai_sdk::to_openai(conv, &mut w)?;
+        &openai
+    } else {
+        conv
+    };
+    let mut converted = convert(source, to.family())?;
+    if to == Wire::AiSdk {
+        converted.conversation = ai_sdk::from_openai(converted.conversation, &mut w);
+    }
+    for warning in converted.warnings.drain(..) {
+        w.add(warning);
+    }
+    converted.warnings = w.0;
+    Ok(converted)
 }
 
 /// What a conversion dropped, one line per kind.
