@@ -36,7 +36,7 @@ pub(crate) fn decode(items: Vec<Value>) -> Result<Conversation> {
     Ok(conv)
 }
 
-fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
+pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
     decode_role_content(v, at, &decode_part)
 }
 

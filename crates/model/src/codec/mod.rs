@@ -12,7 +12,7 @@ use serde_json::Value;
 
 pub use convert::{Converted, convert, convert_to};
 
-use crate::conversation::{Conversation, Family, Format};
+use crate::conversation::{Conversation, Family, Format, Wire};
 use crate::error::{Error, Result};
 
 /// Decodes every conversation in `bytes`, detecting the format.
@@ -87,20 +87,23 @@ pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
     })
 }
 
-/// Decodes elements of a request body's `messages` array of `family`;
-/// error locations count from `first` (the index of the first of them).
-/// For a client that resends its history: decode only what it added.
+/// Decodes elements of a `messages` array of a wire format (a family's
+/// request body, or AI SDK messages); error locations count from `first`
+/// (the index of the first of them). For a client that resends its history,
+/// or an agent that appends: decode only what was added.
 pub fn decode_wire_messages(
-    family: Family,
+    wire: impl Into<Wire>,
     items: Vec<Value>,
     first: usize,
 ) -> Result<Vec<crate::message::Message>> {
+    let wire = wire.into();
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let at = || format!("messages[{}]", first + i);
-        out.push(match family {
-            Family::OpenAi => openai::decode_message(item, &at)?,
-            Family::Anthropic => anthropic::decode_message(item, &at)?,
+        out.push(match wire {
+            Wire::OpenAi => openai::decode_message(item, &at)?,
+            Wire::Anthropic => anthropic::decode_message(item, &at)?,
+            Wire::AiSdk => ai_sdk::decode_message(item, &at)?,
         });
     }
     Ok(out)

@@ -1,0 +1,71 @@
+//! abridge for in-process front ends: JSON messages in, JSON messages out,
+//! in the shape they came (a request body, or a bare list of OpenAI,
+//! Anthropic or AI SDK messages). The Python and Node packages are thin
+//! layers over this crate.
+//!
+//! ```
+//! use abridge_embed::{Options, compact};
+//! use serde_json::json;
+//!
+//! let mut messages = vec![json!({"role": "user", "content": "Summarise every log file."})];
+//! for i in 0..40 {
+//!     messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"),
+//!         "type": "function", "function": {"name": "read", "arguments": format!("{{\"file\": \"{i}.log\"}}")}}]}));
+//!     messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "GET /health 200\n".repeat(40)}));
+//! }
+//! let options = Options { target_tokens: Some(2_000), ..Options::default() };
+//! let out = compact(json!(messages), &options)?;
+//! assert!(out.report.compacted && out.report.tokens_after <= 2_000);
+//! assert_eq!(out.value.as_array().map(Vec::len), Some(messages.len())); // a list back, pairs intact
+//! # Ok::<(), abridge_embed::Error>(())
+//! ```
+
+mod error;
+mod options;
+mod session;
+mod shape;
+
+pub use abridge::{Event, Report};
+pub use abridge_model::{Violation, Wire};
+use serde::Serialize;
+use serde_json::Value;
+
+pub use error::{Error, ErrorKind, Result};
+pub use options::{ConfigSource, Options};
+pub use session::{Session, Turn};
+pub use shape::{Decoded, Shape};
+
+/// A compacted history, in the shape it was given, and what was done.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compacted {
+    /// The messages (or body) to send.
+    pub value: Value,
+    /// What the compaction did.
+    pub report: Report,
+}
+
+/// Compacts a body or a list of messages to the target of `options`.
+/// A history already under it comes back as given.
+pub fn compact(value: Value, options: &Options) -> Result<Compacted> {
+    let input = Decoded::read(value, options.format)?;
+    let mut compactor = options.compactor(&input.conversation)?;
+    let outcome = compactor.compact(&input.conversation)?;
+    Ok(Compacted {
+        value: input.shape.write(&outcome.conversation)?,
+        report: outcome.report,
+    })
+}
+
+/// Tokens of a body or list of messages (tool declarations included), as
+/// the model of `options` (or of the body) counts them.
+pub fn count_tokens(value: Value, options: &Options) -> Result<u64> {
+    let input = Decoded::read(value, options.format)?;
+    let mut compactor = abridge::Compactor::new(options.config(&input.conversation)?)?;
+    Ok(compactor.count(&input.conversation))
+}
+
+/// Tool pairing and role violations of a body or list of messages (empty: valid).
+pub fn validate(value: Value, format: Option<Wire>) -> Result<Vec<Violation>> {
+    let input = Decoded::read(value, format)?;
+    Ok(abridge_model::validate(&input.conversation))
+}

@@ -1,0 +1,102 @@
+//! A history that an agent loop grows message by message.
+
+use abridge::Event;
+use abridge_model::{Conversation, decode_wire_messages};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::options::Options;
+use crate::shape::{Decoded, Shape};
+use crate::{Report, Wire};
+
+/// An agent's history kept by abridge: push what the loop adds, call
+/// [`turn`](Session::turn) before each model call, send
+/// [`messages`](Session::messages). Each push counts only the new message.
+pub struct Session {
+    inner: abridge::Session,
+    wire: Wire,
+    shape: Shape,
+}
+
+/// What one turn did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    /// Tokens of the history after the turn.
+    pub tokens: u64,
+    /// True when the history was rewritten this turn.
+    pub compacted: bool,
+    /// The compaction report, when a trigger fired.
+    pub report: Option<Report>,
+}
+
+impl Session {
+    /// Starts from a body or list of messages (`None`: an empty list of
+    /// `options.format`, OpenAI by default).
+    pub fn new(initial: Option<Value>, options: &Options) -> Result<Self> {
+        let input = match initial {
+            Some(v) => Decoded::read(v, options.format)?,
+            None => Decoded::read(Value::Array(Vec::new()), options.format)?,
+        };
+        let wire = input.wire();
+        let compactor = options.compactor(&input.conversation)?;
+        Ok(Session {
+            inner: abridge::Session::new(compactor, input.conversation),
+            wire,
+            shape: input.shape,
+        })
+    }
+
+    /// Appends a message, or an array of messages, in the session's format.
+    /// Returns the tokens they added.
+    pub fn push(&mut self, messages: Value) -> Result<u64> {
+        let items = match messages {
+            Value::Array(items) => items,
+            one => vec![one],
+        };
+        let first = self.inner.conversation().messages.len();
+        let decoded = decode_wire_messages(self.wire, items, first)?;
+        Ok(decoded.into_iter().map(|m| self.inner.push(m)).sum())
+    }
+
+    /// Evaluates the triggers (with the provider-reported prompt tokens of
+    /// the last call, when known) and compacts when one fires.
+    pub fn turn(&mut self, usage: Option<u64>) -> Result<Turn> {
+        let t = self.inner.turn(usage)?;
+        Ok(Turn {
+            tokens: t.tokens,
+            compacted: t.compacted(),
+            report: t.report,
+        })
+    }
+
+    /// The history to send now, in the shape the session started with.
+    pub fn messages(&self) -> Result<Value> {
+        self.shape.write(self.inner.conversation())
+    }
+
+    /// The history as the engine holds it.
+    pub fn conversation(&self) -> &Conversation {
+        self.inner.conversation()
+    }
+
+    /// Tokens of the history now.
+    pub fn tokens(&self) -> u64 {
+        self.inner.tokens()
+    }
+
+    /// Calls `f` with every engine event (sizes, triggers, compactions).
+    pub fn on_event(&mut self, f: impl FnMut(&Event) + Send + 'static) {
+        self.inner.compactor_mut().subscribe(f);
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("wire", &self.wire)
+            .field("messages", &self.inner.conversation().messages.len())
+            .field("tokens", &self.inner.tokens())
+            .finish()
+    }
+}

@@ -1,0 +1,103 @@
+//! Reading messages in whatever shape a front end holds them, and writing
+//! them back in that shape.
+
+use abridge_model::{Conversation, Format, Wire, decode_value, detect, encode};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// How the messages were given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A request body (an object with `messages`).
+    Body,
+    /// A bare array of messages.
+    List,
+}
+
+/// Messages read from a front end, with the shape to give them back in.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    /// The conversation.
+    pub conversation: Conversation,
+    /// How it was given.
+    pub shape: Shape,
+}
+
+impl Decoded {
+    /// Reads a body or a bare list of messages; `format` when known, else detected.
+    pub fn read(value: Value, format: Option<Wire>) -> Result<Self> {
+        let (shape, body) = match value {
+            Value::Object(body) if body.get("messages").is_some_and(Value::is_array) => {
+                (Shape::Body, Value::Object(body))
+            }
+            Value::Object(_) => return Err(not_messages("an object without a `messages` array")),
+            Value::Array(items) => {
+                let list = Value::Array(items);
+                let ai_sdk = match format {
+                    Some(w) => w == Wire::AiSdk,
+                    None => detect(&list).ok() == Some(Format::AiSdk),
+                };
+                if ai_sdk {
+                    let conversation = decode_value(list, Format::AiSdk)?.remove(0);
+                    return Ok(Decoded {
+                        conversation,
+                        shape: Shape::List,
+                    });
+                }
+                let mut body = Map::new();
+                body.insert("messages".into(), list);
+                (Shape::List, Value::Object(body))
+            }
+            other => return Err(not_messages(kind(&other))),
+        };
+        let empty = body["messages"].as_array().is_some_and(Vec::is_empty);
+        let wire = match format {
+            Some(w) => w,
+            None if empty => Wire::OpenAi,
+            None => Wire::of(detect(&body)?),
+        };
+        let conversation = match wire {
+            Wire::AiSdk => return Err(not_messages("an AI SDK body (give the messages array)")),
+            family => decode_value(body, family.format())?.remove(0),
+        };
+        Ok(Decoded {
+            conversation,
+            shape,
+        })
+    }
+
+    /// The wire format these messages are written in.
+    pub fn wire(&self) -> Wire {
+        Wire::of(self.conversation.format)
+    }
+}
+
+impl Shape {
+    /// `conv` in this shape: a body, or its messages alone.
+    pub fn write(self, conv: &Conversation) -> Result<Value> {
+        let value = encode(conv)?;
+        Ok(match (self, value) {
+            (Shape::List, Value::Object(mut body)) => body.remove("messages").unwrap_or_default(),
+            (_, value) => value,
+        })
+    }
+}
+
+fn not_messages(what: &str) -> Error {
+    Error::Input(abridge_model::Error::Shape {
+        at: "input".into(),
+        expected: format!("a request body with `messages` or an array of messages, found {what}"),
+    })
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

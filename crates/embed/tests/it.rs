@@ -1,0 +1,175 @@
+//! The front-end API: every shape comes back as given, compacted, valid.
+
+use abridge_embed::{ErrorKind, Options, Session, Wire, compact, count_tokens, validate};
+use serde_json::{Value, json};
+
+fn openai_list(iterations: usize) -> Vec<Value> {
+    let mut m = vec![
+        json!({"role": "system", "content": "You are a web agent."}),
+        json!({"role": "user", "content": "Find the cheapest flight to Lisbon on 2026-12-03."}),
+    ];
+    for i in 0..iterations {
+        m.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"), "type": "function",
+            "function": {"name": "browse", "arguments": format!("{{\"url\": \"https://fly.example/p{i}\"}}")}}]}));
+        m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"),
+            "content": format!("<EXTERNAL-CONTENT>page {i} {}</EXTERNAL-CONTENT>", "fare row ".repeat(150))}));
+    }
+    m
+}
+
+fn ai_sdk_list(iterations: usize) -> Vec<Value> {
+    let mut m = vec![json!({"role": "user", "content": [{"type": "text", "text": "Book it."}]})];
+    for i in 0..iterations {
+        m.push(json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": format!("t{i}"),
+            "toolName": "click", "input": {"ref": format!("e{i}")}}]}));
+        m.push(json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": format!("t{i}"),
+            "toolName": "click", "output": {"type": "text", "value": "snapshot ".repeat(200)},
+            "providerOptions": {"openai": {"x": i}}}]}));
+    }
+    m
+}
+
+fn target(n: u64) -> Options {
+    Options {
+        target_tokens: Some(n),
+        ..Options::default()
+    }
+}
+
+#[test]
+fn a_list_comes_back_a_list_and_a_body_a_body() {
+    let list = openai_list(30);
+    let out = compact(json!(list), &target(3_000)).unwrap();
+    assert!(out.report.compacted);
+    assert!(
+        out.report.tokens_after <= 3_000,
+        "{}",
+        out.report.tokens_after
+    );
+    let back = out.value.as_array().unwrap();
+    assert_eq!(back.len(), list.len());
+    assert_eq!(
+        back.last(),
+        list.last(),
+        "the newest result is kept verbatim"
+    );
+    let body = json!({"model": "gpt-4o", "messages": list, "temperature": 0});
+    let out = compact(body, &target(3_000)).unwrap();
+    assert_eq!(out.value["model"], "gpt-4o");
+    assert_eq!(out.value["temperature"], 0);
+    assert!(validate(out.value, None).unwrap().is_empty());
+}
+
+#[test]
+fn anthropic_bodies_and_lists_are_detected() {
+    let mut messages = vec![json!({"role": "user", "content": "Fix the build."})];
+    for i in 0..30 {
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("u{i}"), "name": "sh", "input": {"cmd": "make"}}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("u{i}"), "content": "error: x\n".repeat(100)}]}));
+    }
+    let out = compact(json!(messages.clone()), &target(2_500)).unwrap();
+    let back = out.value.as_array().unwrap();
+    assert_eq!(back[1]["content"][0]["type"], "tool_use");
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "Be brief.", "messages": messages});
+    let out = compact(body, &target(2_500)).unwrap();
+    assert_eq!(out.value["system"], "Be brief.");
+    assert!(out.report.tokens_after <= 2_500);
+}
+
+#[test]
+fn ai_sdk_messages_keep_their_shape_and_provider_options() {
+    let list = ai_sdk_list(30);
+    let out = compact(json!(list), &target(2_000)).unwrap();
+    let back = out.value.as_array().unwrap();
+    assert!(out.report.tokens_after <= 2_000);
+    assert_eq!(back.len(), list.len());
+    assert_eq!(back[2]["content"][0]["providerOptions"]["openai"]["x"], 0);
+    assert_eq!(back[2]["content"][0]["toolName"], "click");
+    assert!(
+        validate(out.value.clone(), Some(Wire::AiSdk))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_session_grows_and_stays_under_its_trigger() {
+    let options: Options = serde_json::from_value(json!({
+        "format": "ai-sdk",
+        "config": {"trigger": {"max_tokens": 4000}, "budget": {"target_tokens": 2500}},
+    }))
+    .unwrap();
+    let mut session = Session::new(None, &options).unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    session.on_event(move |e| sink.lock().unwrap().push(serde_json::to_value(e).unwrap()));
+    let list = ai_sdk_list(40);
+    session.push(list[0].clone()).unwrap();
+    let mut compactions = 0;
+    for pair in list[1..].chunks(2) {
+        assert!(session.push(json!(pair)).unwrap() > 0);
+        let turn = session.turn(None).unwrap();
+        compactions += usize::from(turn.compacted);
+        assert!(turn.tokens <= 4000, "{}", turn.tokens);
+        assert!(
+            validate(session.messages().unwrap(), Some(Wire::AiSdk))
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert!(compactions > 0);
+    let kinds: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(kinds.iter().any(|k| k == "history_compacted"), "{kinds:?}");
+}
+
+#[test]
+fn errors_name_what_and_where_and_have_a_kind() {
+    let e = compact(json!({"model": "x"}), &Options::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert!(e.to_string().contains("messages"), "{e}");
+    let bad = json!([{"role": "assistant", "content": [{"type": "tool-call", "toolName": "x", "input": {}}]}]);
+    let e = compact(
+        bad,
+        &Options {
+            format: Some(Wire::AiSdk),
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert!(e.to_string().contains("[0]"), "{e}");
+    let e = Options::from_json(r#"{"target": 3}"#).unwrap_err();
+    assert!(e.to_string().contains("unknown field `target`"), "{e}");
+    let e = compact(json!(openai_list(2)), &target(0)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    let e = compact(json!(openai_list(3)), &target(20)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CannotShrink);
+    let o = Options::from_json(r#"{"config": "/nonexistent/abridge.toml"}"#).unwrap();
+    let e = compact(json!(openai_list(1)), &o).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/abridge.toml"), "{e}");
+}
+
+#[test]
+fn count_tokens_follows_the_tokenizer_option() {
+    let list = json!(openai_list(5));
+    let exact = count_tokens(
+        list.clone(),
+        &Options::from_json(r#"{"tokenizer": "o200k_base"}"#).unwrap(),
+    )
+    .unwrap();
+    let rough = count_tokens(
+        list,
+        &Options::from_json(r#"{"tokenizer": "estimate"}"#).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        exact > 1000 && rough > 1000 && exact != rough,
+        "{exact} {rough}"
+    );
+    assert!(Options::from_json(r#"{"tokenizer": "gpt2"}"#).is_err());
+}
