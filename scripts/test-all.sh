@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every test: the Rust workspace, then the official OpenAI and Anthropic
-# Python SDKs and the AI SDK (Node) running tool loops through `abridge
-# serve` against the fake provider. Python packages go to a virtualenv under
+# Every test: the Rust workspace, the Node package (built from source, tested
+# with the AI SDK), then the official OpenAI and Anthropic Python SDKs and
+# the AI SDK (Node) running tool loops through `abridge serve` against the
+# fake provider. Python packages go to a virtualenv under
 # target/, Node packages come from the committed lockfile (`npm ci`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,9 @@ echo "== Python SDKs (openai, anthropic) through the proxy"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r sdk-tests/python/requirements.txt
 "$venv/bin/python" sdk-tests/python/test_proxy.py
+
+echo "== Node package (bindings/node): API, corpus, an AI SDK agent loop"
+(cd bindings/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build:debug && npm test)
 
 echo "== AI SDK (Node) through the proxy"
 (cd sdk-tests/node && npm ci --no-audit --no-fund --loglevel=error && node --test)

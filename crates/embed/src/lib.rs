@@ -64,6 +64,18 @@ pub fn count_tokens(value: Value, options: &Options) -> Result<u64> {
     Ok(compactor.count(&input.conversation))
 }
 
+/// Every conversation of a file (request body, AI SDK messages, Claude
+/// Code log, agent trajectories: detected) written as `to`.
+pub fn convert(bytes: &[u8], to: Wire) -> Result<Vec<Value>> {
+    abridge_model::decode(bytes)?
+        .iter()
+        .map(|conv| {
+            let converted = abridge_model::convert_to(conv, to)?;
+            Ok(abridge_model::encode(&converted.conversation)?)
+        })
+        .collect()
+}
+
 /// Tool pairing and role violations of a body or list of messages (empty: valid).
 pub fn validate(value: Value, format: Option<Wire>) -> Result<Vec<Violation>> {
     let input = Decoded::read(value, format)?;

@@ -22,6 +22,12 @@ pub struct Options {
     /// or one derived from the model's window).
     #[serde(alias = "targetTokens")]
     pub target_tokens: Option<u64>,
+    /// Compact when the history exceeds this many tokens (a [`Session`]'s
+    /// trigger; sets `trigger.max_tokens`).
+    ///
+    /// [`Session`]: crate::Session
+    #[serde(alias = "triggerTokens")]
+    pub trigger_tokens: Option<u64>,
     /// The engine config: an object with the keys of `abridge.toml`, or a
     /// path to such a TOML file.
     pub config: Option<ConfigSource>,
@@ -87,6 +93,11 @@ impl Options {
         match self.target_tokens {
             Some(0) => return Err(Error::Options("target_tokens must be at least 1".into())),
             Some(t) => config.budget.target_tokens = Some(t),
+            None => {}
+        }
+        match self.trigger_tokens {
+            Some(0) => return Err(Error::Options("trigger_tokens must be at least 1".into())),
+            Some(t) => config.trigger.max_tokens = Some(t),
             None => {}
         }
         if self.tokenizer.is_some() {

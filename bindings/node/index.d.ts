@@ -1,0 +1,122 @@
+// Type declarations of the abridge Node package (index.js).
+
+/** A format of messages: OpenAI or Anthropic request bodies, or AI SDK `ModelMessage[]`. */
+export type Format = 'openai' | 'anthropic' | 'ai-sdk'
+
+/** The tokenizers abridge counts with. */
+export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'claude_calibrated' | 'open_calibrated' | 'estimate'
+
+/** Options of every call. */
+export interface Options {
+  /** Format of the messages (detected when absent). */
+  format?: Format
+  /** Compact to at most this many tokens (default: the config's target, or one derived from the model's window). */
+  targetTokens?: number
+  /** Compact when the history exceeds this many tokens (a Session's trigger). */
+  triggerTokens?: number
+  /** The engine config: an object with the keys of abridge.toml, or the path of such a file. */
+  config?: string | Record<string, unknown>
+  /** Model name, for its window and tokenizer (default: the body's `model`). */
+  model?: string
+  /** Tokenizer (default: the model's own). */
+  tokenizer?: Tokenizer
+}
+
+/** One policy's work in a compaction. */
+export interface PolicyRun {
+  policy: string
+  items: number
+  tokens_saved: number
+  [key: string]: unknown
+}
+
+/** What a compaction did (the engine's report). */
+export interface Report {
+  reason: 'forced' | 'tokens' | 'window' | 'usage' | 'cadence' | null
+  compacted: boolean
+  tokens_before: number
+  tokens_after: number
+  messages_before: number
+  messages_after: number
+  tail_iterations: number
+  target: number | null
+  policies: PolicyRun[]
+  summarizer: string | null
+  attempts: Array<{ summarizer: string; ms: number; outcome: unknown }>
+  snapshot: string | null
+  events: AbridgeEvent[]
+  duration_us: number
+}
+
+/** An engine event; `event` names it (`history_size`, `history_compacted`, …). */
+export interface AbridgeEvent {
+  event: string
+  [key: string]: unknown
+}
+
+/** A tool-pairing or role violation. */
+export interface Violation {
+  rule: string
+  index: number
+  message: string
+}
+
+/** What one Session turn did. */
+export interface Turn {
+  tokens: number
+  compacted: boolean
+  report: Report | null
+}
+
+/** Compacts an OpenAI or Anthropic body (or a bare list of messages); the body comes back in the shape given. */
+export function compact<B>(body: B, options?: Options): { body: B; report: Report }
+/** `compact` off the main thread (for LLM summarizers). */
+export function compactAsync<B>(body: B, options?: Options): Promise<{ body: B; report: Report }>
+/** Compacts AI SDK `ModelMessage[]`. */
+export function compactModelMessages<M>(messages: M[], options?: Options): { messages: M[]; report: Report }
+/** Every conversation of a file's text (any format abridge reads), written as `to`. */
+export function convert(text: string, options: { to: Format }): unknown[]
+/** Tokens of a body or list of messages. */
+export function countTokens(body: unknown, options?: Options): number
+/** Tool-pairing and role violations (`[]`: valid). */
+export function validate(body: unknown, options?: Options): Violation[]
+
+/** A history an agent loop grows; a push costs the new messages only. */
+export class Session<M = unknown> {
+  constructor(initial?: M[] | Record<string, unknown> | null, options?: Options)
+  /** Appends a message or messages; returns the tokens they add. */
+  push(messages: M | M[]): number
+  /** Checks the triggers and compacts when one fires. */
+  turn(options?: { usage?: number }): Turn
+  /** The history to send now. */
+  readonly messages: M[]
+  /** Tokens of the history now. */
+  readonly tokens: number
+  /** Calls `listener` with every engine event. */
+  onEvent(listener: (event: AbridgeEvent) => void): this
+}
+
+/** Options of `abridgePrepareStep`. */
+export interface PrepareStepOptions extends Omit<Options, 'format'> {
+  /** Called with the report of each compaction. */
+  onCompact?: (report: Report) => void
+  /** Called when a step could not be compacted (the step goes on with its own messages). */
+  onError?: (error: unknown) => void
+}
+
+/** A `prepareStep` for `generateText` / `streamText` that returns the compacted messages once a trigger has fired. */
+export function abridgePrepareStep<M = unknown>(
+  options?: PrepareStepOptions,
+): ((step: { messages: M[] }) => Promise<{ messages: M[] } | undefined>) & {
+  /** Sessions started (1 unless the history was edited), messages read, compactions. */
+  readonly stats: { sessions: number; messagesRead: number; compactions: number }
+}
+
+/** Base class of abridge's errors; `code` names the kind. */
+export class AbridgeError extends Error {
+  readonly code: 'InputError' | 'ConfigError' | 'CannotShrinkError' | 'EngineError' | string
+}
+export class InputError extends AbridgeError {}
+export class ConfigError extends AbridgeError {}
+export class CannotShrinkError extends AbridgeError {}
+export class EngineError extends AbridgeError {}

@@ -1,0 +1,88 @@
+// A Pilo-shaped web agent on the AI SDK's own mock model: page snapshots in
+// <EXTERNAL-CONTENT> blocks, validation feedback when it claims to be done
+// too early, 50 model calls. abridgePrepareStep keeps every step's history
+// under its trigger, the SDK's modelMessageSchema accepts every step's
+// messages, and every tool call keeps its result.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import { generateText, tool, stepCountIs, modelMessageSchema } from 'ai'
+import { MockLanguageModelV3 } from 'ai/test'
+import { z } from 'zod'
+
+const require = createRequire(import.meta.url)
+const abridge = require('..')
+
+const TRIGGER = 20_000
+const TARGET = 12_000
+const ROUNDS = 10
+const STEPS = 5
+
+/** A page snapshot as Pilo's browser tools return it. */
+function snapshot(page) {
+  const rows = Array.from({ length: 90 }, (_, k) =>
+    `- row "Flight LX${page}${k} Zurich → Lisbon 2026-12-0${(k % 9) + 1} CHF ${180 + k}" [ref=e${page}_${k}]`)
+  return `<EXTERNAL-CONTENT>\nPage: https://fly.example/results?page=${page}\n${rows.join('\n')}\n</EXTERNAL-CONTENT>`
+}
+
+const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } }
+
+test('an AI SDK agent loop plateaus under the trigger with valid messages at every step', async () => {
+  let call = 0
+  const model = new MockLanguageModelV3({
+    doGenerate: async () => {
+      call += 1
+      if (call % STEPS === 0) {
+        return { content: [{ type: 'text', text: `Done: the cheapest fare is on page ${call}.` }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }
+      }
+      const input = call % 2 ? { url: `https://fly.example/results?page=${call}` } : { ref: `e${call}_3` }
+      return {
+        content: [{ type: 'tool-call', toolCallId: `call_${call}`, toolName: call % 2 ? 'goto' : 'click', input: JSON.stringify(input) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+        usage,
+        warnings: [],
+      }
+    },
+  })
+  const tools = {
+    goto: tool({ description: 'Open a URL', inputSchema: z.object({ url: z.string() }), execute: async ({ url }) => snapshot(url.split('=').pop()) }),
+    click: tool({ description: 'Click an element', inputSchema: z.object({ ref: z.string() }), execute: async ({ ref }) => snapshot(ref) }),
+  }
+  const compactions = []
+  const inner = abridge.abridgePrepareStep({ triggerTokens: TRIGGER, targetTokens: TARGET, onCompact: (r) => compactions.push(r) })
+  const sent = []
+  const prepareStep = async (step) => {
+    const out = await inner(step)
+    const messages = out ? out.messages : step.messages
+    modelMessageSchema.array().parse(messages)
+    assert.deepEqual(abridge.validate(messages, { format: 'ai-sdk' }), [], `step ${sent.length}: pairing`)
+    sent.push({ tokens: abridge.countTokens(messages), original: abridge.countTokens(step.messages) })
+    return out
+  }
+
+  const messages = [
+    { role: 'system', content: 'You are Pilo, a web agent. Use the browser tools; answer with the final result.' },
+    { role: 'user', content: 'Find the cheapest flight from Zurich to Lisbon in the first week of December 2026.' },
+  ]
+  for (let round = 0; round < ROUNDS; round++) {
+    const result = await generateText({ model, messages, tools, prepareStep, stopWhen: stepCountIs(STEPS), allowSystemInMessages: true })
+    messages.push(...result.response.messages)
+    messages.push({ role: 'user', content: `[validation] Round ${round}: the answer does not name the flight number and its ref. Continue browsing.` })
+  }
+
+  assert.equal(sent.length, ROUNDS * STEPS, 'one prepareStep per model call')
+  assert.ok(compactions.length > 0, 'compacted')
+  const peak = Math.max(...sent.map((s) => s.tokens))
+  const last = sent[sent.length - 1]
+  assert.ok(peak <= TRIGGER, `peak ${peak} over the trigger ${TRIGGER}`)
+  assert.ok(last.original > 3 * TRIGGER, `the uncompacted history (${last.original}) should dwarf the trigger`)
+  // Plateau: the second half of the run is no bigger than the first.
+  const half = (a) => Math.max(...a.map((s) => s.tokens))
+  assert.ok(half(sent.slice(25)) <= TRIGGER && half(sent.slice(25)) <= half(sent.slice(0, 25)) * 1.5)
+  // Each message was read once, into one session: a step costs what it added.
+  assert.equal(inner.stats.sessions, 1)
+  // (The last round's answer and feedback are never sent.)
+  assert.equal(inner.stats.messagesRead, messages.length - 2, 'every message read once')
+  for (const r of compactions) assert.ok(r.tokens_after <= TARGET, `compacted to ${r.tokens_after}`)
+  console.log(`50 steps: peak ${peak} tokens sent, uncompacted last step ${last.original}, ${compactions.length} compactions`)
+})

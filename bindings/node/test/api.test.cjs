@@ -1,0 +1,116 @@
+// The package's API on bodies of both families, AI SDK messages, sessions
+// and errors, and every corpus conversation as AI SDK messages.
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const abridge = require('..')
+
+function openaiBody(n) {
+  const messages = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Fix the failing test in src/date.rs.' }]
+  for (let i = 0; i < n; i++) {
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'read_file', arguments: `{"path":"src/f${i}.rs"}` } }] })
+    messages.push({ role: 'tool', tool_call_id: `c${i}`, content: `fn f${i}() {}\n`.repeat(120) })
+  }
+  return { model: 'gpt-4o', messages, temperature: 0.2 }
+}
+
+test('compact returns the body in the shape given, at or under the target', () => {
+  const body = openaiBody(30)
+  const before = abridge.countTokens(body)
+  const { body: out, report } = abridge.compact(body, { targetTokens: 4000 })
+  assert.ok(before > 12000, `${before}`)
+  assert.ok(report.compacted && report.tokens_after <= 4000)
+  assert.equal(out.model, 'gpt-4o')
+  assert.equal(out.temperature, 0.2)
+  assert.equal(out.messages.length, body.messages.length)
+  assert.deepEqual(out.messages.at(-1), body.messages.at(-1))
+  assert.deepEqual(abridge.validate(out), [])
+  assert.equal(abridge.countTokens(out), report.tokens_after)
+  const list = abridge.compact(body.messages, { targetTokens: 4000 }).body
+  assert.ok(Array.isArray(list))
+})
+
+test('Anthropic bodies keep their top-level system', () => {
+  const messages = [{ role: 'user', content: 'Build it.' }]
+  for (let i = 0; i < 20; i++) {
+    messages.push({ role: 'assistant', content: [{ type: 'tool_use', id: `u${i}`, name: 'sh', input: { cmd: 'make' } }] })
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `u${i}`, content: 'warning: unused\n'.repeat(100) }] })
+  }
+  const { body, report } = abridge.compact({ model: 'claude-sonnet-4-5', max_tokens: 512, system: 'Be brief.', messages }, { targetTokens: 2500 })
+  assert.equal(body.system, 'Be brief.')
+  assert.ok(report.tokens_after <= 2500)
+  assert.deepEqual(abridge.validate(body), [])
+})
+
+test('a Session compacts as it grows and reports its events', () => {
+  const events = []
+  const s = new abridge.Session(null, { triggerTokens: 3000, targetTokens: 2000 }).onEvent((e) => events.push(e.event))
+  s.push({ role: 'user', content: 'Watch the logs.' })
+  let compacted = 0
+  for (let i = 0; i < 40; i++) {
+    assert.ok(s.push([
+      { role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'tail', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: `c${i}`, content: `line ${i}\n`.repeat(60) },
+    ]) > 0)
+    const t = s.turn()
+    compacted += t.compacted ? 1 : 0
+    assert.ok(t.tokens <= 3000, `${t.tokens}`)
+    assert.deepEqual(abridge.validate(s.messages), [])
+  }
+  assert.ok(compacted > 0)
+  assert.ok(events.includes('history_compacted'), events.join(','))
+  assert.equal(s.tokens, abridge.countTokens(s.messages))
+})
+
+test('errors are typed and name what and where', async () => {
+  assert.throws(() => abridge.compact({ model: 'x' }), (e) => e instanceof abridge.InputError && /messages/.test(e.message))
+  assert.throws(() => abridge.compactModelMessages([{ role: 'tool', content: [{ type: 'tool-result', output: {} }] }]),
+    (e) => e instanceof abridge.InputError && /\[0\]/.test(e.message))
+  assert.throws(() => abridge.compact(openaiBody(2), { targetTokens: 0 }), abridge.ConfigError)
+  assert.throws(() => abridge.compact(openaiBody(2), { config: { trigger: { nope: 1 } } }), (e) => e instanceof abridge.ConfigError && /nope/.test(e.message))
+  assert.throws(() => abridge.compact(openaiBody(3), { targetTokens: 10 }), (e) => e instanceof abridge.CannotShrinkError && e.code === 'CannotShrinkError')
+  await assert.rejects(abridge.compactAsync(openaiBody(3), { targetTokens: 10 }), abridge.CannotShrinkError)
+  const ok = await abridge.compactAsync(openaiBody(30), { targetTokens: 4000 })
+  assert.ok(ok.report.tokens_after <= 4000)
+})
+
+test('every corpus conversation, as AI SDK messages, compacts to valid messages under the target', async (t) => {
+  const corpus = path.join(__dirname, '../../../../shared/corpus')
+  if (!fs.existsSync(corpus)) return t.skip(`corpus not found at ${corpus}`)
+  const { modelMessageSchema } = await import('ai')
+  const schema = modelMessageSchema.array()
+  let n = 0
+  let compacted = 0
+  for (const dir of fs.readdirSync(corpus).sort()) {
+    const sub = path.join(corpus, dir)
+    if (!fs.statSync(sub).isDirectory()) continue
+    for (const file of fs.readdirSync(sub).filter((f) => /\.jsonl?$/.test(f)).sort()) {
+      const convs = abridge.convert(fs.readFileSync(path.join(sub, file), 'utf8'), { to: 'ai-sdk' })
+      for (const [i, messages] of convs.entries()) {
+        const at = `${dir}/${file}#${i}`
+        schema.parse(messages)
+        const tokens = abridge.countTokens(messages, { format: 'ai-sdk' })
+        let target = Math.floor(tokens * 0.3)
+        let out
+        try {
+          out = abridge.compactModelMessages(messages, { targetTokens: target })
+        } catch (e) {
+          // The floor (system prompt, task, last iteration) is over 30%: ask for the floor.
+          assert.ok(e instanceof abridge.CannotShrinkError, `${at}: ${e}`)
+          target = Number(/cannot shrink below (\d+)/.exec(e.message)[1])
+          out = abridge.compactModelMessages(messages, { targetTokens: target })
+        }
+        assert.ok(out.report.tokens_after <= target, `${at}: ${out.report.tokens_after} > ${target}`)
+        const result = schema.safeParse(out.messages)
+        assert.ok(result.success, `${at}: ${result.error}`)
+        const pending = dir.startsWith('mini-swe-agent') ? 1 : 0
+        assert.equal(abridge.validate(out.messages, { format: 'ai-sdk' }).length, pending, `${at}: pairing`)
+        compacted += out.report.compacted ? 1 : 0
+        n += 1
+      }
+    }
+  }
+  assert.ok(n > 200, `${n} conversations`)
+  console.log(`${n} corpus conversations as AI SDK messages: ${compacted} compacted, all valid and under target`)
+})
