@@ -13,9 +13,16 @@ cargo build --workspace --bins --locked --quiet
 
 target_dir=${CARGO_TARGET_DIR:-target}
 venv="$target_dir/sdk-venv"
-echo "== Python SDKs (openai, anthropic) through the proxy"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r sdk-tests/python/requirements.txt
+"$venv/bin/pip" install --quiet --disable-pip-version-check \
+    -r sdk-tests/python/requirements.txt -r bindings/python/tests/requirements.txt
+
+echo "== Python package (bindings/python): API, corpus, a LangChain agent loop"
+# Built from source by pip (maturin); the dev profile reuses the test build.
+MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
+"$venv/bin/python" -m unittest discover -s bindings/python/tests
+
+echo "== Python SDKs (openai, anthropic) through the proxy"
 "$venv/bin/python" sdk-tests/python/test_proxy.py
 
 echo "== Node package (bindings/node): API, corpus, an AI SDK agent loop"

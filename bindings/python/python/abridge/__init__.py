@@ -1,0 +1,173 @@
+"""abridge keeps LLM agents inside their context window, in-process.
+
+>>> import abridge
+>>> body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+>>> out = abridge.compact(body, target_tokens=1000)
+>>> out["body"] == body, out["report"]["compacted"]
+(True, False)
+
+``compact`` takes an OpenAI or Anthropic request body (a dict with
+``messages``), a bare list of their messages, or a list of LangChain
+messages, and gives the same shape back. ``Session`` keeps a growing
+history; ``abridge.langchain.AbridgeMiddleware`` compacts a LangChain
+agent's model input before each call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional, Union
+
+from . import _native
+from ._native import AbridgeError, CannotShrinkError, ConfigError, EngineError, InputError
+
+__all__ = [
+    "compact",
+    "count_tokens",
+    "validate",
+    "convert",
+    "Session",
+    "AbridgeError",
+    "InputError",
+    "ConfigError",
+    "CannotShrinkError",
+    "EngineError",
+]
+
+Config = Union[str, "os.PathLike[str]", Dict[str, Any]]
+
+
+def _options(**values: Any) -> str:
+    """The options the engine reads, as JSON (``None`` left out)."""
+    if isinstance(values.get("config"), os.PathLike):
+        values["config"] = os.fspath(values["config"])
+    return json.dumps({k: v for k, v in values.items() if v is not None})
+
+
+def _is_langchain(body: Any) -> bool:
+    if not isinstance(body, (list, tuple)) or not body:
+        return False
+    first = body[0]
+    return type(first).__module__.startswith("langchain") and hasattr(first, "content")
+
+
+def compact(
+    body: Any,
+    *,
+    target_tokens: Optional[int] = None,
+    config: Optional[Config] = None,
+    model: Optional[str] = None,
+    tokenizer: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Compacts ``body`` to ``target_tokens`` (or the config's target).
+
+    Returns ``{"body": ..., "report": ...}``, the body in the shape given. A
+    history already under the target comes back as it was. Raises
+    ``CannotShrinkError`` when what compaction may not touch is over the
+    target, ``InputError`` for unreadable messages, ``ConfigError`` for a
+    bad option or config.
+    """
+    opts = dict(target_tokens=target_tokens, config=config, model=model, tokenizer=tokenizer)
+    if _is_langchain(body):
+        from ._lc import from_dicts, to_dicts
+
+        dicts = to_dicts(body)
+        out = json.loads(_native.compact(json.dumps(dicts), _options(format="openai", **opts)))
+        return {"body": from_dicts(out["value"], dicts, body), "report": out["report"]}
+    out = json.loads(_native.compact(json.dumps(body), _options(**opts)))
+    return {"body": out["value"], "report": out["report"]}
+
+
+def count_tokens(body: Any, *, tokenizer: Optional[str] = None, model: Optional[str] = None) -> int:
+    """Tokens of a body or list of messages (tool declarations included)."""
+    if _is_langchain(body):
+        from ._lc import to_dicts
+
+        body = to_dicts(body)
+    return _native.count_tokens(json.dumps(body), _options(tokenizer=tokenizer, model=model))
+
+
+def validate(body: Any, *, format: Optional[str] = None) -> List[Dict[str, Any]]:
+    """Tool-pairing and role violations (``[]``: valid)."""
+    return json.loads(_native.validate(json.dumps(body), _options(format=format)))
+
+
+def convert(text: str, *, to: str) -> List[Any]:
+    """Every conversation in a file's text (request bodies, AI SDK messages,
+    Claude Code logs, agent trajectories) as ``to``: ``"openai"``,
+    ``"anthropic"`` or ``"ai-sdk"``."""
+    return json.loads(_native.convert(text, to))
+
+
+class Session:
+    """A history an agent loop grows: ``push`` what it adds, ``turn()``
+    before each model call, send ``messages``. A push costs the new
+    messages only; engine events go to the callbacks given to ``on_event``.
+    """
+
+    def __init__(
+        self,
+        initial: Any = None,
+        *,
+        format: Optional[str] = None,
+        trigger_tokens: Optional[int] = None,
+        target_tokens: Optional[int] = None,
+        config: Optional[Config] = None,
+        model: Optional[str] = None,
+        tokenizer: Optional[str] = None,
+    ) -> None:
+        opts = _options(
+            format=format,
+            trigger_tokens=trigger_tokens,
+            target_tokens=target_tokens,
+            config=config,
+            model=model,
+            tokenizer=tokenizer,
+        )
+        self._native = _native.Session(None if initial is None else json.dumps(initial), opts)
+        self._callbacks: List[Callable[[Dict[str, Any]], None]] = []
+        self._messages: Optional[Any] = None
+
+    def push(self, messages: Any) -> int:
+        """Appends a message (a dict) or a list of them; returns the tokens they add."""
+        n = self._native.push(json.dumps(messages))
+        if isinstance(self._messages, list):
+            self._messages = self._messages + (list(messages) if isinstance(messages, list) else [messages])
+        else:
+            self._messages = None
+        self._flush()
+        return n
+
+    def turn(self, usage: Optional[int] = None) -> Dict[str, Any]:
+        """Checks the triggers (with the provider-reported prompt tokens of the
+        last call, when known) and compacts when one fires."""
+        t = json.loads(self._native.turn(usage))
+        if t["compacted"]:
+            self._messages = None
+        self._flush()
+        return t
+
+    @property
+    def messages(self) -> Any:
+        """The history to send now, in the shape the session started with."""
+        if self._messages is None:
+            self._messages = json.loads(self._native.messages())
+        return self._messages
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of the history now."""
+        return self._native.tokens
+
+    def on_event(self, callback: Callable[[Dict[str, Any]], None]) -> "Session":
+        """Calls ``callback`` with every engine event (``history_size``,
+        ``history_compacted``, ...)."""
+        self._callbacks.append(callback)
+        return self
+
+    def _flush(self) -> None:
+        for text in self._native.take_events():
+            event = json.loads(text)
+            for cb in self._callbacks:
+                cb(event)

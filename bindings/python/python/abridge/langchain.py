@@ -1,0 +1,112 @@
+"""LangChain support: message conversion and ``AbridgeMiddleware``.
+
+>>> from langchain.agents import create_agent
+>>> from abridge.langchain import AbridgeMiddleware
+>>> agent = create_agent(model, tools, middleware=[AbridgeMiddleware(trigger_tokens=60_000)])  # doctest: +SKIP
+
+The middleware compacts the model's input before each call (the agent's
+state keeps every message); only the messages added since the last call
+are read, and the compacted prefix stays the same from call to call, so
+prompt caches hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import BaseMessage
+
+from . import AbridgeError, Config, Session
+from ._lc import from_dicts, to_dicts
+
+__all__ = ["AbridgeMiddleware", "to_dicts", "from_dicts"]
+
+log = logging.getLogger("abridge")
+
+
+class AbridgeMiddleware(AgentMiddleware):
+    """A LangChain v1 agent middleware that compacts the model input before
+    each model call. The system prompt stays apart (LangChain sends it
+    separately); the state is not touched.
+
+    Options are those of ``abridge.Session``: ``trigger_tokens`` (compact
+    above this), ``target_tokens``, ``model``, ``config``, ``tokenizer``;
+    ``on_compact(report)`` is called after each compaction. A failure never
+    stops the agent: the call goes on with its own messages and the error
+    is logged (``logging.getLogger("abridge")``).
+    """
+
+    def __init__(
+        self,
+        *,
+        trigger_tokens: Optional[int] = None,
+        target_tokens: Optional[int] = None,
+        model: Optional[str] = None,
+        config: Optional[Config] = None,
+        tokenizer: Optional[str] = None,
+        on_compact: Optional[Callable[[Dict[str, Any]], None]] = None,
+    ) -> None:
+        super().__init__()
+        self._options = dict(
+            trigger_tokens=trigger_tokens,
+            target_tokens=target_tokens,
+            model=model,
+            config=config,
+            tokenizer=tokenizer,
+        )
+        self._on_compact = on_compact
+        self._lock = threading.Lock()
+        self._session: Optional[Session] = None
+        self._seen: List[BaseMessage] = []
+        self._dicts: List[Dict[str, Any]] = []
+        self._current: Optional[List[BaseMessage]] = None
+        #: Sessions started (1 unless the history was edited), messages read, compactions.
+        self.stats = {"sessions": 0, "messages_read": 0, "compactions": 0}
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        compacted = self._prepare(request.messages)
+        return handler(request if compacted is None else request.override(messages=compacted))
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        compacted = await asyncio.to_thread(self._prepare, request.messages)
+        return await handler(request if compacted is None else request.override(messages=compacted))
+
+    def _prepare(self, messages: List[BaseMessage]) -> Optional[List[BaseMessage]]:
+        """The messages to send, or ``None`` for the agent's own."""
+        with self._lock:
+            try:
+                return self._step(messages)
+            except AbridgeError as e:
+                log.warning("abridge: the model call goes on uncompacted: %s", e)
+                self._session = None
+                return None
+
+    def _step(self, messages: List[BaseMessage]) -> Optional[List[BaseMessage]]:
+        seen = self._seen
+        appended = len(seen) <= len(messages) and all(a is b or a == b for a, b in zip(seen, messages))
+        if self._session is None or not appended:
+            self._dicts = to_dicts(messages)
+            self._session = Session(self._dicts, format="openai", **self._options)
+            self._current = None
+            self.stats["sessions"] += 1
+            self.stats["messages_read"] += len(messages)
+        elif len(messages) > len(seen):
+            new = messages[len(seen):]
+            new_dicts = to_dicts(new)
+            self._session.push(new_dicts)
+            self._dicts.extend(new_dicts)
+            if self._current is not None:
+                self._current.extend(new)
+            self.stats["messages_read"] += len(new)
+        self._seen = list(messages)
+        turn = self._session.turn()
+        if turn["compacted"]:
+            self.stats["compactions"] += 1
+            self._current = from_dicts(self._session.messages, self._dicts, self._seen)
+            if self._on_compact is not None:
+                self._on_compact(turn["report"])
+        return None if self._current is None else list(self._current)
