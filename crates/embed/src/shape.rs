@@ -1,7 +1,7 @@
 //! Reading messages in whatever shape a front end holds them, and writing
 //! them back in that shape.
 
-use abridge_model::{Conversation, Format, Wire, decode_value, detect, encode};
+use abridge_model::{Conversation, Format, Wire, decode_value, detect, encode, json_kind};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -49,7 +49,7 @@ impl Decoded {
                 body.insert("messages".into(), list);
                 (Shape::List, Value::Object(body))
             }
-            other => return Err(not_messages(kind(&other))),
+            other => return Err(not_messages(json_kind(&other))),
         };
         let empty = body["messages"].as_array().is_some_and(Vec::is_empty);
         let wire = match format {
@@ -89,15 +89,4 @@ fn not_messages(what: &str) -> Error {
         at: "input".into(),
         expected: format!("a request body with `messages` or an array of messages, found {what}"),
     })
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -40,8 +40,8 @@ pub(crate) fn take_opt_str(map: &mut Extra, key: &str) -> Option<String> {
     }
 }
 
-/// Short name of a JSON value's type, for error messages.
-pub(crate) fn kind(v: &Value) -> &'static str {
+/// Short name of a JSON value's type, for error messages ("an array", "null"…).
+pub fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
