@@ -9,6 +9,7 @@ mod serve;
 mod simulate;
 mod snapshots;
 mod stats;
+mod ui;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -70,6 +71,8 @@ enum Command {
     Prune(snapshots::PruneArgs),
     /// Run the OpenAI/Anthropic proxy that keeps every agent behind it inside its window.
     Serve(serve::ServeArgs),
+    /// The dashboard over a snapshot store: sessions, compactions, briefings, diffs.
+    Ui(ui::UiArgs),
 }
 
 /// Runs the command line; returns the process exit code.
@@ -151,6 +154,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Restore(args) => snapshots::restore(&args, &mut out),
         Command::Replay(args) => snapshots::replay(&args, &mut out),
         Command::Prune(args) => snapshots::prune(&args, &mut out),
+        Command::Ui(args) => ui::run(&args, &mut out),
         Command::Serve(args) => {
             init_logging();
             serve::run(&args, &mut out)

@@ -65,13 +65,22 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
         let store = open_store(args).await?;
+        let dashboard = dashboard(args, config.serve.ui_token.clone(), addr).await?;
         let proxy = Proxy::new(config, store)?;
         writeln!(
             out,
             "abridge serve: listening on http://{addr} (OpenAI SDKs: base URL http://{addr}/v1; Anthropic SDKs: http://{addr})"
         )?;
+        let mut app = proxy.router();
+        if let Some((ui, token)) = dashboard {
+            writeln!(out, "abridge serve: dashboard at {}", crate::ui::address(addr, token.as_deref()))?;
+            app = app.merge(abridge_ui::router(ui));
+        }
         out.flush()?;
-        proxy.serve(listener, shutdown()).await?;
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown())
+            .await
+            .context("the proxy stopped")?;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
@@ -94,8 +103,30 @@ async fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
     Ok(Some(Box::new(store)))
 }
 
+/// The dashboard over the proxy's store (a connection of its own), when
+/// there is a store and, beyond loopback, a token; else `None` (the proxy
+/// runs either way).
+async fn dashboard(
+    args: &ServeArgs,
+    configured: Option<String>,
+    addr: SocketAddr,
+) -> Result<Option<(abridge_ui::Ui, Option<String>)>> {
+    if args.no_store {
+        return Ok(None);
+    }
+    let token = match crate::ui::token(configured, addr) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("dashboard not served: {e:#}");
+            return Ok(None);
+        }
+    };
+    let store = crate::ui::open(args.store.as_deref()).await?;
+    Ok(Some((abridge_ui::Ui::new(store, token.clone()), token)))
+}
+
 /// Ctrl-C or SIGTERM: stop accepting, let in-flight streams finish.
-async fn shutdown() {
+pub(crate) async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -40,6 +40,9 @@ pub struct ServeConfig {
     /// Longest wait for the upstream, in seconds: to connect and between
     /// two reads of a response.
     pub upstream_timeout_secs: f64,
+    /// Token of the dashboard at `/ui` (also `ABRIDGE_UI_TOKEN`); required
+    /// when listening beyond loopback, since conversations are sensitive.
+    pub ui_token: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -55,6 +58,7 @@ impl Default for ServeConfig {
             overflow_ratio: 0.6,
             strict: false,
             upstream_timeout_secs: 600.0,
+            ui_token: None,
         }
     }
 }

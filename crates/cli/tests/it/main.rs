@@ -5,3 +5,4 @@ mod commands;
 mod engine;
 mod snapshots;
 mod support;
+mod ui;

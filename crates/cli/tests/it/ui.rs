@@ -1,0 +1,140 @@
+//! `abridge ui` over a store the CLI filled, and the dashboard `abridge
+//! serve` mounts at /ui, fetched over plain HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use crate::support::{compact_example, root, run, text};
+
+/// A running `abridge` that printed its address on its first line.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_abridge"))
+            .args(args)
+            .current_dir(root())
+            .env_remove("ABRIDGE_UI_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut base = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(url) = line
+                .split_whitespace()
+                .find(|w| w.starts_with("http://") && w.contains("/ui"))
+            {
+                base = Some(url.split("/ui").next().unwrap().to_owned());
+                break;
+            }
+        }
+        std::thread::spawn(move || lines.for_each(drop));
+        Server {
+            child,
+            base: base.expect("the address of the dashboard"),
+        }
+    }
+
+    /// GET `path`: status and body.
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(self.base.trim_start_matches("http://")).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        let status = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (
+            status,
+            raw.split_once("\r\n\r\n")
+                .map(|(_, b)| b.to_owned())
+                .unwrap_or_default(),
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn filled_store(name: &str) -> std::path::PathBuf {
+    let store = std::env::temp_dir().join(format!(
+        "abridge-ui-cli-{}-{name}.sqlite",
+        std::process::id()
+    ));
+    std::fs::remove_file(&store).ok();
+    let o = compact_example(&["--store", store.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    store
+}
+
+#[test]
+fn abridge_ui_shows_what_the_cli_recorded() {
+    let store = filled_store("ui");
+    let ui = Server::start(&[
+        "ui",
+        "--store",
+        store.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let (status, html) = ui.get("/ui");
+    assert_eq!(status, 200);
+    assert!(html.contains("examples/coding-agent.openai.json"), "{html}");
+    let (status, html) = ui.get("/ui/compactions/1");
+    assert_eq!(status, 200);
+    assert!(html.contains("id=\"briefing\""));
+    std::fs::remove_file(&store).ok();
+}
+
+#[test]
+fn beyond_loopback_the_dashboard_needs_a_token() {
+    let o = run(
+        &[
+            "ui",
+            "--store",
+            "/nonexistent/x.sqlite",
+            "--listen",
+            "0.0.0.0:0",
+        ],
+        None,
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("ABRIDGE_UI_TOKEN"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn abridge_serve_mounts_the_dashboard() {
+    let store = filled_store("serve");
+    let proxy = Server::start(&[
+        "serve",
+        "--store",
+        store.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--openai-upstream",
+        "http://127.0.0.1:9/v1",
+    ]);
+    assert_eq!(proxy.get("/healthz").0, 200);
+    let (status, html) = proxy.get("/ui");
+    assert_eq!(status, 200);
+    assert!(html.contains("examples/coding-agent.openai.json"));
+    assert_eq!(proxy.get("/ui/style.css").0, 200);
+    std::fs::remove_file(&store).ok();
+}
