@@ -28,5 +28,8 @@ echo "== Python SDKs (openai, anthropic) through the proxy"
 echo "== Node package (bindings/node): API, corpus, an AI SDK agent loop"
 (cd bindings/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build:debug && npm test)
 
+echo "== The dashboard in Chromium (headless, playwright-core); screenshots in target/ui-screenshots"
+(cd crates/ui/browser-tests && npm ci --no-audit --no-fund --loglevel=error && node --test)
+
 echo "== AI SDK (Node) through the proxy"
 (cd sdk-tests/node && npm ci --no-audit --no-fund --loglevel=error && node --test)

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use abridge::Report;
-use abridge_model::{Conversation, Role, decode_value};
+use abridge_model::{Conversation, Role, decode_value, fingerprint};
 use abridge_store::{Entry, SnapshotStore};
 use abridge_tokens::{Registry, TokenCounter};
 use serde::Deserialize;
@@ -216,10 +216,11 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
         .tokenizer
         .unwrap_or_else(|| Registry::new().tokenizer_for(snap.entry.model.as_deref()));
     let mut counter = TokenCounter::new(kind);
+    // Every wire field counts (ids too): two `cargo test` calls are two messages.
     let hashes = |c: &Conversation| -> Vec<u64> {
         c.messages
             .iter()
-            .map(abridge_tokens::content_hash)
+            .map(|m| fingerprint(std::slice::from_ref(m)))
             .collect()
     };
     let (hb, ha) = (hashes(&before), hashes(&after));
