@@ -47,19 +47,42 @@ impl Ui {
         }
     }
 
-    /// Runs `f` on the store on a blocking thread (the stores block).
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&dyn SnapshotStore) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let guard = self
+            .store
+            .lock()
+            .map_err(|_| "the store lock is poisoned".to_owned())?;
+        f(guard.as_ref())
+    }
+
+    /// The sessions page (`GET /ui`), rendered; blocks on the store.
+    pub fn sessions_page(&self, q: &SessionQuery) -> Result<String, String> {
+        let page = self.with(|s| data::sessions(s, q))?;
+        Ok(pages::sessions::render(&page, q).into_string())
+    }
+
+    /// A session's page (`GET /ui/session?source=`), rendered; blocks on the store.
+    pub fn session_page(&self, source: &str) -> Result<String, String> {
+        let detail = self.with(|s| data::session(s, source))?;
+        Ok(pages::session::render(&detail).into_string())
+    }
+
+    /// A compaction's page (`GET /ui/compactions/{id}`), rendered; blocks on the store.
+    pub fn compaction_page(&self, id: i64) -> Result<String, String> {
+        let detail = self.with(|s| data::compaction(s, id))?;
+        Ok(pages::compaction::render(&detail).into_string())
+    }
+
+    /// Runs `f` on a blocking thread (the stores block).
     async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&dyn SnapshotStore) -> Result<T, String> + Send + 'static,
+        f: impl FnOnce(&Ui) -> Result<T, String> + Send + 'static,
     ) -> Result<T, Response> {
-        let store = self.store.clone();
-        let joined = tokio::task::spawn_blocking(move || {
-            let guard = store
-                .lock()
-                .map_err(|_| "the store lock is poisoned".to_owned())?;
-            f(guard.as_ref())
-        })
-        .await;
+        let ui = self.clone();
+        let joined = tokio::task::spawn_blocking(move || f(&ui)).await;
         match joined {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(error(StatusCode::NOT_FOUND, &e)),
@@ -98,13 +121,7 @@ async fn style() -> Response {
 }
 
 async fn sessions(State(ui): State<Ui>, Query(q): Query<SessionQuery>) -> Response {
-    match ui
-        .read(move |s| data::sessions(s, &q).map(|page| (page, q)))
-        .await
-    {
-        Ok((page, q)) => Html(pages::sessions::render(&page, &q).into_string()).into_response(),
-        Err(r) => r,
-    }
+    html(ui.read(move |ui| ui.sessions_page(&q)).await)
 }
 
 #[derive(serde::Deserialize)]
@@ -113,26 +130,25 @@ struct SourceParam {
 }
 
 async fn session(State(ui): State<Ui>, Query(p): Query<SourceParam>) -> Response {
-    let source = p.source;
-    match ui.read(move |s| data::session(s, &source)).await {
-        Ok(detail) => Html(pages::session::render(&detail).into_string()).into_response(),
-        Err(r) => r,
-    }
+    html(ui.read(move |ui| ui.session_page(&p.source)).await)
 }
 
 async fn compaction(State(ui): State<Ui>, Path(id): Path<i64>) -> Response {
-    match ui.read(move |s| data::compaction(s, id)).await {
-        Ok(detail) => Html(pages::compaction::render(&detail).into_string()).into_response(),
-        Err(r) => r,
-    }
+    html(ui.read(move |ui| ui.compaction_page(id)).await)
+}
+
+fn html(page: Result<String, Response>) -> Response {
+    page.map_or_else(|r| r, |h| Html(h).into_response())
 }
 
 /// The history before the compaction, as `abridge restore` prints it.
 async fn original(State(ui): State<Ui>, Path(id): Path<i64>) -> Response {
     let got = ui
-        .read(move |s| {
-            let snap = s.get(abridge::SnapshotId(id)).map_err(|e| e.to_string())?;
-            serde_json::to_string_pretty(&snap.before).map_err(|e| e.to_string())
+        .read(move |ui| {
+            ui.with(|s| {
+                let snap = s.get(abridge::SnapshotId(id)).map_err(|e| e.to_string())?;
+                serde_json::to_string_pretty(&snap.before).map_err(|e| e.to_string())
+            })
         })
         .await;
     match got {

@@ -1,0 +1,85 @@
+//! Server time of the dashboard's pages over a store of 1,000 compactions
+//! (200 sessions of 5, each a compaction of the coding-agent example):
+//! the sessions page (first page, and sorted by tokens saved) and a
+//! compaction page (`cargo bench -p abridge-ui`).
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use abridge::model::decode;
+use abridge::{Compactor, Config, SnapshotData};
+use abridge_store::{SnapshotStore, Store};
+use abridge_ui::{SessionQuery, SessionSort, Ui};
+
+fn main() {
+    // Filling the store (1,000 inserts) is not part of any page's time.
+    LazyLock::force(&FIXTURE);
+    divan::main();
+}
+
+struct Fixture {
+    ui: Ui,
+    last: i64,
+    _dir: PathBuf,
+}
+
+static FIXTURE: LazyLock<Option<Fixture>> = LazyLock::new(|| {
+    let dir = std::env::temp_dir().join(format!("abridge-ui-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join("store.sqlite");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let conv = decode(&std::fs::read(root.join("examples/coding-agent.openai.json")).ok()?)
+        .ok()?
+        .remove(0);
+    let config = Config::from_toml("[budget]\ntarget_tokens = 700\nmin_iterations = 2\n").ok()?;
+    let mut compactor = Compactor::new(config.clone()).ok()?;
+    let outcome = compactor.compact(&conv).ok()?;
+    let mut store = Store::open(&path).ok()?;
+    let data = SnapshotData {
+        before: &conv,
+        after: &outcome.conversation,
+        config: &config,
+        report: &outcome.report,
+    };
+    let mut last = 0;
+    for i in 0..1_000 {
+        last = store
+            .record_as(&format!("session-{:03}", i % 200), &data)
+            .ok()?
+            .0;
+    }
+    assert_eq!(store.list(usize::MAX).ok()?.len(), 1_000);
+    Some(Fixture {
+        ui: Ui::new(Box::new(store), None),
+        last,
+        _dir: dir,
+    })
+});
+
+#[divan::bench]
+fn sessions_page() -> usize {
+    FIXTURE
+        .as_ref()
+        .and_then(|f| f.ui.sessions_page(&SessionQuery::default()).ok())
+        .map_or(0, |h| h.len())
+}
+
+#[divan::bench]
+fn sessions_page_sorted_by_saving() -> usize {
+    let q = SessionQuery {
+        sort: SessionSort::Saved,
+        ..SessionQuery::default()
+    };
+    FIXTURE
+        .as_ref()
+        .and_then(|f| f.ui.sessions_page(&q).ok())
+        .map_or(0, |h| h.len())
+}
+
+#[divan::bench]
+fn compaction_page() -> usize {
+    FIXTURE
+        .as_ref()
+        .and_then(|f| f.ui.compaction_page(f.last).ok())
+        .map_or(0, |h| h.len())
+}
