@@ -28,6 +28,7 @@
 mod migrate;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod requests;
 mod row;
 mod session;
 mod sqlite;
@@ -39,6 +40,7 @@ use serde_json::Value;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
+pub use requests::{KEPT_REQUESTS, RequestRecord, RequestStats};
 pub use session::{SessionRecord, SessionStore};
 pub use sqlite::Store;
 
@@ -191,4 +193,14 @@ pub trait SnapshotStore: SnapshotSink {
     /// Removes the oldest snapshots beyond `retention` (age first, then
     /// size); the newest snapshot always stays.
     fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned>;
+    /// A session's logged requests, oldest first (the newest `limit`);
+    /// none for a store without a request log.
+    fn requests(&self, source: &str, limit: usize) -> Result<Vec<RequestRecord>> {
+        let _ = (source, limit);
+        Ok(Vec::new())
+    }
+    /// Every session's request count and last request.
+    fn request_stats(&self) -> Result<std::collections::HashMap<String, RequestStats>> {
+        Ok(std::collections::HashMap::new())
+    }
 }

@@ -5,6 +5,7 @@
 //! - 2: a `family` column; reports and attempts in the typed shape
 //!   ([`abridge::Attempt`] with its outcome).
 //! - 3: a `sessions` table (what `abridge serve` carries over per session).
+//! - 4: a `requests` table (the request log behind the dashboard's timelines).
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -48,6 +49,21 @@ CREATE TABLE sessions (
     version            INTEGER NOT NULL DEFAULT 0,
     updated_at         TEXT NOT NULL
 );";
+
+const V4_REQUESTS: &str = "
+CREATE TABLE requests (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    source         TEXT NOT NULL,
+    at             TEXT NOT NULL,
+    model          TEXT,
+    tokens         INTEGER NOT NULL,
+    usage          INTEGER,
+    compacted      INTEGER NOT NULL,
+    snapshot       INTEGER,
+    trigger_tokens INTEGER,
+    target         INTEGER
+);
+CREATE INDEX requests_by_source ON requests (source, id);";
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
@@ -86,6 +102,10 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     }
     if version == 2 {
         tx.execute_batch(V3_SESSIONS).map_err(sql)?;
+        version = 3;
+    }
+    if version == 3 {
+        tx.execute_batch(V4_REQUESTS).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;

@@ -6,6 +6,8 @@
 //! given at connect time: call them from a blocking thread (as the proxy
 //! does, from `spawn_blocking`), never from an async task.
 
+use std::collections::HashMap;
+
 use abridge::model::Family;
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -14,7 +16,10 @@ use tokio_postgres::NoTls;
 
 use crate::row::{SIZE, SnapshotRow, parse};
 use crate::session::{SessionRecord, SessionStore, StoredParts, record_from, stored_parts};
-use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore};
+use crate::{
+    Entry, Error, KEPT_REQUESTS, Pruned, RequestRecord, RequestStats, Result, Snapshot,
+    SnapshotStore,
+};
 
 const SCHEMA: &str = "
 SELECT pg_advisory_xact_lock(7400912);
@@ -47,7 +52,20 @@ CREATE TABLE IF NOT EXISTS abridge_snapshots (
     before_body        TEXT NOT NULL,
     after_body         TEXT NOT NULL,
     dropped_iterations BIGINT NOT NULL DEFAULT 0
-);";
+);
+CREATE TABLE IF NOT EXISTS abridge_requests (
+    id             BIGSERIAL PRIMARY KEY,
+    source         TEXT NOT NULL,
+    at             TIMESTAMPTZ NOT NULL DEFAULT now(),
+    model          TEXT,
+    tokens         BIGINT NOT NULL,
+    usage          BIGINT,
+    compacted      BOOLEAN NOT NULL,
+    snapshot       BIGINT,
+    trigger_tokens BIGINT,
+    target         BIGINT
+);
+CREATE INDEX IF NOT EXISTS abridge_requests_by_source ON abridge_requests (source, id);";
 
 /// Sessions and snapshots in PostgreSQL.
 pub struct PgStore {
@@ -186,6 +204,31 @@ impl SessionStore for PgStore {
         self.insert(Some(source), s)
     }
 
+    fn record_request(&mut self, r: &RequestRecord) -> Result<()> {
+        let int = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+        let id: i64 = self.run(async {
+            let row = self
+                .client()
+                .await?
+                .query_one(
+                    "INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot, trigger_tokens, target)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                    &[&r.source, &r.model, &int(Some(r.tokens)), &int(r.usage), &r.compacted,
+                      &r.snapshot.map(|s| s.0), &int(r.trigger), &int(r.target)],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            Ok(row.get(0))
+        })?;
+        if id % 1000 == 0 {
+            self.execute(
+                "DELETE FROM abridge_requests WHERE id <= $1",
+                &[&(id - KEPT_REQUESTS)],
+            )?;
+        }
+        Ok(())
+    }
+
     fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
         let parts = self.run(async {
             let row = self
@@ -286,14 +329,76 @@ fn entry(shown: &str, r: &tokio_postgres::Row) -> Result<Entry> {
     })
 }
 
+const REQUEST_COLUMNS: &str = "source, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
+     model, tokens, usage, compacted, snapshot, trigger_tokens, target";
+
+fn request(r: &tokio_postgres::Row) -> RequestRecord {
+    let n = |i| r.get::<_, Option<i64>>(i).map(|v| v.max(0) as u64);
+    RequestRecord {
+        source: r.get(0),
+        at: r.get(1),
+        model: r.get(2),
+        tokens: n(3).unwrap_or(0),
+        usage: n(4),
+        compacted: r.get(5),
+        snapshot: r.get::<_, Option<i64>>(6).map(SnapshotId),
+        trigger: n(7),
+        target: n(8),
+    }
+}
+
 impl SnapshotStore for PgStore {
-    fn list(&self, limit: usize) -> Result<Vec<Entry>> {
-        let sql =
-            format!("SELECT {ENTRY_COLUMNS} FROM abridge_snapshots ORDER BY id DESC LIMIT $1");
+    fn requests(&self, source: &str, limit: usize) -> Result<Vec<RequestRecord>> {
+        let sql = format!(
+            "SELECT {REQUEST_COLUMNS} FROM (SELECT * FROM abridge_requests WHERE source = $1 ORDER BY id DESC LIMIT $2) r ORDER BY id"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.run(async {
             self.client()
                 .await?
-                .query(&sql, &[&(limit as i64)])
+                .query(&sql, &[&source, &limit])
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })?;
+        Ok(rows.iter().map(request).collect())
+    }
+
+    fn request_stats(&self) -> Result<HashMap<String, RequestStats>> {
+        let sql = format!(
+            "SELECT {REQUEST_COLUMNS}, c.n FROM abridge_requests r JOIN
+               (SELECT max(id) AS last, count(*) AS n FROM abridge_requests GROUP BY source) c ON r.id = c.last"
+        );
+        let rows = self.run(async {
+            self.client()
+                .await?
+                .query(&sql, &[])
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let last = request(r);
+                let n: i64 = r.get(9);
+                (
+                    last.source.clone(),
+                    RequestStats {
+                        requests: n.max(0) as u64,
+                        last,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    fn list(&self, limit: usize) -> Result<Vec<Entry>> {
+        let sql =
+            format!("SELECT {ENTRY_COLUMNS} FROM abridge_snapshots ORDER BY id DESC LIMIT $1");
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.run(async {
+            self.client()
+                .await?
+                .query(&sql, &[&limit])
                 .await
                 .map_err(|e| pg(&self.shown, e))
         })?;

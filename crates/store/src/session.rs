@@ -37,6 +37,8 @@ pub trait SessionStore: Send {
     fn save_session(&mut self, record: &SessionRecord) -> Result<i64>;
     /// The stored version of a session, if stored.
     fn session_version(&mut self, id: &str) -> Result<Option<i64>>;
+    /// Logs a request sent upstream (its `at` is set by the store).
+    fn record_request(&mut self, request: &crate::RequestRecord) -> Result<()>;
     /// True when other processes write to the same store (replicas): a
     /// session in memory is then checked against its stored version on
     /// every request.
@@ -79,6 +81,10 @@ pub(crate) fn carryover_from(
 impl SessionStore for Store {
     fn record_snapshot(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId> {
         self.record_as(source, snapshot)
+    }
+
+    fn record_request(&mut self, request: &crate::RequestRecord) -> Result<()> {
+        self.insert_request(request)
     }
 
     fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {

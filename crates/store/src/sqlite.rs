@@ -154,11 +154,20 @@ impl SnapshotStore for Store {
         })
     }
 
+    fn requests(&self, source: &str, limit: usize) -> Result<Vec<crate::RequestRecord>> {
+        self.select_requests(source, limit)
+    }
+
+    fn request_stats(&self) -> Result<std::collections::HashMap<String, crate::RequestStats>> {
+        self.select_request_stats()
+    }
+
     fn list(&self, limit: usize) -> Result<Vec<Entry>> {
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM snapshots ORDER BY id DESC LIMIT ?1");
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt
-            .query_map(params![limit as i64], entry)
+            .query_map(params![limit], entry)
             .map_err(|e| self.sql(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.sql(e))

@@ -273,3 +273,50 @@ fn a_session_round_trips_with_its_carryover_and_version() {
     // The reloaded carryover still applies to the history it came from.
     assert!(loaded.carryover.unwrap().applies_to(&history));
 }
+
+#[test]
+fn the_request_log_keeps_each_sessions_requests_in_order() {
+    use abridge_store::{RequestRecord, SessionStore, SnapshotStore};
+    let dir = std::env::temp_dir().join(format!("abridge-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let mut store = Store::open(&path).unwrap();
+    let record = |source: &str, tokens: u64, usage: Option<u64>, compacted: bool| RequestRecord {
+        source: source.into(),
+        at: String::new(),
+        model: Some("gpt-4o".into()),
+        tokens,
+        usage,
+        compacted,
+        snapshot: None,
+        trigger: Some(60_000),
+        target: Some(40_000),
+    };
+    for (i, t) in [10_000, 30_000, 61_000].into_iter().enumerate() {
+        store
+            .record_request(&record("a", t, Some(t + 100), i == 2))
+            .unwrap();
+    }
+    store
+        .record_request(&record("b", 500, None, false))
+        .unwrap();
+    let store = Store::open(&path).unwrap();
+    let a = store.requests("a", 100).unwrap();
+    assert_eq!(
+        a.iter().map(|r| r.tokens).collect::<Vec<_>>(),
+        [10_000, 30_000, 61_000]
+    );
+    assert_eq!(a[2].usage, Some(61_100));
+    assert!(a[2].compacted && !a[0].compacted);
+    assert!(a[0].at.ends_with('Z') && a[0].at <= a[2].at, "{}", a[0].at);
+    assert_eq!(
+        store.requests("a", 2).unwrap()[0].tokens,
+        30_000,
+        "the newest two, oldest first"
+    );
+    let stats = store.request_stats().unwrap();
+    assert_eq!(stats["a"].requests, 3);
+    assert_eq!(stats["a"].last.tokens, 61_000);
+    assert_eq!(stats["b"].last.usage, None);
+    std::fs::remove_dir_all(&dir).ok();
+}
