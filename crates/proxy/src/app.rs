@@ -177,7 +177,7 @@ async fn compact_and_send(
         upstream,
         family,
         app.metrics.clone(),
-        on_usage(&prepared),
+        on_usage(app, &prepared),
         extra,
     )
 }
@@ -208,11 +208,26 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
     out
 }
 
-fn on_usage(p: &Prepared) -> Option<OnUsage> {
-    let slot = p.usage.clone()?;
+/// When the response ends: the provider's usage calibrates the session,
+/// and the request goes to the request log (off the request path).
+fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
+    let slot = p.usage.clone();
+    let log = app.store.clone().zip(p.request.clone());
+    if slot.is_none() && log.is_none() {
+        return None;
+    }
     Some(Box::new(move |u| {
-        if let Some(u) = u {
-            slot.set(u.prompt_tokens());
+        let prompt = u.map(|u| u.prompt_tokens());
+        if let (Some(slot), Some(t)) = (&slot, prompt) {
+            slot.set(t);
+        }
+        if let Some((store, mut request)) = log {
+            request.usage = prompt;
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = crate::rewrite::lock(&store).record_request(&request) {
+                    tracing::warn!(error = %e, "cannot log the request");
+                }
+            });
         }
     }))
 }

@@ -143,6 +143,7 @@ pub(crate) fn relay(
     }
     let stream = is_event_stream(upstream.headers());
     let body = Tapped {
+        remaining: upstream.content_length(),
         inner: Box::pin(upstream.bytes_stream()),
         tap: on_usage.map(|f| (UsageTap::new(family, stream), f)),
         metrics,
@@ -165,6 +166,9 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// A response body passed through unchanged while its usage is read.
 struct Tapped {
+    /// Bytes still due when the upstream said how many: the server stops
+    /// polling once it has them all, so the end is seen here, not as `None`.
+    remaining: Option<u64>,
     inner: ByteStream,
     tap: Option<(UsageTap, OnUsage)>,
     metrics: Arc<Metrics>,
@@ -180,6 +184,16 @@ impl Stream for Tapped {
             Poll::Ready(Some(Ok(chunk))) => {
                 if let Some((tap, _)) = &mut self.tap {
                     tap.feed(chunk);
+                }
+                let len = chunk.len() as u64;
+                if let Some(left) = self.remaining.as_mut() {
+                    *left = left.saturating_sub(len);
+                    if *left == 0 {
+                        self.ended = true;
+                        if let Some((tap, done)) = self.tap.take() {
+                            done(tap.finish());
+                        }
+                    }
                 }
             }
             Poll::Ready(Some(Err(_))) | Poll::Ready(None) => {
@@ -199,6 +213,9 @@ impl Drop for Tapped {
         if !self.ended {
             // The client went away: the upstream connection closes with us.
             self.metrics.disconnect();
+            if let Some((_, done)) = self.tap.take() {
+                done(None);
+            }
         }
     }
 }

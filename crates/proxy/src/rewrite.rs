@@ -13,7 +13,7 @@ use abridge::{
     AttemptOutcome, Compactor, Continuity, Report, SnapshotData, SnapshotError, SnapshotId,
     SnapshotSink,
 };
-use abridge_store::SessionStore;
+use abridge_store::{RequestRecord, SessionStore};
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use xxhash_rust::xxh3::Xxh3;
@@ -51,6 +51,8 @@ pub(crate) struct Prepared {
     pub(crate) reject: Option<String>,
     /// Calibrated tokens of what is sent.
     pub(crate) tokens: u64,
+    /// The request log's row for it (its usage filled when the response ends).
+    pub(crate) request: Option<RequestRecord>,
 }
 
 /// Everything a request needs from the running proxy.
@@ -310,13 +312,27 @@ impl Context<'_> {
         if body.is_none() && warning.is_none() {
             self.metrics.passthrough(Passthrough::Unchanged);
         }
+        let tokens = state.compactor.calibrated(sent);
+        let limits = state.compactor.limits();
+        let request = RequestRecord {
+            source: state.id.0.clone(),
+            at: String::new(),
+            model: state.compactor.config().model.clone(),
+            tokens,
+            usage: None,
+            compacted: body.is_some(),
+            snapshot: report.as_ref().and_then(|r| r.snapshot),
+            trigger: limits.trigger_tokens,
+            target: limits.target,
+        };
         Prepared {
             body,
             id: Some(state.id.clone()),
             usage: Some(state.usage.clone()),
-            tokens: state.compactor.calibrated(sent),
+            tokens,
             report,
             warning,
+            request: Some(request),
             ..Prepared::default()
         }
     }
@@ -423,7 +439,7 @@ fn is_compaction_block(p: &Part) -> bool {
     matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
 }
 
-fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Box<dyn SessionStore>> {
+pub(crate) fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Box<dyn SessionStore>> {
     store.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -60,6 +60,13 @@ async fn a_100_turn_openai_loop_stays_under_the_trigger() {
         100.0
     );
     assert_eq!(metric(&metrics, "abridge_active_sessions"), 1.0);
+    // Whole (non-streamed) bodies end when their length is reached: no
+    // response counts as a client that left.
+    assert_eq!(
+        metric(&metrics, "abridge_client_disconnects_total"),
+        0.0,
+        "{metrics}"
+    );
     // After the first, each request was taken in parts: only its new messages decoded.
     assert_eq!(
         metric(&metrics, "abridge_decoded_total{part=\"Whole\"}"),
@@ -99,6 +106,41 @@ async fn an_openai_stream_loop_stays_under_the_trigger_and_feeds_calibration() {
         .unwrap()
         .unwrap();
     assert!(record.calibration.samples() > 0, "{:?}", record.calibration);
+    // Every request is in the request log with the provider's usage (the
+    // log is written off the request path: wait for the last rows).
+    use abridge_store::SnapshotStore;
+    let store = Store::open(&path).unwrap();
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        rows = store.requests(&log.sessions[0], 1000).unwrap();
+        if rows.len() == 60 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(rows.len(), 60);
+    assert!(
+        rows.iter().all(|r| r.usage.is_some_and(|u| u > 0)),
+        "usage from the streams"
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.snapshot.is_some()).count(),
+        log.compacted
+    );
+    let first = rows.iter().position(|r| r.snapshot.is_some()).unwrap();
+    assert!(
+        rows[first..].iter().all(|r| r.compacted),
+        "sent compacted from the first compaction on"
+    );
+    assert!(!rows[0].compacted);
+    assert!(
+        rows.iter()
+            .all(|r| r.trigger.is_some() && r.target.is_some())
+    );
+    assert_eq!(
+        store.request_stats().unwrap()[&log.sessions[0]].requests,
+        60
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

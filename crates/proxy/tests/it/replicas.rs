@@ -80,8 +80,33 @@ async fn two_replicas_on_postgres_send_the_same_prefixes() {
     let session = log.sessions[0].clone();
     let compactions = log.compacted;
     tokio::task::spawn_blocking(move || {
-        let entries = store.list(1000).unwrap();
+        let entries = store.list(usize::MAX).unwrap();
         assert_eq!(entries.len(), compactions, "one snapshot per compaction");
+        // Both replicas logged their requests in the shared request log.
+        let mut logged = Vec::new();
+        for _ in 0..100 {
+            logged = store.requests(&session, usize::MAX).unwrap();
+            if logged.len() == 48 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(
+            logged.len(),
+            48,
+            "one row per request (40, then 8 after the restart)"
+        );
+        assert_eq!(
+            logged.iter().filter(|r| r.snapshot.is_some()).count(),
+            compactions
+        );
+        assert!(
+            logged
+                .iter()
+                .all(|r| r.usage.is_some() && r.at.ends_with('Z')),
+            "{logged:?}"
+        );
+        assert_eq!(store.request_stats().unwrap()[&session].requests, 48);
         assert!(
             entries
                 .iter()
