@@ -16,16 +16,18 @@ pub(crate) const PAGE: usize = 50;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionSort {
-    /// Latest compaction first.
+    /// Latest activity first.
     #[default]
     Last,
     /// By source name.
     Source,
     /// By model name.
     Model,
+    /// Most requests first.
+    Requests,
     /// Most compactions first.
     Compactions,
-    /// Largest context after the last compaction first.
+    /// Largest context (last request) first.
     Tokens,
     /// Most tokens saved first.
     Saved,
@@ -66,25 +68,28 @@ pub struct SessionQuery {
 pub struct SessionSummary {
     /// The session id or the conversation's label.
     pub source: String,
-    /// Model of its last compaction.
+    /// Its model.
     pub model: Option<String>,
     /// The model's context window, when known.
     pub window: Option<u64>,
+    /// Requests logged (`None`: the store has no request log for it).
+    pub requests: Option<u64>,
+    /// Tokens of its last request (else: after its last compaction).
+    pub context: u64,
+    /// Its last request was sent compacted (else: it has a compaction).
+    pub compacted: bool,
     /// Compactions recorded.
     pub compactions: usize,
-    /// Tokens before and after its last compaction.
-    pub last_before: u64,
-    /// Tokens sent after its last compaction.
-    pub last_after: u64,
     /// Tokens saved, summed over its compactions.
     pub saved: u64,
-    /// What the last compaction saves on each request at the model's input
-    /// price, in dollars (when the price is known).
+    /// The last request at the model's input price, in dollars.
+    pub cost_per_request: Option<f64>,
+    /// What its last compaction saves on each request, in dollars.
     pub saving_per_request: Option<f64>,
-    /// When it last compacted.
+    /// Its last activity (request or compaction), UTC.
     pub last_at: String,
     /// Its last snapshot.
-    pub last_id: i64,
+    pub last_snapshot: Option<i64>,
 }
 
 /// A page of sessions and how many match in all.
@@ -97,35 +102,80 @@ fn source_of(e: &Entry) -> String {
     e.source.clone().unwrap_or_else(|| "(no source)".to_owned())
 }
 
-/// Every session matching the query, sorted, one page of it.
-pub(crate) fn sessions(store: &dyn SnapshotStore, q: &SessionQuery) -> Result<SessionPage, String> {
+fn summary(source: String, model: Option<String>, registry: &Registry) -> SessionSummary {
+    let window = model
+        .as_deref()
+        .and_then(|m| registry.lookup(m))
+        .map(|i| i.context_window);
+    SessionSummary {
+        source,
+        model,
+        window,
+        requests: None,
+        context: 0,
+        compacted: false,
+        compactions: 0,
+        saved: 0,
+        cost_per_request: None,
+        saving_per_request: None,
+        last_at: String::new(),
+        last_snapshot: None,
+    }
+}
+
+/// Every session, from the snapshots and the request log.
+fn all_sessions(store: &dyn SnapshotStore) -> Result<Vec<SessionSummary>, String> {
     let entries = store.list(usize::MAX).map_err(|e| e.to_string())?;
+    let stats = store.request_stats().map_err(|e| e.to_string())?;
     let registry = Registry::new();
     let mut by: HashMap<String, SessionSummary> = HashMap::new();
+    let mut last_saved: HashMap<String, u64> = HashMap::new();
     // Newest first: the first entry seen of a source is its last compaction.
     for e in &entries {
         let saved = e.tokens_before.saturating_sub(e.tokens_after);
         let s = by.entry(source_of(e)).or_insert_with(|| {
-            let info = e.model.as_deref().and_then(|m| registry.lookup(m));
-            SessionSummary {
-                source: source_of(e),
-                model: e.model.clone(),
-                window: info.map(|i| i.context_window),
-                compactions: 0,
-                last_before: e.tokens_before,
-                last_after: e.tokens_after,
-                saved: 0,
-                saving_per_request: info.and_then(|i| i.price).map(|p| p.prompt_cost(0, saved)),
-                last_at: e.created_at.clone(),
-                last_id: e.id.0,
-            }
+            last_saved.insert(source_of(e), saved);
+            let mut s = summary(source_of(e), e.model.clone(), &registry);
+            s.context = e.tokens_after;
+            s.compacted = true;
+            s.last_at = e.created_at.clone();
+            s.last_snapshot = Some(e.id.0);
+            s
         });
         s.compactions += 1;
         s.saved += saved;
     }
+    for (source, st) in stats {
+        let s = by
+            .entry(source.clone())
+            .or_insert_with(|| summary(source.clone(), st.last.model.clone(), &registry));
+        s.requests = Some(st.requests);
+        s.context = st.last.tokens;
+        s.compacted = st.last.compacted;
+        if st.last.at > s.last_at {
+            s.last_at = st.last.at.clone();
+        }
+    }
+    for s in by.values_mut() {
+        let price = s
+            .model
+            .as_deref()
+            .and_then(|m| registry.lookup(m))
+            .and_then(|i| i.price);
+        s.cost_per_request = price.map(|p| p.prompt_cost(0, s.context));
+        let saved = last_saved.get(&s.source).copied().unwrap_or(0);
+        s.saving_per_request = price
+            .filter(|_| s.compacted)
+            .map(|p| p.prompt_cost(0, saved));
+    }
+    Ok(by.into_values().collect())
+}
+
+/// Every session matching the query, sorted, one page of it.
+pub(crate) fn sessions(store: &dyn SnapshotStore, q: &SessionQuery) -> Result<SessionPage, String> {
     let needle = q.q.to_lowercase();
-    let mut rows: Vec<SessionSummary> = by
-        .into_values()
+    let mut rows: Vec<SessionSummary> = all_sessions(store)?
+        .into_iter()
         .filter(|s| {
             needle.is_empty()
                 || s.source.to_lowercase().contains(&needle)
@@ -137,15 +187,18 @@ pub(crate) fn sessions(store: &dyn SnapshotStore, q: &SessionQuery) -> Result<Se
     let ascending = q.ascending();
     rows.sort_by(|a, b| {
         let up = match q.sort {
-            SessionSort::Last => a.last_id.cmp(&b.last_id),
+            SessionSort::Last => a.last_at.cmp(&b.last_at),
             SessionSort::Source => a.source.cmp(&b.source),
             SessionSort::Model => a.model.cmp(&b.model),
+            SessionSort::Requests => a.requests.cmp(&b.requests),
             SessionSort::Compactions => a.compactions.cmp(&b.compactions),
-            SessionSort::Tokens => a.last_after.cmp(&b.last_after),
+            SessionSort::Tokens => a.context.cmp(&b.context),
             SessionSort::Saved => a.saved.cmp(&b.saved),
         };
         let ordered = if ascending { up } else { up.reverse() };
-        ordered.then(b.last_id.cmp(&a.last_id))
+        ordered
+            .then(b.last_at.cmp(&a.last_at))
+            .then(a.source.cmp(&b.source))
     });
     let total = rows.len();
     let rows = rows.into_iter().skip(q.page * PAGE).take(PAGE).collect();
@@ -156,10 +209,52 @@ pub(crate) fn sessions(store: &dyn SnapshotStore, q: &SessionQuery) -> Result<Se
 pub(crate) struct SessionDetail {
     pub(crate) source: String,
     pub(crate) entries: Vec<Entry>,
-    /// Trigger and target of its last compaction's config, when set.
+    /// Its logged requests, oldest first (the newest [`CHARTED`]).
+    pub(crate) requests: Vec<abridge_store::RequestRecord>,
+    /// Its trigger and target (the last request's, else the last compaction's).
     pub(crate) trigger: Option<u64>,
     pub(crate) target: Option<u64>,
+    /// The charted requests at the model's input price, in dollars.
+    pub(crate) cost: Option<f64>,
+    /// What compaction kept off those requests, in dollars: each request
+    /// sent compacted saves what the compaction before it cleared.
+    pub(crate) saving: Option<f64>,
 }
+
+/// Cost and saving of a session's requests at its model's input price.
+fn money(
+    entries: &[Entry],
+    requests: &[abridge_store::RequestRecord],
+) -> (Option<f64>, Option<f64>) {
+    let model = requests.iter().rev().find_map(|r| r.model.as_deref());
+    let Some(price) = model
+        .and_then(|m| Registry::new().lookup(m))
+        .and_then(|i| i.price)
+    else {
+        return (None, None);
+    };
+    let cleared: HashMap<i64, u64> = entries
+        .iter()
+        .map(|e| (e.id.0, e.tokens_before.saturating_sub(e.tokens_after)))
+        .collect();
+    let (mut sent, mut saved, mut current) = (0u64, 0u64, 0u64);
+    for r in requests {
+        sent += r.usage.unwrap_or(r.tokens);
+        if let Some(id) = r.snapshot {
+            current = cleared.get(&id.0).copied().unwrap_or(current);
+        }
+        if r.compacted {
+            saved += current;
+        }
+    }
+    (
+        Some(price.prompt_cost(0, sent)),
+        Some(price.prompt_cost(0, saved)),
+    )
+}
+
+/// Requests a session's chart shows (the newest).
+pub(crate) const CHARTED: usize = 2_000;
 
 pub(crate) fn session(store: &dyn SnapshotStore, source: &str) -> Result<SessionDetail, String> {
     let mut entries: Vec<Entry> = store
@@ -168,16 +263,31 @@ pub(crate) fn session(store: &dyn SnapshotStore, source: &str) -> Result<Session
         .into_iter()
         .filter(|e| source_of(e) == source)
         .collect();
-    let Some(last) = entries.first() else {
-        return Err(format!("no compaction recorded for session {source}"));
-    };
-    let snap = store.get(last.id).map_err(|e| e.to_string())?;
     entries.reverse();
+    let requests = store.requests(source, CHARTED).map_err(|e| e.to_string())?;
+    let (mut trigger, mut target) = match requests.last() {
+        Some(r) => (r.trigger, r.target),
+        None => (None, None),
+    };
+    if let Some(last) = entries.last().filter(|_| requests.is_empty()) {
+        let snap = store.get(last.id).map_err(|e| e.to_string())?;
+        trigger = snap.config.trigger.max_tokens;
+        target = snap.report.target;
+    }
+    if entries.is_empty() && requests.is_empty() {
+        return Err(format!(
+            "no request or compaction recorded for session {source}"
+        ));
+    }
+    let (cost, saving) = money(&entries, &requests);
     Ok(SessionDetail {
         source: source.to_owned(),
-        trigger: snap.config.trigger.max_tokens,
-        target: snap.report.target,
         entries,
+        requests,
+        trigger,
+        target,
+        cost,
+        saving,
     })
 }
 

@@ -248,3 +248,60 @@ async fn a_token_guards_every_page_but_the_stylesheet() {
         .unwrap();
     assert_eq!(bearer.status(), 200);
 }
+
+#[tokio::test]
+async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
+    use abridge_store::{RequestRecord, SessionStore};
+    let (_dir, path) = filled(0);
+    let mut store = Store::open(&path).unwrap();
+    let snap = store.get(store.list(1).unwrap()[0].id).unwrap();
+    let before = snap.history().unwrap();
+    let after = decode(snap.after.to_string().as_bytes()).unwrap().remove(0);
+    let data = SnapshotData {
+        before: &before,
+        after: &after,
+        config: &snap.config,
+        report: &snap.report,
+    };
+    let mut compactions = 0;
+    for i in 0..30u64 {
+        let compacts = i % 10 == 9;
+        let snapshot = compacts.then(|| store.record_as("a1b2c3", &data).unwrap());
+        compactions += usize::from(compacts);
+        let request = RequestRecord {
+            source: "a1b2c3".into(),
+            at: String::new(),
+            model: Some("gpt-4o".into()),
+            tokens: 1_000 + (i % 10) * 500,
+            usage: Some(1_050 + (i % 10) * 500),
+            compacted: i >= 9,
+            snapshot,
+            trigger: Some(6_000),
+            target: Some(3_600),
+        };
+        store.record_request(&request).unwrap();
+    }
+    let url = serve(&path, None).await;
+    let (_, list) = get(&format!("{url}/ui?q=a1b2c3")).await;
+    let row = list.split("<tbody>").nth(1).unwrap();
+    assert!(
+        row.contains("badge compacted"),
+        "its last request went compacted"
+    );
+    assert!(row.contains(">30<"), "30 requests");
+    let (_, no_requests) = get(&format!("{url}/ui?q=coding")).await;
+    assert!(
+        no_requests.split("<tbody>").nth(1).unwrap().contains("—"),
+        "no request log for a CLI conversation"
+    );
+    let (status, html) = get(&format!("{url}/ui/session?source=a1b2c3")).await;
+    assert_eq!(status, 200);
+    self_contained(&html);
+    assert!(html.contains("id=\"abridge-line\"") && html.contains("id=\"usage-line\""));
+    assert_eq!(html.matches("class=\"marker\"").count(), compactions);
+    assert!(html.contains("trigger 6,000") && html.contains("target 3,600"));
+    assert!(
+        html.contains("Estimated cost<b>$") && html.contains("Estimated saving<b>$"),
+        "gpt-4o has a price"
+    );
+}

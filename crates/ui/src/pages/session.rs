@@ -1,5 +1,7 @@
-//! One session: a chart of its context at each compaction (before and
-//! after), the trigger and target lines, and the list of compactions.
+//! One session: a chart of its context per request (abridge's count and
+//! the provider's usage) with the trigger and target lines and a marker at
+//! each compaction — or, for a store without a request log, its context at
+//! each compaction — and the list of compactions.
 
 use maud::{Markup, html};
 
@@ -7,56 +9,141 @@ use crate::data::SessionDetail;
 use crate::layout::{n, page};
 
 const W: f64 = 900.0;
-const H: f64 = 260.0;
-const PAD: f64 = 48.0;
+const H: f64 = 280.0;
+const PAD: f64 = 52.0;
 
-fn chart(d: &SessionDetail) -> Markup {
-    let top = d
-        .entries
+/// Maps points onto the chart.
+struct Scale {
+    top: f64,
+    count: f64,
+}
+
+impl Scale {
+    fn x(&self, i: usize) -> f64 {
+        PAD + (W - 2.0 * PAD) * (i as f64 + 0.5) / self.count
+    }
+    fn y(&self, t: u64) -> f64 {
+        H - PAD - (H - 2.0 * PAD) * (t as f64 / self.top)
+    }
+}
+
+/// Axes, and the trigger and target lines.
+fn frame(d: &SessionDetail, s: &Scale, what: &str) -> Markup {
+    let level = |t: u64, class: &str, color: &str| {
+        html! {
+            line class=(class) x1=(PAD) x2=(W - PAD) y1=(s.y(t)) y2=(s.y(t)) stroke-dasharray="6 4" stroke=(color) {}
+            text x=(W - PAD) y=(s.y(t) - 4.0) text-anchor="end" { (class) " " (n(t)) }
+        }
+    };
+    html! {
+        line x1=(PAD) x2=(PAD) y1=(PAD) y2=(H - PAD) stroke="#dde2ea" {}
+        line x1=(PAD) x2=(W - PAD) y1=(H - PAD) y2=(H - PAD) stroke="#dde2ea" {}
+        text x=(PAD - 6.0) y=(s.y(0) + 4.0) text-anchor="end" { "0" }
+        text x=(PAD - 6.0) y=(PAD + 4.0) text-anchor="end" { (n((s.top / 1.1) as u64)) }
+        text x=(W / 2.0) y=(H - PAD + 28.0) text-anchor="middle" { (what) }
+        @if let Some(t) = d.trigger { (level(t, "trigger", "#c2410c")) }
+        @if let Some(t) = d.target { (level(t, "target", "#15803d")) }
+    }
+}
+
+fn polyline(points: impl Iterator<Item = (f64, f64)>, id: &str, color: &str) -> Markup {
+    let pts: Vec<String> = points.map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+    html! { polyline id=(id) points=(pts.join(" ")) fill="none" stroke=(color) stroke-width="2" {} }
+}
+
+fn svg(body: Markup) -> Markup {
+    html! {
+        svg.chart #timeline viewBox=(format!("0 0 {W} {H}")) width=(W) height=(H) role="img" aria-label="context tokens per request" {
+            (body)
+        }
+    }
+}
+
+/// Context per request: abridge's count, the provider's usage, compactions.
+fn requests_chart(d: &SessionDetail) -> Markup {
+    let r = &d.requests;
+    let top = r
+        .iter()
+        .map(|q| q.tokens.max(q.usage.unwrap_or(0)))
+        .chain(d.trigger)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let s = Scale {
+        top: top as f64 * 1.1,
+        count: r.len().max(1) as f64,
+    };
+    svg(html! {
+        (frame(d, &s, &format!("{} requests", r.len())))
+        (polyline(r.iter().enumerate().map(|(i, q)| (s.x(i), s.y(q.tokens))), "abridge-line", "#2f6fdf"))
+        (polyline(r.iter().enumerate().filter_map(|(i, q)| Some((s.x(i), s.y(q.usage?)))), "usage-line", "#8b5cf6"))
+        @for (i, q) in r.iter().enumerate() {
+            @if let Some(id) = q.snapshot {
+                a href=(format!("/ui/compactions/{id}")) {
+                    circle.marker cx=(s.x(i)) cy=(s.y(q.tokens)) r="5" fill="#c2410c" {
+                        title { (format!("request {}: compaction {id}, {} tokens sent", i + 1, n(q.tokens))) }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Context at each compaction, before (marker) and after.
+fn compactions_chart(d: &SessionDetail) -> Markup {
+    let e = &d.entries;
+    let top = e
         .iter()
         .map(|e| e.tokens_before)
         .chain(d.trigger)
         .max()
         .unwrap_or(1)
-        .max(1) as f64
-        * 1.1;
-    let count = d.entries.len().max(1) as f64;
-    let x = |i: usize| PAD + (W - 2.0 * PAD) * (i as f64 + 0.5) / count;
-    let y = |t: u64| H - PAD + -(H - 2.0 * PAD) * (t as f64 / top);
-    let line = |t: u64, class: &str, label: String| {
-        html! {
-            line class=(class) x1=(PAD) x2=(W - PAD) y1=(y(t)) y2=(y(t)) stroke-dasharray="6 4" stroke=(if class == "trigger" { "#c2410c" } else { "#15803d" }) {}
-            text x=(W - PAD) y=(y(t) - 4.0) text-anchor="end" { (label) }
-        }
+        .max(1);
+    let s = Scale {
+        top: top as f64 * 1.1,
+        count: e.len().max(1) as f64,
     };
-    html! {
-        svg.chart #timeline viewBox=(format!("0 0 {W} {H}")) width=(W) height=(H) role="img" aria-label="context tokens at each compaction" {
-            line x1=(PAD) x2=(PAD) y1=(PAD) y2=(H - PAD) stroke="#dde2ea" {}
-            line x1=(PAD) x2=(W - PAD) y1=(H - PAD) y2=(H - PAD) stroke="#dde2ea" {}
-            text x=(PAD - 6.0) y=(y(0) + 4.0) text-anchor="end" { "0" }
-            text x=(PAD - 6.0) y=(PAD + 4.0) text-anchor="end" { (n((top / 1.1) as u64)) }
-            @if let Some(t) = d.trigger { (line(t, "trigger", format!("trigger {}", n(t)))) }
-            @if let Some(t) = d.target { (line(t, "target", format!("target {}", n(t)))) }
-            @for (i, e) in d.entries.iter().enumerate() {
-                line x1=(x(i)) x2=(x(i)) y1=(y(e.tokens_before)) y2=(y(e.tokens_after)) stroke="#2f6fdf" stroke-width="2" {}
-                a href=(format!("/ui/compactions/{}", e.id)) {
-                    circle.marker cx=(x(i)) cy=(y(e.tokens_before)) r="4" fill="#c2410c" {
-                        title { (format!("compaction {}: {} → {} tokens", e.id, n(e.tokens_before), n(e.tokens_after))) }
-                    }
+    svg(html! {
+        (frame(d, &s, &format!("{} compactions (no request log in this store)", e.len())))
+        @for (i, e) in e.iter().enumerate() {
+            line x1=(s.x(i)) x2=(s.x(i)) y1=(s.y(e.tokens_before)) y2=(s.y(e.tokens_after)) stroke="#2f6fdf" stroke-width="2" {}
+            a href=(format!("/ui/compactions/{}", e.id)) {
+                circle.marker cx=(s.x(i)) cy=(s.y(e.tokens_before)) r="4" fill="#c2410c" {
+                    title { (format!("compaction {}: {} → {} tokens", e.id, n(e.tokens_before), n(e.tokens_after))) }
                 }
-                circle cx=(x(i)) cy=(y(e.tokens_after)) r="3" fill="#2f6fdf" {}
             }
+            circle cx=(s.x(i)) cy=(s.y(e.tokens_after)) r="3" fill="#2f6fdf" {}
         }
-    }
+    })
+}
+
+fn dollars(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_owned(), |d| format!("${d:.4}"))
 }
 
 pub(crate) fn render(d: &SessionDetail) -> Markup {
+    let compacted = d.requests.iter().filter(|r| r.compacted).count();
     page(
         &d.source,
         html! {
             h1 { "Session " (d.source) }
-            p.muted { "Context tokens at each compaction: before (marker) and after. Per-request usage is not recorded by this store." }
-            (chart(d))
+            div.cards {
+                div.card { "Requests" b #requests { (d.requests.len()) } }
+                div.card { "Sent compacted" b { (compacted) } }
+                div.card { "Compactions" b { (d.entries.len()) } }
+                div.card { "Estimated cost" b { (dollars(d.cost)) } }
+                div.card { "Estimated saving" b { (dollars(d.saving)) } }
+            }
+            @if d.requests.is_empty() {
+                (compactions_chart(d))
+            } @else {
+                p.muted {
+                    span style="color:#2f6fdf" { "■ abridge's count of what was sent" } " · "
+                    span style="color:#8b5cf6" { "■ provider-reported prompt tokens" } " · "
+                    span style="color:#c2410c" { "● compaction" }
+                }
+                (requests_chart(d))
+            }
             h2 { "Compactions" }
             table #compactions {
                 thead { tr { th { "Snapshot" } th { "When" } th { "Model" } th.num { "Before" } th.num { "After" } th { "Summarizer" } th.num { "Iterations dropped" } } }

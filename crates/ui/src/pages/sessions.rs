@@ -32,6 +32,13 @@ pub(crate) fn encode(v: &str) -> String {
         .collect()
 }
 
+fn dollars(v: Option<f64>) -> Markup {
+    match v {
+        Some(d) => html! { (format!("${d:.4}")) },
+        None => html! { span.muted { "—" } },
+    }
+}
+
 fn header(q: &SessionQuery, label: &str, key: SessionSort, num: bool) -> Markup {
     let sorted = q.sort == key;
     // A click on the sorted column flips it; on another, its default order.
@@ -63,30 +70,41 @@ pub(crate) fn render(p: &SessionPage, q: &SessionQuery) -> Markup {
                 thead { tr {
                     (header(q, "Session", SessionSort::Source, false))
                     (header(q, "Model", SessionSort::Model, false))
+                    (header(q, "Requests", SessionSort::Requests, true))
+                    (header(q, "Context (last request)", SessionSort::Tokens, false))
                     (header(q, "Compactions", SessionSort::Compactions, true))
-                    (header(q, "Context after last compaction", SessionSort::Tokens, false))
                     (header(q, "Tokens saved", SessionSort::Saved, true))
+                    th.num { "Cost / request" }
                     th.num { "Saving / request" }
-                    (header(q, "Last compaction", SessionSort::Last, false))
+                    (header(q, "Last activity", SessionSort::Last, false))
                 } }
                 tbody {
                     @for s in &p.rows {
                         tr {
                             td {
                                 a href=(format!("/ui/session?source={}", encode(&s.source))) { (s.source) }
-                                " " span.badge.compacted title="its last request was sent compacted" { "compacted" }
+                                @if s.compacted {
+                                    " " span.badge.compacted title="its last request was sent compacted" { "compacted" }
+                                }
                             }
                             td { (s.model.as_deref().unwrap_or("—")) }
-                            td.num { (s.compactions) }
-                            td { (n(s.last_before)) " → " (n(s.last_after)) " " (bar(s.last_after, s.window)) }
+                            td.num { @match s.requests { Some(r) => (n(r)), None => span.muted { "—" } } }
+                            td { (n(s.context)) " " (bar(s.context, s.window)) }
+                            td.num {
+                                @match s.last_snapshot {
+                                    Some(id) => a href=(format!("/ui/compactions/{id}")) title="the last compaction" { (s.compactions) },
+                                    None => (s.compactions),
+                                }
+                            }
                             td.num { (n(s.saved)) }
-                            td.num { @match s.saving_per_request { Some(d) => (format!("${d:.4}")), None => span.muted { "—" } } }
-                            td { a href=(format!("/ui/compactions/{}", s.last_id)) { (s.last_at) } }
+                            td.num { (dollars(s.cost_per_request)) }
+                            td.num { (dollars(s.saving_per_request)) }
+                            td { (s.last_at) }
                         }
                     }
                 }
             }
-            @if p.rows.is_empty() { p.muted { "No compaction recorded yet." } }
+            @if p.rows.is_empty() { p.muted { "No session recorded yet." } }
             div.pager {
                 @if q.page > 0 { a href=(href(q, q.sort, q.ascending(), q.page - 1)) { "← newer" } }
                 span.muted { "page " (q.page + 1) " of " (pages) }
