@@ -21,7 +21,38 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
   '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 const procs = []
-let dir, store, browser, open, guarded
+let dir, store, browser, open, guarded, proxy
+
+/** Starts a program; resolves to the first http:// address it prints (on the line matching `want`). */
+function started(cmd, args, want = /http:\/\//) {
+  const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ABRIDGE_UI_TOKEN: '' } })
+  procs.push(p)
+  return new Promise((resolve, reject) => {
+    p.on('error', reject)
+    const lines = createInterface({ input: p.stdout })
+    lines.on('line', (line) => {
+      if (want.test(line)) resolve(new URL(line.split(/\s+/).find((w) => w.startsWith('http://')).replace(/[);]+$/, '')).origin)
+    })
+  })
+}
+
+/** A proxy session: 30 requests of a growing tool loop through `abridge serve`. */
+async function proxySession() {
+  const fake = await started(path.join(target, 'debug', 'abridge-fake-provider'), ['--listen', '127.0.0.1:0'])
+  const base = await started(abridge, ['serve', '--listen', '127.0.0.1:0', '--config', path.join(root, 'sdk-tests', 'harness.toml'),
+    '--openai-upstream', `${fake}/v1`, '--anthropic-upstream', fake, '--store', path.join(dir, 'proxy.sqlite')], /dashboard at/)
+  const messages = [{ role: 'system', content: 'You are a web agent.' }, { role: 'user', content: 'Compare the fares on every page.' }]
+  for (let i = 0; i < 30; i++) {
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'read_page', arguments: `{"page": ${i}}` } }] })
+    messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: `<EXTERNAL-CONTENT>page ${i}\n${'- row "Fare" CHF 180 [ref=e1]\n'.repeat(60)}</EXTERNAL-CONTENT>` })
+    const r = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer test-key' },
+      body: JSON.stringify({ model: 'gpt-4o', messages }),
+    })
+    assert.equal(r.status, 200, await r.text())
+  }
+  return base
+}
 
 /** Starts `abridge ui`; resolves to its base URL. */
 function ui(env = {}) {
@@ -43,7 +74,7 @@ before(async () => {
   compact('examples/web-agent.anthropic.json', '--target-tokens', '2200', '--keep-last', '1')
   compact('examples/coding-agent.openai.json', '--target-tokens', '700', '--keep-last', '2')
   mkdirSync(shots, { recursive: true })
-  ;[open, guarded] = await Promise.all([ui(), ui({ ABRIDGE_UI_TOKEN: 'browser-token' })])
+  ;[open, guarded, proxy] = await Promise.all([ui(), ui({ ABRIDGE_UI_TOKEN: 'browser-token' }), proxySession()])
   browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
 })
 
@@ -74,7 +105,8 @@ test('the sessions page lists the compacted sessions', async () => {
   assert.equal(await rows.count(), 2)
   const web = rows.filter({ hasText: 'web-agent.anthropic.json' })
   assert.equal(await web.locator('.badge.compacted').count(), 1)
-  assert.equal((await web.locator('td').nth(2).textContent()).trim(), '2', 'two compactions')
+  assert.equal((await web.locator('td').nth(4).textContent()).trim(), '2', 'two compactions')
+  assert.equal((await web.locator('td').nth(2).textContent()).trim(), '—', 'no request log for a CLI conversation')
   assert.ok(await web.locator('.bar').isVisible(), 'the context bar against the window')
   await p.fill('input[name=q]', 'coding')
   await p.click('button[type=submit]')
@@ -102,7 +134,7 @@ test('the session chart has one marker per compaction', async () => {
 test('the compaction page shows the briefing and the diff', async () => {
   const p = await page()
   await p.goto(`${open}/ui?q=coding`)
-  await p.locator('#sessions tbody tr td').last().locator('a').click()
+  await p.locator('#sessions tbody tr td').nth(4).locator('a').click()   // its last compaction
   await p.waitForSelector('#briefing')
   assert.ok((await p.locator('#briefing').textContent()).length > 50, 'a briefing')
   assert.ok(await p.locator('#before li.dropped').count() > 0, 'changed messages highlighted')
@@ -115,6 +147,32 @@ test('the compaction page shows the briefing and the diff', async () => {
   assert.match(download[0].suggestedFilename(), /original\.json$/)
   await p.screenshot({ path: path.join(shots, 'compaction.png'), fullPage: true })
   sameOrigin(p, open)
+  await p.close()
+})
+
+test("a proxy session's chart shows each request, the provider's usage and its compactions", async () => {
+  const p = await page()
+  // The request log is written when each response ends: wait for the last row.
+  for (let i = 0; i < 50; i++) {
+    await p.goto(`${proxy}/ui`)
+    if ((await p.locator('#sessions tbody tr td').nth(2).textContent()).trim() === '30') break
+    await p.waitForTimeout(100)
+  }
+  const row = p.locator('#sessions tbody tr').first()
+  assert.equal((await row.locator('td').nth(2).textContent()).trim(), '30', 'thirty requests')
+  assert.equal(await row.locator('.badge.compacted').count(), 1, 'its last request went compacted')
+  await row.locator('td a').first().click()
+  await p.waitForSelector('svg#timeline')
+  assert.equal((await p.locator('#requests').textContent()).trim(), '30')
+  const points = (await p.locator('#abridge-line').getAttribute('points')).trim().split(' ')
+  assert.equal(points.length, 30, 'one point per request')
+  assert.equal((await p.locator('#usage-line').getAttribute('points')).trim().split(' ').length, 30, 'the provider reported every one')
+  const markers = await p.locator('svg#timeline circle.marker').count()
+  assert.ok(markers > 0)
+  assert.equal(markers, await p.locator('#compactions tbody tr').count(), 'one marker per compaction')
+  assert.ok(await p.locator('svg#timeline line.trigger').count() === 1 && await p.locator('svg#timeline line.target').count() === 1)
+  await p.screenshot({ path: path.join(shots, 'proxy-session.png'), fullPage: true })
+  sameOrigin(p, proxy)
   await p.close()
 })
 
