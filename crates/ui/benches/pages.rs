@@ -1,7 +1,8 @@
 //! Server time of the dashboard's pages over a store of 1,000 compactions
 //! (200 sessions of 5, each a compaction of the coding-agent example):
 //! the sessions page (first page, and sorted by tokens saved) and a
-//! compaction page (`cargo bench -p abridge-ui`).
+//! compaction page; and the sessions page over 5,000 proxy sessions in
+//! the request log (`cargo bench -p abridge-ui`).
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -14,6 +15,7 @@ use abridge_ui::{SessionQuery, SessionSort, Ui};
 fn main() {
     // Filling the store (1,000 inserts) is not part of any page's time.
     LazyLock::force(&FIXTURE);
+    LazyLock::force(&MANY);
     divan::main();
 }
 
@@ -55,6 +57,36 @@ static FIXTURE: LazyLock<Option<Fixture>> = LazyLock::new(|| {
         _dir: dir,
     })
 });
+
+/// 5,000 proxy sessions of 4 logged requests each (no compaction).
+static MANY: LazyLock<Option<(Ui, PathBuf)>> = LazyLock::new(|| {
+    use abridge_store::{RequestRecord, SessionStore};
+    let dir = std::env::temp_dir().join(format!("abridge-ui-bench-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let mut store = Store::open(&dir.join("store.sqlite")).ok()?;
+    for i in 0..20_000u64 {
+        let r = RequestRecord {
+            source: format!("{:032x}", i % 5_000),
+            at: String::new(),
+            model: Some("gpt-4o".into()),
+            tokens: 1_000 + i,
+            usage: Some(1_000 + i),
+            compacted: false,
+            snapshot: None,
+            trigger: Some(60_000),
+            target: Some(40_000),
+        };
+        store.record_request(&r).ok()?;
+    }
+    Some((Ui::new(Box::new(store), None), dir))
+});
+
+#[divan::bench]
+fn sessions_page_5000_sessions() -> usize {
+    MANY.as_ref()
+        .and_then(|(ui, _)| ui.sessions_page(&SessionQuery::default()).ok())
+        .map_or(0, |h| h.len())
+}
 
 #[divan::bench]
 fn sessions_page() -> usize {
