@@ -239,18 +239,7 @@ fn main_kind(c: &TokenCounts) -> &'static str {
     .map_or("text", |(_, k)| k)
 }
 
-/// `1234567` → `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+pub(crate) use abridge_model::text::thousands;
 
 fn print_human(r: &Stats, out: &mut dyn Write) -> Result<()> {
     let n = |v: usize| thousands(v as u64);

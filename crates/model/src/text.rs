@@ -44,6 +44,19 @@ fn ceil(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// `1234567` → `1,234,567`: figures as the CLI and the dashboard print them.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,18 +21,7 @@ pub(crate) fn page(title: &str, body: Markup) -> Markup {
     }
 }
 
-/// Thousands separated by commas.
-pub(crate) fn n(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use abridge_model::text::thousands as n;
 
 /// A bar filled to `used / of`.
 pub(crate) fn bar(used: u64, of: Option<u64>) -> Markup {

@@ -19,6 +19,15 @@ struct Scale {
 }
 
 impl Scale {
+    /// Room for the highest of `peaks` and the trigger line, `count` points across.
+    fn fit(peaks: impl Iterator<Item = u64>, trigger: Option<u64>, count: usize) -> Scale {
+        let top = peaks.chain(trigger).max().unwrap_or(1).max(1);
+        Scale {
+            top: top as f64 * 1.1,
+            count: count.max(1) as f64,
+        }
+    }
+
     fn x(&self, i: usize) -> f64 {
         PAD + (W - 2.0 * PAD) * (i as f64 + 0.5) / self.count
     }
@@ -62,17 +71,8 @@ fn svg(body: Markup) -> Markup {
 /// Context per request: abridge's count, the provider's usage, compactions.
 fn requests_chart(d: &SessionDetail) -> Markup {
     let r = &d.requests;
-    let top = r
-        .iter()
-        .map(|q| q.tokens.max(q.usage.unwrap_or(0)))
-        .chain(d.trigger)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let s = Scale {
-        top: top as f64 * 1.1,
-        count: r.len().max(1) as f64,
-    };
+    let peaks = r.iter().map(|q| q.tokens.max(q.usage.unwrap_or(0)));
+    let s = Scale::fit(peaks, d.trigger, r.len());
     svg(html! {
         (frame(d, &s, &format!("{} requests", r.len())))
         (polyline(r.iter().enumerate().map(|(i, q)| (s.x(i), s.y(q.tokens))), "abridge-line", "#2f6fdf"))
@@ -92,17 +92,7 @@ fn requests_chart(d: &SessionDetail) -> Markup {
 /// Context at each compaction, before (marker) and after.
 fn compactions_chart(d: &SessionDetail) -> Markup {
     let e = &d.entries;
-    let top = e
-        .iter()
-        .map(|e| e.tokens_before)
-        .chain(d.trigger)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let s = Scale {
-        top: top as f64 * 1.1,
-        count: e.len().max(1) as f64,
-    };
+    let s = Scale::fit(e.iter().map(|e| e.tokens_before), d.trigger, e.len());
     svg(html! {
         (frame(d, &s, &format!("{} compactions (no request log in this store)", e.len())))
         @for (i, e) in e.iter().enumerate() {
