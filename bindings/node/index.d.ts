@@ -20,6 +20,10 @@ export interface Options {
   model?: string
   /** Tokenizer (default: the model's own). */
   tokenizer?: Tokenizer
+  /** Record every compaction in this snapshot store (a SQLite file), for `abridge log`/`show` and the dashboard. */
+  store?: string
+  /** The name compactions are recorded under (default `abridge-embed`). */
+  source?: string
 }
 
 /** One policy's work in a compaction. */

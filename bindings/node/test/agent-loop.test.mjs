@@ -6,6 +6,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { generateText, tool, stepCountIs, modelMessageSchema } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { z } from 'zod'
@@ -49,7 +52,8 @@ test('an AI SDK agent loop plateaus under the trigger with valid messages at eve
     click: tool({ description: 'Click an element', inputSchema: z.object({ ref: z.string() }), execute: async ({ ref }) => snapshot(ref) }),
   }
   const compactions = []
-  const inner = abridge.abridgePrepareStep({ triggerTokens: TRIGGER, targetTokens: TARGET, onCompact: (r) => compactions.push(r) })
+  const store = path.join(mkdtempSync(path.join(tmpdir(), 'abridge-pilo-')), 'store.sqlite')
+  const inner = abridge.abridgePrepareStep({ triggerTokens: TRIGGER, targetTokens: TARGET, store, source: 'pilo-loop', onCompact: (r) => compactions.push(r) })
   const sent = []
   const prepareStep = async (step) => {
     const out = await inner(step)
@@ -84,5 +88,8 @@ test('an AI SDK agent loop plateaus under the trigger with valid messages at eve
   // (The last round's answer and feedback are never sent.)
   assert.equal(inner.stats.messagesRead, messages.length - 2, 'every message read once')
   for (const r of compactions) assert.ok(r.tokens_after <= TARGET, `compacted to ${r.tokens_after}`)
+  // Every compaction was recorded in the store, for `abridge log` and the dashboard.
+  assert.ok(compactions.every((r) => Number.isInteger(r.snapshot)), 'each report names its snapshot')
+  assert.deepEqual(compactions.map((r) => r.snapshot), compactions.map((_, i) => i + 1))
   console.log(`50 steps: peak ${peak} tokens sent, uncompacted last step ${last.original}, ${compactions.length} compactions`)
 })

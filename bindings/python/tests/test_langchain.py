@@ -4,6 +4,9 @@ under the trigger with every tool call paired, while the agent's state
 keeps every message."""
 
 import asyncio
+import os
+import sqlite3
+import tempfile
 import unittest
 from typing import Any, List
 
@@ -68,7 +71,10 @@ class AgentLoop(unittest.TestCase):
     def run_agent(self, run):
         model = ScriptedModel(seen=[])
         reports = []
-        middleware = AbridgeMiddleware(trigger_tokens=TRIGGER, target_tokens=TARGET, on_compact=reports.append)
+        store = os.path.join(tempfile.mkdtemp(), "store.sqlite")
+        middleware = AbridgeMiddleware(
+            trigger_tokens=TRIGGER, target_tokens=TARGET, store=store, source="langchain-test", on_compact=reports.append
+        )
         agent = create_agent(model=model, tools=[read_page], system_prompt="You are a web agent.", middleware=[middleware])
         state = run(agent, {"messages": [{"role": "user", "content": "Find the cheapest fare to Lisbon."}]})
         self.assertEqual(len(model.seen), STEPS)
@@ -79,6 +85,10 @@ class AgentLoop(unittest.TestCase):
         self.assertTrue(reports and all(r["tokens_after"] <= TARGET for r in reports))
         self.assertEqual(middleware.stats["sessions"], 1, "one session: only appended messages read")
         self.assertEqual(middleware.stats["messages_read"], 2 * STEPS - 1)
+        # Every compaction is in the store, for `abridge log` and the dashboard.
+        with sqlite3.connect(store) as db:
+            rows = db.execute("SELECT source FROM snapshots").fetchall()
+        self.assertEqual(rows, [("langchain-test",)] * len(reports))
         return peak, uncompacted, len(reports)
 
     def test_a_create_agent_loop_plateaus_under_the_trigger(self):

@@ -28,6 +28,11 @@ pub struct Options {
     /// [`Session`]: crate::Session
     #[serde(alias = "triggerTokens")]
     pub trigger_tokens: Option<u64>,
+    /// Record every compaction in this snapshot store (a SQLite file), for
+    /// `abridge log`, `show`, `restore` and the dashboard.
+    pub store: Option<PathBuf>,
+    /// The name compactions are recorded under (default `abridge-embed`).
+    pub source: Option<String>,
     /// The engine config: an object with the keys of `abridge.toml`, or a
     /// path to such a TOML file.
     pub config: Option<ConfigSource>,
@@ -112,6 +117,12 @@ impl Options {
     pub fn compactor(&self, conv: &Conversation) -> Result<Compactor> {
         let mut compactor = Compactor::new(self.config(conv)?)?;
         compactor.set_summarizers(abridge_llm::cascade(&compactor.config().summarizers, None));
+        if let Some(path) = &self.store {
+            let store = abridge_store::Store::open(path)
+                .map_err(|e| Error::Options(format!("store: {e}")))?
+                .with_source(self.source.as_deref().unwrap_or("abridge-embed"));
+            compactor.set_store(Box::new(store));
+        }
         Ok(compactor)
     }
 }

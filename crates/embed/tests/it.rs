@@ -173,3 +173,21 @@ fn count_tokens_follows_the_tokenizer_option() {
     );
     assert!(Options::from_json(r#"{"tokenizer": "gpt2"}"#).is_err());
 }
+
+#[test]
+fn compactions_are_recorded_in_a_store_when_asked() {
+    use abridge_store::{SnapshotStore, Store};
+    let path =
+        std::env::temp_dir().join(format!("abridge-embed-store-{}.sqlite", std::process::id()));
+    std::fs::remove_file(&path).ok();
+    let options: Options = serde_json::from_value(json!({
+        "targetTokens": 3000, "store": path, "source": "pilo-run-7",
+    }))
+    .unwrap();
+    let out = compact(json!(openai_list(30)), &options).unwrap();
+    let entries = Store::open(&path).unwrap().list(10).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].source.as_deref(), Some("pilo-run-7"));
+    assert_eq!(out.report.snapshot, Some(entries[0].id));
+    std::fs::remove_file(&path).ok();
+}

@@ -40,8 +40,9 @@ Config = Union[str, "os.PathLike[str]", Dict[str, Any]]
 
 def _options(**values: Any) -> str:
     """The options the engine reads, as JSON (``None`` left out)."""
-    if isinstance(values.get("config"), os.PathLike):
-        values["config"] = os.fspath(values["config"])
+    for key in ("config", "store"):
+        if isinstance(values.get(key), os.PathLike):
+            values[key] = os.fspath(values[key])
     return json.dumps({k: v for k, v in values.items() if v is not None})
 
 
@@ -59,6 +60,8 @@ def compact(
     config: Optional[Config] = None,
     model: Optional[str] = None,
     tokenizer: Optional[str] = None,
+    store: Optional[Union[str, "os.PathLike[str]"]] = None,
+    source: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Compacts ``body`` to ``target_tokens`` (or the config's target).
 
@@ -66,9 +69,11 @@ def compact(
     history already under the target comes back as it was. Raises
     ``CannotShrinkError`` when what compaction may not touch is over the
     target, ``InputError`` for unreadable messages, ``ConfigError`` for a
-    bad option or config.
+    bad option or config. With ``store`` (a SQLite file), every compaction
+    is recorded there under ``source`` for ``abridge log``/``show`` and the
+    dashboard (``abridge ui --store``).
     """
-    opts = dict(target_tokens=target_tokens, config=config, model=model, tokenizer=tokenizer)
+    opts = dict(target_tokens=target_tokens, config=config, model=model, tokenizer=tokenizer, store=store, source=source)
     if _is_langchain(body):
         from ._lc import from_dicts, to_dicts
 
@@ -116,6 +121,8 @@ class Session:
         config: Optional[Config] = None,
         model: Optional[str] = None,
         tokenizer: Optional[str] = None,
+        store: Optional[Union[str, "os.PathLike[str]"]] = None,
+        source: Optional[str] = None,
     ) -> None:
         opts = _options(
             format=format,
@@ -124,6 +131,8 @@ class Session:
             config=config,
             model=model,
             tokenizer=tokenizer,
+            store=store,
+            source=source,
         )
         self._native = _native.Session(None if initial is None else json.dumps(initial), opts)
         self._callbacks: List[Callable[[Dict[str, Any]], None]] = []

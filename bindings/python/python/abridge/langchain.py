@@ -34,7 +34,8 @@ class AbridgeMiddleware(AgentMiddleware):
     separately); the state is not touched.
 
     Options are those of ``abridge.Session``: ``trigger_tokens`` (compact
-    above this), ``target_tokens``, ``model``, ``config``, ``tokenizer``;
+    above this), ``target_tokens``, ``model``, ``config``, ``tokenizer``,
+    ``store`` and ``source`` (record every compaction for the dashboard);
     ``on_compact(report)`` is called after each compaction. A failure never
     stops the agent: the call goes on with its own messages and the error
     is logged (``logging.getLogger("abridge")``).
@@ -48,6 +49,8 @@ class AbridgeMiddleware(AgentMiddleware):
         model: Optional[str] = None,
         config: Optional[Config] = None,
         tokenizer: Optional[str] = None,
+        store: Optional[str] = None,
+        source: Optional[str] = None,
         on_compact: Optional[Callable[[Dict[str, Any]], None]] = None,
     ) -> None:
         super().__init__()
@@ -57,6 +60,8 @@ class AbridgeMiddleware(AgentMiddleware):
             model=model,
             config=config,
             tokenizer=tokenizer,
+            store=store,
+            source=source,
         )
         self._on_compact = on_compact
         self._lock = threading.Lock()
