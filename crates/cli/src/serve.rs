@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use abridge_proxy::{Proxy, ProxyConfig};
 use abridge_store::{PgStore, SessionStore, Store};
 use anyhow::{Context, Result};
+
+use crate::snapshots::Location;
 use clap::Args;
 
 /// Arguments of `abridge serve`.
@@ -90,17 +92,12 @@ async fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
     if args.no_store {
         return Ok(None);
     }
-    let path = match &args.store {
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            return Ok(Some(Box::new(PgStore::connect(url).await?)));
-        }
-        Some(s) => PathBuf::from(s),
-        None => {
-            Store::default_path().context("no data directory; pass --store PATH or --no-store")?
-        }
-    };
-    let store = Store::open(&path)?.with_source("serve");
-    Ok(Some(Box::new(store)))
+    match Location::of(args.store.as_deref())
+        .context("no data directory; pass --store PATH or --no-store")?
+    {
+        Location::Postgres(url) => Ok(Some(Box::new(PgStore::connect(&url).await?))),
+        Location::File(path) => Ok(Some(Box::new(Store::open(&path)?.with_source("serve")))),
+    }
 }
 
 /// The dashboard over the proxy's store (a connection of its own), when

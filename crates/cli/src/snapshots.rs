@@ -27,9 +27,23 @@ pub(crate) struct StoreArgs {
 }
 
 /// Where a store is.
-enum Location {
+pub(crate) enum Location {
     File(PathBuf),
     Postgres(String),
+}
+
+impl Location {
+    /// Where a `--store` value points: a PostgreSQL URL, a SQLite file, or
+    /// (none given) the default file in the user's data directory.
+    pub(crate) fn of(store: Option<&str>) -> Option<Location> {
+        match store {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Some(Location::Postgres(url.to_owned()))
+            }
+            Some(p) => Some(Location::File(PathBuf::from(p))),
+            None => Store::default_path().map(Location::File),
+        }
+    }
 }
 
 impl StoreArgs {
@@ -45,13 +59,7 @@ impl StoreArgs {
         if self.no_store {
             return None;
         }
-        match &self.store {
-            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                Some(Location::Postgres(url.clone()))
-            }
-            Some(p) => Some(Location::File(PathBuf::from(p))),
-            None => Store::default_path().map(Location::File),
-        }
+        Location::of(self.store.as_deref())
     }
 
     /// The store for recording, or `None` (with a note) when it cannot open:

@@ -9,6 +9,8 @@ use abridge_ui::Ui;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::snapshots::Location;
+
 /// Arguments of `abridge ui`.
 #[derive(Debug, Args)]
 pub(crate) struct UiArgs {
@@ -23,16 +25,12 @@ pub(crate) struct UiArgs {
 
 /// Opens a store for reading, SQLite or PostgreSQL (inside a runtime).
 pub(crate) async fn open(store: Option<&str>) -> Result<Box<dyn SnapshotStore + Send>> {
-    Ok(match store {
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            Box::new(PgStore::connect(url).await?)
-        }
-        Some(path) => Box::new(Store::open(path.as_ref())?),
-        None => {
-            let path = Store::default_path().context("no data directory; pass --store PATH")?;
-            Box::new(Store::open(&path)?)
-        }
-    })
+    Ok(
+        match Location::of(store).context("no data directory; pass --store PATH")? {
+            Location::Postgres(url) => Box::new(PgStore::connect(&url).await?),
+            Location::File(path) => Box::new(Store::open(&path)?),
+        },
+    )
 }
 
 /// The token to ask for: `configured`, else `ABRIDGE_UI_TOKEN`; an error
