@@ -163,10 +163,19 @@ pub struct Snapshot {
 impl Snapshot {
     /// The history before compaction, decoded.
     pub fn history(&self) -> Result<Conversation> {
+        self.decode(&self.before, "history before")
+    }
+
+    /// The history after compaction (what was sent), decoded.
+    pub fn compacted(&self) -> Result<Conversation> {
+        self.decode(&self.after, "history after")
+    }
+
+    fn decode(&self, body: &Value, what: &str) -> Result<Conversation> {
         let format = abridge::model::Conversation::new(self.entry.family).format;
-        let mut convs = decode_value(self.before.clone(), format).map_err(|e| Error::Corrupt {
+        let mut convs = decode_value(body.clone(), format).map_err(|e| Error::Corrupt {
             id: self.entry.id,
-            what: format!("stored history does not decode: {e}"),
+            what: format!("stored {what} does not decode: {e}"),
         })?;
         Ok(convs.remove(0))
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use abridge::Report;
-use abridge_model::{Conversation, Role, decode_value, fingerprint};
+use abridge_model::{Conversation, Role, fingerprint};
 use abridge_store::{Entry, SnapshotStore};
 use abridge_tokens::{Registry, TokenCounter};
 use serde::Deserialize;
@@ -314,13 +314,10 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
     let snap = store
         .get(abridge::SnapshotId(id))
         .map_err(|e| e.to_string())?;
-    let format = Conversation::new(snap.entry.family).format;
-    let decode = |v: &serde_json::Value| {
-        decode_value(v.clone(), format)
-            .map_err(|e| format!("snapshot {id}: stored history does not decode: {e}"))
-            .map(|mut c| c.remove(0))
-    };
-    let (before, after) = (decode(&snap.before)?, decode(&snap.after)?);
+    let (before, after) = (
+        snap.history().map_err(|e| e.to_string())?,
+        snap.compacted().map_err(|e| e.to_string())?,
+    );
     let kind = snap
         .config
         .tokenizer

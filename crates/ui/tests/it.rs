@@ -42,7 +42,7 @@ fn filled(extra: usize) -> (tempdir::Dir, PathBuf) {
     let first = store.list(usize::MAX).unwrap().last().unwrap().id;
     let snap = store.get(first).unwrap();
     let before = snap.history().unwrap();
-    let after = decode(snap.after.to_string().as_bytes()).unwrap().remove(0);
+    let after = snap.compacted().unwrap();
     for i in 0..extra {
         let data = SnapshotData {
             before: &before,
@@ -256,7 +256,7 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
     let mut store = Store::open(&path).unwrap();
     let snap = store.get(store.list(1).unwrap()[0].id).unwrap();
     let before = snap.history().unwrap();
-    let after = decode(snap.after.to_string().as_bytes()).unwrap().remove(0);
+    let after = snap.compacted().unwrap();
     let data = SnapshotData {
         before: &before,
         after: &after,
