@@ -95,6 +95,12 @@ class AgentLoop(unittest.TestCase):
         peak, uncompacted, n = self.run_agent(lambda agent, inp: agent.invoke(inp, {"recursion_limit": 4 * STEPS}))
         print(f"\n{STEPS} model calls: peak {peak} tokens sent, uncompacted {uncompacted}, {n} compactions")
 
+    def test_unknown_options_are_refused_when_the_middleware_is_made(self):
+        with self.assertRaises(TypeError):
+            AbridgeMiddleware(trigger_tokens=TRIGGER, target_tokns=TARGET)
+        with self.assertRaises(abridge.ConfigError):
+            AbridgeMiddleware(trigger_tokens=0)
+
     def test_the_async_agent_too(self):
         self.run_agent(lambda agent, inp: asyncio.run(agent.ainvoke(inp, {"recursion_limit": 4 * STEPS})))
 

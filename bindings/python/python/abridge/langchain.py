@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage
 
-from . import AbridgeError, Config, Session
+from . import AbridgeError, Session
 from ._lc import from_dicts, to_dicts
 
 __all__ = ["AbridgeMiddleware", "to_dicts", "from_dicts"]
@@ -33,9 +33,10 @@ class AbridgeMiddleware(AgentMiddleware):
     each model call. The system prompt stays apart (LangChain sends it
     separately); the state is not touched.
 
-    Options are those of ``abridge.Session``: ``trigger_tokens`` (compact
-    above this), ``target_tokens``, ``model``, ``config``, ``tokenizer``,
-    ``store`` and ``source`` (record every compaction for the dashboard);
+    Keyword options are those of ``abridge.Session`` (``trigger_tokens``:
+    compact above this, ``target_tokens``, ``model``, ``config``,
+    ``tokenizer``, ``store`` and ``source`` to record every compaction for
+    the dashboard), checked when the middleware is made;
     ``on_compact(report)`` is called after each compaction. A failure never
     stops the agent: the call goes on with its own messages and the error
     is logged (``logging.getLogger("abridge")``).
@@ -44,25 +45,15 @@ class AbridgeMiddleware(AgentMiddleware):
     def __init__(
         self,
         *,
-        trigger_tokens: Optional[int] = None,
-        target_tokens: Optional[int] = None,
-        model: Optional[str] = None,
-        config: Optional[Config] = None,
-        tokenizer: Optional[str] = None,
-        store: Optional[str] = None,
-        source: Optional[str] = None,
         on_compact: Optional[Callable[[Dict[str, Any]], None]] = None,
+        **session_options: Any,
     ) -> None:
         super().__init__()
-        self._options = dict(
-            trigger_tokens=trigger_tokens,
-            target_tokens=target_tokens,
-            model=model,
-            config=config,
-            tokenizer=tokenizer,
-            store=store,
-            source=source,
-        )
+        if "format" in session_options:
+            raise TypeError("AbridgeMiddleware sends LangChain messages: no format option")
+        # Checked now, not at the first model call: an unknown name is a TypeError.
+        Session(**session_options)
+        self._options = session_options
         self._on_compact = on_compact
         self._lock = threading.Lock()
         self._session: Optional[Session] = None
