@@ -24,6 +24,9 @@ pub(crate) struct Plan {
     pub(crate) kept_budget: u64,
     /// What briefings should focus on.
     pub(crate) focus: Option<String>,
+    /// The tail may grow back into what an instant briefing leaves of the
+    /// target (not when the agent asked for an exact tail).
+    pub(crate) grow_tail: bool,
 }
 
 impl Plan {
@@ -52,6 +55,7 @@ impl Plan {
             floor: config.budget.min_iterations,
             kept_budget: limits.kept_budget,
             focus,
+            grow_tail: true,
         }
     }
 
@@ -66,6 +70,7 @@ impl Plan {
             floor: keep_iterations.max(1),
             kept_budget: 0,
             focus,
+            grow_tail: false,
         }
     }
 }

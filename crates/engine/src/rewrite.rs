@@ -138,7 +138,15 @@ impl Compactor {
         let Some(target) = plan.target else {
             return false;
         };
-        if let Some(b) = self.brief(conv, plan, work, target) {
+        let mut attempts = std::mem::take(&mut work.attempts);
+        let briefed = self.brief(conv, plan, work, target, None, &mut attempts);
+        work.attempts = attempts;
+        if let Some(mut b) = briefed {
+            if let Some(i) = b.instant.filter(|_| plan.grow_tail)
+                && let Some(longer) = self.grow_tail(conv, plan, work, target, &b, i)
+            {
+                b = longer;
+            }
             work.messages = b.messages;
             let now = self.tokens_of(work);
             work.record(PolicyKind::Summarize, b.replaced_iterations, now);
@@ -151,14 +159,65 @@ impl Compactor {
         self.message_tokens(&work.messages).iter().sum::<u64>() + work.tools
     }
 
-    /// Runs the summarizers with a budget that lets head, briefing, pinned
-    /// iterations and tail fit the target together.
-    fn brief(
+    /// With an instant summarizer, writes the briefing again over a shorter
+    /// region when what the first one left of the target holds the
+    /// iterations before the tail verbatim: a small briefing leaves more
+    /// of the recent history as it was. The longer tail is kept only if
+    /// the whole still fits; fewer extra iterations are tried otherwise.
+    fn grow_tail(
         &mut self,
         conv: &Conversation,
         plan: &Plan,
         work: &mut Work,
         target: u64,
+        first: &Briefed,
+        summarizer: usize,
+    ) -> Option<Briefed> {
+        let mut left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
+        let tokens = self.message_tokens(&work.messages);
+        let start = old_region(&work.messages, work.tail_n).start;
+        let mut extra = 0;
+        for it in iterations(&work.messages).iter().rev().skip(work.tail_n) {
+            let cost: u64 = tokens[it.range()].iter().sum();
+            if it.start < start || cost > left {
+                break;
+            }
+            left -= cost;
+            extra += 1;
+        }
+        let tail_n = work.tail_n;
+        while extra > 0 {
+            work.tail_n = tail_n + extra;
+            let mut attempts = Vec::new();
+            let longer = self.brief(conv, plan, work, target, Some(summarizer), &mut attempts);
+            if let Some(b) = longer
+                && self.total_of(&b.messages, work.tools) <= target
+            {
+                // The attempt that counts is the one whose briefing is used.
+                work.attempts.pop();
+                work.attempts.append(&mut attempts);
+                return Some(b);
+            }
+            extra /= 2;
+        }
+        work.tail_n = tail_n;
+        None
+    }
+
+    fn total_of(&mut self, messages: &[Message], tools: u64) -> u64 {
+        self.message_tokens(messages).iter().sum::<u64>() + tools
+    }
+
+    /// Runs the summarizers (or only the one at `only`) with a budget that
+    /// lets head, briefing, pinned iterations and tail fit the target together.
+    fn brief(
+        &mut self,
+        conv: &Conversation,
+        plan: &Plan,
+        work: &Work,
+        target: u64,
+        only: Option<usize>,
+        attempts: &mut Vec<Attempt>,
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
         let earlier = earlier_briefing(&work.messages, region.start, &self.facts.wrapper);
@@ -197,7 +256,11 @@ impl Compactor {
             facts: &self.facts,
             focus: plan.focus.as_deref(),
         };
-        summarize_step::run(&inputs, &self.summarizers, &mut work.attempts)
+        let summarizers = match only {
+            Some(i) => &self.summarizers[i..=i],
+            None => &self.summarizers[..],
+        };
+        summarize_step::run(&inputs, summarizers, attempts)
     }
 
     fn finish<'a>(

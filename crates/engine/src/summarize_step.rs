@@ -25,6 +25,9 @@ pub(crate) struct Briefed {
     pub(crate) messages: Vec<Message>,
     pub(crate) summarizer: String,
     pub(crate) replaced_iterations: usize,
+    /// Index of the summarizer that wrote it, when calling it again is free
+    /// ([`Summarizer::is_instant`]).
+    pub(crate) instant: Option<usize>,
 }
 
 /// What the step needs.
@@ -117,6 +120,7 @@ impl Region {
             messages,
             summarizer,
             replaced_iterations: self.replaced_iterations,
+            instant: None,
         }
     }
 }
@@ -157,7 +161,7 @@ pub(crate) fn run(
         focus: inp.focus,
         facts: inp.facts,
     };
-    for s in summarizers {
+    for (i, s) in summarizers.iter().enumerate() {
         let start = Instant::now();
         let result = attempt(s.as_ref(), &req, inp, &region);
         let ms = start.elapsed().as_millis() as u64;
@@ -169,7 +173,9 @@ pub(crate) fn run(
                     ms,
                     outcome: AttemptOutcome::Used { verification },
                 });
-                return Some(region.assemble(inp, &text, summarizer));
+                let mut b = region.assemble(inp, &text, summarizer);
+                b.instant = s.is_instant().then_some(i);
+                return Some(b);
             }
             Err(error) => attempts.push(Attempt {
                 summarizer,

@@ -114,6 +114,13 @@ pub struct StrategyResult {
     pub recall: f64,
     /// Share of the briefing's identifiers the agent uses later (briefings only).
     pub precision: Option<f64>,
+    /// Later-used identifiers the compacted history lost.
+    #[serde(default)]
+    pub missed: Vec<String>,
+    /// Identifiers the briefing names (from before the cut) that the agent
+    /// never writes after it.
+    #[serde(default)]
+    pub unused: Vec<String>,
     /// The briefing, when the strategy wrote one.
     pub briefing: Option<String>,
     /// Its tokens.

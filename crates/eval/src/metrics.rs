@@ -1,7 +1,7 @@
 //! Recall and precision of identifiers against what the agent wrote later.
 
 use abridge::model::{Conversation, Message, Role, encode, validate};
-use abridge::summarize::{identifiers, mentions};
+use abridge::summarize::{ToolKind, classify, identifiers, mentions, prose_identifiers};
 use abridge::tokens::TokenizerKind;
 
 use crate::strategy::{Applied, count};
@@ -23,26 +23,68 @@ pub struct Targets {
 /// What the agent itself wrote in `messages`: its text and the values of
 /// its tool arguments.
 pub fn later_used(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for m in messages.iter().filter(|m| m.role == Role::Assistant) {
-        out.push_str(&m.text_content());
-        for c in m.tool_calls() {
-            match c.arguments.to_value() {
-                serde_json::Value::Object(o) => {
-                    for v in o.values() {
-                        out.push(' ');
-                        out.push_str(v.as_str().map_or(v.to_string(), str::to_owned).as_str());
-                    }
-                }
-                other => {
-                    out.push(' ');
-                    out.push_str(&other.to_string());
+    let w = Written::of(messages);
+    format!("{}\n{}\n{}", w.prose, w.references, w.bodies)
+}
+
+/// An argument this long is a body the agent typed (a script, a payload),
+/// not a reference.
+const BODY_CHARS: usize = 400;
+
+/// What the agent wrote, sorted: its prose, the arguments that refer to
+/// things (paths, commands, ids, patterns), and the bodies it typed
+/// (file contents, edits, long arguments). Names in bodies are as much the
+/// language's vocabulary (`Map.get`, `_params`) as the task's, so they do
+/// not count as needed; writing one later still shows a briefing's name
+/// was of use.
+struct Written {
+    prose: String,
+    references: String,
+    bodies: String,
+}
+
+impl Written {
+    fn of(messages: &[Message]) -> Written {
+        let mut w = Written {
+            prose: String::new(),
+            references: String::new(),
+            bodies: String::new(),
+        };
+        for m in messages.iter().filter(|m| m.role == Role::Assistant) {
+            w.prose.push_str(&m.text_content());
+            w.prose.push('\n');
+            for c in m.tool_calls() {
+                let args = c.arguments.to_value();
+                let path = match classify(&c.name, &args) {
+                    ToolKind::Write(p) | ToolKind::Edit(p) => Some(p.to_owned()),
+                    _ => None,
+                };
+                let mut values = Vec::new();
+                strings(&args, &mut values);
+                for v in values {
+                    let body = v.len() >= BODY_CHARS || path.as_ref().is_some_and(|p| *p != v);
+                    let to = if body {
+                        &mut w.bodies
+                    } else {
+                        &mut w.references
+                    };
+                    to.push_str(&v);
+                    to.push('\n');
                 }
             }
         }
-        out.push('\n');
+        w
     }
-    out
+}
+
+/// Every scalar in `v` as text.
+fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+        other => out.push(other.to_string()),
+    }
 }
 
 fn text_of(conv: &Conversation) -> String {
@@ -60,16 +102,20 @@ impl Targets {
     /// The targets of a cut: `pre` is the history before it, `after` what follows.
     pub fn new(pre: &Conversation, after: &[Message]) -> Targets {
         let pre_text = text_of(pre);
-        let written = later_used(after);
+        let w = Written::of(after);
         let mut used: Vec<String> = Vec::new();
-        for id in identifiers(&written) {
+        // Names in the agent's prose, then in the arguments that refer to things.
+        for id in prose_identifiers(&w.prose)
+            .into_iter()
+            .chain(identifiers(&w.references))
+        {
             if !used.contains(&id) && pre_text.contains(&id) {
                 used.push(id);
             }
         }
         Targets {
             used,
-            written,
+            written: format!("{}\n{}\n{}", w.prose, w.references, w.bodies),
             pre_text,
             pre_violations: violations(pre),
         }
@@ -90,25 +136,44 @@ impl Targets {
         if self.used.is_empty() {
             return 1.0;
         }
-        let kept = self.used.iter().filter(|id| mentions(text, id)).count();
-        kept as f64 / self.used.len() as f64
+        let missed = self.missed(text).len();
+        (self.used.len() - missed) as f64 / self.used.len() as f64
+    }
+
+    /// The later-used identifiers `text` does not mention.
+    pub fn missed(&self, text: &str) -> Vec<String> {
+        self.used
+            .iter()
+            .filter(|id| !mentions(text, id))
+            .cloned()
+            .collect()
+    }
+
+    /// The identifiers `briefing` names that appear before the cut.
+    fn named(&self, briefing: &str) -> Vec<String> {
+        prose_identifiers(briefing)
+            .into_iter()
+            .filter(|id| self.pre_text.contains(id.as_str()))
+            .collect()
     }
 
     /// Of the identifiers `briefing` names that appear before the cut, the
     /// share the agent writes after it.
     pub fn precision(&self, briefing: &str) -> f64 {
-        let named: Vec<String> = identifiers(briefing)
-            .into_iter()
-            .filter(|id| self.pre_text.contains(id.as_str()))
-            .collect();
-        if named.is_empty() {
+        let named = self.named(briefing).len();
+        if named == 0 {
             return 0.0;
         }
-        let used = named
-            .iter()
-            .filter(|id| mentions(&self.written, id))
-            .count();
-        used as f64 / named.len() as f64
+        (named - self.unused(briefing).len()) as f64 / named as f64
+    }
+
+    /// The identifiers `briefing` names (from before the cut) that the
+    /// agent never writes after it.
+    pub fn unused(&self, briefing: &str) -> Vec<String> {
+        self.named(briefing)
+            .into_iter()
+            .filter(|id| !mentions(&self.written, id))
+            .collect()
     }
 
     pub(crate) fn score(
@@ -126,6 +191,8 @@ impl Targets {
                 valid: false,
                 recall: 0.0,
                 precision: None,
+                missed: self.used.clone(),
+                unused: Vec::new(),
                 briefing: None,
                 briefing_tokens: None,
                 error: applied.error,
@@ -133,6 +200,7 @@ impl Targets {
             };
         };
         let tokens = count(&conv, kind);
+        let text = text_of(&conv);
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
@@ -141,7 +209,13 @@ impl Targets {
             tokens,
             kept: tokens as f64 / tokens_before.max(1) as f64,
             valid,
-            recall: self.recall(&text_of(&conv)),
+            recall: self.recall(&text),
+            missed: self.missed(&text),
+            unused: applied
+                .briefing
+                .as_deref()
+                .map(|b| self.unused(b))
+                .unwrap_or_default(),
             precision: applied.briefing.as_deref().map(|b| self.precision(b)),
             briefing_tokens: applied.briefing.as_deref().map(|b| kind.count(b) as u64),
             briefing: applied.briefing,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::facts::{FactConfig, extract};
 use crate::sheet::{FOCUS_NOTE, render};
+use crate::spec::task_details;
 
 /// Default tag wrapped around a briefing: it marks the text as external
 /// content for the model, and lets a later compaction find and absorb it.
@@ -80,6 +81,13 @@ pub trait Summarizer: Send + Sync {
     fn quotes_verbatim(&self) -> bool {
         false
     }
+
+    /// True for a summarizer that runs in-process in milliseconds (the
+    /// offline fact sheet): the compactor may call it again over a shorter
+    /// region to keep more of the recent history verbatim.
+    fn is_instant(&self) -> bool {
+        false
+    }
 }
 
 /// A boxed future, as [`AsyncSummarizer`]s return (this crate needs no runtime).
@@ -108,7 +116,8 @@ impl Summarizer for Offline {
     }
 
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
-        let facts = extract(req.region, req.facts);
+        let mut facts = extract(req.region, req.facts);
+        facts.details = task_details(req.region, req.task, req.facts, &facts.progress);
         let sheet = render(
             req.task,
             &facts,
@@ -123,6 +132,10 @@ impl Summarizer for Offline {
     }
 
     fn quotes_verbatim(&self) -> bool {
+        true
+    }
+
+    fn is_instant(&self) -> bool {
         true
     }
 }

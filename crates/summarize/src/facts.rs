@@ -2,15 +2,15 @@
 
 use std::collections::HashMap;
 
-use abridge_model::text::{clip, first_line};
+use abridge_model::text::clip;
 use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
 use crate::briefing::unwrap;
-use crate::ident::identifiers;
-use crate::outcome::{Outcome, outcome};
+use crate::ident::{identifiers, is_reference, prose_identifiers};
+use crate::outcome::{Outcome, failure_summary, outcome};
 use crate::progress::{self, CommandFact, first_sentence, is_exploration, progress_of};
-use crate::tools::{ToolKind, classify, first_string};
+use crate::tools::{ToolKind, classify, first_string, split_arguments};
 
 /// What the extractor recognises.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -57,6 +57,18 @@ pub struct FileFact {
     pub edited: usize,
     /// Operations whose result shows failure.
     pub failed: usize,
+    /// Index of the last tool result that touched it (among all results).
+    pub last_touch: usize,
+    /// Names defined in the code the agent wrote or replaced there
+    /// (`def enqueue`, `fn parse`): where in the file it worked, latest last.
+    pub symbols: Vec<String>,
+}
+
+impl FileFact {
+    /// Changed (written or edited) or failed: not only looked at.
+    pub fn changed(&self) -> bool {
+        self.edited + self.written + self.failed > 0
+    }
 }
 
 /// Facts of a region, in order of appearance.
@@ -95,6 +107,8 @@ pub struct Facts {
     pub decisions: Vec<String>,
     /// The last thing the assistant said before the boundary.
     pub last_state: Option<String>,
+    /// Output of the commands the task named (see [`task_details`](crate::task_details)).
+    pub details: Vec<crate::spec::Detail>,
 }
 
 const DECISION_MARKERS: [&str; 12] = [
@@ -108,15 +122,13 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
     let mut weight = Weights::default();
     let mut results: Vec<String> = Vec::new();
-    // Each file the agent read: its path and the index of its text in `results`.
-    let mut read: Vec<(String, usize)> = Vec::new();
     for m in messages {
         match m.role {
             Role::Assistant => {
                 for p in &m.parts {
                     match p {
                         Part::Text(t) if !t.text.trim().is_empty() => {
-                            weight.add(&mut f.used_ids, &t.text);
+                            weight.add(&mut f.used_ids, &t.text, true);
                             f.last_state = Some(clip(t.text.trim(), 600, 200));
                             if let Some(s) = first_sentence(&t.text)
                                 && !f.narrative.contains(&s)
@@ -126,11 +138,10 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                         }
                         Part::ToolCall(c) => {
                             let args = c.arguments.to_value();
-                            let mut strings = Vec::new();
-                            collect_strings(&args, &mut strings);
-                            // Code the agent wrote counts too (edits, new files).
-                            for s in &strings {
-                                weight.add(&mut f.used_ids, &s[..floor_char(s, 20_000)]);
+                            // What it refers to counts, not the code it typed.
+                            let (references, _bodies) = split_arguments(&c.name, &args);
+                            for r in references {
+                                weight.add(&mut f.used_ids, r, false);
                             }
                             if cfg.todo_tools.iter().any(|t| t == &c.name) {
                                 f.todo = Some((c.name.clone(), args.clone()));
@@ -150,15 +161,10 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                             let text = &results[at];
                             let ok = outcome(r, text, &cfg.error_prefixes);
                             if let Outcome::Failed(_) = ok {
-                                f.latest_error = Some(lines(text, 10));
+                                f.latest_error = Some(error_excerpt(text));
                             }
                             if let Some((name, args)) = calls.get(r.call_id.as_str()) {
-                                if let (ToolKind::Read(path), Outcome::Ok) =
-                                    (classify(name, args), ok)
-                                {
-                                    read.push((path.to_owned(), at));
-                                }
-                                record_call(&mut f, name, args, ok, text);
+                                record_call(&mut f, at, name, args, ok, text);
                             }
                         }
                         Part::Text(t) if m.role == Role::User => {
@@ -171,112 +177,121 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
         }
     }
     weight.rank(&mut f.used_ids);
-    // From results: what the files the agent changed contain, and what the
-    // latest results showed; other listings are bulk.
-    let changed = |path: &str| {
-        f.files
-            .iter()
-            .any(|x| x.path == path && x.edited + x.written > 0)
-    };
-    // Identifiers are read only from the files that turned out changed.
-    let mut from_results: Vec<String> = read
-        .into_iter()
-        .filter(|(path, _)| changed(path))
-        .flat_map(|(_, at)| identifiers(&results[at]).into_iter().take(80))
-        .collect();
-    // Older results give a few names each, the latest ones more.
+    // From results only references (URLs, paths, hashes, numbered ids) of
+    // the latest ones: what was just created or found. Code and listings in
+    // results are the history's, not the briefing's.
     let n = results.len();
-    for (i, text) in results.iter().enumerate() {
-        let take = if i + RECENT_RESULTS >= n {
-            20
-        } else {
-            OLDER_RESULT_IDS
-        };
-        from_results.extend(identifiers(text).into_iter().take(take));
-    }
-    for id in from_results {
-        if !f.used_ids.contains(&id) && !f.result_ids.contains(&id) && !is_position(&id) {
-            f.result_ids.push(id);
+    // Files only read early on were exploration: the briefing names the
+    // ones changed and the ones the agent was reading lately.
+    f.files.retain(|x| x.changed() || x.last_touch * 2 >= n);
+    for text in &results[n.saturating_sub(RECENT_RESULTS)..] {
+        for id in identifiers(text).into_iter().filter(|i| is_reference(i)) {
+            if !f.used_ids.contains(&id)
+                && !f.result_ids.contains(&id)
+                && !is_position(&id)
+                && f.result_ids.len() < RESULT_IDS
+            {
+                f.result_ids.push(id);
+            }
         }
     }
     f
 }
 
-/// Tool results whose identifiers the briefing keeps more of (the latest ones).
-const RECENT_RESULTS: usize = 3;
+/// Tool results whose references the briefing keeps (the latest ones).
+const RECENT_RESULTS: usize = 2;
 
-/// Identifiers an older tool result contributes at most.
-const OLDER_RESULT_IDS: usize = 20;
+/// References taken from results at most.
+const RESULT_IDS: usize = 20;
 
-/// How often and how late the agent wrote each identifier, and whether
-/// only inside code it wrote (a long argument: an edit, a new file).
+/// How often and how late the agent referred to each identifier: in its
+/// prose or in an argument that names something (a path, a command, an
+/// id). Names inside the bodies it typed (file contents, edits) are the
+/// language's as much as the task's and are not counted.
 #[derive(Default)]
 struct Weights {
     seen: HashMap<String, Seen>,
     clock: u32,
-    /// Long arguments written so far.
-    code_calls: u32,
 }
 
 #[derive(Default, Clone, Copy)]
 struct Seen {
-    /// In prose or a short argument (a path, a command, an id).
-    plain: u32,
-    /// Inside code the agent wrote.
-    code: u32,
-    /// When last written.
+    /// Times referred to.
+    count: u32,
+    /// When last referred to.
     last: u32,
-    /// The long argument it was last written in.
-    last_code: u32,
 }
 
-/// Code the agent wrote is a long argument; its names count for less.
-const CODE_CHARS: usize = 400;
-/// Names from the latest this many code arguments are kept, older ones
-/// only when written again.
-const RECENT_CODE: u32 = 8;
-
 impl Weights {
-    fn add(&mut self, ids: &mut Vec<String>, text: &str) {
+    /// Counts the names in `text`: prose (the agent's words) or an argument.
+    fn add(&mut self, ids: &mut Vec<String>, text: &str, prose: bool) {
         self.clock += 1;
-        let code = text.len() >= CODE_CHARS;
-        if code {
-            self.code_calls += 1;
-        }
-        for id in identifiers(text) {
+        let found = if prose {
+            prose_identifiers(text)
+        } else {
+            identifiers(text)
+        };
+        for id in found {
             if is_position(&id) {
                 continue;
             }
             let w = self.seen.entry(id.clone()).or_default();
-            if w.plain + w.code == 0 {
+            if w.count == 0 {
                 ids.push(id);
             }
-            if code {
-                w.code += 1;
-                w.last_code = self.code_calls;
-            } else {
-                w.plain += 1;
-            }
+            w.count += 1;
             w.last = self.clock;
         }
     }
 
-    /// Drops names seen only once in old code; least worth keeping first:
-    /// long ago, then seldom.
+    /// The names the agent referred to, each once, least worth keeping
+    /// first: those it referred to in the second half of the region rank
+    /// above the older ones, then by how late; at most [`MAX_IDS`].
     fn rank(&self, ids: &mut Vec<String>) {
-        let recent = self.code_calls.saturating_sub(RECENT_CODE);
-        ids.retain(|id| {
-            self.seen
-                .get(id)
-                .is_some_and(|w| w.plain > 0 || w.code > 1 || w.last_code > recent)
-        });
+        let half = self.clock / 2;
+        let mut once = std::collections::HashSet::new();
+        ids.retain(|id| once.insert(id.clone()) && self.seen.contains_key(id));
         ids.sort_by_key(|id| {
-            self.seen
-                .get(id)
-                .map(|w| (w.last, w.plain + w.code))
-                .unwrap_or_default()
+            let w = self.seen[id];
+            (w.last > half, w.last)
         });
+        ids.drain(..ids.len().saturating_sub(MAX_IDS));
     }
+}
+
+/// Names the briefing lists at most.
+const MAX_IDS: usize = 120;
+
+/// Keywords that introduce a definition in common languages.
+const DEFINES: [&str; 14] = [
+    "def",
+    "defp",
+    "defmacro",
+    "defmodule",
+    "fn",
+    "func",
+    "function",
+    "class",
+    "struct",
+    "enum",
+    "trait",
+    "interface",
+    "type",
+    "module",
+];
+
+/// Names defined in `code`: the word after a definition keyword.
+fn defined_names(code: &str) -> Vec<String> {
+    let words: Vec<&str> = code
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "_?!.".contains(c)))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| DEFINES.contains(&w[0]))
+        .map(|w| w[1].trim_end_matches('.').to_owned())
+        .filter(|n| n.len() >= 3 && n.chars().next().is_some_and(|c| c.is_ascii_alphabetic()))
+        .collect()
 }
 
 /// `lib/a.ex:264:82`, `src/main.rs:10`: a compiler position, not a name
@@ -287,20 +302,12 @@ fn is_position(id: &str) -> bool {
     !last.is_empty() && last.chars().all(|c| c.is_ascii_digit()) && id.contains('.')
 }
 
-fn floor_char(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
 fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
     let text = text.trim();
     if text.is_empty() || unwrap(wrapper, text).is_some() {
         return;
     }
-    for id in identifiers(text) {
+    for id in prose_identifiers(text) {
         if !f.used_ids.contains(&id) {
             f.used_ids.push(id);
         }
@@ -314,18 +321,27 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
     }
 }
 
-fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &str) {
+/// Records call `at` (the index of its result) and what came of it.
+fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, result: &str) {
     let status = match ok {
         Outcome::Ok => "ok".to_owned(),
         Outcome::Failed(Some(c)) => format!("exit {c}"),
-        Outcome::Failed(None) => format!("failed: {}", clip(first_line(result).trim(), 160, 0)),
+        Outcome::Failed(None) => format!("failed: {}", failure_summary(result, 160)),
     };
     let kind = classify(name, args);
     match kind {
         ToolKind::Shell(cmd) => {
             let cmd = cmd.trim().lines().next().unwrap_or_default();
             f.command_runs.push((cmd.to_owned(), ok == Outcome::Ok));
-            let failure = (ok != Outcome::Ok).then(|| clip(first_line(result).trim(), 240, 0));
+            let failure = (ok != Outcome::Ok).then(|| failure_summary(result, 240));
+            // A failed run's outcome is its cause, with the exit code.
+            let status = match (&failure, ok) {
+                (Some(why), Outcome::Failed(Some(c))) if !why.to_lowercase().contains("exit") => {
+                    format!("exit {c}: {why}")
+                }
+                (Some(why), _) => why.clone(),
+                (None, _) => status,
+            };
             if ok == Outcome::Ok {
                 if let Some(p) = progress_of(cmd) {
                     f.progress.push(p);
@@ -338,10 +354,8 @@ fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &st
         }
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
             if ok != Outcome::Ok {
-                f.errors.push(format!(
-                    "{name} `{p}`: {}",
-                    clip(first_line(result).trim(), 240, 0)
-                ));
+                f.errors
+                    .push(format!("{name} `{p}`: {}", failure_summary(result, 240)));
             }
             let i = match f.files.iter().position(|x| x.path == p) {
                 Some(i) => i,
@@ -354,6 +368,14 @@ fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &st
                 }
             };
             let fact = &mut f.files[i];
+            fact.last_touch = at;
+            if ok == Outcome::Ok && matches!(kind, ToolKind::Edit(_) | ToolKind::Write(_)) {
+                let (_, bodies) = split_arguments(name, args);
+                for sym in bodies.iter().flat_map(|b| defined_names(b)) {
+                    fact.symbols.retain(|s| *s != sym);
+                    fact.symbols.push(sym);
+                }
+            }
             match (ok, kind) {
                 (Outcome::Failed(_), _) => fact.failed += 1,
                 (_, ToolKind::Edit(_)) => fact.edited += 1,
@@ -372,39 +394,58 @@ fn record_call(f: &mut Facts, name: &str, args: &Value, ok: Outcome, result: &st
                 .map(|s| format!(" `{}`", clip(s, 100, 0)))
                 .unwrap_or_default();
             if ok != Outcome::Ok {
-                f.errors.push(format!(
-                    "{name}{arg}: {}",
-                    clip(first_line(result).trim(), 240, 0)
-                ));
+                f.errors
+                    .push(format!("{name}{arg}: {}", failure_summary(result, 240)));
             }
             f.other_calls.push(format!("{name}{arg} → {status}"));
         }
     }
 }
 
-fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
-    match v {
-        Value::String(s) => out.push(s),
-        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
-        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
-        _ => {}
+/// An error's first [`ERROR_HEAD`] lines and its last [`ERROR_TAIL`] (where
+/// compilers and test runners print the verdict), each line clipped.
+fn error_excerpt(text: &str) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    let line = |l: &&str| clip(l, ERROR_LINE_CHARS, 0);
+    if all.len() <= ERROR_HEAD + ERROR_TAIL {
+        return all.iter().map(line).collect::<Vec<_>>().join("\n");
     }
+    let head = all[..ERROR_HEAD].iter().map(line);
+    let tail = all[all.len() - ERROR_TAIL..].iter().map(line);
+    let skipped = format!("… ({} lines)", all.len() - ERROR_HEAD - ERROR_TAIL);
+    head.chain(std::iter::once(skipped))
+        .chain(tail)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-fn lines(text: &str, n: usize) -> String {
-    let kept: Vec<&str> = text.lines().take(n).collect();
-    let more = text.lines().count().saturating_sub(n);
-    let body = clip(&kept.join("\n"), 800, 0);
-    if more > 0 {
-        format!("{body}\n… ({more} more lines)")
-    } else {
-        body
-    }
-}
+const ERROR_HEAD: usize = 2;
+const ERROR_TAIL: usize = 12;
+const ERROR_LINE_CHARS: usize = 200;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_keeps_its_first_lines_and_its_verdict() {
+        let mut out = vec![
+            "Pre-commit validation failed:".to_owned(),
+            "[DIALYZER]".into(),
+        ];
+        out.push(format!("[{}]", ":dep, ".repeat(200)));
+        out.extend((0..30).map(|i| format!("progress {i}")));
+        out.push("lib/a.ex:58:13:pattern_match".into());
+        out.push("The pattern can never match the type.".into());
+        let e = error_excerpt(&out.join("\n"));
+        assert!(
+            e.starts_with("Pre-commit validation failed:\n[DIALYZER]\n… (21 lines)"),
+            "{e}"
+        );
+        assert!(e.ends_with("lib/a.ex:58:13:pattern_match\nThe pattern can never match the type."));
+        assert!(!e.contains(":dep"), "{e}");
+        assert_eq!(error_excerpt("one\ntwo"), "one\ntwo");
+    }
 
     #[test]
     fn an_earlier_briefing_under_the_configured_wrapper_is_not_a_user_message() {

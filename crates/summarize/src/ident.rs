@@ -23,9 +23,43 @@ pub fn identifiers(text: &str) -> Vec<String> {
     out
 }
 
+/// Identifiers in prose (what the agent or user wrote as text): as
+/// [`identifiers`], except that outside `code` spans a run of plain words
+/// joined by hyphens or a slash is English ("end-to-end", "No-op",
+/// "expand/collapse"), not a name. Inside backticks it counts.
+pub fn prose_identifiers(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, span) in text.split('`').enumerate() {
+        let code = i % 2 == 1;
+        for id in identifiers(span) {
+            if (code || !is_compound_word(&id)) && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+/// Letters joined by `-` or `/`, lower case after a possible capital.
+fn is_compound_word(t: &str) -> bool {
+    !t.starts_with('/')
+        && t.chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '/')
+        && t.chars().skip(1).all(|c| !c.is_ascii_uppercase())
+}
+
+/// `1px`, `200ms`, `16-byte`, `10-line`: a quantity, not a name.
+fn is_quantity(t: &str) -> bool {
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    unit.len() < t.len() && {
+        let unit = unit.strip_prefix('-').unwrap_or(unit);
+        !unit.is_empty() && unit.chars().all(|c| c.is_ascii_alphabetic())
+    }
+}
+
 /// True for a token worth keeping verbatim.
 pub fn is_identifier(t: &str) -> bool {
-    if t.len() < 3 || t.len() > 300 {
+    if t.len() < 3 || t.len() > 300 || is_quantity(t) {
         return false;
     }
     if t.starts_with("http://") || t.starts_with("https://") {
@@ -67,6 +101,20 @@ pub fn is_identifier(t: &str) -> bool {
         || camel
 }
 
+/// A URL, a path, a hash or a numbered id (`APP-1432`, `spotter-dov.3`):
+/// names something that exists outside the code, unlike a symbol.
+pub fn is_reference(t: &str) -> bool {
+    if !is_identifier(t) {
+        return false;
+    }
+    let digits = t.chars().any(|c| c.is_ascii_digit());
+    let letters = t.chars().any(|c| c.is_ascii_alphabetic());
+    t.contains("://")
+        || t.contains('/')
+        || is_hex_id(t)
+        || (digits && letters && t.contains(['-', '.']) && !t.contains('_'))
+}
+
 fn is_hex_id(t: &str) -> bool {
     let hex: String = t.chars().filter(|c| *c != '-').collect();
     hex.len() >= 7
@@ -91,6 +139,25 @@ pub fn mentions(text: &str, id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_compounds_are_words_but_code_spans_are_names() {
+        let ids = prose_identifiers(
+            "An end-to-end fix, pre-existing in `is-jump-highlight`; No-op on \
+             expand/collapse, bead spotter-dov.3 in lib/app.ex and `spotter-dov`.",
+        );
+        assert_eq!(
+            ids,
+            [
+                "is-jump-highlight",
+                "spotter-dov.3",
+                "lib/app.ex",
+                "spotter-dov"
+            ]
+        );
+        // Code keeps its kebab-case names.
+        assert!(identifiers("class=\"transcript-row\"").contains(&"transcript-row".to_owned()));
+    }
 
     #[test]
     fn finds_what_agents_reuse() {
@@ -118,6 +185,12 @@ mod tests {
         }
         for not in ["quick", "brown", "e.g", "1.5", "times", "The"] {
             assert!(!ids.iter().any(|i| i == not), "{not}: {ids:?}");
+        }
+        for quantity in ["1px", "200ms", "16-byte", "10-line", "2.5GB"] {
+            assert!(!is_identifier(quantity), "{quantity}");
+        }
+        for name in ["4d5611e5", "v2-api", "x86_64", "sha256"] {
+            assert!(is_identifier(name), "{name}");
         }
         assert!(mentions(
             "see lib/foo_web/live/session_live.ex",

@@ -30,7 +30,7 @@
 //!     facts: &FactConfig::default(),
 //! })?;
 //! assert!(briefing.contains("Fix the CSV date format."));
-//! assert!(briefing.contains("`src/export.rs`"));
+//! assert!(briefing.contains("fix src/export.rs for APP-1432"));
 //! assert!(briefing.contains("not manual padding"));
 //! # Ok::<(), abridge_summarize::SummarizeError>(())
 //! ```
@@ -41,6 +41,7 @@ mod ident;
 mod outcome;
 mod progress;
 mod sheet;
+mod spec;
 mod tools;
 mod verify;
 
@@ -49,9 +50,10 @@ pub use briefing::{
     defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
-pub use ident::{identifiers, is_identifier, mentions};
-pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, outcome};
+pub use ident::{identifiers, is_identifier, is_reference, mentions, prose_identifiers};
+pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, failure_summary, outcome};
 pub use progress::CommandFact;
 pub use sheet::render;
-pub use tools::{ToolKind, classify, first_string};
+pub use spec::{Detail, task_details};
+pub use tools::{ToolKind, classify, first_string, split_arguments};
 pub use verify::{Verification, verify};

@@ -1,7 +1,7 @@
 //! Did a tool call succeed? Decided from its result only.
 
 use abridge_model::ToolResult;
-use abridge_model::text::first_line;
+use abridge_model::text::{clip, first_line};
 
 /// Words that, at the start of a result's first line, mean it failed.
 pub const DEFAULT_ERROR_PREFIXES: [&str; 6] = [
@@ -71,6 +71,57 @@ pub fn exit_code(text: &str) -> Option<i64> {
     None
 }
 
+/// A failure in one line: its first line and, when the output goes on, the
+/// first line that points at a source position (`lib/a.ex:58:13: …`) or
+/// else the last that names an error, so the cause shows and not only the
+/// tool's banner. Escaped newlines (`\\n` in hook output) count as breaks.
+pub fn failure_summary(text: &str, max: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .flat_map(|l| l.split("\\n"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let Some(first) = lines.first() else {
+        return String::new();
+    };
+    let rest = &lines[1..];
+    let names_error = |l: &&str| {
+        let lower = l.to_lowercase();
+        ["error", "fail", "panic", "exception"]
+            .iter()
+            .any(|w| lower.contains(w))
+    };
+    // A position first; else, after a banner that names no error, the
+    // last line that does; else the line a `…:` banner introduces.
+    let verdict = rest
+        .iter()
+        .find(|l| points_at_source(l))
+        .or_else(|| {
+            (!names_error(first) || first.ends_with(':'))
+                .then(|| rest.iter().rev().find(|l| names_error(l)))
+                .flatten()
+        })
+        .or_else(|| rest.first().filter(|_| first.ends_with(':')));
+    match verdict {
+        Some(v) => format!("{} … {}", clip(first, max / 2, 0), clip(v, max / 2, 0)),
+        None => clip(first, max, 0),
+    }
+}
+
+/// `path/file.ext:12` somewhere in the line.
+fn points_at_source(line: &str) -> bool {
+    line.split_whitespace().any(|w| {
+        let mut parts = w.split(':');
+        let file = parts.next().unwrap_or_default();
+        file.contains('.')
+            && file.chars().any(|c| c.is_ascii_alphabetic())
+            && parts
+                .next()
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +163,31 @@ mod tests {
         );
         assert_eq!(f("exit status 0", None), Outcome::Ok);
         assert_eq!(f("All 14 tests passed", None), Outcome::Ok);
+    }
+
+    #[test]
+    fn a_failure_names_its_cause_not_only_the_banner() {
+        let hook = "Pre-commit validation failed:\\n\\n[DIALYZER]\\nFinding suitable PLTs\nChecking PLT...\n\
+                    Total errors: 2\nlib/a.ex:58:13:pattern_match\nThe pattern can never match.";
+        assert_eq!(
+            failure_summary(hook, 240),
+            "Pre-commit validation failed: … lib/a.ex:58:13:pattern_match"
+        );
+        assert_eq!(
+            failure_summary("Exit code 1\nbuild ok\nerror: linker failed", 240),
+            "Exit code 1 … error: linker failed"
+        );
+        assert_eq!(failure_summary("not found", 240), "not found");
+        assert_eq!(
+            failure_summary(
+                "Validation failed:\\n[FORMAT] Not formatted.\\nRun it.",
+                240
+            ),
+            "Validation failed: … [FORMAT] Not formatted."
+        );
+        assert_eq!(
+            failure_summary("<error>Not found.\nold text\nend</error>", 240),
+            "<error>Not found."
+        );
     }
 }

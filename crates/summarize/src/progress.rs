@@ -21,7 +21,9 @@ pub struct CommandFact {
 }
 
 impl CommandFact {
-    /// One line: the command, its runs and outcome, what came of a failure.
+    /// One line: the command, its runs and outcome, what came of a failure
+    /// (`→ ok (failed first: …; fixed by a later run)`, or `→ exit 1: …;
+    /// not fixed`, with the first failure when it differs from the last).
     pub fn line(&self) -> String {
         let runs = if self.runs > 1 {
             format!(" ×{}", self.runs)
@@ -29,13 +31,20 @@ impl CommandFact {
             String::new()
         };
         let mut s = format!("`{}`{runs} → {}", clip(&self.command, 100, 30), self.last);
-        if let Some(f) = &self.failure {
-            let outcome = if self.fixed {
-                "fixed: a later run succeeded"
-            } else {
-                "not fixed"
-            };
-            s.push_str(&format!(" (failed: {}; {outcome})", clip(f, 160, 0)));
+        match &self.failure {
+            None => {}
+            Some(f) if self.fixed => {
+                s.push_str(&format!(
+                    " (failed first: {}; fixed by a later run)",
+                    clip(f, 160, 0)
+                ));
+            }
+            Some(f) => {
+                s.push_str("; not fixed");
+                if !self.last.contains(f.as_str()) {
+                    s.push_str(&format!(" (first failure: {})", clip(f, 160, 0)));
+                }
+            }
         }
         s
     }
@@ -183,7 +192,23 @@ mod tests {
         assert_eq!(l[1].command, "mix test", "latest last");
         assert_eq!(
             l[1].line(),
-            "`mix test` ×2 → ok (failed: 1 test failed; fixed: a later run succeeded)"
+            "`mix test` ×2 → ok (failed first: 1 test failed; fixed by a later run)"
+        );
+        record(
+            &mut l,
+            "cargo build",
+            "exit 101: linker failed".into(),
+            Some("exit 101: no such crate".into()),
+        );
+        record(
+            &mut l,
+            "cargo build",
+            "exit 101: linker failed".into(),
+            Some("exit 101: linker failed".into()),
+        );
+        assert_eq!(
+            l[2].line(),
+            "`cargo build` ×2 → exit 101: linker failed; not fixed (first failure: exit 101: no such crate)"
         );
     }
 

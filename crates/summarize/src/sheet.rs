@@ -8,6 +8,7 @@ use serde_json::Value;
 use abridge_model::text::clip;
 
 use crate::facts::Facts;
+use crate::ident::mentions;
 use crate::progress::CommandFact;
 
 /// What a section holds. The kind, not its heading, identifies a section:
@@ -16,6 +17,7 @@ use crate::progress::CommandFact;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Task,
+    Details,
     Todo,
     Progress,
     Last,
@@ -57,8 +59,9 @@ enum Merge {
 impl Kind {
     /// Every kind, in the order the sheet renders them: the task, its
     /// progress and the current state first.
-    const ALL: [Kind; 15] = [
+    const ALL: [Kind; 16] = [
         Kind::Task,
+        Kind::Details,
         Kind::Todo,
         Kind::Progress,
         Kind::Last,
@@ -78,6 +81,7 @@ impl Kind {
     fn title(self) -> &'static str {
         match self {
             Kind::Task => "Task",
+            Kind::Details => "Task details (output of the commands the task named)",
             Kind::Todo => "Task list (as last written by the agent)",
             Kind::Progress => "Done (as the agent's commands record it)",
             Kind::Decisions => "Decisions and corrections from the user",
@@ -118,6 +122,7 @@ impl Kind {
     fn priority_and_keep(self) -> (u8, usize) {
         match self {
             Kind::Task | Kind::Todo | Kind::LatestError | Kind::Last => (u8::MAX, usize::MAX),
+            Kind::Details => (10, 1),
             Kind::Progress => (9, 10),
             Kind::Decisions => (8, 10),
             Kind::Files => (7, 10),
@@ -135,7 +140,9 @@ impl Kind {
     fn layout(self) -> Layout {
         match self {
             Kind::Ids | Kind::ResultIds => Layout::Inline,
-            Kind::Task | Kind::Todo | Kind::LatestError | Kind::Last => Layout::Lines,
+            Kind::Task | Kind::Details | Kind::Todo | Kind::LatestError | Kind::Last => {
+                Layout::Lines
+            }
             _ => Layout::Bullets,
         }
     }
@@ -143,7 +150,7 @@ impl Kind {
     fn merge(self) -> Merge {
         match self {
             Kind::Task => Merge::KeepOld,
-            Kind::Todo | Kind::LatestError | Kind::Last => Merge::Newest,
+            Kind::Details | Kind::Todo | Kind::LatestError | Kind::Last => Merge::Newest,
             _ => Merge::Append,
         }
     }
@@ -222,7 +229,7 @@ pub fn render(
     budget: usize,
     kind: TokenizerKind,
 ) -> String {
-    let mut sections = sections(task, facts);
+    let mut sections = sections(task, facts, budget);
     if let Some(prev) = previous {
         merge(&mut sections, prev);
     }
@@ -293,7 +300,15 @@ fn relativize(sections: &mut [Section]) -> Option<String> {
     Some(parent)
 }
 
-fn sections(task: &str, f: &Facts) -> Vec<Section> {
+/// Characters of the task details together, per token of budget: about a
+/// quarter of the sheet at most.
+const DETAIL_CHARS_PER_TOKEN: usize = 1;
+
+/// Names a file's line lists of where the agent worked in it, at most.
+const SYMBOLS: usize = 6;
+
+fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
+    let detail_chars = budget * DETAIL_CHARS_PER_TOKEN / f.details.len().max(1);
     let files: Vec<String> = f
         .files
         .iter()
@@ -311,27 +326,30 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
                     n => ops.push(format!("{what} {n}×")),
                 }
             }
-            format!("{} · {}", ops.join(", "), x.path)
+            let recent = &x.symbols[x.symbols.len().saturating_sub(SYMBOLS)..];
+            let symbols: Vec<String> = recent.iter().map(|s| format!("`{s}`")).collect();
+            if symbols.is_empty() {
+                format!("{} · {}", ops.join(", "), x.path)
+            } else {
+                format!("{} ({}) · {}", ops.join(", "), symbols.join(", "), x.path)
+            }
         })
-        .collect();
-    // Paths already listed under Files are not repeated as identifiers.
-    let listed: Vec<&str> = f.files.iter().map(|x| x.path.as_str()).collect();
-    let used: Vec<String> = f
-        .used_ids
-        .iter()
-        .filter(|i| !listed.contains(&i.as_str()))
-        .cloned()
         .collect();
     let todo = f
         .todo
         .as_ref()
         .map(|(_, args)| todo_lines(args))
         .unwrap_or_default();
-    Kind::ALL
+    let mut sections: Vec<Section> = Kind::ALL
         .into_iter()
         .map(|kind| {
             let items = match kind {
                 Kind::Task => vec![task.trim().to_owned()],
+                Kind::Details => f
+                    .details
+                    .iter()
+                    .map(|d| clip(&d.text(), detail_chars.max(200), 0))
+                    .collect(),
                 Kind::Todo => todo.clone(),
                 Kind::Decisions => f.decisions.clone(),
                 Kind::Files => files.clone(),
@@ -357,7 +375,7 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
                     .collect(),
                 Kind::Calls => f.other_calls.clone(),
                 Kind::LatestError => f.latest_error.iter().cloned().collect(),
-                Kind::Ids => used.clone(),
+                Kind::Ids => Vec::new(),
                 Kind::ResultIds => f.result_ids.clone(),
                 Kind::Users => f.user_messages.clone(),
                 Kind::Earlier => Vec::new(),
@@ -365,7 +383,26 @@ fn sections(task: &str, f: &Facts) -> Vec<Section> {
             };
             Section::new(kind, items)
         })
-        .collect()
+        .collect();
+    // Identifiers a section trimmed after this one already names are not
+    // repeated.
+    let ids_priority = Kind::Ids.priority_and_keep().0;
+    let named: String = sections
+        .iter()
+        .filter(|s| s.priority() > ids_priority)
+        .flat_map(|s| s.items.iter())
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(ids) = sections.iter_mut().find(|s| s.kind == Kind::Ids) {
+        ids.items = f
+            .used_ids
+            .iter()
+            .filter(|i| !mentions(&named, i))
+            .cloned()
+            .collect();
+    }
+    sections
 }
 
 /// `- [status] content` lines of a TodoWrite-style call, or its JSON.

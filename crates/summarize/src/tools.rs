@@ -61,6 +61,33 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
     ToolKind::Other
 }
 
+/// An argument this long is a body the agent typed (a script, a payload).
+const BODY_CHARS: usize = 400;
+
+/// A call's string arguments, sorted into those that refer to things (a
+/// path, a command, a pattern, an id) and the bodies the agent typed: what
+/// it writes into a file or edits, and any argument of [`BODY_CHARS`] or
+/// more. Names in bodies are the language's as much as the task's.
+pub fn split_arguments<'a>(name: &str, args: &'a Value) -> (Vec<&'a str>, Vec<&'a str>) {
+    let path = match classify(name, args) {
+        ToolKind::Write(p) | ToolKind::Edit(p) => Some(p),
+        _ => None,
+    };
+    let mut all = Vec::new();
+    strings(args, &mut all);
+    all.into_iter()
+        .partition(|s| s.len() < BODY_CHARS && path.is_none_or(|p| p == *s))
+}
+
+fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
 /// First string value of a JSON value (depth first), for short summaries.
 pub fn first_string(v: &Value) -> Option<&str> {
     match v {
@@ -103,6 +130,17 @@ mod tests {
             ToolKind::Search("fn main")
         );
         assert_eq!(classify("AskUserQuestion", &json!({})), ToolKind::Ask);
+        let edit = json!({"file_path": "a.rs", "old_string": "x", "new_string": "y"});
+        assert_eq!(
+            split_arguments("Edit", &edit),
+            (vec!["a.rs"], vec!["x", "y"])
+        );
+        let long = "x".repeat(BODY_CHARS);
+        let bash = json!({"command": "cargo test", "description": long});
+        assert_eq!(
+            split_arguments("Bash", &bash),
+            (vec!["cargo test"], vec![long.as_str()])
+        );
         assert_eq!(
             classify("Task", &json!({"prompt": "explore"})),
             ToolKind::Other

@@ -3,6 +3,7 @@
 
 mod agent;
 mod background;
+mod briefing_shape;
 mod continuity;
 mod corpus;
 mod fuzz;

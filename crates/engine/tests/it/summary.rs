@@ -161,7 +161,10 @@ fn briefing_marks_nothing_done_without_a_successful_result() {
     }
     let out = compact_with(&conv, 400, Some(vec![PolicyKind::Summarize]));
     let b = briefing(&out).unwrap();
-    assert!(b.contains("`make deploy ENV=staging` → exit 2"), "{b}");
+    assert!(
+        b.contains("`make deploy ENV=staging` → exit status 2"),
+        "{b}"
+    );
     assert!(b.contains("`make test` → ok"), "{b}");
     assert!(
         b.contains("error: missing credentials for registry.example.test"),
@@ -313,79 +316,4 @@ fn a_chained_compaction_re_condenses_the_earlier_briefing() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("earlier briefing"), "{e}");
-}
-
-/// The shape of the offline briefing on both Claude Code sessions at their
-/// real cut (10 % of the tokens before it, o200k_base): the task, what is
-/// done and the current state lead; every error names its call and what
-/// came of it; no command is listed twice.
-#[test]
-fn the_offline_briefing_leads_with_progress_and_lists_each_command_once() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/claude-code_marot-spotter");
-    if !dir.is_dir() {
-        eprintln!("skipping: corpus not found at {}", dir.display());
-        return;
-    }
-    let lead = [
-        "## Task",
-        "## Done (as the agent's commands record it)",
-        "## Current state (the agent's last words)",
-        "## What the agent did (its own words, oldest first)",
-    ];
-    for (name, errors) in [
-        ("4d5611e5-241a-462a-8d15-5122611a9569.jsonl", false),
-        ("ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", true),
-    ] {
-        let conv = decode(&std::fs::read(dir.join(name)).unwrap())
-            .unwrap()
-            .remove(0);
-        let before = Conversation {
-            messages: conv.messages[..conv.boundaries[0].index].to_vec(),
-            ..conv.clone_envelope()
-        };
-        let mut cfg = Config {
-            tokenizer: Some(abridge::tokens::TokenizerKind::O200kBase),
-            ..Config::default()
-        };
-        cfg.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
-        cfg.budget.min_iterations = 1;
-        let tokens = Compactor::new(cfg.clone()).unwrap().count(&before);
-        cfg.budget.target_tokens = Some(tokens / 10);
-        let out = Compactor::new(cfg).unwrap().compact(&before).unwrap();
-        let b = briefing(&out.conversation).unwrap();
-        let headings: Vec<&str> = b.lines().filter(|l| l.starts_with("## ")).collect();
-        assert_eq!(headings[..4], lead, "{name}: {headings:?}");
-        assert_eq!(
-            headings.contains(&"## Errors and what came of them"),
-            errors,
-            "{headings:?}"
-        );
-        // Sections: heading → its lines.
-        let section = |title: &str| -> Vec<&str> {
-            b.split("\n## ")
-                .find(|s| s.starts_with(title))
-                .map(|s| {
-                    s.lines()
-                        .skip(1)
-                        .filter(|l| l.starts_with("- ") && !l.starts_with("- ("))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut seen = Vec::new();
-        for line in section("Errors").iter().chain(&section("Commands")) {
-            assert!(
-                line.contains('`'),
-                "{name}: an error without its call: {line}"
-            );
-            if let Some(cmd) = line.strip_prefix("- `").and_then(|l| l.split('`').next()) {
-                assert!(!seen.contains(&cmd), "{name}: `{cmd}` listed twice");
-                seen.push(cmd);
-            }
-        }
-        for line in section("Errors").iter().filter(|l| l.starts_with("- `")) {
-            assert!(line.contains("fixed"), "{name}: {line}");
-        }
-    }
 }

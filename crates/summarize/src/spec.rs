@@ -1,0 +1,118 @@
+//! The task's own details: what the commands the task told the agent to run
+//! printed (`Run bd show APP-1 to see the issue details`), and the latest
+//! output of the same command for another item (the subtask in progress,
+//! `bd show APP-1.3`). A briefing that keeps them keeps the specification,
+//! not only what was done about it.
+
+use std::collections::HashMap;
+
+use abridge_model::text::clip;
+use abridge_model::{Message, Part};
+
+use crate::facts::FactConfig;
+use crate::ident::is_identifier;
+use crate::outcome::{Outcome, outcome};
+use crate::tools::{ToolKind, classify};
+
+/// One command's output, kept as the task's details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detail {
+    /// The command, as the agent ran it.
+    pub command: String,
+    /// What it printed (clipped to [`DETAIL_CHARS`]).
+    pub output: String,
+}
+
+impl Detail {
+    /// The command as a heading line, then its output quoted (`> ` on
+    /// every line, so that its own headings stay inside it).
+    pub fn text(&self) -> String {
+        let quoted: Vec<String> = self
+            .output
+            .trim_end()
+            .lines()
+            .map(|l| format!("> {l}").trim_end().to_owned())
+            .collect();
+        format!("`{}`:\n{}", self.command, quoted.join("\n"))
+    }
+}
+
+/// Most characters of one command's output kept.
+const DETAIL_CHARS: usize = 3_000;
+
+/// The details of `task` found in `messages`: the latest successful output
+/// of each command the task names, then, for each of them, the latest
+/// output of the same program and subcommand run on something else,
+/// unless `progress` (the region's [`Facts::progress`](crate::Facts))
+/// records that item closed.
+pub fn task_details(
+    messages: &[Message],
+    task: &str,
+    cfg: &FactConfig,
+    progress: &[String],
+) -> Vec<Detail> {
+    let mut commands: HashMap<&str, String> = HashMap::new();
+    let mut named: Vec<Detail> = Vec::new();
+    let mut related: Vec<(String, Detail)> = Vec::new();
+    for m in messages {
+        for p in &m.parts {
+            match p {
+                Part::ToolCall(c) => {
+                    if let ToolKind::Shell(cmd) = classify(&c.name, &c.arguments.to_value()) {
+                        let cmd = cmd.trim();
+                        if !cmd.contains('\n') {
+                            commands.insert(c.id.as_str(), cmd.to_owned());
+                        }
+                    }
+                }
+                Part::ToolResult(r) => {
+                    let Some(cmd) = commands.get(r.call_id.as_str()) else {
+                        continue;
+                    };
+                    let text = r.text();
+                    if outcome(r, &text, &cfg.error_prefixes) != Outcome::Ok {
+                        continue;
+                    }
+                    let detail = Detail {
+                        command: cmd.clone(),
+                        output: clip(text.trim(), DETAIL_CHARS, 0),
+                    };
+                    let family = family(cmd);
+                    if names_an_item(cmd) && task.contains(cmd.as_str()) {
+                        named.retain(|d| d.command != detail.command);
+                        named.push(detail);
+                    } else if let Some(f) = family {
+                        related.retain(|(g, _)| *g != f);
+                        related.push((f, detail));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let families: Vec<String> = named.iter().filter_map(|d| family(&d.command)).collect();
+    let closed = |d: &Detail| {
+        let item = d.command.split_whitespace().last().unwrap_or_default();
+        progress.iter().any(|p| {
+            p.strip_prefix("closed ")
+                .is_some_and(|r| r.split([':', ' ']).next() == Some(item))
+        })
+    };
+    related.retain(|(f, d)| families.contains(f) && !closed(d));
+    named
+        .into_iter()
+        .chain(related.into_iter().map(|(_, d)| d))
+        .collect()
+}
+
+/// True when the command is about one item: an argument after the
+/// program is an identifier (`bd show APP-1`, not `ls -la` or `bd ready`).
+fn names_an_item(cmd: &str) -> bool {
+    cmd.split_whitespace().skip(1).any(is_identifier)
+}
+
+/// Program and subcommand (`bd show`), when the command names an item.
+fn family(cmd: &str) -> Option<String> {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    (words.len() >= 3 && names_an_item(cmd)).then(|| format!("{} {}", words[0], words[1]))
+}
