@@ -117,7 +117,11 @@ impl Summarizer for Offline {
 
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
         let mut facts = extract(req.region, req.facts);
-        facts.details = task_details(req.region, req.task, req.facts, &facts.progress);
+        // Progress the kept tail records counts too: a subtask closed there
+        // needs no restating.
+        let mut progress = facts.progress.clone();
+        progress.extend(extract(req.tail, req.facts).progress);
+        facts.details = task_details(req.region, req.task, req.facts, &progress);
         let sheet = render(
             req.task,
             &facts,
