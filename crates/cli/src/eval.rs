@@ -117,7 +117,7 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
         };
         writeln!(
             out,
-            "{} — {cut}: {} tokens before, budget {}, {} identifiers used later",
+            "{} — {cut}: {} tokens before, budget {}, {} identifiers referred to later",
             r.source, r.tokens_before, r.budget_tokens, r.later_used
         )?;
         if let Some(e) = &r.probe_error {
@@ -125,8 +125,8 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
         }
         writeln!(
             out,
-            "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}",
-            "strategy", "tokens", "kept", "valid", "recall", "precision", "briefing"
+            "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>10} {:>9}",
+            "strategy", "tokens", "kept", "valid", "recall", "with code", "precision", "briefing"
         )?;
         for x in &r.results {
             if let Some(e) = &x.error {
@@ -135,12 +135,13 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
             }
             writeln!(
                 out,
-                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>9}{}",
+                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>10} {:>9}{}",
                 x.strategy.label(),
                 x.tokens,
                 pct(x.kept),
                 if x.valid { "yes" } else { "no" },
                 pct(x.recall),
+                pct(x.recall_with_code),
                 x.precision.map_or("—".into(), pct),
                 x.briefing_tokens.map_or("—".into(), |t| t.to_string()),
                 x.probe_score
@@ -165,10 +166,11 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
         };
         writeln!(
             out,
-            "  {:<26} kept {:>6}  recall {:>6}  precision {:>6}",
+            "  {:<26} kept {:>6}  recall {:>6}  with code {:>6}  precision {:>6}",
             s.label(),
             mean(&|x| Some(x.kept)).map_or("—".into(), pct),
             mean(&|x| Some(x.recall)).map_or("—".into(), pct),
+            mean(&|x| Some(x.recall_with_code)).map_or("—".into(), pct),
             mean(&|x| x.precision).map_or("—".into(), pct)
         )?;
     }

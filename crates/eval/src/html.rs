@@ -11,7 +11,7 @@ pub fn html(reports: &[CutReport]) -> String {
     let mut out = String::from(HEAD);
     let _ = write!(
         out,
-        "<h1>abridge eval</h1><p>{} cut(s) of {} transcript(s). Recall: share of the identifiers the agent wrote after the cut that the compacted history still holds. Precision: share of a briefing's identifiers the agent went on to use.</p>",
+        "<h1>abridge eval</h1><p>{} cut(s) of {} transcript(s). Recall: share of the identifiers the agent referred to after the cut (its text, and arguments that name things) that the compacted history still holds; with code, the names in the code it typed count too. Precision: share of a briefing's identifiers the agent went on to use.</p>",
         reports.len(),
         {
             let mut s: Vec<&str> = reports.iter().map(|r| r.source.as_str()).collect();
@@ -21,6 +21,7 @@ pub fn html(reports: &[CutReport]) -> String {
     );
     for (metric, name) in [
         ("recall", "Recall"),
+        ("recall_with_code", "Recall with names in typed code"),
         ("precision", "Precision"),
         ("kept", "Tokens kept"),
     ] {
@@ -63,6 +64,7 @@ fn chart(out: &mut String, reports: &[CutReport], metric: &str, name: &str) {
                 .filter(|x| x.strategy == s && x.error.is_none())
                 .filter_map(|x| match metric {
                     "recall" => Some(x.recall),
+                    "recall_with_code" => Some(x.recall_with_code),
                     "precision" => x.precision,
                     "probe_score" => x.probe_score,
                     _ => Some(x.kept),
@@ -105,8 +107,8 @@ fn table(out: &mut String, r: &CutReport) {
     };
     let _ = write!(
         out,
-        "<h2>{} — {cut}</h2><p>{} messages, {} tokens before the cut; budget {} tokens; {} identifiers used later.</p>\
-         <table><tr><th>strategy</th><th>tokens</th><th>kept</th><th>valid</th><th>recall</th><th>precision</th><th>briefing tokens</th><th>probes</th></tr>",
+        "<h2>{} — {cut}</h2><p>{} messages, {} tokens before the cut; budget {} tokens; {} identifiers referred to later.</p>\
+         <table><tr><th>strategy</th><th>tokens</th><th>kept</th><th>valid</th><th>recall</th><th>with code</th><th>precision</th><th>briefing tokens</th><th>probes</th></tr>",
         esc(&r.source),
         r.messages_before,
         r.tokens_before,
@@ -117,7 +119,7 @@ fn table(out: &mut String, r: &CutReport) {
         let pct = |v: f64| format!("{:.1}%", v * 100.0);
         let _ = write!(
             out,
-            "<tr data-strategy=\"{}\"><td>{}</td><td data-tokens=\"{}\">{}</td><td>{}</td><td>{}</td><td data-recall=\"{:.4}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-strategy=\"{}\"><td>{}</td><td data-tokens=\"{}\">{}</td><td>{}</td><td>{}</td><td data-recall=\"{:.4}\">{}</td><td data-recall-code=\"{:.4}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             serde_json::to_string(&x.strategy)
                 .unwrap_or_default()
                 .trim_matches('"'),
@@ -130,6 +132,8 @@ fn table(out: &mut String, r: &CutReport) {
             if x.valid { "yes" } else { "no" },
             x.recall,
             pct(x.recall),
+            x.recall_with_code,
+            pct(x.recall_with_code),
             x.precision.map_or("—".into(), pct),
             x.briefing_tokens.map_or("—".into(), |t| t.to_string()),
             x.probe_score.map_or("—".into(), pct)

@@ -7,8 +7,14 @@
 //! agent went on to need. Metrics:
 //!
 //! - **recall**: of the identifiers that appear before the cut and that the
-//!   agent itself writes after it (its text and tool-argument values), the
-//!   share still present in the compacted history;
+//!   agent refers to after it — in its text and in the tool arguments that
+//!   name things (paths, commands, ids, patterns) — the share still present
+//!   in the compacted history. Names inside the code it types (a file's
+//!   body, an edit) are the language's vocabulary as much as the task's
+//!   and a briefing that listed them would be a dump, so they are left
+//!   out; **recall with code** counts them too, for comparison. In prose,
+//!   hyphenated English (`end-to-end`) is not an identifier, and neither is
+//!   a quantity (`16-byte`, `200ms`);
 //! - **precision** (strategies that write a briefing): of the identifiers
 //!   the briefing names that appear before the cut, the share the agent
 //!   writes after it;
@@ -112,6 +118,9 @@ pub struct StrategyResult {
     pub valid: bool,
     /// Share of the later-used identifiers still present.
     pub recall: f64,
+    /// The same, counting the names in the code the agent typed later too.
+    #[serde(default)]
+    pub recall_with_code: f64,
     /// Share of the briefing's identifiers the agent uses later (briefings only).
     pub precision: Option<f64>,
     /// Later-used identifiers the compacted history lost.

@@ -10,8 +10,12 @@ use crate::{Strategy, StrategyResult};
 /// What the agent went on to need after a cut.
 #[derive(Debug, Clone)]
 pub struct Targets {
-    /// Identifiers from before the cut that the agent writes after it.
+    /// Identifiers from before the cut that the agent refers to after it
+    /// (its prose and reference arguments).
     used: Vec<String>,
+    /// The same with the names in the code it types after it (file
+    /// bodies, edits) added.
+    used_with_code: Vec<String>,
     /// Everything the agent wrote after the cut.
     written: String,
     /// The pre-cut history as text.
@@ -98,23 +102,37 @@ fn violations(conv: &Conversation) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// Share of `ids` that `text` mentions (1 when there are none).
+fn share_kept(ids: &[String], text: &str) -> f64 {
+    if ids.is_empty() {
+        return 1.0;
+    }
+    let kept = ids.iter().filter(|id| mentions(text, id)).count();
+    kept as f64 / ids.len() as f64
+}
+
 impl Targets {
     /// The targets of a cut: `pre` is the history before it, `after` what follows.
     pub fn new(pre: &Conversation, after: &[Message]) -> Targets {
         let pre_text = text_of(pre);
         let w = Written::of(after);
-        let mut used: Vec<String> = Vec::new();
-        // Names in the agent's prose, then in the arguments that refer to things.
-        for id in prose_identifiers(&w.prose)
-            .into_iter()
-            .chain(identifiers(&w.references))
-        {
-            if !used.contains(&id) && pre_text.contains(&id) {
-                used.push(id);
+        let before = |ids: Vec<String>| {
+            let mut out: Vec<String> = Vec::new();
+            for id in ids {
+                if !out.contains(&id) && pre_text.contains(&id) {
+                    out.push(id);
+                }
             }
-        }
+            out
+        };
+        // Names in the agent's prose, then in the arguments that refer to things.
+        let mut referred = prose_identifiers(&w.prose);
+        referred.extend(identifiers(&w.references));
+        let used = before(referred.clone());
+        referred.extend(identifiers(&w.bodies));
         Targets {
             used,
+            used_with_code: before(referred),
             written: format!("{}\n{}\n{}", w.prose, w.references, w.bodies),
             pre_text,
             pre_violations: violations(pre),
@@ -133,11 +151,13 @@ impl Targets {
 
     /// Share of the later-used identifiers that `text` mentions.
     pub fn recall(&self, text: &str) -> f64 {
-        if self.used.is_empty() {
-            return 1.0;
-        }
-        let missed = self.missed(text).len();
-        (self.used.len() - missed) as f64 / self.used.len() as f64
+        share_kept(&self.used, text)
+    }
+
+    /// [`recall`](Self::recall) counting the names in the code the agent
+    /// types after the cut too.
+    pub fn recall_with_code(&self, text: &str) -> f64 {
+        share_kept(&self.used_with_code, text)
     }
 
     /// The later-used identifiers `text` does not mention.
@@ -190,6 +210,7 @@ impl Targets {
                 kept: 0.0,
                 valid: false,
                 recall: 0.0,
+                recall_with_code: 0.0,
                 precision: None,
                 missed: self.used.clone(),
                 unused: Vec::new(),
@@ -210,6 +231,7 @@ impl Targets {
             kept: tokens as f64 / tokens_before.max(1) as f64,
             valid,
             recall: self.recall(&text),
+            recall_with_code: self.recall_with_code(&text),
             missed: self.missed(&text),
             unused: applied
                 .briefing

@@ -382,6 +382,9 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
         {
             let cell = format!("data-recall=\"{:.4}\"", r["recall"].as_f64().unwrap());
             assert!(html.contains(&cell), "{cell}");
+            let code = r["recall_with_code"].as_f64().unwrap();
+            let cell = format!("data-recall-code=\"{code:.4}\"");
+            assert!(html.contains(&cell), "{cell}");
         }
     }
     let mean = |strategy: &str, metric: &str| {
