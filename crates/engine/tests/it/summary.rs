@@ -167,7 +167,6 @@ fn briefing_marks_nothing_done_without_a_successful_result() {
     assert!(!b.to_lowercase().contains("deployed"), "{b}");
 }
 
-
 /// Compacting abridge's own output again: the earlier briefing is not
 /// untouchable head — with every iteration in the kept tail it is
 /// re-condensed alone — and a breakdown names it for what it is.
