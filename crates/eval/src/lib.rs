@@ -38,7 +38,7 @@ mod probes;
 mod strategy;
 
 pub use html::html;
-pub use metrics::{Targets, later_used};
+pub use metrics::Targets;
 pub use probes::{Llm, Probe, ProbeKind};
 pub use strategy::Strategy;
 

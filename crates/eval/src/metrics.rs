@@ -24,13 +24,6 @@ pub struct Targets {
     pre_violations: Vec<(String, Option<String>)>,
 }
 
-/// What the agent itself wrote in `messages`: its text and the values of
-/// its tool arguments.
-pub fn later_used(messages: &[Message]) -> String {
-    let w = Written::of(messages);
-    format!("{}\n{}\n{}", w.prose, w.references, w.bodies)
-}
-
 /// An argument this long is a body the agent typed (a script, a payload),
 /// not a reference.
 const BODY_CHARS: usize = 400;

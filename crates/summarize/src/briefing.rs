@@ -9,8 +9,9 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::{FactConfig, extract};
+use crate::progress::progress_of;
 use crate::sheet::{FOCUS_NOTE, render};
-use crate::spec::task_details;
+use crate::spec::{successful_commands, task_details};
 
 /// Default tag wrapped around a briefing: it marks the text as external
 /// content for the model, and lets a later compaction find and absorb it.
@@ -120,7 +121,11 @@ impl Summarizer for Offline {
         // Progress the kept tail records counts too: a subtask closed there
         // needs no restating.
         let mut progress = facts.progress.clone();
-        progress.extend(extract(req.tail, req.facts).progress);
+        progress.extend(
+            successful_commands(req.tail, req.facts)
+                .iter()
+                .filter_map(|(cmd, _)| progress_of(cmd)),
+        );
         facts.details = task_details(req.region, req.task, req.facts, &progress);
         let sheet = render(
             req.task,

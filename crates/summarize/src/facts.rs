@@ -323,17 +323,20 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
 
 /// Records call `at` (the index of its result) and what came of it.
 fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, result: &str) {
+    // What a failure says, once: its banner and cause.
+    let why = (ok != Outcome::Ok).then(|| failure_summary(result, 240));
+    let cause = || why.clone().unwrap_or_default();
     let status = match ok {
         Outcome::Ok => "ok".to_owned(),
         Outcome::Failed(Some(c)) => format!("exit {c}"),
-        Outcome::Failed(None) => format!("failed: {}", failure_summary(result, 160)),
+        Outcome::Failed(None) => format!("failed: {}", clip(&cause(), 160, 0)),
     };
     let kind = classify(name, args);
     match kind {
         ToolKind::Shell(cmd) => {
             let cmd = cmd.trim().lines().next().unwrap_or_default();
             f.command_runs.push((cmd.to_owned(), ok == Outcome::Ok));
-            let failure = (ok != Outcome::Ok).then(|| failure_summary(result, 240));
+            let failure = why.clone();
             // A failed run's outcome is its cause, with the exit code.
             let status = match (&failure, ok) {
                 (Some(why), Outcome::Failed(Some(c))) if !why.to_lowercase().contains("exit") => {
@@ -354,8 +357,7 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, 
         }
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
             if ok != Outcome::Ok {
-                f.errors
-                    .push(format!("{name} `{p}`: {}", failure_summary(result, 240)));
+                f.errors.push(format!("{name} `{p}`: {}", cause()));
             }
             let i = match f.files.iter().position(|x| x.path == p) {
                 Some(i) => i,
@@ -394,8 +396,7 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, 
                 .map(|s| format!(" `{}`", clip(s, 100, 0)))
                 .unwrap_or_default();
             if ok != Outcome::Ok {
-                f.errors
-                    .push(format!("{name}{arg}: {}", failure_summary(result, 240)));
+                f.errors.push(format!("{name}{arg}: {}", cause()));
             }
             f.other_calls.push(format!("{name}{arg} → {status}"));
         }

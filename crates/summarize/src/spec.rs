@@ -37,6 +37,34 @@ impl Detail {
     }
 }
 
+/// Each one-line shell command in `messages` whose result shows success,
+/// with that result's text, in order.
+pub(crate) fn successful_commands(messages: &[Message], cfg: &FactConfig) -> Vec<(String, String)> {
+    let mut commands: HashMap<&str, String> = HashMap::new();
+    let mut out = Vec::new();
+    for p in messages.iter().flat_map(|m| &m.parts) {
+        match p {
+            Part::ToolCall(c) => {
+                if let ToolKind::Shell(cmd) = classify(&c.name, &c.arguments.to_value())
+                    && !cmd.trim().contains('\n')
+                {
+                    commands.insert(c.id.as_str(), cmd.trim().to_owned());
+                }
+            }
+            Part::ToolResult(r) => {
+                if let Some(cmd) = commands.remove(r.call_id.as_str()) {
+                    let text = r.text();
+                    if outcome(r, &text, &cfg.error_prefixes) == Outcome::Ok {
+                        out.push((cmd, text));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Most characters of one command's output kept.
 const DETAIL_CHARS: usize = 3_000;
 
@@ -51,43 +79,19 @@ pub fn task_details(
     cfg: &FactConfig,
     progress: &[String],
 ) -> Vec<Detail> {
-    let mut commands: HashMap<&str, String> = HashMap::new();
     let mut named: Vec<Detail> = Vec::new();
     let mut related: Vec<(String, Detail)> = Vec::new();
-    for m in messages {
-        for p in &m.parts {
-            match p {
-                Part::ToolCall(c) => {
-                    if let ToolKind::Shell(cmd) = classify(&c.name, &c.arguments.to_value()) {
-                        let cmd = cmd.trim();
-                        if !cmd.contains('\n') {
-                            commands.insert(c.id.as_str(), cmd.to_owned());
-                        }
-                    }
-                }
-                Part::ToolResult(r) => {
-                    let Some(cmd) = commands.get(r.call_id.as_str()) else {
-                        continue;
-                    };
-                    let text = r.text();
-                    if outcome(r, &text, &cfg.error_prefixes) != Outcome::Ok {
-                        continue;
-                    }
-                    let detail = Detail {
-                        command: cmd.clone(),
-                        output: clip(text.trim(), DETAIL_CHARS, 0),
-                    };
-                    let family = family(cmd);
-                    if names_an_item(cmd) && task.contains(cmd.as_str()) {
-                        named.retain(|d| d.command != detail.command);
-                        named.push(detail);
-                    } else if let Some(f) = family {
-                        related.retain(|(g, _)| *g != f);
-                        related.push((f, detail));
-                    }
-                }
-                _ => {}
-            }
+    for (cmd, text) in successful_commands(messages, cfg) {
+        let detail = Detail {
+            output: clip(text.trim(), DETAIL_CHARS, 0),
+            command: cmd,
+        };
+        if names_an_item(&detail.command) && task.contains(detail.command.as_str()) {
+            named.retain(|d| d.command != detail.command);
+            named.push(detail);
+        } else if let Some(f) = family(&detail.command) {
+            related.retain(|(g, _)| *g != f);
+            related.push((f, detail));
         }
     }
     let families: Vec<String> = named.iter().filter_map(|d| family(&d.command)).collect();
@@ -115,4 +119,58 @@ fn names_an_item(cmd: &str) -> bool {
 fn family(cmd: &str) -> Option<String> {
     let words: Vec<&str> = cmd.split_whitespace().collect();
     (words.len() >= 3 && names_an_item(cmd)).then(|| format!("{} {}", words[0], words[1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abridge_model::{Arguments, ContentForm, Role, ToolCall, ToolResult};
+
+    fn run(id: &str, cmd: &str, out: &str) -> [Message; 2] {
+        let call = Message {
+            role: Role::Assistant,
+            form: ContentForm::Blocks,
+            parts: vec![Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: "Bash".into(),
+                arguments: Arguments::Value(serde_json::json!({ "command": cmd })),
+                extra: Default::default(),
+                function_extra: Default::default(),
+            })],
+            ..Message::default()
+        };
+        let result = Message {
+            role: Role::User,
+            form: ContentForm::Blocks,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                parts: vec![Part::text(out)],
+                form: ContentForm::Text,
+                is_error: None,
+                extra: Default::default(),
+            })],
+            ..Message::default()
+        };
+        [call, result]
+    }
+
+    #[test]
+    fn the_named_command_and_the_item_in_progress_unless_closed() {
+        let task = "Work on APP-1. Run bd show APP-1 for the details and ls -la to look around.";
+        let messages: Vec<Message> = [
+            run("a", "bd show APP-1", "## Goal\nShip it"),
+            run("b", "ls -la", "total 0"),
+            run("c", "bd show APP-1.2", "Subtask two"),
+        ]
+        .concat();
+        let cfg = FactConfig::default();
+        let details = task_details(&messages, task, &cfg, &[]);
+        let commands: Vec<&str> = details.iter().map(|d| d.command.as_str()).collect();
+        assert_eq!(commands, ["bd show APP-1", "bd show APP-1.2"]);
+        // Its own headings stay inside the quote.
+        assert_eq!(details[0].text(), "`bd show APP-1`:\n> ## Goal\n> Ship it");
+        let closed = ["closed APP-1.2: done".to_owned()];
+        let details = task_details(&messages, task, &cfg, &closed);
+        assert_eq!(details.len(), 1);
+    }
 }
