@@ -110,6 +110,9 @@ pub struct Meta {
     pub usage: Option<Usage>,
     /// Never clipped, collapsed or dropped by compaction.
     pub pinned: bool,
+    /// A user-role message the harness injected (a skill's instructions, a
+    /// command's output; Claude Code's `isMeta`), not the user's words.
+    pub injected: bool,
 }
 
 /// Provider-reported token usage of one response.

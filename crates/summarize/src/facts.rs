@@ -167,7 +167,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                                 record_call(&mut f, at, name, args, ok, text);
                             }
                         }
-                        Part::Text(t) if m.role == Role::User => {
+                        Part::Text(t) if m.role == Role::User && !m.meta.injected => {
                             user_text(&mut f, &t.text, &cfg.wrapper)
                         }
                         _ => {}
@@ -464,5 +464,10 @@ mod tests {
         let f = extract(&messages, &cfg);
         assert_eq!(f.user_messages.len(), 1, "{:?}", f.user_messages);
         assert!(f.user_messages[0].contains("not ours"));
+        // What the harness injected is not the user's words either.
+        let mut skill = Message::text(Role::User, "Base directory for this skill: /skills/x");
+        skill.meta.injected = true;
+        let f = extract(&[skill], &cfg);
+        assert!(f.user_messages.is_empty() && f.decisions.is_empty());
     }
 }

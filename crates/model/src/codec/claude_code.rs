@@ -90,6 +90,7 @@ impl Reader {
             _ => return Ok(()),
         }
         let summary = obj.get("isCompactSummary") == Some(&Value::Bool(true));
+        let injected = obj.get("isMeta") == Some(&Value::Bool(true));
         let Some(Value::Object(mut msg)) = obj.remove("message") else {
             return Err(Error::shape(
                 format!("line {line}"),
@@ -154,6 +155,7 @@ impl Reader {
             meta: Meta {
                 line: Some(line),
                 compact_summary: summary,
+                injected,
                 ..Meta::default()
             },
         });

@@ -96,3 +96,20 @@ fn openai_corpus_runs_round_trip_and_convert() {
         }
     }
 }
+
+/// What the harness injected as a user message (Claude Code's `isMeta`: a
+/// skill's instructions, a local command's output) is marked so, not taken
+/// for the user's words.
+#[test]
+fn claude_code_injected_messages_are_marked() {
+    let log = [
+        r#"{"type":"user","sessionId":"s","uuid":"1","message":{"role":"user","content":"Fix the build."}}"#,
+        r#"{"type":"assistant","sessionId":"s","uuid":"2","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Looking."}]}}"#,
+        r#"{"type":"user","sessionId":"s","uuid":"3","isMeta":true,"message":{"role":"user","content":"Base directory for this skill: /skills/x"}}"#,
+    ]
+    .join("\n");
+    let conv = &decode(log.as_bytes()).unwrap()[0];
+    assert_eq!(conv.format, Format::ClaudeCode);
+    let injected: Vec<bool> = conv.messages.iter().map(|m| m.meta.injected).collect();
+    assert_eq!(injected, [false, false, true]);
+}
