@@ -156,7 +156,7 @@ impl Compactor {
     }
 
     fn tokens_of(&mut self, work: &Work) -> u64 {
-        self.message_tokens(&work.messages).iter().sum::<u64>() + work.tools
+        self.total_of(&work.messages, work.tools)
     }
 
     /// With an instant summarizer, writes the briefing again over a shorter

@@ -1,7 +1,7 @@
 //! Recall and precision of identifiers against what the agent wrote later.
 
 use abridge::model::{Conversation, Message, Role, encode, validate};
-use abridge::summarize::{ToolKind, classify, identifiers, mentions, prose_identifiers};
+use abridge::summarize::{identifiers, mentions, prose_identifiers, split_arguments};
 use abridge::tokens::TokenizerKind;
 
 use crate::strategy::{Applied, count};
@@ -23,10 +23,6 @@ pub struct Targets {
     /// Violations the pre-cut history already had.
     pre_violations: Vec<(String, Option<String>)>,
 }
-
-/// An argument this long is a body the agent typed (a script, a payload),
-/// not a reference.
-const BODY_CHARS: usize = 400;
 
 /// What the agent wrote, sorted: its prose, the arguments that refer to
 /// things (paths, commands, ids, patterns), and the bodies it typed
@@ -52,35 +48,16 @@ impl Written {
             w.prose.push('\n');
             for c in m.tool_calls() {
                 let args = c.arguments.to_value();
-                let path = match classify(&c.name, &args) {
-                    ToolKind::Write(p) | ToolKind::Edit(p) => Some(p.to_owned()),
-                    _ => None,
-                };
-                let mut values = Vec::new();
-                strings(&args, &mut values);
-                for v in values {
-                    let body = v.len() >= BODY_CHARS || path.as_ref().is_some_and(|p| *p != v);
-                    let to = if body {
-                        &mut w.bodies
-                    } else {
-                        &mut w.references
-                    };
-                    to.push_str(&v);
-                    to.push('\n');
+                let (references, bodies) = split_arguments(&c.name, &args);
+                for (to, values) in [(&mut w.references, references), (&mut w.bodies, bodies)] {
+                    for v in values {
+                        to.push_str(v);
+                        to.push('\n');
+                    }
                 }
             }
         }
         w
-    }
-}
-
-/// Every scalar in `v` as text.
-fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::String(s) => out.push(s.clone()),
-        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
-        serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
-        other => out.push(other.to_string()),
     }
 }
 
@@ -93,6 +70,15 @@ fn violations(conv: &Conversation) -> Vec<(String, Option<String>)> {
         .into_iter()
         .map(|v| (v.rule.code().to_owned(), v.id))
         .collect()
+}
+
+/// Precision from [`Targets::judge`]'s count and unused names (0 when the
+/// briefing names none).
+fn share_of_named(named: usize, unused: &[String]) -> f64 {
+    if named == 0 {
+        return 0.0;
+    }
+    (named - unused.len()) as f64 / named as f64
 }
 
 /// Share of `ids` that `text` mentions (1 when there are none).
@@ -144,7 +130,15 @@ impl Targets {
 
     /// Share of the later-used identifiers that `text` mentions.
     pub fn recall(&self, text: &str) -> f64 {
-        share_kept(&self.used, text)
+        self.recall_missing(self.missed(text).len())
+    }
+
+    /// Recall when `missed` of the later-used identifiers are missing.
+    fn recall_missing(&self, missed: usize) -> f64 {
+        if self.used.is_empty() {
+            return 1.0;
+        }
+        (self.used.len() - missed) as f64 / self.used.len() as f64
     }
 
     /// [`recall`](Self::recall) counting the names in the code the agent
@@ -162,31 +156,32 @@ impl Targets {
             .collect()
     }
 
-    /// The identifiers `briefing` names that appear before the cut.
-    fn named(&self, briefing: &str) -> Vec<String> {
-        prose_identifiers(briefing)
+    /// How many identifiers `briefing` names that appear before the cut,
+    /// and those of them the agent never writes after it.
+    fn judge(&self, briefing: &str) -> (usize, Vec<String>) {
+        let named: Vec<String> = prose_identifiers(briefing)
             .into_iter()
             .filter(|id| self.pre_text.contains(id.as_str()))
-            .collect()
+            .collect();
+        let n = named.len();
+        let unused = named
+            .into_iter()
+            .filter(|id| !mentions(&self.written, id))
+            .collect();
+        (n, unused)
     }
 
     /// Of the identifiers `briefing` names that appear before the cut, the
     /// share the agent writes after it.
     pub fn precision(&self, briefing: &str) -> f64 {
-        let named = self.named(briefing).len();
-        if named == 0 {
-            return 0.0;
-        }
-        (named - self.unused(briefing).len()) as f64 / named as f64
+        let (named, unused) = self.judge(briefing);
+        share_of_named(named, &unused)
     }
 
     /// The identifiers `briefing` names (from before the cut) that the
     /// agent never writes after it.
     pub fn unused(&self, briefing: &str) -> Vec<String> {
-        self.named(briefing)
-            .into_iter()
-            .filter(|id| !mentions(&self.written, id))
-            .collect()
+        self.judge(briefing).1
     }
 
     pub(crate) fn score(
@@ -215,6 +210,8 @@ impl Targets {
         };
         let tokens = count(&conv, kind);
         let text = text_of(&conv);
+        let missed = self.missed(&text);
+        let judged = applied.briefing.as_deref().map(|b| self.judge(b));
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
@@ -223,15 +220,13 @@ impl Targets {
             tokens,
             kept: tokens as f64 / tokens_before.max(1) as f64,
             valid,
-            recall: self.recall(&text),
+            recall: self.recall_missing(missed.len()),
             recall_with_code: self.recall_with_code(&text),
-            missed: self.missed(&text),
-            unused: applied
-                .briefing
-                .as_deref()
-                .map(|b| self.unused(b))
-                .unwrap_or_default(),
-            precision: applied.briefing.as_deref().map(|b| self.precision(b)),
+            missed,
+            precision: judged
+                .as_ref()
+                .map(|(n, unused)| share_of_named(*n, unused)),
+            unused: judged.map(|(_, unused)| unused).unwrap_or_default(),
             briefing_tokens: applied.briefing.as_deref().map(|b| kind.count(b) as u64),
             briefing: applied.briefing,
             error: applied.error,

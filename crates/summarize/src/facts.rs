@@ -94,9 +94,8 @@ pub struct Facts {
     pub errors: Vec<String>,
     /// The latest failed result, verbatim (up to 20 lines).
     pub latest_error: Option<String>,
-    /// Identifiers the agent or user wrote (tool arguments, messages),
-    /// least worth keeping first: ranked by how often the agent wrote them,
-    /// then how recently.
+    /// Identifiers the agent referred to (its prose, arguments that name
+    /// things), each once, least worth keeping first (see `Weights::rank`).
     pub used_ids: Vec<String>,
     /// Identifiers that appeared only in the latest tool results (ids
     /// created, URLs found); bulk listings further back are left out.
@@ -249,8 +248,6 @@ impl Weights {
     /// above the older ones, then by how late; at most [`MAX_IDS`].
     fn rank(&self, ids: &mut Vec<String>) {
         let half = self.clock / 2;
-        let mut once = std::collections::HashSet::new();
-        ids.retain(|id| once.insert(id.clone()) && self.seen.contains_key(id));
         ids.sort_by_key(|id| {
             let w = self.seen[id];
             (w.last > half, w.last)
@@ -306,11 +303,6 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
     let text = text.trim();
     if text.is_empty() || unwrap(wrapper, text).is_some() {
         return;
-    }
-    for id in prose_identifiers(text) {
-        if !f.used_ids.contains(&id) {
-            f.used_ids.push(id);
-        }
     }
     let lower = text.to_lowercase();
     let short = clip(text, 300, 120);

@@ -150,6 +150,13 @@ pub(crate) fn progress_of(command: &str) -> Option<String> {
     None
 }
 
+/// The item a [`progress_of`] line records closed (`closed APP-1: …` →
+/// `APP-1`).
+pub(crate) fn closed_item(progress: &str) -> Option<&str> {
+    let rest = progress.strip_prefix("closed ")?;
+    rest.split([':', ' ']).next().filter(|i| !i.is_empty())
+}
+
 /// The text after the first of `flags`, unquoted (up to the closing quote,
 /// or the next space when it is not quoted).
 fn quoted_after(s: &str, flags: &[&str]) -> Option<String> {

@@ -12,6 +12,7 @@ use abridge_model::{Message, Part};
 use crate::facts::FactConfig;
 use crate::ident::is_identifier;
 use crate::outcome::{Outcome, outcome};
+use crate::progress::closed_item;
 use crate::tools::{ToolKind, classify};
 
 /// One command's output, kept as the task's details.
@@ -97,10 +98,7 @@ pub fn task_details(
     let families: Vec<String> = named.iter().filter_map(|d| family(&d.command)).collect();
     let closed = |d: &Detail| {
         let item = d.command.split_whitespace().last().unwrap_or_default();
-        progress.iter().any(|p| {
-            p.strip_prefix("closed ")
-                .is_some_and(|r| r.split([':', ' ']).next() == Some(item))
-        })
+        progress.iter().any(|p| closed_item(p) == Some(item))
     };
     related.retain(|(f, d)| families.contains(f) && !closed(d));
     named
