@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::briefing::unwrap;
 use crate::ident::{identifiers, is_reference, prose_identifiers};
 use crate::outcome::{Outcome, failure_summary, outcome};
+use crate::outline::{defined_names, touched};
 use crate::progress::{self, CommandFact, first_sentence, is_exploration, progress_of};
 use crate::tools::{ToolKind, classify, first_string, split_arguments};
 
@@ -59,9 +60,12 @@ pub struct FileFact {
     pub failed: usize,
     /// Index of the last tool result that touched it (among all results).
     pub last_touch: usize,
-    /// Names defined in the code the agent wrote or replaced there
-    /// (`def enqueue`, `fn parse`): where in the file it worked, latest last.
+    /// Names defined in the file that the agent's edits define, replace or
+    /// call (`def enqueue`, `fn parse`): where in the file it worked, latest
+    /// last.
     pub symbols: Vec<String>,
+    /// Names the file defines, as the agent last read or wrote it.
+    pub defined: Vec<String>,
 }
 
 impl FileFact {
@@ -259,36 +263,31 @@ impl Weights {
 /// Names the briefing lists at most.
 const MAX_IDS: usize = 120;
 
-/// Keywords that introduce a definition in common languages.
-const DEFINES: [&str; 14] = [
-    "def",
-    "defp",
-    "defmacro",
-    "defmodule",
-    "fn",
-    "func",
-    "function",
-    "class",
-    "struct",
-    "enum",
-    "trait",
-    "interface",
-    "type",
-    "module",
-];
-
-/// Names defined in `code`: the word after a definition keyword.
-fn defined_names(code: &str) -> Vec<String> {
-    let words: Vec<&str> = code
-        .split(|c: char| !(c.is_ascii_alphanumeric() || "_?!.".contains(c)))
-        .filter(|w| !w.is_empty())
-        .collect();
-    words
-        .windows(2)
-        .filter(|w| DEFINES.contains(&w[0]))
-        .map(|w| w[1].trim_end_matches('.').to_owned())
-        .filter(|n| n.len() >= 3 && n.chars().next().is_some_and(|c| c.is_ascii_alphabetic()))
-        .collect()
+/// Updates what `fact`'s file defines and, for a change, which of its
+/// names the change touched.
+fn touched_names(fact: &mut FileFact, kind: &ToolKind, name: &str, args: &Value, result: &str) {
+    let (_, bodies) = split_arguments(name, args);
+    match kind {
+        ToolKind::Read(_) => fact.defined = defined_names(result),
+        ToolKind::Write(_) => fact.defined = bodies.iter().flat_map(|b| defined_names(b)).collect(),
+        ToolKind::Edit(_) => {
+            for n in bodies.iter().flat_map(|b| defined_names(b)) {
+                if !fact.defined.contains(&n) {
+                    fact.defined.push(n);
+                }
+            }
+        }
+        _ => return,
+    }
+    if matches!(kind, ToolKind::Read(_)) {
+        return;
+    }
+    for body in bodies {
+        for sym in touched(body, &fact.defined) {
+            fact.symbols.retain(|s| s != sym);
+            fact.symbols.push(sym.to_owned());
+        }
+    }
 }
 
 /// `lib/a.ex:264:82`, `src/main.rs:10`: a compiler position, not a name
@@ -363,12 +362,8 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, 
             };
             let fact = &mut f.files[i];
             fact.last_touch = at;
-            if ok == Outcome::Ok && matches!(kind, ToolKind::Edit(_) | ToolKind::Write(_)) {
-                let (_, bodies) = split_arguments(name, args);
-                for sym in bodies.iter().flat_map(|b| defined_names(b)) {
-                    fact.symbols.retain(|s| *s != sym);
-                    fact.symbols.push(sym);
-                }
+            if ok == Outcome::Ok {
+                touched_names(fact, &kind, name, args, result);
             }
             match (ok, kind) {
                 (Outcome::Failed(_), _) => fact.failed += 1,

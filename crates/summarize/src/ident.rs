@@ -57,9 +57,30 @@ fn is_quantity(t: &str) -> bool {
     }
 }
 
+/// `a-z`, `0-9a-f`, `A-Za-z0-9_`: a pattern's character class, not a name.
+fn is_char_ranges(t: &str) -> bool {
+    let b = t.as_bytes();
+    let mut i = 0;
+    let mut ranges = 0;
+    while i < b.len() {
+        if i + 2 < b.len() && b[i + 1] == b'-' && b[i].is_ascii_alphanumeric() {
+            if !b[i + 2].is_ascii_alphanumeric() {
+                return false;
+            }
+            ranges += 1;
+            i += 3;
+        } else if matches!(b[i], b'_' | b'.') {
+            i += 1;
+        } else {
+            return false;
+        }
+    }
+    ranges > 0
+}
+
 /// True for a token worth keeping verbatim.
 pub fn is_identifier(t: &str) -> bool {
-    if t.len() < 3 || t.len() > 300 || is_quantity(t) {
+    if t.len() < 3 || t.len() > 300 || is_quantity(t) || is_char_ranges(t) {
         return false;
     }
     if t.starts_with("http://") || t.starts_with("https://") {
@@ -136,6 +157,15 @@ pub fn mentions(text: &str, id: &str) -> bool {
     false
 }
 
+/// The function a name/arity reference names (`with_span/3` →
+/// `with_span`); `None` for anything else, and for a plain word (`setup/1`
+/// stays as written: `setup` alone is not a name).
+pub fn function_of(id: &str) -> Option<&str> {
+    let (base, arity) = id.rsplit_once('/')?;
+    let numbered = !arity.is_empty() && arity.chars().all(|c| c.is_ascii_digit());
+    (numbered && !base.contains('/') && is_identifier(base)).then_some(base)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,16 +216,29 @@ mod tests {
         for not in ["quick", "brown", "e.g", "1.5", "times", "The"] {
             assert!(!ids.iter().any(|i| i == not), "{not}: {ids:?}");
         }
-        for quantity in ["1px", "200ms", "16-byte", "10-line", "2.5GB"] {
+        for quantity in [
+            "1px",
+            "200ms",
+            "16-byte",
+            "10-line",
+            "2.5GB",
+            "0-9a-f",
+            "A-Za-z0-9_",
+        ] {
             assert!(!is_identifier(quantity), "{quantity}");
         }
-        for name in ["4d5611e5", "v2-api", "x86_64", "sha256"] {
+        for name in ["4d5611e5", "v2-api", "x86_64", "sha256", "en-US"] {
             assert!(is_identifier(name), "{name}");
         }
         assert!(mentions(
             "see lib/foo_web/live/session_live.ex",
             "/home/u/app/lib/foo_web/live/session_live.ex"
         ));
+        assert_eq!(function_of("with_span/3"), Some("with_span"));
+        assert_eq!(function_of("Tracer.with_span/4"), Some("Tracer.with_span"));
+        for not in ["setup/1", "lib/a.ex", "4xx/5xx", "with_span/x"] {
+            assert_eq!(function_of(not), None, "{not}");
+        }
         assert!(!mentions(
             "see session_live.ex",
             "/home/u/app/lib/foo_web/live/session_live.ex"

@@ -39,6 +39,7 @@ mod briefing;
 mod facts;
 mod ident;
 mod outcome;
+mod outline;
 mod progress;
 mod sheet;
 mod spec;
@@ -50,7 +51,9 @@ pub use briefing::{
     defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
-pub use ident::{identifiers, is_identifier, is_reference, mentions, prose_identifiers};
+pub use ident::{
+    function_of, identifiers, is_identifier, is_reference, mentions, prose_identifiers,
+};
 pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, failure_summary, outcome};
 pub use progress::CommandFact;
 pub use sheet::render;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use abridge_model::text::clip;
 
 use crate::facts::Facts;
-use crate::ident::mentions;
+use crate::ident::{function_of, mentions};
 use crate::progress::CommandFact;
 
 /// What a section holds. The kind, not its heading, identifies a section:
@@ -305,7 +305,7 @@ fn relativize(sections: &mut [Section]) -> Option<String> {
 const DETAIL_CHARS_PER_TOKEN: usize = 1;
 
 /// Names a file's line lists of where the agent worked in it, at most.
-const SYMBOLS: usize = 6;
+const SYMBOLS: usize = 8;
 
 fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
     let detail_chars = budget * DETAIL_CHARS_PER_TOKEN / f.details.len().max(1);
@@ -385,7 +385,8 @@ fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
         })
         .collect();
     // Identifiers a section trimmed after this one already names are not
-    // repeated.
+    // repeated, nor is a function under another arity (`with_span/3`,
+    // `with_span/4`).
     let ids_priority = Kind::Ids.priority_and_keep().0;
     let named: String = sections
         .iter()
@@ -395,10 +396,16 @@ fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
         .collect::<Vec<_>>()
         .join("\n");
     if let Some(ids) = sections.iter_mut().find(|s| s.kind == Kind::Ids) {
+        let mut seen = Vec::new();
         ids.items = f
             .used_ids
             .iter()
-            .filter(|i| !mentions(&named, i))
+            .filter(|i| {
+                let name = function_of(i).unwrap_or(i);
+                let new = !mentions(&named, name) && !seen.contains(&name);
+                seen.push(name);
+                new
+            })
             .cloned()
             .collect();
     }

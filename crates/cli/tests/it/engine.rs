@@ -419,15 +419,17 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
             };
             let (ours, theirs) = (of("offline"), of("recorded"));
             assert!(ours["valid"] == true && ours["kept"].as_f64().unwrap() <= 0.1 + 1e-9);
-            // Measured 0.92 / 0.89 against 0.69 / 0.73 (precision 0.49 / 0.39):
-            // the floors catch a regression, not noise.
+            // The acceptance bars of the briefing (measured 0.94 / 0.92
+            // recall, 0.44 / 0.41 precision, against the agent's own 0.69 /
+            // 0.73): the output is deterministic, so these fail only on a
+            // change to the briefing or the metric.
             let recall = ours["recall"].as_f64().unwrap();
-            assert!(recall >= 0.85, "{ours}");
+            assert!(recall >= 0.9, "{ours}");
             assert!(
                 recall > theirs["recall"].as_f64().unwrap() + 0.1,
                 "{ours} vs {theirs}"
             );
-            assert!(ours["precision"].as_f64().unwrap() >= 0.3, "{ours}");
+            assert!(ours["precision"].as_f64().unwrap() >= 0.4, "{ours}");
         }
     }
     std::fs::remove_dir_all(&out).ok();
