@@ -98,8 +98,8 @@ fn definition(line: &str) -> Option<&str> {
         }
         return name_of(next);
     }
-    // A shell function: `name() {` or `name () {`.
-    let shell = line.trim_end().trim_end_matches('{').trim_end();
+    // A shell function: `name() {` or `name () {` (not a call: `main()`).
+    let shell = line.trim_end().strip_suffix('{')?.trim_end();
     let name = shell.strip_suffix("()")?.trim_end();
     (line.trim_start() == line && !name.contains(char::is_whitespace))
         .then(|| name_of(name))
@@ -131,6 +131,7 @@ mod tests {
             func (s *Server) Serve(addr string) error {\n\
             class Greeter:\n\
             post_snapshot() {\n\
+            main()\n\
             \x20 <div class=\"btn badge\">\n\
             \x20 %{type: \"text\", text: \"hi\"}\n\
             \x20 post_snapshot\n\
