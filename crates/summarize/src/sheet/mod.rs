@@ -2,14 +2,13 @@
 //! budget by dropping the oldest, least important items first, and merged
 //! with the previous briefing when compactions chain.
 
-use abridge_tokens::TokenizerKind;
-use serde_json::Value;
-
 use abridge_model::text::clip;
+use abridge_tokens::TokenizerKind;
 
 use crate::facts::Facts;
-use crate::ident::{function_of, mentions};
-use crate::progress::CommandFact;
+
+mod content;
+use content::sections;
 
 /// What a section holds. The kind, not its heading, identifies a section:
 /// headings are presentation, and a heading renamed later still parses back
@@ -298,139 +297,6 @@ fn relativize(sections: &mut [Section]) -> Option<String> {
         }
     }
     Some(parent)
-}
-
-/// Characters of the task details together, per token of budget: about a
-/// quarter of the sheet at most.
-const DETAIL_CHARS_PER_TOKEN: usize = 1;
-
-/// Names a file's line lists of where the agent worked in it, at most.
-const SYMBOLS: usize = 8;
-
-fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
-    let detail_chars = budget * DETAIL_CHARS_PER_TOKEN / f.details.len().max(1);
-    let files: Vec<String> = f
-        .files
-        .iter()
-        .map(|x| {
-            let mut ops = Vec::new();
-            for (n, what) in [
-                (x.edited, "edited"),
-                (x.written, "written"),
-                (x.read, "read"),
-                (x.failed, "failed"),
-            ] {
-                match n {
-                    0 => {}
-                    1 => ops.push(what.to_owned()),
-                    n => ops.push(format!("{what} {n}×")),
-                }
-            }
-            let recent = &x.symbols[x.symbols.len().saturating_sub(SYMBOLS)..];
-            let symbols: Vec<String> = recent.iter().map(|s| format!("`{s}`")).collect();
-            if symbols.is_empty() {
-                format!("{} · {}", ops.join(", "), x.path)
-            } else {
-                format!("{} ({}) · {}", ops.join(", "), symbols.join(", "), x.path)
-            }
-        })
-        .collect();
-    let todo = f
-        .todo
-        .as_ref()
-        .map(|(_, args)| todo_lines(args))
-        .unwrap_or_default();
-    let mut sections: Vec<Section> = Kind::ALL
-        .into_iter()
-        .map(|kind| {
-            let items = match kind {
-                Kind::Task => vec![task.trim().to_owned()],
-                Kind::Details => f
-                    .details
-                    .iter()
-                    .map(|d| clip(&d.text(), detail_chars.max(200), 0))
-                    .collect(),
-                Kind::Todo => todo.clone(),
-                Kind::Decisions => f.decisions.clone(),
-                Kind::Files => files.clone(),
-                Kind::Progress => f.progress.clone(),
-                Kind::Narrative => f.narrative.clone(),
-                // A command is listed once: with its failure, or as run.
-                Kind::Commands => f
-                    .commands
-                    .iter()
-                    .filter(|c| c.failure.is_none())
-                    .map(CommandFact::line)
-                    .collect(),
-                Kind::Errors => f
-                    .errors
-                    .iter()
-                    .cloned()
-                    .chain(
-                        f.commands
-                            .iter()
-                            .filter(|c| c.failure.is_some())
-                            .map(CommandFact::line),
-                    )
-                    .collect(),
-                Kind::Calls => f.other_calls.clone(),
-                Kind::LatestError => f.latest_error.iter().cloned().collect(),
-                Kind::Ids => Vec::new(),
-                Kind::ResultIds => f.result_ids.clone(),
-                Kind::Users => f.user_messages.clone(),
-                Kind::Earlier => Vec::new(),
-                Kind::Last => f.last_state.iter().cloned().collect(),
-            };
-            Section::new(kind, items)
-        })
-        .collect();
-    // Identifiers a section trimmed after this one already names are not
-    // repeated, nor is a function under another arity (`with_span/3`,
-    // `with_span/4`).
-    let ids_priority = Kind::Ids.priority_and_keep().0;
-    let named: String = sections
-        .iter()
-        .filter(|s| s.priority() > ids_priority)
-        .flat_map(|s| s.items.iter())
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join("\n");
-    if let Some(ids) = sections.iter_mut().find(|s| s.kind == Kind::Ids) {
-        let mut seen = Vec::new();
-        ids.items = f
-            .used_ids
-            .iter()
-            .filter(|i| {
-                let name = function_of(i).unwrap_or(i);
-                let new = !mentions(&named, name) && !seen.contains(&name);
-                seen.push(name);
-                new
-            })
-            .cloned()
-            .collect();
-    }
-    sections
-}
-
-/// `- [status] content` lines of a TodoWrite-style call, or its JSON.
-fn todo_lines(args: &Value) -> Vec<String> {
-    let list = ["todos", "items", "tasks", "plan"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_array));
-    match list {
-        Some(items) => items
-            .iter()
-            .map(|t| {
-                let text = ["content", "step", "title", "task", "description"]
-                    .iter()
-                    .find_map(|k| t.get(*k).and_then(Value::as_str))
-                    .map_or_else(|| t.to_string(), str::to_owned);
-                let status = t.get("status").and_then(Value::as_str).unwrap_or("?");
-                format!("- [{status}] {text}")
-            })
-            .collect(),
-        None => vec![clip(&args.to_string(), 2_000, 0)],
-    }
 }
 
 /// Folds a previous briefing in, section by section as [`Merge`] says.
