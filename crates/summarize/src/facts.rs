@@ -263,21 +263,25 @@ impl Weights {
 /// Names the briefing lists at most.
 const MAX_IDS: usize = 120;
 
-/// Updates what `fact`'s file defines and, for a change, which of its
-/// names the change touched.
+/// Updates what `fact`'s file defines (a write replaces it; a read, which
+/// may show part of the file, and an edit add to it) and, for a change,
+/// which of its names the change touched.
 fn touched_names(fact: &mut FileFact, kind: &ToolKind, name: &str, args: &Value, result: &str) {
     let (_, bodies) = split_arguments(name, args);
-    match kind {
-        ToolKind::Read(_) => fact.defined = defined_names(result),
-        ToolKind::Write(_) => fact.defined = bodies.iter().flat_map(|b| defined_names(b)).collect(),
-        ToolKind::Edit(_) => {
-            for n in bodies.iter().flat_map(|b| defined_names(b)) {
-                if !fact.defined.contains(&n) {
-                    fact.defined.push(n);
-                }
-            }
+    let seen: Vec<String> = match kind {
+        ToolKind::Read(_) => defined_names(result),
+        ToolKind::Write(_) | ToolKind::Edit(_) => {
+            bodies.iter().flat_map(|b| defined_names(b)).collect()
         }
         _ => return,
+    };
+    if matches!(kind, ToolKind::Write(_)) {
+        fact.defined.clear();
+    }
+    for n in seen {
+        if !fact.defined.contains(&n) {
+            fact.defined.push(n);
+        }
     }
     if matches!(kind, ToolKind::Read(_)) {
         return;
@@ -433,6 +437,36 @@ mod tests {
         assert!(e.ends_with("lib/a.ex:58:13:pattern_match\nThe pattern can never match the type."));
         assert!(!e.contains(":dep"), "{e}");
         assert_eq!(error_excerpt("one\ntwo"), "one\ntwo");
+    }
+
+    #[test]
+    fn a_file_lists_its_names_that_the_agents_changes_defined_or_called() {
+        use crate::testing::exchange;
+        use serde_json::json;
+        let read = "     1\u{2192}defmodule App.Hooks do\n     2\u{2192}  def commit(c) do\n     \
+                    3\u{2192}    enqueue(c)\n     4\u{2192}  end\n     5\u{2192}  defp enqueue(c), do: c\n     \
+                    6\u{2192}  defp unrelated, do: :ok\n";
+        let messages = [
+            exchange("r", "Read", json!({"file_path": "lib/hooks.ex"}), read),
+            exchange(
+                "e",
+                "Edit",
+                json!({
+                    "file_path": "lib/hooks.ex",
+                    "old_string": "    enqueue(c)",
+                    "new_string": "    with_span(\"x\", fn -> enqueue(c) end)\n  <div class=\"btn\">",
+                }),
+                "The file has been updated.",
+            ),
+        ]
+        .concat();
+        let f = extract(&messages, &FactConfig::default());
+        let file = &f.files[0];
+        assert_eq!(file.symbols, ["enqueue"]);
+        assert_eq!(
+            file.defined,
+            ["App.Hooks", "commit", "enqueue", "unrelated"]
+        );
     }
 
     #[test]

@@ -43,6 +43,8 @@ mod outline;
 mod progress;
 mod sheet;
 mod spec;
+#[cfg(test)]
+mod testing;
 mod tools;
 mod verify;
 

@@ -122,34 +122,10 @@ fn family(cmd: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abridge_model::{Arguments, ContentForm, Role, ToolCall, ToolResult};
+    use crate::testing::exchange;
 
     fn run(id: &str, cmd: &str, out: &str) -> [Message; 2] {
-        let call = Message {
-            role: Role::Assistant,
-            form: ContentForm::Blocks,
-            parts: vec![Part::ToolCall(ToolCall {
-                id: id.into(),
-                name: "Bash".into(),
-                arguments: Arguments::Value(serde_json::json!({ "command": cmd })),
-                extra: Default::default(),
-                function_extra: Default::default(),
-            })],
-            ..Message::default()
-        };
-        let result = Message {
-            role: Role::User,
-            form: ContentForm::Blocks,
-            parts: vec![Part::ToolResult(ToolResult {
-                call_id: id.into(),
-                parts: vec![Part::text(out)],
-                form: ContentForm::Text,
-                is_error: None,
-                extra: Default::default(),
-            })],
-            ..Message::default()
-        };
-        [call, result]
+        exchange(id, "Bash", serde_json::json!({ "command": cmd }), out)
     }
 
     #[test]
