@@ -92,8 +92,10 @@ fn definition(line: &str) -> Option<&str> {
     if DEFINES.contains(&first) {
         let mut next = tokens.next()?;
         if first == "func" && next.starts_with('(') {
-            // Go's receiver: `func (s *Server) Serve(`.
-            tokens.find(|t| t.ends_with(')'))?;
+            // Go's receiver: `func (s *Server) Serve(`, `func (Server) Serve(`.
+            if !next.ends_with(')') {
+                tokens.find(|t| t.ends_with(')'))?;
+            }
             next = tokens.next()?;
         }
         return name_of(next);
@@ -129,6 +131,7 @@ mod tests {
             pub(crate) fn parse_line(s: &str) {}\n\
             export async function loadSession(id) {}\n\
             func (s *Server) Serve(addr string) error {\n\
+            func (Server) Close() error {\n\
             class Greeter:\n\
             post_snapshot() {\n\
             main()\n\
@@ -146,6 +149,7 @@ mod tests {
                 "parse_line",
                 "loadSession",
                 "Serve",
+                "Close",
                 "Greeter",
                 "post_snapshot",
                 "build_evidence",
