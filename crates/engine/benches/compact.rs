@@ -6,6 +6,8 @@
 //! - `compact_largest_file`: every run of the largest file (tau-bench, 200
 //!   runs) compacted to 30%.
 //! - `turn_without_trigger`: a session turn that only evaluates the trigger.
+//! - `offline_briefing_longest`: the offline briefing (facts and sheet) of
+//!   the longest conversation's whole history, at 10% of its tokens.
 //!
 //! Skips with a note when ../shared/corpus is absent.
 
@@ -99,4 +101,33 @@ fn turn_without_trigger(b: Bencher) {
         conv,
     );
     b.bench_local(|| session.turn(None).map(|t| t.tokens).ok());
+}
+
+#[divan::bench]
+fn offline_briefing_longest(b: Bencher) {
+    use abridge::summarize::{FactConfig, Offline, Request, Summarizer};
+    use abridge::tokens::TokenizerKind;
+    let conv = &corpus().longest;
+    let kind = TokenizerKind::O200kBase;
+    let tokens: usize = conv
+        .messages
+        .iter()
+        .map(|m| kind.count(&m.text_content()))
+        .sum();
+    let facts = FactConfig::default();
+    b.bench(|| {
+        Offline
+            .summarize(&Request {
+                task: "",
+                region: &conv.messages,
+                previous: None,
+                tail: &[],
+                budget_tokens: tokens / 10,
+                tokenizer: kind,
+                focus: None,
+                facts: &facts,
+            })
+            .map(|s| s.len())
+            .ok()
+    });
 }
