@@ -160,7 +160,7 @@ pub fn mentions(text: &str, id: &str) -> bool {
 /// The function a name/arity reference names (`with_span/3` →
 /// `with_span`); `None` for anything else, and for a plain word (`setup/1`
 /// stays as written: `setup` alone is not a name).
-pub fn function_of(id: &str) -> Option<&str> {
+pub(crate) fn function_of(id: &str) -> Option<&str> {
     let (base, arity) = id.rsplit_once('/')?;
     let numbered = !arity.is_empty() && arity.chars().all(|c| c.is_ascii_digit());
     (numbered && !base.contains('/') && is_identifier(base)).then_some(base)

@@ -53,9 +53,7 @@ pub use briefing::{
     defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
-pub use ident::{
-    function_of, identifiers, is_identifier, is_reference, mentions, prose_identifiers,
-};
+pub use ident::{identifiers, is_identifier, is_reference, mentions, prose_identifiers};
 pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, failure_summary, outcome};
 pub use progress::CommandFact;
 pub use sheet::render;
