@@ -64,8 +64,9 @@ pub struct FileFact {
     /// call (`def enqueue`, `fn parse`): where in the file it worked, latest
     /// last.
     pub symbols: Vec<String>,
-    /// Names the file defines, as the agent last read or wrote it.
-    pub defined: Vec<String>,
+    /// Names the file defines, as the agent read or wrote it (working state
+    /// for `symbols`).
+    pub(crate) defined: Vec<String>,
 }
 
 impl FileFact {
@@ -96,7 +97,8 @@ pub struct Facts {
     /// Failed calls other than commands (`Edit src/a.rs: …`), oldest first;
     /// failed commands are under [`commands`](Self::commands).
     pub errors: Vec<String>,
-    /// The latest failed result, verbatim (up to 20 lines).
+    /// The latest failed result, verbatim: its first and last lines (see
+    /// `error_excerpt`).
     pub latest_error: Option<String>,
     /// Identifiers the agent referred to (its prose, arguments that name
     /// things), each once, least worth keeping first (see `Weights::rank`).
@@ -125,6 +127,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
     let mut weight = Weights::default();
     let mut results: Vec<String> = Vec::new();
+    let mut latest_error: Option<usize> = None;
     for m in messages {
         match m.role {
             Role::Assistant => {
@@ -164,7 +167,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                             let text = &results[at];
                             let ok = outcome(r, text, &cfg.error_prefixes);
                             if let Outcome::Failed(_) = ok {
-                                f.latest_error = Some(error_excerpt(text));
+                                latest_error = Some(at);
                             }
                             if let Some((name, args)) = calls.get(r.call_id.as_str()) {
                                 record_call(&mut f, at, name, args, ok, text);
@@ -180,6 +183,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
         }
     }
     weight.rank(&mut f.used_ids);
+    f.latest_error = latest_error.map(|at| error_excerpt(&results[at]));
     // From results only references (URLs, paths, hashes, numbered ids) of
     // the latest ones: what was just created or found. Code and listings in
     // results are the history's, not the briefing's.
