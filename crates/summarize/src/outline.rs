@@ -66,8 +66,13 @@ pub(crate) fn touched<'a>(change: &'a str, defined: &[String]) -> Vec<&'a str> {
     out
 }
 
+/// A character of a name: `Mod.fun`, `valid?`, `save!`, `snake_case`.
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_?!.".contains(c)
+}
+
 fn words(code: &str) -> impl Iterator<Item = &str> {
-    code.split(|c: char| !(c.is_ascii_alphanumeric() || "_?!.".contains(c)))
+    code.split(|c: char| !is_name_char(c))
         .map(|w| w.trim_end_matches('.'))
         .filter(|w| !w.is_empty())
 }
@@ -113,7 +118,7 @@ fn definition(line: &str) -> Option<&str> {
 /// it is at least three characters and starts with a letter.
 fn name_of(token: &str) -> Option<&str> {
     let end = token
-        .find(|c: char| !(c.is_ascii_alphanumeric() || "_?!.".contains(c)))
+        .find(|c: char| !is_name_char(c))
         .unwrap_or(token.len());
     let name = token[..end].trim_end_matches('.');
     (name.len() >= 3 && name.starts_with(|c: char| c.is_ascii_alphabetic())).then_some(name)
