@@ -345,9 +345,12 @@ pub fn iterations(messages: &[Message]) -> Vec<Iteration> {
 pub fn wire_offset(family: Family, messages: &[Message]) -> usize {
     match family {
         Family::OpenAi => 0,
-        Family::Anthropic => messages
-            .iter()
-            .take_while(|m| m.role == Role::System)
-            .count(),
+        Family::Anthropic => messages.iter().take_while(|m| is_top_system(m)).count(),
     }
+}
+
+/// A system message an Anthropic body carries in its top-level `system`
+/// (when it leads the conversation), not inside `messages`.
+fn is_top_system(m: &Message) -> bool {
+    m.role == Role::System && !m.meta.inline_system
 }

@@ -113,6 +113,10 @@ pub struct Meta {
     /// A user-role message the harness injected (a skill's instructions, a
     /// command's output; Claude Code's `isMeta`), not the user's words.
     pub injected: bool,
+    /// A system message carried inside the wire `messages` array (Anthropic
+    /// accepts them there; Claude Code sends its environment that way), not
+    /// the top-level system prompt.
+    pub inline_system: bool,
 }
 
 /// Provider-reported token usage of one response.

@@ -4,7 +4,9 @@
 //! and those come right after the assistant message, before anything else.
 //! Anthropic: every `tool_use` is answered by a `tool_result` block in the
 //! very next message, which is a user message whose content starts with the
-//! results; messages are only `user` and `assistant` after the system prompt.
+//! results; messages are `user`, `assistant` and `system` (the API takes
+//! system messages inside `messages`, as Claude Code sends them), but not
+//! between a tool call and its results.
 //! Both: call ids are unique and no result answers a call that is not open.
 
 use std::collections::HashSet;
@@ -21,8 +23,6 @@ use crate::message::{Message, Part, Role};
 pub enum Rule {
     /// The role is not accepted by the API in this position.
     RoleNotAllowed(String),
-    /// A system message after the conversation started (Anthropic).
-    SystemNotFirst,
     /// A tool call has no result where the API requires one.
     UnansweredCall,
     /// The last assistant message's calls have no results: the log ended
@@ -47,7 +47,6 @@ impl Rule {
     pub fn code(&self) -> &'static str {
         match self {
             Rule::RoleNotAllowed(_) => "role-not-allowed",
-            Rule::SystemNotFirst => "system-not-first",
             Rule::UnansweredCall => "unanswered-call",
             Rule::PendingFinalCall => "pending-final-call",
             Rule::OrphanResult => "orphan-result",
@@ -80,7 +79,6 @@ impl fmt::Display for Violation {
         let id = self.id.as_deref().unwrap_or("?");
         match &self.rule {
             Rule::RoleNotAllowed(r) => write!(f, "role \"{r}\" is not allowed here"),
-            Rule::SystemNotFirst => write!(f, "system message after the conversation started"),
             Rule::UnansweredCall => {
                 write!(f, "tool call {id} has no result where the API needs it")
             }
@@ -277,7 +275,9 @@ fn validate_anthropic(messages: &[Message]) -> Vec<Violation> {
             }
             Role::System => {
                 p.close_unanswered();
-                p.push(i, None, Rule::SystemNotFirst);
+                if m.has_tool_calls() || m.has_tool_results() {
+                    p.push(i, None, Rule::MisplacedPart);
+                }
             }
             other => {
                 p.close_unanswered();

@@ -58,9 +58,12 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     ))
 }
 
-/// Decodes one message object (`role` and `content`).
+/// Decodes one message object (`role` and `content`) of the `messages`
+/// array; a system message there stays there ([`Meta::inline_system`](crate::Meta)).
 pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
-    decode_role_content(v, at, &decode_block)
+    let mut m = decode_role_content(v, at, &decode_block)?;
+    m.meta.inline_system = m.role == Role::System;
+    Ok(m)
 }
 
 /// Decodes one content block. Blocks of unknown type are kept verbatim;
@@ -191,14 +194,12 @@ fn decode_tool(v: Value) -> Tool {
 
 /// Encodes a conversation of the Anthropic family as a request body.
 ///
-/// Leading system messages become the top-level `system`.
+/// Leading system messages become the top-level `system`; a system message
+/// after them (or marked [`Meta::inline_system`](crate::Meta)) stays in
+/// `messages`, where the API accepts it.
 pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
     let mut map = start_body(conv);
-    let lead = conv
-        .messages
-        .iter()
-        .take_while(|m| m.role == Role::System)
-        .count();
+    let lead = conv.wire_offset();
     match &conv.messages[..lead] {
         [] => {}
         [one] => {
@@ -224,14 +225,14 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
     Ok(finish_body(map, messages, conv, encode_tool))
 }
 
-/// Encodes one message (not a system message).
+/// Encodes one message of the `messages` array.
 pub(crate) fn encode_message(m: &Message, index: usize) -> Result<Value> {
-    if !matches!(m.role, Role::User | Role::Assistant) {
+    if !matches!(m.role, Role::User | Role::Assistant | Role::System) {
         return Err(Error::Unrepresentable {
             index,
             target: "Anthropic",
             reason: format!(
-                "role \"{}\" is not allowed in messages (only user and assistant; system prompts must come first)",
+                "role \"{}\" is not allowed in messages (only user, assistant and system)",
                 m.role.as_str()
             ),
         });

@@ -177,10 +177,12 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
     let mut anthropic = if has_system { 2 } else { 0 };
     let mut openai = 0;
     for m in messages {
-        if let Some("system" | "developer" | "tool" | "function") =
-            m.get("role").and_then(Value::as_str)
-        {
-            openai += 2;
+        match m.get("role").and_then(Value::as_str) {
+            // Anthropic bodies carry system messages inside `messages` too
+            // (Claude Code), beside a top-level `system` OpenAI never has.
+            Some("system") if !has_system => openai += 2,
+            Some("developer" | "tool" | "function") => openai += 2,
+            _ => {}
         }
         if m.get("tool_calls").is_some() || m.get("tool_call_id").is_some() {
             openai += 2;
@@ -190,7 +192,7 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
                 match b.get("type").and_then(Value::as_str) {
                     Some(
                         "tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "image"
-                        | "document",
+                        | "document" | "server_tool_use" | "search_result" | "container_upload",
                     ) => anthropic += 1,
                     Some("image_url" | "input_audio" | "file") => openai += 1,
                     _ => {}

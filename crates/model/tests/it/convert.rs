@@ -110,11 +110,30 @@ fn unrepresentable_content_is_an_error_naming_the_message() {
         }
         other => panic!("{other}"),
     }
-    let c = conv_of(
-        json!({"messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "late"}]}),
-    );
+    let c = conv_of(json!({"messages": [{"role": "user", "content": "a"},
+        {"role": "function", "name": "f", "content": "r"}]}));
     assert!(matches!(
         convert(&c, Family::Anthropic),
-        Err(Error::Unrepresentable { index: 1, .. })
+        Err(Error::Unrepresentable { .. })
     ));
+}
+
+#[test]
+fn a_late_system_message_stays_inside_messages_both_ways() {
+    let c = conv_of(json!({"messages": [{"role": "system", "content": "rules"},
+        {"role": "user", "content": "a"}, {"role": "system", "content": "late"}]}));
+    let out = convert(&c, Family::Anthropic).unwrap();
+    let body = encode(&out.conversation).unwrap();
+    assert_eq!(body["system"], json!("rules"));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": "a"}, {"role": "system", "content": "late"}])
+    );
+    assert!(validate(&out.conversation).is_empty());
+    let back = convert(&out.conversation, Family::OpenAi).unwrap();
+    assert_eq!(encode(&back.conversation).unwrap()["messages"], c_messages(&c));
+}
+
+fn c_messages(c: &abridge_model::Conversation) -> Value {
+    encode(c).unwrap()["messages"].clone()
 }

@@ -47,6 +47,10 @@ struct Step {
     user_after: Option<String>,
     image: bool,
     extra: Map<String, Value>,
+    /// A system message after the step (Claude Code sends them inside `messages`).
+    system_after: Option<String>,
+    /// One of [`server_blocks`], by index (none past the end).
+    server: usize,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -56,14 +60,51 @@ fn step() -> impl Strategy<Value = Step> {
         prop::option::of(text()),
         any::<bool>(),
         extra(),
+        prop::option::of(text()),
+        0..2 * server_blocks(0).len(),
     )
-        .prop_map(|(text, calls, user_after, image, extra)| Step {
-            text,
-            calls,
-            user_after,
-            image,
-            extra,
-        })
+        .prop_map(
+            |(text, calls, user_after, image, extra, system_after, server)| Step {
+                text,
+                calls,
+                user_after,
+                image,
+                extra,
+                system_after,
+                server,
+            },
+        )
+}
+
+/// Anthropic blocks abridge does not model, as clients send them now:
+/// server tool use and results, search results, documents with citations,
+/// container uploads, redacted thinking. Each is an assistant block and a
+/// user block (`null` where the kind has no user side).
+fn server_blocks(n: usize) -> Vec<(Value, Value)> {
+    let id = format!("srvtoolu_{n}");
+    vec![
+        (
+            json!({"type": "server_tool_use", "id": id, "name": "web_search", "input": {"query": "q"}}),
+            json!({"type": "search_result", "source": "https://example.com", "title": "t",
+                   "content": [{"type": "text", "text": "found"}], "citations": {"enabled": true}}),
+        ),
+        (
+            json!({"type": "web_search_tool_result", "tool_use_id": id,
+                   "content": [{"type": "web_search_result", "url": "https://example.com", "title": "t",
+                                "encrypted_content": "Zm9v", "page_age": null}]}),
+            json!({"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "doc"},
+                   "citations": {"enabled": true}, "title": "d"}),
+        ),
+        (
+            json!({"type": "redacted_thinking", "data": "cmVkYWN0ZWQ="}),
+            json!({"type": "container_upload", "file_id": "file_011"}),
+        ),
+        (
+            json!({"type": "text", "text": "cited", "citations": [{"type": "char_location",
+                   "cited_text": "doc", "document_index": 0, "start_char_index": 0, "end_char_index": 3}]}),
+            Value::Null,
+        ),
+    ]
 }
 
 fn openai_body(system: &str, task: &str, steps: &[Step], env: Map<String, Value>) -> Value {
@@ -104,6 +145,9 @@ fn openai_body(system: &str, task: &str, steps: &[Step], env: Map<String, Value>
             };
             messages.push(json!({"role": "user", "content": content}));
         }
+        if let Some(t) = &s.system_after {
+            messages.push(json!({"role": "system", "content": format!("env: {t}")}));
+        }
     }
     let mut body = json!({"model": "gpt-4o", "messages": messages,
         "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}, "strict": true}}]});
@@ -121,12 +165,18 @@ fn anthropic_body(system: &str, task: &str, steps: &[Step], env: Map<String, Val
         if let Some(t) = &s.text {
             blocks.push(json!({"type": "text", "text": format!("thought: {t}"), "cache_control": {"type": "ephemeral"}}));
         }
+        let server = server_blocks(n).into_iter().nth(s.server);
+        if let Some((a, _)) = &server {
+            blocks.push(a.clone());
+        }
         let mut results = Vec::new();
         for (name, arg, is_error) in &s.calls {
             n += 1;
             let id = format!("toolu_{n}");
             blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": {"q": arg}}));
-            let mut r = json!({"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": arg}]});
+            // Tool search answers with references to deferred tools.
+            let found = json!({"type": "tool_reference", "tool_name": "search"});
+            let mut r = json!({"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": arg}, found]});
             if *is_error {
                 r["is_error"] = json!(true);
             }
@@ -146,15 +196,23 @@ fn anthropic_body(system: &str, task: &str, steps: &[Step], env: Map<String, Val
                 user.push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}));
             }
         }
+        if let Some((_, u)) = server.filter(|(_, u)| !u.is_null()) {
+            user.push(u);
+        }
         if user.is_empty() {
             user.push(json!({"type": "text", "text": "continue"}));
         }
         messages.push(json!({"role": "user", "content": user}));
+        if let Some(t) = &s.system_after {
+            messages.push(json!({"role": "system", "content": [{"type": "text", "text": format!("env: {t}")}]}));
+        }
     }
     let mut body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
         "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
         "messages": messages,
-        "tools": [{"name": "search", "input_schema": {"type": "object"}}, {"type": "web_search_20250305", "name": "web_search"}]});
+        "tools": [{"name": "search", "input_schema": {"type": "object"}, "defer_loading": true},
+                  {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+                  {"type": "web_search_20250305", "name": "web_search"}]});
     for (k, v) in env {
         body[k.as_str()] = v;
     }

@@ -119,6 +119,26 @@ fn anthropic_rules() {
             (2, None, Rule::RoleNotAllowed("tool".into()))
         ]
     );
+    // System messages inside `messages`, as Claude Code sends them, are
+    // accepted; not between a call and its results.
+    assert_eq!(
+        rules(body(json!([{"role": "user", "content": "go"},
+            {"role": "system", "content": "# Environment"},
+            {"role": "assistant", "content": [use_("a")]},
+            {"role": "user", "content": [res("a")]},
+            {"role": "system", "content": [text]}]))),
+        vec![]
+    );
+    assert_eq!(
+        rules(body(json!([{"role": "user", "content": "go"},
+            {"role": "assistant", "content": [use_("a")]},
+            {"role": "system", "content": "late"},
+            {"role": "user", "content": [res("a")]}]))),
+        vec![
+            (2, id("a"), Rule::UnansweredCall),
+            (4, id("a"), Rule::OrphanResult)
+        ]
+    );
     // Messages are named by their place in the body's own `messages` array.
     let conv = &decode(
         body(

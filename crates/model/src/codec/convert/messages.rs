@@ -2,8 +2,8 @@
 //!
 //! OpenAI keeps each tool result in a `tool` message; Anthropic keeps them as
 //! `tool_result` blocks at the start of the next user message. System
-//! messages may only open an Anthropic conversation (they become its
-//! top-level `system`).
+//! messages that open a conversation become Anthropic's top-level `system`;
+//! later ones stay in `messages`, where the API takes them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -58,12 +58,7 @@ struct ToAnthropic {
 impl ToAnthropic {
     fn message(&mut self, i: usize, m: &Message, w: &mut Warnings) -> Result<()> {
         match &m.role {
-            Role::System | Role::Developer if !self.started => self.system(i, m, w),
-            Role::System | Role::Developer => Err(unrepresentable(
-                i,
-                A,
-                "a system/developer message after the conversation started",
-            )),
+            Role::System | Role::Developer => self.system(i, m, w),
             Role::Tool => self.tool(i, m, w),
             Role::User => self.user(i, m, w),
             Role::Assistant => self.assistant(i, m, w),
@@ -77,6 +72,7 @@ impl ToAnthropic {
 
     fn system(&mut self, i: usize, m: &Message, w: &mut Warnings) -> Result<()> {
         let mut msg = like(m, Role::System, m.form);
+        msg.meta.inline_system = self.started;
         for p in &m.parts {
             match p {
                 Part::Text(t) => msg.parts.push(plain_text(t, "system text", w)),
