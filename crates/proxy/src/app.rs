@@ -195,6 +195,12 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
     {
         out.push((HeaderName::from_static("x-abridge-compacted"), v));
     }
+    if p.handover {
+        out.push((
+            HeaderName::from_static("x-abridge-handover"),
+            HeaderValue::from_static("provider-compaction"),
+        ));
+    }
     if let Some(w) = &p.warning {
         let clean: String = w
             .chars()

@@ -53,6 +53,8 @@ pub(crate) struct Prepared {
     pub(crate) tokens: u64,
     /// The request log's row for it (its usage filled when the response ends).
     pub(crate) request: Option<RequestRecord>,
+    /// The provider's own compaction is in charge of this history.
+    pub(crate) handover: bool,
 }
 
 /// Everything a request needs from the running proxy.
@@ -86,14 +88,10 @@ impl Context<'_> {
         if let Some(v) = validate(&conv).first() {
             return self.unusable(format!("conversation is not valid: {v}"));
         }
-        if provider_native(&conv) {
-            self.metrics.passthrough(Passthrough::ProviderNative);
-            return Prepared {
-                warning: Some("provider-native context management in charge".into()),
-                ..Prepared::default()
-            };
-        }
         let id = SessionId::of(headers, &conv);
+        if let Some(how) = provider_compaction(&conv) {
+            return self.hand_over(id, how);
+        }
         let session = match self.sessions.get(&id) {
             Some(s) => s,
             None => match self.open(id, &conv) {
@@ -175,6 +173,22 @@ impl Context<'_> {
     fn refresh_if_shared(&self, state: &mut SessionState) {
         if self.store.is_some_and(|s| lock(s).shared()) {
             self.refresh(state);
+        }
+    }
+
+    /// The provider summarizes this conversation itself: its history is
+    /// the provider's to shorten, and goes as sent. Said once per session in
+    /// the log, on every such request in a metric and a header.
+    fn hand_over(&self, id: SessionId, how: &str) -> Prepared {
+        self.metrics.passthrough(Passthrough::ProviderNative);
+        if self.sessions.first_handover(&id) {
+            tracing::info!(session = %id, how, "the provider's own compaction is in charge; forwarding this session's history as sent");
+        }
+        Prepared {
+            id: Some(id),
+            warning: Some(format!("provider compaction in charge ({how})")),
+            handover: true,
+            ..Prepared::default()
         }
     }
 
@@ -423,15 +437,30 @@ fn extends(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Xxh3> {
     (hasher.digest() == raw.hash).then_some(hasher)
 }
 
-/// True when the provider's own compaction or context editing covers this
-/// request (Anthropic `context_management`, `compaction` blocks).
-fn provider_native(conv: &Conversation) -> bool {
-    conv.extra.contains_key("context_management")
-        || conv
-            .messages
-            .iter()
-            .flat_map(|m| &m.parts)
-            .any(is_compaction_block)
+/// How the provider summarizes this conversation itself, if it does: a
+/// `compact_*` edit in Anthropic's `context_management`, or `compaction`
+/// blocks already in the history. Context *editing* (`clear_tool_uses_*`,
+/// `clear_thinking_*`) is not that: it clears what abridge leaves, after
+/// abridge rewrote the history, and the two work side by side.
+fn provider_compaction(conv: &Conversation) -> Option<&'static str> {
+    let edits = conv
+        .extra
+        .get("context_management")
+        .and_then(|c| c.get("edits"))
+        .and_then(serde_json::Value::as_array);
+    let compacts = edits.into_iter().flatten().any(|e| {
+        e.get("type")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|t| t.starts_with("compact"))
+    });
+    if compacts {
+        return Some("context_management compact edit");
+    }
+    conv.messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .any(is_compaction_block)
+        .then_some("compaction blocks in the history")
 }
 
 /// An Anthropic `compaction` block.

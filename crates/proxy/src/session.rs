@@ -224,6 +224,8 @@ pub(crate) struct Sessions {
     map: Mutex<LruCache<SessionId, Shared>>,
     /// Sessions by the [`quick_key`] of their last request, newest first.
     quick: Mutex<std::collections::HashMap<u64, std::collections::VecDeque<SessionId>>>,
+    /// Sessions whose history the provider's own compaction took over.
+    handed_over: Mutex<std::collections::HashSet<SessionId>>,
     capacity: usize,
 }
 
@@ -234,6 +236,7 @@ impl Sessions {
         Sessions {
             map: Mutex::new(LruCache::new(cap)),
             quick: Mutex::default(),
+            handed_over: Mutex::default(),
             capacity: cap.get(),
         }
     }
@@ -262,6 +265,16 @@ impl Sessions {
         ids.retain(|i| *i != id);
         ids.push_front(id);
         ids.truncate(QUICK_SESSIONS);
+    }
+
+    /// True the first time a session is handed over to the provider's
+    /// compaction (bounded like the quick keys: forgetting means saying it again).
+    pub(crate) fn first_handover(&self, id: &SessionId) -> bool {
+        let mut set = self.handed_over.lock().unwrap_or_else(|p| p.into_inner());
+        if set.len() >= 4 * self.capacity {
+            set.clear();
+        }
+        set.insert(id.clone())
     }
 
     /// The session, if in memory.

@@ -131,7 +131,10 @@ fn a_late_system_message_stays_inside_messages_both_ways() {
     );
     assert!(validate(&out.conversation).is_empty());
     let back = convert(&out.conversation, Family::OpenAi).unwrap();
-    assert_eq!(encode(&back.conversation).unwrap()["messages"], c_messages(&c));
+    assert_eq!(
+        encode(&back.conversation).unwrap()["messages"],
+        c_messages(&c)
+    );
 }
 
 fn c_messages(c: &abridge_model::Conversation) -> Value {

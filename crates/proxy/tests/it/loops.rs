@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::CONFIG;
 use crate::support::{
-    OpenAiAgent, anthropic_loop, client, metric, metrics_text, openai_loop, start,
+    OpenAiAgent, Setup, anthropic_loop, client, metric, metrics_text, openai_loop, start,
 };
 
 fn options() -> ProviderOptions {
@@ -278,34 +278,71 @@ async fn an_edited_history_is_decoded_afresh_not_taken_from_the_last_request() {
     setup.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn provider_native_context_management_is_left_to_the_provider() {
-    let setup = start(CONFIG, ProviderOptions::default(), None).await;
-    // Far over the trigger, but the client uses Anthropic's own context editing.
+/// A history far over the trigger, with Anthropic `context_management` edits.
+fn edited_history(edits: serde_json::Value) -> String {
     let mut messages = vec![json!({"role": "user", "content": "Read every module."})];
     for i in 0..20 {
         messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "read_file", "input": {"path": "a"}}]}));
         messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": crate::support::file_content(i)}]}));
     }
-    let body = json!({"model": "fake-model", "max_tokens": 100, "messages": messages,
-        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}})
-    .to_string();
-    let resp = client()
+    json!({"model": "fake-model", "max_tokens": 100, "messages": messages,
+        "context_management": {"edits": edits}})
+    .to_string()
+}
+
+async fn post_messages(setup: &Setup, body: &str) -> reqwest::Response {
+    client()
         .post(format!("{}/v1/messages", setup.proxy))
         .header("content-type", "application/json")
-        .body(body.clone())
+        .body(body.to_owned())
         .send()
         .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    assert!(resp.headers().get("x-abridge-warning").is_some());
-    assert!(resp.headers().get("x-abridge-compacted").is_none());
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_compaction_takes_the_history_over() {
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    let body = edited_history(json!([{"type": "compact_20260112"}]));
+    for _ in 0..2 {
+        let resp = post_messages(&setup, &body).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            resp.headers().get("x-abridge-handover").unwrap(),
+            "provider-compaction"
+        );
+        assert!(resp.headers().get("x-abridge-compacted").is_none());
+    }
     let seen = setup.provider.report().requests;
     assert!(seen[0].tokens > 6000, "the request was over the trigger");
-    assert_eq!(
-        seen[0].body_hash,
-        body_hash(body.as_bytes()),
+    assert!(
+        seen.iter()
+            .all(|r| r.body_hash == body_hash(body.as_bytes())),
         "forwarded as sent"
     );
+    let metrics = metrics_text(&setup.proxy).await;
+    let handed = metric(
+        &metrics,
+        r#"abridge_passthrough_total{why="ProviderNative"}"#,
+    );
+    assert_eq!(handed, 2.0, "{metrics}");
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_editing_works_beside_abridge() {
+    // Claude Code sends a clear_thinking edit that keeps everything on every
+    // request; clearing tool uses is the provider's, after abridge's rewrite.
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    let edits = json!([{"type": "clear_thinking_20251015", "keep": "all"},
+        {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 100000}}]);
+    let body = edited_history(edits.clone());
+    let resp = post_messages(&setup, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("x-abridge-handover").is_none());
+    assert!(resp.headers().get("x-abridge-compacted").is_some());
+    let seen = setup.provider.report().requests;
+    assert!(seen[0].tokens <= 6000, "{} tokens", seen[0].tokens);
+    assert!(seen[0].violations.is_empty(), "{:?}", seen[0].violations);
     setup.stop().await;
 }
