@@ -343,6 +343,7 @@ impl Compactor {
                 snapshot: None,
                 events: eval.events,
                 duration_us: eval.start.elapsed().as_micros() as u64,
+                degraded: Vec::new(),
             },
             conversation: std::borrow::Cow::Borrowed(conv),
         }

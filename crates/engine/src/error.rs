@@ -1,6 +1,6 @@
 //! Errors of the compaction engine.
 
-use abridge_model::Violation;
+use abridge_model::{Conversation, Violation};
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -38,6 +38,10 @@ pub enum Error {
         tail_iterations: usize,
         /// Tokens of the tool declarations.
         tools: u64,
+        /// The smallest valid history the floor ladder reached (over the
+        /// target, smaller than the input), when it changed anything: what
+        /// a proxy sends rather than the whole history.
+        smallest: Option<Box<Conversation>>,
     },
     /// The rewrite would break the API's rules; the history is returned untouched
     /// by the caller. This is a bug in abridge if it ever happens.

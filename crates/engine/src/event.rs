@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyKind;
+use crate::ladder::Degradation;
 use crate::report::Reason;
 
 /// Something the engine observed or did.
@@ -48,6 +49,9 @@ pub enum Event {
         /// Wall time of the compaction, in microseconds.
         duration_us: u64,
     },
+    /// The compaction could not reach its target with the preferred tail
+    /// and took a rung of the floor ladder.
+    Degraded(Degradation),
     /// A compaction was due but not applied: it would clear fewer tokens
     /// than `budget.clear_at_least`, not worth breaking the prompt cache.
     CompactionSkipped {

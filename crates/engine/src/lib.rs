@@ -44,6 +44,7 @@ mod config;
 mod continuity;
 mod error;
 mod event;
+mod ladder;
 mod limits;
 pub mod placeholder;
 mod plan;
@@ -67,6 +68,7 @@ pub use config::{
 pub use continuity::{Carryover, Continuity, PrefixKey};
 pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
+pub use ladder::{Degradation, Rung};
 pub use limits::Limits;
 pub use report::{Attempt, AttemptOutcome, Outcome, Reason, Report};
 pub use session::{Session, TurnReport};

@@ -27,6 +27,9 @@ pub(crate) struct Plan {
     /// The tail may grow back into what an instant briefing leaves of the
     /// target (not when the agent asked for an exact tail).
     pub(crate) grow_tail: bool,
+    /// Below the floor, the ladder (`ladder.rs`) may shrink the tail and
+    /// clip inside it (not when the agent asked for an exact tail).
+    pub(crate) degrade: bool,
 }
 
 impl Plan {
@@ -56,6 +59,7 @@ impl Plan {
             kept_budget: limits.kept_budget,
             focus,
             grow_tail: true,
+            degrade: true,
         }
     }
 
@@ -71,6 +75,7 @@ impl Plan {
             kept_budget: 0,
             focus,
             grow_tail: false,
+            degrade: false,
         }
     }
 }

@@ -9,6 +9,7 @@ use abridge_summarize::{SummarizeError, Verification};
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, PolicyRun};
+use crate::ladder::Degradation;
 use crate::snapshot::SnapshotId;
 
 /// Why a compaction ran.
@@ -127,6 +128,10 @@ pub struct Report {
     pub events: Vec<Event>,
     /// Wall time in microseconds.
     pub duration_us: u64,
+    /// Rungs of the floor ladder taken, in order (empty when the preferred
+    /// tail fit the target).
+    #[serde(default)]
+    pub degraded: Vec<Degradation>,
 }
 
 /// The result of an evaluation: the history to send, and the report.

@@ -1,6 +1,7 @@
 //! Executing a [`Plan`]: the steps run oldest-first over the old region
 //! until the history is under the target; when a round of steps is not
-//! enough, the verbatim tail halves (down to its floor) and they run again.
+//! enough, the verbatim tail halves (down to its floor) and they run again;
+//! below the floor, the ladder (`ladder.rs`) takes over.
 
 use std::borrow::Cow;
 
@@ -11,6 +12,7 @@ use crate::compactor::{Compactor, Eval};
 use crate::config::PolicyKind;
 use crate::error::{Error, Result};
 use crate::event::{Event, PolicyRun};
+use crate::ladder::Degradation;
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
 use crate::report::{Attempt, Outcome, Report};
@@ -21,16 +23,18 @@ use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
 const STEPS: usize = 4;
 
 /// The history being rewritten and what has been done to it.
-struct Work {
-    messages: Vec<Message>,
+pub(crate) struct Work {
+    pub(crate) messages: Vec<Message>,
     /// Iterations kept verbatim at the end.
-    tail_n: usize,
+    pub(crate) tail_n: usize,
     /// Tokens now, tool declarations included.
-    total: u64,
-    tools: u64,
+    pub(crate) total: u64,
+    pub(crate) tools: u64,
     runs: Vec<PolicyRun>,
     attempts: Vec<Attempt>,
     summarizer: Option<String>,
+    /// Rungs of the floor ladder taken.
+    pub(crate) degraded: Vec<Degradation>,
 }
 
 impl Work {
@@ -64,7 +68,7 @@ impl Compactor {
         }
         let mut work = self.start(conv, plan, eval.tokens);
         self.shrink(conv, plan, &mut work)?;
-        if work.runs.is_empty() {
+        if work.runs.is_empty() && work.degraded.is_empty() {
             return Ok(self.unchanged(conv, Some(plan.reason), eval));
         }
         self.finish(conv, plan, work, eval)
@@ -88,28 +92,59 @@ impl Compactor {
             runs: Vec::new(),
             attempts: Vec::new(),
             summarizer: None,
+            degraded: Vec::new(),
         }
     }
 
     fn shrink(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> Result<()> {
         loop {
-            for &step in &plan.steps {
-                let reached = match step {
-                    Step::Summarize => self.summarize(conv, plan, work),
-                    Step::Policy(p) => self.clip(p, plan.target, work),
-                };
-                if reached {
-                    return Ok(());
-                }
+            if self.run_steps(conv, plan, work) {
+                return Ok(());
             }
             let Some(target) = plan.target else {
                 return Ok(());
             };
             if work.tail_n <= plan.floor {
-                return Err(self.cannot_shrink(work, target));
+                let mut steps = |c: &mut Compactor, w: &mut Work| c.run_steps(conv, plan, w);
+                if plan.degrade && self.degrade(&mut steps, work, target) {
+                    return Ok(());
+                }
+                return Err(self.cannot_shrink(conv, work, target));
             }
             work.tail_n = (work.tail_n / 2).max(plan.floor);
         }
+    }
+
+    /// One round of the plan's steps; true once the target is reached.
+    /// Summarizing and dropping are skipped while what they cannot touch
+    /// (head, tail, tools) is over the target on its own: they could only
+    /// lose the old region without reaching it, where a shorter tail lets
+    /// the briefing keep it.
+    fn run_steps(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> bool {
+        plan.steps.iter().any(|&step| match step {
+            Step::Summarize | Step::Policy(Policy::DropIterations)
+                if !self.kept_fits(plan.target, work) =>
+            {
+                false
+            }
+            Step::Summarize => self.summarize(conv, plan, work),
+            Step::Policy(p) => self.clip(p, plan.target, work),
+        })
+    }
+
+    /// Whether head, kept tail and tool declarations fit the target together.
+    fn kept_fits(&mut self, target: Option<u64>, work: &Work) -> bool {
+        target.is_none_or(|t| self.kept_tokens(work) <= t)
+    }
+
+    /// Tokens of what the old region's steps cannot touch: head, kept
+    /// tail and tool declarations.
+    pub(crate) fn kept_tokens(&mut self, work: &Work) -> u64 {
+        let region = old_region(&work.messages, work.tail_n);
+        let tokens = self.message_tokens(&work.messages);
+        tokens[..region.start].iter().sum::<u64>()
+            + tokens[region.end..].iter().sum::<u64>()
+            + work.tools
     }
 
     /// Runs one policy oldest-first in steps, so that no more is cleared
@@ -204,7 +239,7 @@ impl Compactor {
         None
     }
 
-    fn total_of(&mut self, messages: &[Message], tools: u64) -> u64 {
+    pub(crate) fn total_of(&mut self, messages: &[Message], tools: u64) -> u64 {
         self.message_tokens(messages).iter().sum::<u64>() + tools
     }
 
@@ -275,6 +310,8 @@ impl Compactor {
             ..conv.clone_envelope()
         };
         guard(conv, &after)?;
+        eval.events
+            .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
         let its_after = iterations(&after.messages).len();
         self.compacted_at_iteration = its_after;
         let event = Event::HistoryCompacted {
@@ -306,6 +343,7 @@ impl Compactor {
             snapshot: None,
             events: eval.events,
             duration_us: eval.start.elapsed().as_micros() as u64,
+            degraded: work.degraded,
         };
         self.snapshot(conv, &after, &mut report);
         Ok(Outcome {
@@ -365,7 +403,9 @@ impl Compactor {
             .collect()
     }
 
-    fn cannot_shrink(&mut self, work: &Work, target: u64) -> Error {
+    /// The error when even the floor is over the target; it carries the
+    /// smallest valid history the ladder reached.
+    fn cannot_shrink(&mut self, conv: &Conversation, work: &Work, target: u64) -> Error {
         let tokens = self.message_tokens(&work.messages);
         let its = iterations(&work.messages);
         let tail_start = tail_start(&work.messages, &its, work.tail_n);
@@ -389,8 +429,18 @@ impl Compactor {
             tail: tail_t,
             tail_iterations: work.tail_n.min(its.len()),
             tools: work.tools,
+            smallest: smallest(conv, work).map(Box::new),
         }
     }
+}
+
+/// The history the ladder reached, when the rewrite stays valid.
+fn smallest(conv: &Conversation, work: &Work) -> Option<Conversation> {
+    let after = Conversation {
+        messages: work.messages.clone(),
+        ..conv.clone_envelope()
+    };
+    (after.messages != conv.messages && guard(conv, &after).is_ok()).then_some(after)
 }
 
 /// Refuses a rewrite that breaks a rule the input did not already break.

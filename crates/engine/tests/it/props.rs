@@ -63,7 +63,9 @@ proptest! {
                 if let Some(t) = target {
                     prop_assert!(out.report.tokens_after <= t, "{pipeline:?}: {} > {t}", out.report.tokens_after);
                 }
-                assert_kept(&conv, &after, keep, &pins);
+                // Below the floor the ladder may keep fewer iterations.
+                let kept = if out.report.degraded.is_empty() { keep } else { 0 };
+                assert_kept(&conv, &after, kept, &pins);
                 let again = Compactor::new(cfg).unwrap().compact(&after).unwrap();
                 prop_assert!(!again.report.compacted, "{pipeline:?} {target:?} not idempotent: {:?}", again.report.policies);
             }

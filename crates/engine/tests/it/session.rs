@@ -2,9 +2,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use abridge::model::validate;
 use abridge::model::{Conversation, Family, Role};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config, Event, Session};
+use abridge::{Compactor, Config, Event, Rung, Session};
 
 type Events = Arc<Mutex<Vec<Event>>>;
 
@@ -109,7 +110,7 @@ fn cadence_trigger_respects_clear_at_least() {
 }
 
 #[test]
-fn cannot_shrink_leaves_the_history_and_says_why() {
+fn cannot_shrink_names_the_floor_and_carries_the_smallest_history() {
     let conv = run(Spec {
         iterations: 6,
         ..Spec::default()
@@ -118,18 +119,78 @@ fn cannot_shrink_leaves_the_history_and_says_why() {
     cfg.budget.target_tokens = Some(10);
     cfg.budget.min_iterations = 3;
     let mut c = Compactor::new(cfg).unwrap();
+    let before = c.count(&conv);
     let err = c.compact(&conv).unwrap_err();
     let abridge::Error::CannotShrink {
         floor,
         target,
         tail_iterations,
+        smallest,
         ..
     } = err
     else {
         panic!("{err}")
     };
-    assert_eq!((target, tail_iterations), (10, 3));
+    // The ladder went down to the newest iteration before giving up.
+    assert_eq!((target, tail_iterations), (10, 1));
     assert!(floor > 10);
+    let smallest = smallest.expect("the floor as a history");
+    assert!(validate(&smallest).is_empty());
+    let after = c.count(&smallest);
+    assert!(after < before / 2, "{after} of {before}");
+    assert_eq!(after, floor);
+}
+
+/// A tail of `min_iterations` is a preference: when head, tools and that
+/// tail are over the target, fewer iterations are kept, then the kept ones
+/// are clipped, then the newest results are cut — each step reported.
+#[test]
+fn the_floor_ladder_degrades_step_by_step() {
+    let conv = run(Spec {
+        iterations: 8,
+        ..Spec::default()
+    });
+    let mut cfg = Config::default();
+    cfg.budget.min_iterations = 3;
+    let mut c = Compactor::new(cfg.clone()).unwrap();
+    let total = c.count(&conv);
+    let its = conv.iterations();
+    let tokens = c.message_tokens(&conv.messages);
+    let last3: u64 = its[its.len() - 3..]
+        .iter()
+        .flat_map(|i| &tokens[i.range()])
+        .sum();
+    let head: u64 = tokens[..conv.head_len()].iter().sum();
+    let tools = total - tokens.iter().sum::<u64>();
+    // Under head + tools + three iterations, over head + tools + one.
+    let newest: u64 = tokens[its[its.len() - 1].range()].iter().sum();
+    for target in [head + tools + last3 - 1, head + tools + newest / 2] {
+        cfg.budget.target_tokens = Some(target);
+        let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
+        assert!(
+            out.report.tokens_after <= target,
+            "{} > {target}",
+            out.report.tokens_after
+        );
+        assert!(validate(&out.conversation).is_empty());
+        let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
+        assert_eq!(rungs[0], Rung::FewerIterations, "{rungs:?}");
+        assert!(
+            out.report
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Degraded(_)))
+        );
+        if target < head + tools + newest {
+            assert_eq!(rungs.last(), Some(&Rung::NewestResultsCut), "{rungs:?}");
+            let last = out.conversation.messages.last().unwrap();
+            let cut = last.tool_results().next().unwrap().text();
+            assert!(
+                cut.contains("cut to fit the context window") || cut.contains("clipped"),
+                "{cut}"
+            );
+        }
+    }
 }
 
 /// The provider counts 1.5× what abridge does: after the first response

@@ -14,7 +14,10 @@ pub(crate) fn same(a: &Message, b: &Message) -> bool {
 /// The messages of the last `k` iterations.
 pub(crate) fn last_iterations(conv: &Conversation, k: usize) -> &[Message] {
     let its = iterations(&conv.messages);
-    let start = its.len().checked_sub(k).map_or(0, |i| its[i].start);
+    let start = its
+        .len()
+        .checked_sub(k)
+        .map_or(0, |i| its.get(i).map_or(conv.messages.len(), |it| it.start));
     &conv.messages[start..]
 }
 

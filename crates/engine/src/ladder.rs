@@ -1,0 +1,214 @@
+//! The floor ladder: what a compaction does when the plan's own steps
+//! cannot reach the target with the preferred verbatim tail.
+//!
+//! A tail of `budget.min_iterations` is a preference, not a law. Before
+//! giving up, the compaction degrades one rung at a time, each as far as
+//! the target needs and each reported ([`Degradation`]):
+//!
+//! 1. **Fewer iterations**: the tail shrinks below its floor, down to the
+//!    newest iteration; the plan's steps (clip, summarize, drop) run again
+//!    over the longer old region.
+//! 2. **Kept iterations clipped**: results and arguments of the kept
+//!    messages before the newest iteration become placeholders, whatever
+//!    the configured pipeline (pinned messages stay).
+//! 3. **Newest results cut to fit**: the newest iteration's own results,
+//!    oldest first and the newest last, are cut to what still fits (their
+//!    beginning and end kept) or become placeholders.
+//!
+//! What is left — system prompt, task, tool definitions and the newest
+//! message's own words — is the irreducible floor. When even that is over
+//! the target, the error carries the smallest valid history, so a proxy
+//! can send it rather than the whole.
+
+use abridge_model::{ContentForm, Message, Part, ToolResult, head_len, iterations};
+use serde::{Deserialize, Serialize};
+
+use crate::compactor::Compactor;
+use crate::config::PolicyConfig;
+use crate::event::Event;
+use crate::placeholder::TOOL_RESULT;
+use crate::policy::{self, Policy};
+use crate::rewrite::Work;
+
+/// One rung of the ladder taken by a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rung {
+    /// The verbatim tail kept fewer iterations than `budget.min_iterations`.
+    FewerIterations,
+    /// Results and arguments inside the kept iterations (not the newest)
+    /// became placeholders.
+    KeptIterationsClipped,
+    /// The newest iteration's own results were cut to fit.
+    NewestResultsCut,
+}
+
+impl Rung {
+    /// Stable kebab-case name (headers, metrics labels).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rung::FewerIterations => "fewer-iterations",
+            Rung::KeptIterationsClipped => "kept-iterations-clipped",
+            Rung::NewestResultsCut => "newest-results-cut",
+        }
+    }
+}
+
+/// A rung taken, and where it left the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Degradation {
+    /// The rung.
+    pub rung: Rung,
+    /// Iterations kept verbatim ([`Rung::FewerIterations`]) or items
+    /// changed (the other rungs).
+    pub count: usize,
+    /// Tokens after the rung, tool declarations included.
+    pub tokens_after: u64,
+}
+
+/// Shortest a cut result keeps, in characters, before it becomes a placeholder.
+const MIN_CUT_CHARS: usize = 400;
+
+/// Tokens left for what the steps make of the old region (a briefing or
+/// an omission note) when the newest results are cut to fit.
+const RESERVE: u64 = 256;
+
+impl Compactor {
+    /// Climbs down the ladder until `target` is reached; false when even
+    /// the floor is over it.
+    pub(crate) fn degrade(
+        &mut self,
+        run_steps: &mut dyn FnMut(&mut Compactor, &mut Work) -> bool,
+        work: &mut Work,
+        target: u64,
+    ) -> bool {
+        while work.tail_n > 1 {
+            work.tail_n -= 1;
+            let verbatim = work.tail_n;
+            let reached = run_steps(self, work);
+            self.degraded(work, Rung::FewerIterations, verbatim);
+            if reached {
+                return true;
+            }
+        }
+        let newest = newest_start(&work.messages);
+        let region = head_len(&work.messages).min(newest)..newest;
+        let forced = PolicyConfig {
+            keep_results_of: Vec::new(),
+            min_result_chars: 0,
+            min_args_chars: 0,
+            ..self.config.policies.clone()
+        };
+        let mut items = 0;
+        for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
+            items += policy::apply(p, &mut work.messages, region.clone(), &forced);
+        }
+        if items > 0 {
+            work.total = self.total_of(&work.messages, work.tools);
+            self.degraded(work, Rung::KeptIterationsClipped, items);
+            if work.total <= target {
+                return true;
+            }
+        }
+        // Cut the newest results until what the steps cannot touch fits
+        // with room for what they make of the rest; then let them run.
+        let kept_limit = target.saturating_sub(RESERVE);
+        let mut cut = self.cut_newest_results(work, newest, |c, w| {
+            c.kept_tokens(w).saturating_sub(kept_limit)
+        });
+        if cut > 0 {
+            work.total = self.total_of(&work.messages, work.tools);
+            if work.total > target && run_steps(self, work) {
+                self.degraded(work, Rung::NewestResultsCut, cut);
+                return true;
+            }
+        }
+        cut += self.cut_newest_results(work, newest, |_, w| w.total.saturating_sub(target));
+        if cut > 0 {
+            self.degraded(work, Rung::NewestResultsCut, cut);
+        }
+        work.total <= target
+    }
+
+    /// Cuts the results from `newest` on, oldest first, while `excess`
+    /// says the history is over; how many it changed.
+    fn cut_newest_results(
+        &mut self,
+        work: &mut Work,
+        newest: usize,
+        excess: impl Fn(&mut Compactor, &Work) -> u64,
+    ) -> usize {
+        let mut changed = 0;
+        for i in newest..work.messages.len() {
+            for j in 0..work.messages[i].parts.len() {
+                let over = excess(self, work);
+                if over == 0 {
+                    return changed;
+                }
+                if work.messages[i].meta.pinned {
+                    continue;
+                }
+                let before = self.total_of(std::slice::from_ref(&work.messages[i]), 0);
+                let Part::ToolResult(r) = &mut work.messages[i].parts[j] else {
+                    continue;
+                };
+                if !cut_to_fit(r, before, over) {
+                    continue;
+                }
+                changed += 1;
+                work.total = self.total_of(&work.messages, work.tools);
+            }
+        }
+        changed
+    }
+
+    fn degraded(&mut self, work: &mut Work, rung: Rung, count: usize) {
+        let d = Degradation {
+            rung,
+            count,
+            tokens_after: work.total,
+        };
+        self.emit(&Event::Degraded(d));
+        work.degraded.push(d);
+    }
+}
+
+/// Index of the newest iteration's assistant message (the end when there
+/// is none).
+fn newest_start(messages: &[Message]) -> usize {
+    iterations(messages)
+        .last()
+        .map_or(messages.len(), |it| it.start)
+}
+
+/// Cuts one result so that its message loses about `excess` of its
+/// `message_tokens`: its beginning and end are kept under a note of what
+/// was cut; when too little would be left, it becomes the
+/// placeholder. False when it is already as small as it gets.
+fn cut_to_fit(r: &mut ToolResult, message_tokens: u64, excess: u64) -> bool {
+    let text = r.text();
+    let has_other = r.parts.iter().any(|p| p.as_text().is_none());
+    if !has_other && text.len() <= MIN_CUT_CHARS {
+        return false;
+    }
+    // Characters per token of this text, from the whole message's count
+    // (an overestimate of the result's share, so the cut errs long).
+    let per_token = text.len() as f64 / message_tokens.max(1) as f64;
+    let drop_chars = ((excess as f64 + 64.0) * per_token.max(1.0)) as usize;
+    let keep = text.len().saturating_sub(drop_chars);
+    let replacement = if keep < MIN_CUT_CHARS {
+        TOOL_RESULT.to_owned()
+    } else {
+        let kept = abridge_model::text::clip(&text, keep, keep / 2);
+        format!(
+            "[tool result cut to fit the context window: its first and last {} of {} characters]\n{kept}",
+            keep,
+            text.len()
+        )
+    };
+    r.parts = vec![Part::text(replacement)];
+    if matches!(r.form, ContentForm::Absent | ContentForm::Null) {
+        r.form = ContentForm::Text;
+    }
+    true
+}
