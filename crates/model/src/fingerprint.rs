@@ -4,7 +4,11 @@
 //! [`Meta`](crate::Meta) is not sent and not hashed; nor are `cache_control`
 //! markers, which say where a provider caches, not what the model reads —
 //! clients move them to the newest message every turn, and a history whose
-//! marker moved is still the same history. The algorithm (XXH3
+//! marker moved is still the same history. For the same reason a message
+//! of one marked text block hashes as its plain string: Claude Code sends
+//! its newest message as `[{"type":"text","text":…,"cache_control":…}]` and
+//! the same message as `"…"` once it is no longer the newest, which the
+//! provider reads the same. The algorithm (XXH3
 //! over a tagged, length-prefixed walk) is fixed, so fingerprints can be
 //! stored and compared across processes and releases.
 
@@ -26,6 +30,12 @@ pub fn fingerprint(messages: &[Message]) -> u64 {
 }
 
 struct Feed(Xxh3Default);
+
+/// One text block with nothing but a cache marker beside its text: the
+/// same content as a plain string.
+fn plain_text_block(parts: &[Part]) -> bool {
+    matches!(parts, [Part::Text(t)] if t.extra.keys().all(|k| k == CACHE_CONTROL))
+}
 
 impl Feed {
     fn tag(&mut self, t: u8) {
@@ -56,8 +66,8 @@ impl Feed {
         self.tag(match m.form {
             ContentForm::Absent => 0,
             ContentForm::Null => 1,
-            ContentForm::Text => 2,
-            ContentForm::Blocks => 3,
+            ContentForm::Blocks if !plain_text_block(&m.parts) => 3,
+            ContentForm::Text | ContentForm::Blocks => 2,
         });
         self.extra(&m.extra);
         self.parts(&m.parts);
@@ -206,6 +216,20 @@ mod tests {
             serde_json::json!({"type": "ephemeral"}),
         );
         assert_eq!(f, fingerprint(&marked), "a cache marker is not content");
+        let mut block = base.clone();
+        block[0].form = ContentForm::Blocks;
+        assert_eq!(f, fingerprint(&block), "one text block is its string");
+        if let Part::Text(t) = &mut block[0].parts[0] {
+            t.extra.insert(
+                "cache_control".into(),
+                serde_json::json!({"type": "ephemeral"}),
+            );
+        }
+        assert_eq!(f, fingerprint(&block), "a marked text block is its string");
+        if let Part::Text(t) = &mut block[0].parts[0] {
+            t.extra.insert("citations".into(), serde_json::json!([]));
+        }
+        assert_ne!(f, fingerprint(&block), "a block with more than text is not");
         let two = vec![
             Message::text(Role::User, "hel"),
             Message::text(Role::User, "lo"),

@@ -195,6 +195,16 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
     {
         out.push((HeaderName::from_static("x-abridge-compacted"), v));
     }
+    if let Some(r) = p.report.as_ref().filter(|r| !r.degraded.is_empty()) {
+        let rungs: Vec<String> = r
+            .degraded
+            .iter()
+            .map(|d| format!("{}={}", d.rung.as_str(), d.count))
+            .collect();
+        if let Ok(v) = HeaderValue::from_str(&rungs.join(", ")) {
+            out.push((HeaderName::from_static("x-abridge-degraded"), v));
+        }
+    }
     if p.handover {
         out.push((
             HeaderName::from_static("x-abridge-handover"),

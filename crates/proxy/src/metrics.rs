@@ -63,6 +63,11 @@ struct PassLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RungLabels {
+    rung: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: String,
 }
@@ -75,6 +80,8 @@ pub struct Metrics {
     compactions: Family<ReasonLabels, Counter>,
     passthrough: Family<PassLabels, Counter>,
     decoded: Family<DecodedLabels, Counter>,
+    degraded: Family<RungLabels, Counter>,
+    over_target: Counter,
     summarizer_attempts: Family<OutcomeLabels, Counter>,
     tokens_before: Counter,
     tokens_after: Counter,
@@ -101,6 +108,8 @@ impl Metrics {
             compactions: Family::default(),
             passthrough: Family::default(),
             decoded: Family::default(),
+            degraded: Family::default(),
+            over_target: Counter::default(),
             summarizer_attempts: Family::default(),
             tokens_before: Counter::default(),
             tokens_after: Counter::default(),
@@ -138,6 +147,16 @@ impl Metrics {
             "decoded",
             "Conversation requests by how much of them was decoded (whole, added)",
             self.decoded.clone(),
+        );
+        r.register(
+            "degraded",
+            "Rungs of the floor ladder taken when the preferred tail did not fit the target, by rung",
+            self.degraded.clone(),
+        );
+        r.register(
+            "over_target",
+            "Requests sent at their irreducible floor, still over the target",
+            self.over_target.clone(),
         );
         r.register(
             "summarizer_attempts",
@@ -223,6 +242,17 @@ impl Metrics {
     /// A conversation request was decoded, whole or only what it added.
     pub fn decoded(&self, part: Decoded) {
         self.decoded.get_or_create(&DecodedLabels { part }).inc();
+    }
+
+    /// A compaction took a rung of the floor ladder.
+    pub fn degraded(&self, rung: abridge::Rung) {
+        let rung = rung.as_str().to_owned();
+        self.degraded.get_or_create(&RungLabels { rung }).inc();
+    }
+
+    /// A request went out at its floor, over the target.
+    pub fn over_target(&self) {
+        self.over_target.inc();
     }
 
     /// A summarizer attempt ended.

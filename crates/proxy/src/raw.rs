@@ -11,7 +11,6 @@ use std::ops::Range;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use xxhash_rust::xxh3::xxh3_64;
 
 /// Where a body's `messages` array sits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +21,20 @@ pub(crate) struct Shape {
     pub(crate) post: Range<usize>,
     /// Messages in the array.
     pub(crate) count: usize,
+    /// Where the last [`ANCHORS`] messages start, oldest first: a client
+    /// that moves its cache marker rewrites its newest messages, and the
+    /// next body is recognised from the start of those.
+    pub(crate) starts: Vec<usize>,
+}
+
+/// Newest messages whose starts a [`Shape`] keeps.
+pub(crate) const ANCHORS: usize = 3;
+
+impl Shape {
+    /// The wire index of the message starting at `starts[k]`.
+    pub(crate) fn index_of(&self, k: usize) -> usize {
+        self.count - self.starts.len() + k
+    }
 }
 
 /// The shape of a whole body (one scan), when it is an object with a
@@ -32,10 +45,12 @@ pub(crate) fn shape(body: &[u8]) -> Option<Shape> {
     let items: Vec<&RawValue> = serde_json::from_str(array.get()).ok()?;
     let last = items.last()?;
     let close = offset(body, array.get()) + array.get().len() - 1;
+    let newest = &items[items.len().saturating_sub(ANCHORS)..];
     Some(Shape {
         prefix_end: offset(body, last.get()) + last.get().len(),
         post: close..body.len(),
         count: items.len(),
+        starts: newest.iter().map(|m| offset(body, m.get())).collect(),
     })
 }
 
@@ -43,43 +58,73 @@ fn offset(body: &[u8], part: &str) -> usize {
     part.as_ptr() as usize - body.as_ptr() as usize
 }
 
-/// A hash of the bytes before `end`.
-pub(crate) fn prefix_hash(body: &[u8], end: usize) -> u64 {
-    xxh3_64(&body[..end])
+/// Hashes of the bytes before each of a shape's [`Shape::starts`] and
+/// before its `prefix_end`, in one pass.
+pub(crate) fn prefix_hashes(body: &[u8], shape: &Shape) -> (Vec<u64>, u64) {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut at = 0;
+    let mut anchors = Vec::with_capacity(shape.starts.len());
+    for &start in &shape.starts {
+        h.update(&body[at..start]);
+        at = start;
+        anchors.push(h.digest());
+    }
+    h.update(&body[at..shape.prefix_end]);
+    (anchors, h.digest())
 }
 
-/// What a body adds after a known prefix: its new messages and its shape,
-/// or `None` when it does not continue the array there.
-pub(crate) fn extension(
+/// A hash of the bytes before `end`.
+#[cfg(test)]
+pub(crate) fn prefix_hash(body: &[u8], end: usize) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(&body[..end])
+}
+
+/// What a body holds from the message at `start` (wire index `index`) to
+/// the end of its `messages` array: those messages and the body's shape,
+/// or `None` when the array does not go on from there.
+/// `first_is_value`: `start` is a message's first byte (else it is the end
+/// of one, and a `,` or the array's `]` follows).
+pub(crate) fn messages_from(
     body: &[u8],
-    prefix_end: usize,
-    count: usize,
+    start: usize,
+    index: usize,
+    first_is_value: bool,
+    kept_starts: &[usize],
 ) -> Option<(Vec<Value>, Shape)> {
-    let mut pos = prefix_end;
-    let mut end = prefix_end;
-    let mut added = Vec::new();
+    let mut pos = start;
+    let mut end = start;
+    let mut values = Vec::new();
+    let mut starts = kept_starts.to_vec();
+    let mut expect_value = first_is_value;
     loop {
         pos = skip_ws(body, pos);
-        match body.get(pos)? {
-            b',' => {
-                let start = skip_ws(body, pos + 1);
-                let mut values =
-                    serde_json::Deserializer::from_slice(body.get(start..)?).into_iter::<Value>();
-                let value = values.next()?.ok()?;
-                end = start + values.byte_offset();
-                pos = end;
-                added.push(value);
+        let value_at = if expect_value {
+            expect_value = false;
+            Some(pos)
+        } else {
+            match body.get(pos)? {
+                b',' => Some(skip_ws(body, pos + 1)),
+                b']' => None,
+                _ => return None,
             }
-            b']' => {
-                let shape = Shape {
-                    prefix_end: end,
-                    post: pos..body.len(),
-                    count: count + added.len(),
-                };
-                return Some((added, shape));
-            }
-            _ => return None,
-        }
+        };
+        let Some(at) = value_at else {
+            let keep = starts.len().saturating_sub(ANCHORS);
+            starts.drain(..keep);
+            let shape = Shape {
+                prefix_end: end,
+                post: pos..body.len(),
+                count: index + values.len(),
+                starts,
+            };
+            return Some((values, shape));
+        };
+        let mut stream = serde_json::Deserializer::from_slice(body.get(at..)?).into_iter::<Value>();
+        let value = stream.next()?.ok()?;
+        end = at + stream.byte_offset();
+        pos = end;
+        starts.push(at);
+        values.push(value);
     }
 }
 
@@ -115,7 +160,9 @@ mod tests {
                 prefix_hash(a.as_bytes(), first.prefix_end),
                 prefix_hash(b.as_bytes(), first.prefix_end)
             );
-            let (added, next) = extension(b.as_bytes(), first.prefix_end, first.count).unwrap();
+            let kept = &first.starts;
+            let (added, next) =
+                messages_from(b.as_bytes(), first.prefix_end, first.count, false, kept).unwrap();
             assert_eq!(next, shape(b.as_bytes()).unwrap());
             assert_eq!(added.len(), next.count - 1);
             assert_eq!(
@@ -123,6 +170,29 @@ mod tests {
                 &b.as_bytes()[next.post.clone()]
             );
         }
+    }
+
+    #[test]
+    fn a_body_that_rewrote_its_newest_message_is_read_from_its_start() {
+        // Claude Code moves its cache marker to the newest message.
+        let a = r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}],"m":1}"#;
+        let b = r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral"}}]}],"m":1}"#;
+        let first = shape(a.as_bytes()).unwrap();
+        assert_eq!(first.starts.len(), 2);
+        let (hashes, _) = prefix_hashes(a.as_bytes(), &first);
+        let at = first.starts[1];
+        assert_eq!(hashes[1], prefix_hash(b.as_bytes(), at));
+        let (values, next) = messages_from(
+            b.as_bytes(),
+            at,
+            first.index_of(1),
+            true,
+            &first.starts[..1],
+        )
+        .unwrap();
+        assert_eq!(values.len(), 2);
+        assert_eq!(values[0]["content"], "b");
+        assert_eq!(next, shape(b.as_bytes()).unwrap());
     }
 
     #[test]
@@ -135,7 +205,7 @@ mod tests {
             r#"{"messages":[{"role":"user","content":"a"}"#,
         ] {
             assert!(
-                extension(b.as_bytes(), s.prefix_end, s.count).is_none(),
+                messages_from(b.as_bytes(), s.prefix_end, s.count, false, &s.starts).is_none(),
                 "{b}"
             );
         }

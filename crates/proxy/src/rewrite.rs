@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
 use abridge::model::{
-    Conversation, Family, Part, decode_as, decode_wire_messages, encode, validate,
+    Conversation, Family, Part, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
 use abridge::{
     AttemptOutcome, Compactor, Continuity, Report, SnapshotData, SnapshotError, SnapshotId,
@@ -21,7 +21,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
 use crate::metrics::{Decoded, Metrics, Passthrough};
-use crate::raw::extension;
+use crate::raw::messages_from;
 use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, session_config,
     tail_of,
@@ -114,17 +114,18 @@ impl Context<'_> {
     }
 
     /// The next request of a session whose history it extends, recognised
-    /// by its bytes: only the messages it added are decoded.
+    /// by its bytes: only the messages it added (and the newest ones it
+    /// rewrote, when it moved a cache marker) are decoded.
     fn continued(&self, quick: u64, family: Family, bytes: &[u8]) -> Option<Prepared> {
         for session in self.sessions.by_quick(quick) {
             // A session busy with another request is not this one's.
             let Ok(mut guard) = session.clone().try_lock_owned() else {
                 continue;
             };
-            let Some(hasher) = extends(&guard, family, bytes) else {
+            let Some(resume) = resume_point(&guard, family, bytes) else {
                 continue;
             };
-            let mut prepared = self.take_added(&mut guard, family, bytes, hasher)?;
+            let mut prepared = self.take_added(&mut guard, family, bytes, resume)?;
             drop(guard);
             prepared.session = Some(session);
             return Some(prepared);
@@ -132,41 +133,64 @@ impl Context<'_> {
         None
     }
 
-    /// A turn of a session whose last body `bytes` extends.
-    /// `hasher` has hashed the bytes up to the end of the last body's messages.
+    /// A turn of a session whose last body `bytes` goes on from.
     fn take_added(
         &self,
         state: &mut SessionState,
         family: Family,
         bytes: &[u8],
-        mut hasher: Xxh3,
+        resume: Resume,
     ) -> Option<Prepared> {
         let raw = state.raw.as_ref()?;
-        let (values, shape) = extension(bytes, raw.shape.prefix_end, raw.shape.count)?;
+        let (start, index, first_is_value, kept) = match resume {
+            Resume::Appended => (
+                raw.shape.prefix_end,
+                raw.shape.count,
+                false,
+                &raw.shape.starts[..],
+            ),
+            Resume::Rewritten(k) => (
+                raw.shape.starts[k],
+                raw.shape.index_of(k),
+                true,
+                &raw.shape.starts[..k],
+            ),
+        };
+        let (values, shape) = messages_from(bytes, start, index, first_is_value, kept)?;
         if bytes[shape.post.clone()] != raw.post[..] {
             return None;
         }
-        let added = decode_wire_messages(family, values, raw.shape.count).ok()?;
-        self.metrics.decoded(Decoded::Added);
-        if added.iter().flat_map(|m| &m.parts).any(is_compaction_block) {
+        let decoded = decode_wire_messages(family, values, index).ok()?;
+        if decoded
+            .iter()
+            .flat_map(|m| &m.parts)
+            .any(is_compaction_block)
+        {
             // The provider's own compaction takes over: the full path says so.
             return None;
         }
+        // Messages sent again must be the same ones, cache markers aside.
+        let at = raw.history.wire_offset() + index;
+        let again = raw.history.messages.len().checked_sub(at)?;
+        if decoded.len() < again
+            || fingerprint(&decoded[..again]) != fingerprint(&raw.history.messages[at..])
+        {
+            return None;
+        }
+        self.metrics.decoded(Decoded::Added);
         let mut raw = state.raw.take()?;
         let unchanged = raw.history.messages.len();
-        Arc::make_mut(&mut raw.history).messages.extend(added);
+        let history = Arc::make_mut(&mut raw.history);
+        history.messages.truncate(at);
+        history.messages.extend(decoded);
         if !validate(&raw.history).is_empty() {
             // The full decode says what is wrong.
             return None;
         }
         self.refresh_if_shared(state);
         let mut prepared = self.turn(state, &raw.history, Some(unchanged));
-        hasher.update(&bytes[raw.shape.prefix_end..shape.prefix_end]);
-        raw.hash = hasher.digest();
-        raw.tail = tail_of(bytes, shape.prefix_end).to_vec();
-        raw.shape = shape;
         prepared.conv = Some(raw.history.clone());
-        state.raw = Some(raw);
+        state.raw = Some(RawState::new(bytes, shape, raw.history));
         Some(prepared)
     }
 
@@ -312,6 +336,19 @@ impl Context<'_> {
                 Cow::Owned(c) => (Some(c), Some(o.report), None),
                 Cow::Borrowed(_) => (None, Some(o.report), None),
             },
+            Err(abridge::Error::CannotShrink {
+                smallest: Some(floor),
+                floor: tokens,
+                target,
+                ..
+            }) => {
+                // Over the target even at its floor: the floor goes, not the whole.
+                self.metrics.over_target();
+                let why = format!(
+                    "over the target ({target}) even at its floor ({tokens} tokens): sent at its floor"
+                );
+                (Some(*floor), None, Some(why))
+            }
             Err(e) => {
                 let carried = s.continuity.carryover().and_then(|c| c.apply(conv));
                 (carried, None, Some(format!("compaction failed: {e}")))
@@ -382,6 +419,9 @@ impl Context<'_> {
         let Some(r) = report.filter(|r| r.compacted) else {
             return;
         };
+        for d in &r.degraded {
+            self.metrics.degraded(d.rung);
+        }
         tracing::info!(
             session = %state.id,
             reason = r.reason.map_or("continued", |r| r.as_str()),
@@ -423,18 +463,50 @@ impl Context<'_> {
     }
 }
 
-/// When `bytes` starts with the session's last body up to the end of its
-/// last message (checked on its last bytes first, then on a hash): the
-/// hasher that read that prefix, to go on from there.
-fn extends(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Xxh3> {
+/// Where a body goes on from its session's last one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resume {
+    /// It starts with the whole last body up to the end of its last
+    /// message: only added messages follow.
+    Appended,
+    /// It starts with the last body up to the start of its message at
+    /// `starts[k]`: the messages from there were sent again, rewritten (a
+    /// moved cache marker), before the added ones.
+    Rewritten(usize),
+}
+
+/// How `bytes` goes on from the session's last body, if it does: checked
+/// on the bytes just before the last message's end (or the first anchor)
+/// first, then on hashes of the prefixes, in one pass.
+fn resume_point(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Resume> {
     let raw = state.raw.as_ref().filter(|_| state.family == family)?;
     let end = raw.shape.prefix_end;
-    if bytes.len() <= end || tail_of(bytes, end) != &raw.tail[..] {
+    let appended = bytes.len() > end && tail_of(bytes, end) == &raw.tail[..];
+    let first = *raw.shape.starts.first()?;
+    if !appended && (bytes.len() <= first || tail_of(bytes, first) != &raw.anchor_tail[..]) {
         return None;
     }
     let mut hasher = Xxh3::new();
-    hasher.update(&bytes[..end]);
-    (hasher.digest() == raw.hash).then_some(hasher)
+    let mut at = 0;
+    let mut best = None;
+    for (k, &start) in raw.shape.starts.iter().enumerate() {
+        if bytes.len() <= start {
+            break;
+        }
+        hasher.update(&bytes[at..start]);
+        at = start;
+        if hasher.digest() != raw.anchors[k] {
+            break;
+        }
+        best = Some(k);
+    }
+    if appended && best == Some(raw.shape.starts.len() - 1) {
+        hasher.update(&bytes[at..end]);
+        if hasher.digest() == raw.hash {
+            return Some(Resume::Appended);
+        }
+    }
+    best.map(Resume::Rewritten)
 }
 
 /// How the provider summarizes this conversation itself, if it does: a

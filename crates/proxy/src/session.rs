@@ -12,7 +12,7 @@ use lru::LruCache;
 use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::raw::{Shape, prefix_hash, shape};
+use crate::raw::{Shape, prefix_hashes, shape};
 
 /// Header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-abridge-session";
@@ -118,8 +118,12 @@ pub(crate) struct RawState {
     pub(crate) shape: Shape,
     /// Hash of its bytes before `shape.prefix_end`.
     pub(crate) hash: u64,
-    /// The last [`TAIL_BYTES`] of those bytes.
+    /// Hashes of its bytes before each of `shape.starts`.
+    pub(crate) anchors: Vec<u64>,
+    /// The last [`TAIL_BYTES`] of the bytes before `shape.prefix_end`.
     pub(crate) tail: Vec<u8>,
+    /// The last [`TAIL_BYTES`] before the first of `shape.starts`.
+    pub(crate) anchor_tail: Vec<u8>,
     /// Its bytes from the array's close to its end.
     pub(crate) post: Vec<u8>,
     /// The history it held, decoded.
@@ -129,14 +133,24 @@ pub(crate) struct RawState {
 impl RawState {
     /// The state of `body`, which decoded to `history`.
     pub(crate) fn of(body: &[u8], history: Arc<Conversation>) -> Option<RawState> {
-        let shape = shape(body)?;
-        Some(RawState {
-            hash: prefix_hash(body, shape.prefix_end),
+        Some(RawState::new(body, shape(body)?, history))
+    }
+
+    /// The state of `body`, whose shape is known.
+    pub(crate) fn new(body: &[u8], shape: Shape, history: Arc<Conversation>) -> RawState {
+        let (anchors, hash) = prefix_hashes(body, &shape);
+        RawState {
+            hash,
+            anchors,
             tail: tail_of(body, shape.prefix_end).to_vec(),
+            anchor_tail: shape
+                .starts
+                .first()
+                .map_or_else(Vec::new, |&s| tail_of(body, s).to_vec()),
             post: body[shape.post.clone()].to_vec(),
             shape,
             history,
-        })
+        }
     }
 }
 
