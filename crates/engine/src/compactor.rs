@@ -231,7 +231,11 @@ impl Compactor {
         // The cadence counts from this evaluation, whatever it does.
         self.compacted_at_iteration = eval.iterations;
         let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
-        let plan = self.plan(reason, target);
+        let mut plan = self.plan(reason, target);
+        plan.ceiling = self
+            .limits
+            .trigger_tokens
+            .map(|t| self.calibration.unapply(t));
         let mut outcome = self.run(conv, &plan, eval)?;
         let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
         let clear_at_least = self.config.budget.clear_at_least;

@@ -11,7 +11,10 @@
 //! 2. **Kept iterations clipped**: results and arguments of the kept
 //!    messages before the newest iteration become placeholders, whatever
 //!    the configured pipeline (pinned messages stay).
-//! 3. **Newest results cut to fit**: the newest iteration's own results,
+//! 3. **Above the target**: when a trigger is known and the history is
+//!    under it, it stays there rather than lose the newest results (the
+//!    next turn compacts again).
+//! 4. **Newest results cut to fit**: the newest iteration's own results,
 //!    oldest first and the newest last, are cut to what still fits (their
 //!    beginning and end kept) or become placeholders.
 //!
@@ -39,6 +42,9 @@ pub enum Rung {
     /// Results and arguments inside the kept iterations (not the newest)
     /// became placeholders.
     KeptIterationsClipped,
+    /// The history was left above the target but under the trigger,
+    /// rather than cut the newest results.
+    AboveTarget,
     /// The newest iteration's own results were cut to fit.
     NewestResultsCut,
 }
@@ -49,6 +55,7 @@ impl Rung {
         match self {
             Rung::FewerIterations => "fewer-iterations",
             Rung::KeptIterationsClipped => "kept-iterations-clipped",
+            Rung::AboveTarget => "above-target",
             Rung::NewestResultsCut => "newest-results-cut",
         }
     }
@@ -59,8 +66,8 @@ impl Rung {
 pub struct Degradation {
     /// The rung.
     pub rung: Rung,
-    /// Iterations kept verbatim ([`Rung::FewerIterations`]) or items
-    /// changed (the other rungs).
+    /// Iterations kept verbatim ([`Rung::FewerIterations`]), items
+    /// changed (the clipping rungs), 0 for [`Rung::AboveTarget`].
     pub count: usize,
     /// Tokens after the rung, tool declarations included.
     pub tokens_after: u64,
@@ -74,18 +81,21 @@ const MIN_CUT_CHARS: usize = 400;
 const RESERVE: u64 = 256;
 
 impl Compactor {
-    /// Climbs down the ladder until `target` is reached; false when even
-    /// the floor is over it.
+    /// Climbs down the ladder until `target` is reached — or, rather than
+    /// cut the newest results, `ceiling` (the trigger) when there is one;
+    /// false when even the floor is over both. `run_steps` runs the plan's
+    /// steps for a target.
     pub(crate) fn degrade(
         &mut self,
-        run_steps: &mut dyn FnMut(&mut Compactor, &mut Work) -> bool,
+        run_steps: &mut dyn FnMut(&mut Compactor, &mut Work, u64) -> bool,
         work: &mut Work,
         target: u64,
+        ceiling: Option<u64>,
     ) -> bool {
         while work.tail_n > 1 {
             work.tail_n -= 1;
             let verbatim = work.tail_n;
-            let reached = run_steps(self, work);
+            let reached = run_steps(self, work, target);
             self.degraded(work, Rung::FewerIterations, verbatim);
             if reached {
                 return true;
@@ -110,24 +120,31 @@ impl Compactor {
                 return true;
             }
         }
+        // The newest results are what the model asked for last: under the
+        // trigger, the history stays above the target rather than lose them.
+        let limit = ceiling.unwrap_or(target).max(target);
+        if limit > target && (work.total <= limit || run_steps(self, work, limit)) {
+            self.degraded(work, Rung::AboveTarget, 0);
+            return true;
+        }
         // Cut the newest results until what the steps cannot touch fits
         // with room for what they make of the rest; then let them run.
-        let kept_limit = target.saturating_sub(RESERVE);
+        let kept_limit = limit.saturating_sub(RESERVE);
         let mut cut = self.cut_newest_results(work, newest, |c, w| {
             c.kept_tokens(w).saturating_sub(kept_limit)
         });
         if cut > 0 {
             work.total = self.total_of(&work.messages, work.tools);
-            if work.total > target && run_steps(self, work) {
+            if work.total > limit && run_steps(self, work, limit) {
                 self.degraded(work, Rung::NewestResultsCut, cut);
                 return true;
             }
         }
-        cut += self.cut_newest_results(work, newest, |_, w| w.total.saturating_sub(target));
+        cut += self.cut_newest_results(work, newest, |_, w| w.total.saturating_sub(limit));
         if cut > 0 {
             self.degraded(work, Rung::NewestResultsCut, cut);
         }
-        work.total <= target
+        work.total <= limit
     }
 
     /// Cuts the results from `newest` on, oldest first, while `excess`

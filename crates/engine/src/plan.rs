@@ -30,6 +30,9 @@ pub(crate) struct Plan {
     /// Below the floor, the ladder (`ladder.rs`) may shrink the tail and
     /// clip inside it (not when the agent asked for an exact tail).
     pub(crate) degrade: bool,
+    /// The trigger that fired, when it is a size: the ladder stays under it
+    /// rather than cut the newest results to reach the target.
+    pub(crate) ceiling: Option<u64>,
 }
 
 impl Plan {
@@ -60,6 +63,7 @@ impl Plan {
             focus,
             grow_tail: true,
             degrade: true,
+            ceiling: None,
         }
     }
 
@@ -76,6 +80,7 @@ impl Plan {
             focus,
             grow_tail: false,
             degrade: false,
+            ceiling: None,
         }
     }
 }

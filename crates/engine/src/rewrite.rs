@@ -105,8 +105,14 @@ impl Compactor {
                 return Ok(());
             };
             if work.tail_n <= plan.floor {
-                let mut steps = |c: &mut Compactor, w: &mut Work| c.run_steps(conv, plan, w);
-                if plan.degrade && self.degrade(&mut steps, work, target) {
+                let mut steps = |c: &mut Compactor, w: &mut Work, t: u64| {
+                    let plan = Plan {
+                        target: Some(t),
+                        ..plan.clone()
+                    };
+                    c.run_steps(conv, &plan, w)
+                };
+                if plan.degrade && self.degrade(&mut steps, work, target, plan.ceiling) {
                     return Ok(());
                 }
                 return Err(self.cannot_shrink(conv, work, target));
