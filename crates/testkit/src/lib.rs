@@ -1,7 +1,8 @@
 //! Test support shared by abridge's crates: [`Mock`], a real HTTP server on
 //! 127.0.0.1 that answers with scripted replies and records every request,
 //! and [`Provider`], a fake OpenAI/Anthropic API (tool calls, SSE, usage,
-//! failures) that checks every request it receives.
+//! failures) that checks every request it receives and can play a scripted
+//! model that drives a real client's shell tool ([`ShellScript`]).
 //!
 //! ```
 //! use abridge_testkit::{Mock, openai_ok};
@@ -15,7 +16,9 @@
 mod mock;
 mod postgres;
 mod provider;
+mod script;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
 pub use postgres::Postgres;
 pub use provider::{Provider, ProviderOptions, ProviderReport, RequestCheck, body_hash};
+pub use script::{DONE, ShellScript, output_bytes};

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use abridge_model::{Family, Format, Role, decode_as, validate};
 use abridge_tokens::{TokenCounter, TokenizerKind};
+
+use crate::script::{self, ShellScript, shell_tool};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -33,6 +35,9 @@ pub struct ProviderOptions {
     /// Decode, validate and count every request (off for benchmarks, which
     /// measure the proxy, not the checks).
     pub check: bool,
+    /// Play a scripted model that drives the client's shell tool (for real
+    /// agent clients); otherwise every reply calls the first declared tool.
+    pub script: Option<ShellScript>,
 }
 
 impl Default for ProviderOptions {
@@ -43,6 +48,7 @@ impl Default for ProviderOptions {
             tokenizer: TokenizerKind::O200kBase,
             chunk_delay: Duration::from_millis(2),
             check: true,
+            script: None,
         }
     }
 }
@@ -74,6 +80,10 @@ pub struct RequestCheck {
     pub body_hash: u64,
     /// `cache_control` markers anywhere in the body.
     pub cache_breakpoints: usize,
+    /// [`body_hash`] of the system prompt and tool declarations as
+    /// received (Anthropic `system` and `tools`; OpenAI leading system
+    /// messages and `tools`), to tell whether they went byte for byte.
+    pub head_hash: u64,
 }
 
 /// A hash of a request body, to tell whether it arrived byte for byte.
@@ -122,6 +132,8 @@ struct Seen {
     report: ProviderReport,
     /// Per session (first user message), the previous request's messages.
     last: HashMap<String, Vec<String>>,
+    /// Per session, the scripted model's steps so far.
+    steps: HashMap<String, usize>,
 }
 
 struct Shared {
@@ -228,7 +240,7 @@ async fn answer(
             &error_body(family, "invalid_request_error", "body is not JSON"),
         );
     };
-    let check = check(s, family, path, headers, &request, body);
+    let (check, key) = check(s, family, path, headers, &request, body);
     let tokens = check.tokens;
     let stream = check.stream;
     s.seen.lock().unwrap().report.requests.push(check);
@@ -242,7 +254,10 @@ async fn answer(
         return plain(400, &error_body(family, "invalid_request_error", msg));
     }
     let turn = s.seen.lock().unwrap().report.requests.len();
-    let reply = Reply::for_request(&request, turn);
+    let reply = match s.options.script {
+        Some(script) => Reply::scripted(s, &request, turn, &key, script),
+        None => Reply::for_request(&request, turn),
+    };
     if !stream {
         return plain(200, &reply.body(family, tokens).to_string());
     }
@@ -259,7 +274,7 @@ fn check(
     headers: &HeaderMap,
     request: &Value,
     body: &[u8],
-) -> RequestCheck {
+) -> (RequestCheck, String) {
     let format = match family {
         Family::OpenAi => Format::OpenAi,
         Family::Anthropic => Format::Anthropic,
@@ -297,8 +312,8 @@ fn check(
         .last
         .get(&key)
         .map(|prev| raw.len() >= prev.len() && raw[..prev.len()] == prev[..]);
-    seen.last.insert(key, raw);
-    RequestCheck {
+    seen.last.insert(key.clone(), raw);
+    let check = RequestCheck {
         path: path.to_owned(),
         first_user,
         stream,
@@ -310,7 +325,28 @@ fn check(
         headers: headers.keys().map(|k| k.as_str().to_owned()).collect(),
         body_hash: body_hash(body),
         cache_breakpoints: count_key(request, "cache_control"),
-    }
+        head_hash: head_hash(request),
+    };
+    (check, key)
+}
+
+/// [`RequestCheck::head_hash`].
+fn head_hash(request: &Value) -> u64 {
+    let leading = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take_while(|m| {
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            )
+        })
+        .cloned()
+        .collect::<Vec<_>>();
+    let head = json!([request.get("system"), request.get("tools"), leading]);
+    body_hash(head.to_string().as_bytes())
 }
 
 /// The assistant's answer: a call of the first declared tool, or text.
@@ -357,6 +393,34 @@ impl Reply {
             turn,
             model,
             text: format!("Step {turn}: looking at the next file."),
+            call,
+        }
+    }
+
+    /// The scripted model's answer: the next shell command of the
+    /// session, or the final answer once every step ran (and for requests
+    /// without a shell tool, such as a client's side queries).
+    fn scripted(s: &Shared, request: &Value, turn: usize, key: &str, script: ShellScript) -> Reply {
+        let model = request
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("fake-model")
+            .to_owned();
+        let call = shell_tool(request).and_then(|(name, described)| {
+            let mut seen = s.seen.lock().unwrap();
+            let step = seen.steps.entry(key.to_owned()).or_default();
+            let n = *step;
+            *step += 1;
+            (n < script.steps).then(|| (name, script::arguments(n, described)))
+        });
+        let text = match &call {
+            Some(_) => format!("Reading the next build log (request {turn})."),
+            None => script::DONE.to_owned(),
+        };
+        Reply {
+            turn,
+            model,
+            text,
             call,
         }
     }

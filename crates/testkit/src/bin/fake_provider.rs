@@ -2,11 +2,14 @@
 //! the Python and Node tests. Prints its base URL on the first line of
 //! stdout; `GET /_report` returns what it checked.
 //!
-//! Usage: `abridge-fake-provider [--listen ADDR] [--max-tokens N] [--window N] [--no-check]`
+//! Usage: `abridge-fake-provider [--listen ADDR] [--max-tokens N] [--window N] [--no-check] [--script STEPS]`
+//!
+//! `--script STEPS` plays a model that has the client run STEPS shell
+//! commands with 8–20 KB outputs through its own shell tool, then answers.
 
 use std::io::Write;
 
-use abridge_testkit::{Provider, ProviderOptions};
+use abridge_testkit::{Provider, ProviderOptions, ShellScript};
 
 #[tokio::main]
 async fn main() {
@@ -23,6 +26,9 @@ async fn main() {
             "--listen" => listen = value,
             "--max-tokens" => options.max_tokens = value.parse().ok(),
             "--window" => options.window = value.parse().ok(),
+            "--script" => {
+                options.script = value.parse().ok().map(|steps| ShellScript { steps });
+            }
             other => {
                 eprintln!("abridge-fake-provider: unknown flag {other}");
                 std::process::exit(2);

@@ -1,0 +1,51 @@
+//! A scripted model for real agent clients: it asks the client to run a
+//! shell command with a large output on each step, then says it is done.
+//!
+//! The client's own shell tool is found by its schema (a `command`
+//! property), so Claude Code's `Bash`, an Agents SDK function tool or any
+//! other shell tool is driven the same way. Steps are counted per session,
+//! so a history the proxy shortened does not restart the script.
+
+use serde_json::{Value, json};
+
+/// How the scripted model behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellScript {
+    /// Shell commands before the final answer.
+    pub steps: usize,
+}
+
+/// The final answer, once every step ran.
+pub const DONE: &str = "All steps are done: every build log was read.";
+
+/// The tool to call: its name and whether its schema takes a `description`.
+pub(crate) fn shell_tool(request: &Value) -> Option<(String, bool)> {
+    let tools = request.get("tools")?.as_array()?;
+    tools.iter().find_map(|t| {
+        let f = t.get("function").unwrap_or(t);
+        let schema = f.get("parameters").or_else(|| f.get("input_schema"))?;
+        let props = schema.get("properties")?;
+        let command = props.get("command")?.get("type")?.as_str()? == "string";
+        let name = f.get("name")?.as_str()?.to_owned();
+        command.then_some((name, props.get("description").is_some()))
+    })
+}
+
+/// Bytes step `n` prints: 8 to 20 KB, different from step to step.
+pub fn output_bytes(n: usize) -> usize {
+    8_000 + (n * 7_919) % 12_001
+}
+
+/// The arguments of step `n`'s call.
+pub(crate) fn arguments(n: usize, with_description: bool) -> Value {
+    let bytes = output_bytes(n);
+    let lines = bytes / 24 + 1;
+    let command = format!(
+        "seq 1 {lines} | sed 's/.*/step {n} line &: compiling module_& of the build/' | head -c {bytes}"
+    );
+    let mut args = json!({ "command": command });
+    if with_description {
+        args["description"] = json!(format!("Print build log {n}"));
+    }
+    args
+}
