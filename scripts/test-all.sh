@@ -2,8 +2,9 @@
 # Every test: the Rust workspace, the Node package (built from source, tested
 # with the AI SDK), then the official OpenAI and Anthropic Python SDKs and
 # the AI SDK (Node) running tool loops through `abridge serve` against the
-# fake provider. Python packages go to a virtualenv under
-# target/, Node packages come from the committed lockfile (`npm ci`).
+# fake provider, and real agent clients as shipped (Claude Code, the OpenAI
+# Agents SDK) driven by a scripted model through it. Python packages go to a
+# virtualenv under target/, Node packages come from committed lockfiles (`npm ci`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +16,8 @@ target_dir=${CARGO_TARGET_DIR:-target}
 venv="$target_dir/sdk-venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    -r sdk-tests/python/requirements.txt -r bindings/python/tests/requirements.txt
+    -r sdk-tests/python/requirements.txt -r bindings/python/tests/requirements.txt \
+    -r sdk-tests/clients/requirements.txt
 
 echo "== Python package (bindings/python): API, corpus, a LangChain agent loop"
 # Built from source by pip (maturin); the dev profile reuses the test build.
@@ -33,3 +35,8 @@ echo "== The dashboard in Chromium (headless, playwright-core); screenshots in t
 
 echo "== AI SDK (Node) through the proxy"
 (cd sdk-tests/node && npm ci --no-audit --no-fund --loglevel=error && node --test)
+
+echo "== Real agent clients (Claude Code, the OpenAI Agents SDK) through the proxy"
+# Claude Code's npm package carries its native binary (pinned in the lockfile).
+(cd sdk-tests/clients && npm ci --no-audit --no-fund --loglevel=error)
+"$venv/bin/python" sdk-tests/python/test_clients.py

@@ -5,17 +5,15 @@
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import unittest
-import urllib.request
 
 import anthropic
 import openai
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "debug")
+from harness import ROOT, get, provider, proxy, stop
+
 LIMIT = 6000
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
@@ -27,36 +25,18 @@ def file_content(turn):
     return "".join(f"def step_{turn}_{k}(x):\n    return x * {k} + {turn}  # line {k}\n" for k in range(30))
 
 
-def start(args):
-    """Starts a process that prints its base URL on its first line."""
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    url = next(w for w in line.split() if w.startswith("http://"))
-    return proc, url
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.read().decode()
-
-
 class ProxyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="abridge-sdk-")
         cls.store = os.path.join(cls.tmp, "store.sqlite")
-        cls.provider, cls.upstream = start([os.path.join(BIN, "abridge-fake-provider"), "--max-tokens", str(LIMIT)])
-        cls.proxy, url = start([os.path.join(BIN, "abridge"), "serve", "--listen", "127.0.0.1:0",
-            "--config", os.path.join(ROOT, "sdk-tests", "harness.toml"),
-            "--openai-upstream", cls.upstream + "/v1", "--anthropic-upstream", cls.upstream,
-            "--store", cls.store])
-        cls.url = url.rstrip(")").rstrip(";")
+        cls.provider, cls.upstream = provider("--max-tokens", str(LIMIT))
+        cls.proxy, cls.url = proxy(cls.upstream, os.path.join(ROOT, "sdk-tests", "harness.toml"),
+                                   "--store", cls.store)
 
     @classmethod
     def tearDownClass(cls):
-        for p in (cls.proxy, cls.provider):
-            p.terminate()
-            p.wait(timeout=10)
+        stop(cls.proxy, cls.provider)
 
     def report_since(self, start):
         return json.loads(get(self.upstream + "/_report"))["requests"][start:]

@@ -1,0 +1,171 @@
+"""Real agent clients, as shipped, through `abridge serve`: Claude Code (npm
+`@anthropic-ai/claude-code`, pinned in sdk-tests/clients) and the OpenAI
+Agents SDK on Chat Completions (PyPI `openai-agents`, pinned). The fake
+provider plays a scripted model (`--script`) that has each client run 60
+real shell commands printing 8-20 KB through its own shell tool; each
+client runs once directly against the provider and once through the proxy,
+and the provider checks every request it gets. Telemetry and update checks
+are off through the clients' own variables, their config lives in a
+temporary directory, and nothing leaves 127.0.0.1.
+
+Prints one line per run with the figures the closing notes quote."""
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from harness import ROOT, get, metric, provider, proxy, report, stop
+
+STEPS = 60
+TASK = "Read every build log the tools print, one after the other, and say when you are done."
+CLAUDE = os.path.join(ROOT, "sdk-tests", "clients", "node_modules", "@anthropic-ai", "claude-code",
+                      "bin", "claude.exe")
+DONE = "All steps are done"
+
+
+def config(tmp, trigger):
+    path = os.path.join(tmp, f"trigger-{trigger}.toml")
+    with open(path, "w") as f:
+        f.write(f"[trigger]\nmax_tokens = {trigger}\n")
+    return path
+
+
+def claude_code(base_url, home, extra_env):
+    """Claude Code in print mode, allowed to run Bash, with only the base
+    URL, a key and its telemetry switches set; its answer."""
+    work = os.path.join(home, "work")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(work)
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-client-test",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        **extra_env,
+    }
+    done = subprocess.run([CLAUDE, "-p", TASK, "--allowedTools", "Bash"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def agents_sdk(base_url):
+    """An OpenAI Agents SDK agent on Chat Completions with a shell tool; its answer."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def run_shell(command: str) -> str:
+        """Run a shell command and return what it printed."""
+        out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
+        return out.stdout + out.stderr
+
+    client = AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-agents-test")
+    model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    agent = Agent(name="builder", instructions="You read build logs with the shell tool.",
+                  tools=[run_shell], model=model)
+    result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 10))
+    return result.final_output
+
+
+class Run:
+    """One client run against a fresh provider, through a proxy or not."""
+
+    def __init__(self, test, client, trigger=None, limit=None):
+        self.test, self.tmp = test, test.tmp
+        flags = ["--script", str(STEPS)] + (["--max-tokens", str(limit)] if limit else [])
+        self.provider, self.upstream = provider(*flags)
+        self.proxy, self.url = (None, self.upstream)
+        if trigger:
+            self.proxy, self.url = proxy(self.upstream, config(self.tmp, trigger), "--no-store")
+        try:
+            self.answer = client(self.url)
+            self.requests = report(self.upstream)
+            self.metrics = get(self.url + "/metrics") if self.proxy else ""
+        finally:
+            stop(*[p for p in (self.proxy, self.provider) if p])
+
+    def peak(self):
+        return max(r["tokens"] for r in self.requests)
+
+    def count(self, prefix):
+        return metric(self.metrics, prefix)
+
+    def check_valid(self):
+        for i, r in enumerate(self.requests):
+            self.test.assertEqual(r["violations"], [], f"request {i}")
+
+    def summary(self, name):
+        fast = self.count('abridge_decoded_total{part="Added"}')
+        line = (f"{name}: {len(self.requests)} requests, peak {self.peak():,} tokens, "
+                f"{self.count('abridge_compactions_total'):.0f} compactions, "
+                f"{fast:.0f} decoded by the fast path")
+        print(line, file=sys.stderr)
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="abridge-clients-")
+
+    def claude(self, trigger=None, limit=None, env=None):
+        home = os.path.join(self.tmp, "claude-home")
+        return Run(self, lambda url: claude_code(url, home, env or {}), trigger, limit)
+
+    @unittest.skipUnless(os.path.exists(CLAUDE), "Claude Code is not installed (npm ci in sdk-tests/clients)")
+    def test_claude_code_as_shipped_stays_under_the_trigger(self):
+        direct = self.claude()
+        direct.summary("claude code, direct")
+        self.assertIn(DONE, direct.answer)
+        self.assertGreater(direct.peak(), 200_000, "the run grows far past the trigger without abridge")
+        run = self.claude(trigger=40_000, limit=40_000)
+        run.summary("claude code, through abridge (trigger 40,000)")
+        self.assertEqual(run.answer, direct.answer, "finishes like the direct run")
+        self.assertEqual(len(run.requests), len(direct.requests))
+        run.check_valid()
+        self.assertLessEqual(run.peak(), 40_000)
+        self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+        heads = {r["head_hash"] for r in run.requests}
+        self.assertEqual(heads, {r["head_hash"] for r in direct.requests}, "system prompt and tools as sent")
+        self.assertLessEqual(max(r["cache_breakpoints"] for r in run.requests), 4)
+        self.assertGreaterEqual(run.count('abridge_decoded_total{part="Added"}'), 55)
+        self.assertEqual(run.count("abridge_passthrough_total"), run.count(
+            'abridge_passthrough_total{why="Unchanged"}'), "nothing forwarded for want of understanding")
+
+    @unittest.skipUnless(os.path.exists(CLAUDE), "Claude Code is not installed (npm ci in sdk-tests/clients)")
+    def test_claude_code_without_betas_never_goes_out_whole(self):
+        run = self.claude(trigger=30_000, limit=30_000, env={"CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1"})
+        run.summary("claude code without betas, through abridge (trigger 30,000)")
+        self.assertIn(DONE, run.answer)
+        run.check_valid()
+        over = [r["tokens"] for r in run.requests if r["over_limit"]]
+        self.assertEqual(over, [], "every request at or under the trigger")
+        self.assertEqual(run.count("abridge_over_target_total"), 0)
+        self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+
+    def test_agents_sdk_on_chat_completions_stays_under_the_trigger(self):
+        direct = Run(self, agents_sdk)
+        direct.summary("agents sdk (chat completions), direct")
+        self.assertIn(DONE, direct.answer)
+        run = Run(self, agents_sdk, trigger=30_000, limit=30_000)
+        run.summary("agents sdk (chat completions), through abridge (trigger 30,000)")
+        self.assertEqual(run.answer, direct.answer)
+        self.assertEqual(len(run.requests), len(direct.requests))
+        run.check_valid()
+        self.assertLessEqual(run.peak(), 30_000)
+        self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
