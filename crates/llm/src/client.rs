@@ -165,7 +165,10 @@ impl LlmSummarizer {
     /// history, and the kept tail shown read-only.
     pub fn user_message(&self, req: &Request<'_>) -> String {
         let prefixes = &req.facts.error_prefixes;
-        let mut msg = format!("Task as the user gave it:\n{}\n\n", req.task.trim());
+        let mut msg = format!(
+            "Task as the user gave it (it stays in the conversation verbatim, above your briefing: do not restate it):\n{}\n\n",
+            req.task.trim()
+        );
         if let Some(prev) = req.previous {
             let ratio = req.tokenizer.count(prev) as f64 / req.budget_tokens.max(1) as f64;
             let hint = if ratio < 0.6 {

@@ -127,13 +127,7 @@ impl Summarizer for Offline {
                 .filter_map(|(cmd, _)| progress_of(cmd)),
         );
         facts.details = task_details(req.region, req.task, req.facts, &progress);
-        let sheet = render(
-            req.task,
-            &facts,
-            req.previous,
-            req.budget_tokens,
-            req.tokenizer,
-        );
+        let sheet = render(&facts, req.previous, req.budget_tokens, req.tokenizer);
         Ok(match req.focus {
             Some(f) => format!("{FOCUS_NOTE}{}\n\n{sheet}", f.trim()),
             None => sheet,

@@ -136,13 +136,13 @@ fn the_offline_briefing_keeps_its_shape_on_the_claude_code_sessions() {
     }
 }
 
-/// What the shape must always show, whatever the snapshot: the task, its
-/// details, what is done and the current state lead; every error names its
+/// What the shape must always show, whatever the snapshot: the task's
+/// details, what is done and the current state lead (the task itself stays
+/// verbatim above the briefing, never restated); every error names its
 /// call and what came of it; no command is listed twice.
 #[test]
 fn the_offline_briefing_leads_with_progress_and_lists_each_command_once() {
     let lead = [
-        "Task",
         "Task details (output of the commands the task named)",
         "Done (as the agent's commands record it)",
         "Current state (the agent's last words)",
@@ -154,7 +154,7 @@ fn the_offline_briefing_leads_with_progress_and_lists_each_command_once() {
         };
         let sections = sections(&b);
         let headings: Vec<&str> = sections.iter().map(|(h, _)| *h).collect();
-        assert_eq!(headings[..5], lead, "{session}: {headings:?}");
+        assert_eq!(headings[..4], lead, "{session}: {headings:?}");
         assert_eq!(
             headings.contains(&"Errors and what came of them"),
             errors,
@@ -183,7 +183,7 @@ fn the_offline_briefing_leads_with_progress_and_lists_each_command_once() {
             assert!(line.contains("fixed"), "{session}: {line}");
         }
         // The task's own details are quoted, so their headings stay inside.
-        let details = &sections[1].1;
+        let details = &sections[0].1;
         assert!(details[0].starts_with("`bd show "), "{details:?}");
         assert!(
             details

@@ -81,10 +81,38 @@ fn value() -> impl Strategy<Value = Value> {
 
 const IDS: [&str; 3] = ["a", "b", "c"];
 
-/// A content block of either API, with a random payload here and there.
+/// Block types of both APIs, Anthropic's server-side and reference blocks
+/// among them, and one no API has.
+const BLOCKS: [&str; 14] = [
+    "text",
+    "tool_use",
+    "tool_result",
+    "image",
+    "image_url",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "web_search_tool_result",
+    "search_result",
+    "document",
+    "container_upload",
+    "tool_reference",
+    "other",
+];
+
+/// A content block of either API, with a random payload here and there,
+/// sometimes with a cache marker.
 fn block() -> impl Strategy<Value = Value> {
-    (prop::sample::select(&["text", "tool_use", "tool_result", "image", "image_url", "thinking", "other"][..]),
-     prop::sample::select(&IDS[..]), value(), any::<bool>())
+    (kind_block(), any::<bool>()).prop_map(|(mut b, marked)| {
+        if marked {
+            b["cache_control"] = json!({"type": "ephemeral"});
+        }
+        b
+    })
+}
+
+fn kind_block() -> impl Strategy<Value = Value> {
+    (prop::sample::select(&BLOCKS[..]), prop::sample::select(&IDS[..]), value(), any::<bool>())
         .prop_map(|(ty, id, payload, err)| match ty {
             "text" => json!({"type": "text", "text": format!("t {payload}")}),
             "tool_use" => json!({"type": "tool_use", "id": id, "name": "f", "input": {"q": payload}}),
@@ -92,6 +120,13 @@ fn block() -> impl Strategy<Value = Value> {
             "image" => json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}),
             "image_url" => json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
             "thinking" => json!({"type": "thinking", "thinking": "hm", "signature": "s"}),
+            "redacted_thinking" => json!({"type": "redacted_thinking", "data": "cmVk"}),
+            "server_tool_use" => json!({"type": "server_tool_use", "id": format!("srv_{id}"), "name": "web_search", "input": {"query": payload}}),
+            "web_search_tool_result" => json!({"type": "web_search_tool_result", "tool_use_id": format!("srv_{id}"), "content": [{"type": "web_search_result", "url": "https://e.test", "encrypted_content": "x"}]}),
+            "search_result" => json!({"type": "search_result", "source": "https://e.test", "title": "t", "content": [{"type": "text", "text": payload.to_string()}]}),
+            "document" => json!({"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": payload.to_string()}, "citations": {"enabled": true}}),
+            "container_upload" => json!({"type": "container_upload", "file_id": "file_1"}),
+            "tool_reference" => json!({"type": "tool_reference", "tool_name": "f"}),
             _ => json!({"type": ty, "payload": payload}),
         })
 }
@@ -152,14 +187,19 @@ fn exercise(bytes: &[u8]) {
             cfg.budget.min_iterations = 1;
             cfg.policies.min_result_chars = 1;
             cfg.policies.min_args_chars = 1;
-            if let Ok(out) = Compactor::new(cfg).unwrap().compact(conv) {
-                let after = validate(&out.conversation);
-                for v in &after {
-                    assert!(
-                        before.iter().any(|b| b.rule == v.rule && b.id == v.id),
-                        "compaction added {v}"
-                    );
-                }
+            let after = match Compactor::new(cfg).unwrap().compact(conv) {
+                Ok(out) => validate(&out.conversation),
+                // The floor the ladder reached is what a proxy sends.
+                Err(abridge::Error::CannotShrink {
+                    smallest: Some(c), ..
+                }) => validate(&c),
+                Err(_) => continue,
+            };
+            for v in &after {
+                assert!(
+                    before.iter().any(|b| b.rule == v.rule && b.id == v.id),
+                    "compaction added {v}"
+                );
             }
         }
     }

@@ -87,7 +87,9 @@ fn briefing_sits_after_the_head_and_chains_without_nesting() {
             1,
             "wrappers never nest"
         );
-        assert!(b.contains("## Task\nCollect the price"), "{b}");
+        // The task stays verbatim above; the briefing does not repeat it.
+        assert!(!b.contains("## Task\n"), "{b}");
+        assert!(!b.contains("Collect the price"), "{b}");
         assert!(
             mentions(&b, &first_url),
             "oldest identifier lost at compaction {}",
@@ -214,7 +216,11 @@ fn a_chained_compaction_re_condenses_the_earlier_briefing() {
     assert_eq!(text.matches("<compacted-history>").count(), 1, "no nesting");
     let now = briefing(&after).unwrap();
     assert!(now.len() < earlier.len(), "re-condensed");
-    assert!(now.contains("APP-1432"), "{now}");
+    // The task's ticket stays in the task message above, not restated.
+    assert!(
+        text.contains("APP-1432") && !now.contains("APP-1432"),
+        "{now}"
+    );
     // Far below what the head can be: the breakdown names the briefing.
     again.budget.target_tokens = Some(100);
     let e = Compactor::new(again)

@@ -18,7 +18,7 @@ const SYMBOLS: usize = 8;
 
 /// The sheet's sections in order, filled from the facts (before a previous
 /// briefing is merged in and the whole is fitted).
-pub(super) fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
+pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
     let detail_chars = budget * DETAIL_CHARS_PER_TOKEN / f.details.len().max(1);
     let files: Vec<String> = f.files.iter().map(file_line).collect();
     let todo = f
@@ -30,7 +30,8 @@ pub(super) fn sections(task: &str, f: &Facts, budget: usize) -> Vec<Section> {
         .into_iter()
         .map(|kind| {
             let items = match kind {
-                Kind::Task => vec![task.trim().to_owned()],
+                // The task message stays verbatim above the briefing.
+                Kind::Task => Vec::new(),
                 Kind::Details => f
                     .details
                     .iter()

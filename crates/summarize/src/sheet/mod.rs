@@ -15,6 +15,7 @@ use content::sections;
 /// through [`Kind::legacy_titles`], so briefings already stored keep merging.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
+    /// Written by older releases; dropped when a briefing merges them.
     Task,
     Details,
     Todo,
@@ -47,8 +48,9 @@ enum Layout {
 /// How a previous briefing's items combine with the new ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Merge {
-    /// The previous items stay (the task as first restated).
-    KeepOld,
+    /// Neither stays: a section of older briefings no longer written (the
+    /// task, which stays verbatim above the briefing).
+    Drop,
     /// The newest items win; the previous ones only fill an empty section.
     Newest,
     /// Previous items first, duplicates in their newest form.
@@ -148,7 +150,7 @@ impl Kind {
 
     fn merge(self) -> Merge {
         match self {
-            Kind::Task => Merge::KeepOld,
+            Kind::Task => Merge::Drop,
             Kind::Details | Kind::Todo | Kind::LatestError | Kind::Last => Merge::Newest,
             _ => Merge::Append,
         }
@@ -219,16 +221,11 @@ impl Section {
     }
 }
 
-/// Renders the facts (and the task) as a sheet within `budget` tokens,
-/// merged with `previous` (an earlier briefing's text) when given.
-pub fn render(
-    task: &str,
-    facts: &Facts,
-    previous: Option<&str>,
-    budget: usize,
-    kind: TokenizerKind,
-) -> String {
-    let mut sections = sections(task, facts, budget);
+/// Renders the facts as a sheet within `budget` tokens, merged with
+/// `previous` (an earlier briefing's text) when given. The task is not
+/// restated: its message stays verbatim above the briefing.
+pub fn render(facts: &Facts, previous: Option<&str>, budget: usize, kind: TokenizerKind) -> String {
+    let mut sections = sections(facts, budget);
     if let Some(prev) = previous {
         merge(&mut sections, prev);
     }
@@ -314,7 +311,7 @@ fn merge(sections: &mut [Section], previous: &str) {
             continue;
         };
         match kind.merge() {
-            Merge::KeepOld => s.items = old,
+            Merge::Drop => {}
             Merge::Newest => {
                 if s.items.is_empty() {
                     s.items = old;
