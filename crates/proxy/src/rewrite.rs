@@ -408,6 +408,15 @@ impl Context<'_> {
                 self.save(s);
                 self.encode(c)
             }
+            Err(abridge::Error::CannotShrink {
+                smallest: Some(floor),
+                ..
+            }) => {
+                // Its floor is the smallest valid body: worth the one retry.
+                self.metrics.retry();
+                self.metrics.over_target();
+                self.encode(*floor)
+            }
             Err(e) => {
                 tracing::warn!(session = %s.id, error = %e, "cannot compact harder after an overflow");
                 None

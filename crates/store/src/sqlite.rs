@@ -34,6 +34,13 @@ impl Store {
             path: shown.clone(),
             cause,
         })?;
+        // Another process (a proxy finishing a write, the dashboard, the
+        // CLI) may hold the file for a moment: wait for it, not fail.
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|cause| Error::Sqlite {
+                path: shown.clone(),
+                cause,
+            })?;
         Self::init(conn, shown)
     }
 

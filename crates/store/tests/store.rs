@@ -42,7 +42,12 @@ fn snapshot_round_trip() {
     want.snapshot = None;
     assert_eq!(s.report, want);
     assert_eq!(s.entry.summarizer.as_deref(), Some("offline"));
-    assert!(s.briefing.as_deref().unwrap().contains("APP-1432"));
+    assert!(
+        s.briefing
+            .as_deref()
+            .unwrap()
+            .contains("parses_quoted_fields")
+    );
     assert_eq!(s.history().unwrap().messages, original.messages);
     assert_eq!(s.config.budget.target_tokens, Some(700));
     assert_eq!(store.list(10).unwrap().len(), 1);

@@ -29,7 +29,8 @@
 //!     focus: None,
 //!     facts: &FactConfig::default(),
 //! })?;
-//! assert!(briefing.contains("Fix the CSV date format."));
+//! // The task stays verbatim above the briefing: it is not restated.
+//! assert!(!briefing.contains("Fix the CSV date format."));
 //! assert!(briefing.contains("fix src/export.rs for APP-1432"));
 //! assert!(briefing.contains("not manual padding"));
 //! # Ok::<(), abridge_summarize::SummarizeError>(())

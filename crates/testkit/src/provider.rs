@@ -95,18 +95,34 @@ pub fn body_hash(body: &[u8]) -> u64 {
 }
 
 /// A value without its `cache_control` markers: clients move them every
-/// turn and the provider's cache matches content, not markers.
+/// turn and the provider's cache matches content, not markers. A content of
+/// one plain text block is its string (Claude Code writes its newest
+/// message as a marked block and the same message as a string after).
 fn unmarked(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .map(|(k, v)| {
+                    let v = unmarked(v);
+                    match v.as_array().map(Vec::as_slice) {
+                        Some([one]) if k == "content" && is_plain_text(one) => {
+                            (k.clone(), one["text"].clone())
+                        }
+                        _ => (k.clone(), v),
+                    }
+                })
                 .collect(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(unmarked).collect()),
         other => other.clone(),
     }
+}
+
+fn is_plain_text(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("text")
+        && block.get("text").is_some_and(Value::is_string)
+        && block.as_object().is_some_and(|b| b.len() == 2)
 }
 
 fn count_key(v: &Value, key: &str) -> usize {

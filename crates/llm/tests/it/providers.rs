@@ -135,7 +135,7 @@ fn server_error_falls_back_to_offline() {
     assert_fell_back(&report, &events, "HTTP 500");
     let b = briefing_of(&after);
     assert!(
-        b.contains("## Task") && !b.contains("boom"),
+        b.contains("\n## ") && !b.contains("boom"),
         "error text never becomes briefing text"
     );
 }

@@ -157,6 +157,18 @@ async fn an_anthropic_stream_loop_keeps_cache_breakpoints_within_the_limit() {
             r.cache_breakpoints
         );
     }
+    // The client moved its marker every turn: each request after the
+    // first was still read from where it changed, not decoded whole.
+    let metrics = metrics_text(&setup.proxy).await;
+    assert_eq!(
+        metric(&metrics, "abridge_decoded_total{part=\"Whole\"}"),
+        1.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, "abridge_decoded_total{part=\"Added\"}"),
+        59.0
+    );
     setup.stop().await;
 }
 

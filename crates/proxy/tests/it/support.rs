@@ -232,20 +232,28 @@ pub(crate) async fn anthropic_loop(
     let http = client();
     let system = json!([{"type": "text", "text": "You are a careful coding agent.", "cache_control": {"type": "ephemeral"}}]);
     let tools = json!([{"name": "read_file", "description": "Read a file", "input_schema": read_file_tool()}]);
+    // As Claude Code sends it: the task, then its environment as a system
+    // message inside `messages`, and a clear_thinking edit that keeps all.
     let mut messages: Vec<Value> = vec![
         json!({"role": "user", "content": [{"type": "text", "text": "Read every module and report."}]}),
+        json!({"role": "system", "content": "# Environment\nWorking directory: /work"}),
     ];
     let mut log = LoopLog::default();
     for turn in 0..turns {
         let mut sent = messages.clone();
-        // Claude Code marks its newest message for caching.
-        if let Some(Value::Array(blocks)) = sent.last_mut().map(|m| &mut m["content"]) {
-            if let Some(b) = blocks.last_mut() {
+        // Claude Code marks its newest message for caching, turning a
+        // string into a marked block; the message before goes back unmarked.
+        if let Some(content) = sent.last_mut().map(|m| &mut m["content"]) {
+            if let Value::String(text) = content {
+                *content = json!([{"type": "text", "text": text}]);
+            }
+            if let Some(b) = content.as_array_mut().and_then(|b| b.last_mut()) {
                 b["cache_control"] = json!({"type": "ephemeral"});
             }
         }
         let body = json!({"model": "fake-model", "max_tokens": 1024, "system": system, "tools": tools,
-            "messages": sent, "stream": stream});
+            "messages": sent, "stream": stream,
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}});
         let mut req = http
             .post(format!("{proxy}/v1/messages"))
             .header("anthropic-version", "2023-06-01")
