@@ -42,11 +42,24 @@ impl App {
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
+        .route("/version", get(version))
         .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(messages))
         .fallback(other)
         .with_state(app)
+}
+
+/// `{"version": "…"}`: the release, the same as `abridge --version`
+/// and the packages'.
+async fn version() -> Response<Body> {
+    let body = serde_json::json!({"name": "abridge", "version": env!("CARGO_PKG_VERSION")});
+    let mut r = Response::new(Body::from(body.to_string()));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response<Body> {

@@ -206,6 +206,15 @@ async fn other_routes_and_headers_are_forwarded() {
         .await
         .unwrap();
     assert_eq!(health.text().await.unwrap(), "ok\n");
+    let version: serde_json::Value = client()
+        .get(format!("{}/version", setup.proxy))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(version["version"], json!(env!("CARGO_PKG_VERSION")));
     let log = openai_loop(
         &setup.proxy,
         1,
