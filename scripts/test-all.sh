@@ -3,7 +3,9 @@
 # with the AI SDK), then the official OpenAI and Anthropic Python SDKs and
 # the AI SDK (Node) running tool loops through `abridge serve` against the
 # fake provider, and real agent clients as shipped (Claude Code, the OpenAI
-# Agents SDK) driven by a scripted model through it. Python packages go to a
+# Agents SDK) driven by a scripted model through it; last, every artifact a
+# user installs is built (scripts/package.sh) and installed where no Rust
+# toolchain is (scripts/test-artifacts.sh). Python packages go to a
 # virtualenv under target/, Node packages come from committed lockfiles (`npm ci`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,3 +42,7 @@ echo "== Real agent clients (Claude Code, the OpenAI Agents SDK) through the pro
 # Claude Code's npm package carries its native binary (pinned in the lockfile).
 (cd sdk-tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 "$venv/bin/python" sdk-tests/python/test_clients.py
+
+echo "== Packages: every artifact built, then installed and used where no Rust toolchain is"
+bash scripts/package.sh
+bash scripts/test-artifacts.sh
