@@ -18,8 +18,7 @@ target_dir=${CARGO_TARGET_DIR:-target}
 venv="$target_dir/sdk-venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    -r sdk-tests/python/requirements.txt -r bindings/python/tests/requirements.txt \
-    -r sdk-tests/clients/requirements.txt
+    -r sdk-tests/python/requirements.txt -r bindings/python/tests/requirements.txt
 
 echo "== Python package (bindings/python): API, corpus, a LangChain agent loop"
 # Built from source by pip (maturin); the dev profile reuses the test build.
@@ -41,7 +40,10 @@ echo "== AI SDK (Node) through the proxy"
 echo "== Real agent clients (Claude Code, the OpenAI Agents SDK) through the proxy"
 # Claude Code's npm package carries its native binary (pinned in the lockfile).
 (cd sdk-tests/clients && npm ci --no-audit --no-fund --loglevel=error)
-"$venv/bin/python" sdk-tests/python/test_clients.py
+clients_venv="$target_dir/clients-venv"
+[ -x "$clients_venv/bin/python" ] || python3 -m venv "$clients_venv"
+"$clients_venv/bin/pip" install --quiet --disable-pip-version-check -r sdk-tests/clients/requirements.txt
+"$clients_venv/bin/python" sdk-tests/python/test_clients.py
 
 echo "== Packages: every artifact built, then installed and used where no Rust toolchain is"
 bash scripts/package.sh
