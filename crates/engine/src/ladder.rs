@@ -76,6 +76,9 @@ pub struct Degradation {
 /// Shortest a cut result keeps, in characters, before it becomes a placeholder.
 const MIN_CUT_CHARS: usize = 400;
 
+/// How a result cut to fit begins.
+const CUT_NOTE: &str = "[tool result cut to fit the context window";
+
 /// Tokens left for what the steps make of the old region (a briefing or
 /// an omission note) when the newest results are cut to fit.
 const RESERVE: u64 = 256;
@@ -165,11 +168,11 @@ impl Compactor {
                 if work.messages[i].meta.pinned {
                     continue;
                 }
-                let before = self.total_of(std::slice::from_ref(&work.messages[i]), 0);
                 let Part::ToolResult(r) = &mut work.messages[i].parts[j] else {
                     continue;
                 };
-                if !cut_to_fit(r, before, over) {
+                let tokens = self.counter.count_text(&r.text()) as u64;
+                if !cut_to_fit(r, tokens, over) {
                     continue;
                 }
                 changed += 1;
@@ -198,19 +201,18 @@ fn newest_start(messages: &[Message]) -> usize {
         .map_or(messages.len(), |it| it.start)
 }
 
-/// Cuts one result so that its message loses about `excess` of its
-/// `message_tokens`: its beginning and end are kept under a note of what
-/// was cut; when too little would be left, it becomes the
-/// placeholder. False when it is already as small as it gets.
-fn cut_to_fit(r: &mut ToolResult, message_tokens: u64, excess: u64) -> bool {
+/// Cuts one result of `tokens` (its text) so that it loses about `excess`
+/// of them: its beginning and end are kept under a note of what was cut;
+/// when too little would be left, it becomes the placeholder. False when
+/// it is already as small as it gets (short, or cut before).
+fn cut_to_fit(r: &mut ToolResult, tokens: u64, excess: u64) -> bool {
     let text = r.text();
     let has_other = r.parts.iter().any(|p| p.as_text().is_none());
-    if !has_other && text.len() <= MIN_CUT_CHARS {
+    if !has_other && (text.len() <= MIN_CUT_CHARS || text.starts_with(CUT_NOTE)) {
         return false;
     }
-    // Characters per token of this text, from the whole message's count
-    // (an overestimate of the result's share, so the cut errs long).
-    let per_token = text.len() as f64 / message_tokens.max(1) as f64;
+    // Characters per token of this text; a margin so one cut is enough.
+    let per_token = text.len() as f64 / tokens.max(1) as f64;
     let drop_chars = ((excess as f64 + 64.0) * per_token.max(1.0)) as usize;
     let keep = text.len().saturating_sub(drop_chars);
     let replacement = if keep < MIN_CUT_CHARS {
@@ -218,8 +220,7 @@ fn cut_to_fit(r: &mut ToolResult, message_tokens: u64, excess: u64) -> bool {
     } else {
         let kept = abridge_model::text::clip(&text, keep, keep / 2);
         format!(
-            "[tool result cut to fit the context window: its first and last {} of {} characters]\n{kept}",
-            keep,
+            "{CUT_NOTE}: its first and last {keep} of {} characters]\n{kept}",
             text.len()
         )
     };

@@ -331,11 +331,15 @@ impl Context<'_> {
             Some(n) => s.continuity.turn_appended(&mut s.compactor, conv, n, usage),
             None => s.continuity.turn(&mut s.compactor, conv, usage),
         };
-        let (out, report, warning) = match turned {
-            Ok(o) => match o.conversation {
-                Cow::Owned(c) => (Some(c), Some(o.report), None),
-                Cow::Borrowed(_) => (None, Some(o.report), None),
-            },
+        // What goes out, what the engine reported, why, and its tokens.
+        let (out, report, warning, sent) = match turned {
+            Ok(o) => {
+                let sent = o.report.tokens_after;
+                match o.conversation {
+                    Cow::Owned(c) => (Some(c), Some(o.report), None, sent),
+                    Cow::Borrowed(_) => (None, Some(o.report), None, sent),
+                }
+            }
             Err(abridge::Error::CannotShrink {
                 smallest: Some(floor),
                 floor: tokens,
@@ -347,14 +351,13 @@ impl Context<'_> {
                 let why = format!(
                     "over the target ({target}) even at its floor ({tokens} tokens): sent at its floor"
                 );
-                (Some(*floor), None, Some(why))
+                (Some(*floor), None, Some(why), tokens)
             }
             Err(e) => {
                 let carried = s.continuity.carryover().and_then(|c| c.apply(conv));
-                (carried, None, Some(format!("compaction failed: {e}")))
+                (carried, None, Some(format!("compaction failed: {e}")), 0)
             }
         };
-        let sent = report.as_ref().map_or(0, |r| r.tokens_after);
         if let Some(p) = s.preparer.as_mut() {
             p.poll(conv, s.compactor.calibrated(sent));
         }
