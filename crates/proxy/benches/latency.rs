@@ -6,8 +6,10 @@
 //! fake provider both use). Loopback only, bounded.
 //!
 //! Workloads: a session's repeated requests (each adds two messages) with a
-//! 375 KB and a 2 MB history, one at a time and 32 sessions at once; and
-//! the first request of new sessions with a 375 KB history.
+//! 375 KB and a 2 MB history, one at a time and 32 sessions at once; the
+//! same 375 KB session on the Messages API with its cache marker moved to
+//! the newest message every turn, as Claude Code sends it; and the first
+//! request of new sessions with a 375 KB history.
 //!
 //! `cargo bench -p abridge-proxy --bench latency`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -45,15 +47,64 @@ fn history(bytes: usize, seed: usize) -> Vec<Value> {
     m
 }
 
-fn body(messages: &[Value]) -> Vec<u8> {
-    serde_json::to_vec(&json!({"model": "fake-model", "messages": messages})).unwrap()
+/// Which API a workload speaks.
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    /// Chat Completions, the history as is.
+    Chat,
+    /// Messages, the history in Anthropic's shape with a cache marker on
+    /// the newest message (moved there every turn, as Claude Code does).
+    Messages,
 }
 
-async fn send(client: &reqwest::Client, base: &str, b: Vec<u8>) -> Duration {
+fn body(messages: &[Value], api: Api) -> Vec<u8> {
+    let body = match api {
+        Api::Chat => json!({"model": "fake-model", "messages": messages}),
+        Api::Messages => json!({"model": "fake-model", "max_tokens": 1024,
+            "system": messages[0]["content"], "messages": anthropic(&messages[1..])}),
+    };
+    serde_json::to_vec(&body).unwrap()
+}
+
+/// Chat Completions messages as Anthropic ones, the newest marked for caching.
+fn anthropic(messages: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = messages
+        .iter()
+        .map(|m| match m["role"].as_str() {
+            Some("tool") => json!({"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": m["tool_call_id"], "content": m["content"]}]}),
+            Some("assistant") if m.get("tool_calls").is_some() => {
+                let c = &m["tool_calls"][0];
+                json!({"role": "assistant", "content": [{"type": "tool_use", "id": c["id"],
+                    "name": c["function"]["name"], "input": {"path": "src/m.rs"}}]})
+            }
+            _ => json!({"role": m["role"], "content": m["content"]}),
+        })
+        .collect();
+    if let Some(last) = out.last_mut() {
+        let content = last["content"].clone();
+        let mut blocks = match content {
+            Value::Array(b) => b,
+            text => vec![json!({"type": "text", "text": text})],
+        };
+        if let Some(b) = blocks.last_mut() {
+            b["cache_control"] = json!({"type": "ephemeral"});
+        }
+        last["content"] = Value::Array(blocks);
+    }
+    out
+}
+
+async fn send(client: &reqwest::Client, base: &str, b: Vec<u8>, api: Api) -> Duration {
+    let path = match api {
+        Api::Chat => "chat/completions",
+        Api::Messages => "messages",
+    };
     let t = Instant::now();
     let r = client
-        .post(format!("{base}/chat/completions"))
+        .post(format!("{base}/{path}"))
         .header("content-type", "application/json")
+        .header("anthropic-version", "2023-06-01")
         .body(b)
         .send()
         .await
@@ -69,10 +120,11 @@ async fn session(
     base: String,
     mut messages: Vec<Value>,
     n: usize,
+    api: Api,
 ) -> Vec<Duration> {
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        out.push(send(&client, &base, body(&messages)).await);
+        out.push(send(&client, &base, body(&messages, api), api).await);
         messages.push(json!({"role": "assistant", "content": format!("Noted {i}.")}));
         messages.push(json!({"role": "user", "content": format!("Go on ({i}).")}));
     }
@@ -98,6 +150,7 @@ impl Row {
 
 struct Case {
     name: &'static str,
+    api: Api,
     bytes: usize,
     concurrent: usize,
     requests: usize,
@@ -112,6 +165,7 @@ async fn workload(client: &reqwest::Client, base: &str, c: &Case, salt: usize) -
                 base.to_owned(),
                 history(c.bytes, salt + s),
                 c.requests,
+                c.api,
             ))
         })
         .collect();
@@ -131,7 +185,8 @@ async fn first_requests(
 ) -> Row {
     let mut all = Vec::new();
     for s in 0..sessions {
-        all.push(send(client, base, body(&history(bytes, salt + s))).await);
+        let b = body(&history(bytes, salt + s), Api::Chat);
+        all.push(send(client, base, b, Api::Chat).await);
     }
     Row::of(all)
 }
@@ -187,6 +242,15 @@ async fn run() {
     let cases = [
         Case {
             name: "375 KB session, one at a time",
+            api: Api::Chat,
+            bytes: 375_000,
+            concurrent: 1,
+            requests: 60,
+            warm: 10,
+        },
+        Case {
+            name: "375 KB Messages session (marker moved each turn), one at a time",
+            api: Api::Messages,
             bytes: 375_000,
             concurrent: 1,
             requests: 60,
@@ -194,6 +258,7 @@ async fn run() {
         },
         Case {
             name: "375 KB session, 32 concurrent",
+            api: Api::Chat,
             bytes: 375_000,
             concurrent: 32,
             requests: 12,
@@ -201,6 +266,7 @@ async fn run() {
         },
         Case {
             name: "2 MB session, one at a time",
+            api: Api::Chat,
             bytes: 2_000_000,
             concurrent: 1,
             requests: 30,
@@ -208,6 +274,7 @@ async fn run() {
         },
         Case {
             name: "2 MB session, 32 concurrent",
+            api: Api::Chat,
             bytes: 2_000_000,
             concurrent: 32,
             requests: 6,
@@ -223,6 +290,10 @@ async fn run() {
     {
         let mut direct = Row::default();
         for (j, (t, base)) in targets.iter().enumerate() {
+            // A peer named by PEER_URL speaks Chat Completions only.
+            if case.api == Api::Messages && j >= 3 {
+                continue;
+            }
             let row = workload(&client, base, case, 10_000 * (i + 1) + 1_000 * j).await;
             if t == "direct" {
                 direct = row;
@@ -244,6 +315,7 @@ async fn run() {
 async fn abridge(upstream: &str, toml: &str) -> String {
     let mut config = ProxyConfig::from_toml(toml).unwrap();
     config.serve.openai_upstream = format!("{upstream}/v1");
+    config.serve.anthropic_upstream = upstream.to_owned();
     let proxy = Proxy::new(config, None).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
