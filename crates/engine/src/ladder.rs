@@ -161,20 +161,26 @@ impl Compactor {
         let mut changed = 0;
         for i in newest..work.messages.len() {
             for j in 0..work.messages[i].parts.len() {
+                if work.messages[i].meta.pinned {
+                    continue;
+                }
+                let Part::ToolResult(r) = &work.messages[i].parts[j] else {
+                    continue;
+                };
+                let text = r.text();
+                if !can_cut(r, &text) {
+                    continue;
+                }
+                // Measured only where there is something to cut.
                 let over = excess(self, work);
                 if over == 0 {
                     return changed;
                 }
-                if work.messages[i].meta.pinned {
-                    continue;
-                }
+                let tokens = self.counter.count_text(&text) as u64;
                 let Part::ToolResult(r) = &mut work.messages[i].parts[j] else {
                     continue;
                 };
-                let tokens = self.counter.count_text(&r.text()) as u64;
-                if !cut_to_fit(r, tokens, over) {
-                    continue;
-                }
+                cut_to_fit(r, &text, tokens, over);
                 changed += 1;
                 work.total = self.total_of(&work.messages, work.tools);
             }
@@ -201,16 +207,17 @@ fn newest_start(messages: &[Message]) -> usize {
         .map_or(messages.len(), |it| it.start)
 }
 
-/// Cuts one result of `tokens` (its text) so that it loses about `excess`
-/// of them: its beginning and end are kept under a note of what was cut;
-/// when too little would be left, it becomes the placeholder. False when
-/// it is already as small as it gets (short, or cut before).
-fn cut_to_fit(r: &mut ToolResult, tokens: u64, excess: u64) -> bool {
-    let text = r.text();
+/// A result worth cutting: not short, not cut before (or holding more
+/// than text, such as an image).
+fn can_cut(r: &ToolResult, text: &str) -> bool {
     let has_other = r.parts.iter().any(|p| p.as_text().is_none());
-    if !has_other && (text.len() <= MIN_CUT_CHARS || text.starts_with(CUT_NOTE)) {
-        return false;
-    }
+    has_other || (text.len() > MIN_CUT_CHARS && !text.starts_with(CUT_NOTE))
+}
+
+/// Cuts one result, whose `text` is `tokens` long, so that it loses about
+/// `excess` of them: its beginning and end are kept under a note of what
+/// was cut; when too little would be left, it becomes the placeholder.
+fn cut_to_fit(r: &mut ToolResult, text: &str, tokens: u64, excess: u64) {
     // Characters per token of this text; a margin so one cut is enough.
     let per_token = text.len() as f64 / tokens.max(1) as f64;
     let drop_chars = ((excess as f64 + 64.0) * per_token.max(1.0)) as usize;
@@ -218,7 +225,7 @@ fn cut_to_fit(r: &mut ToolResult, tokens: u64, excess: u64) -> bool {
     let replacement = if keep < MIN_CUT_CHARS {
         TOOL_RESULT.to_owned()
     } else {
-        let kept = abridge_model::text::clip(&text, keep, keep / 2);
+        let kept = abridge_model::text::clip(text, keep, keep / 2);
         format!(
             "{CUT_NOTE}: its first and last {keep} of {} characters]\n{kept}",
             text.len()
@@ -228,5 +235,4 @@ fn cut_to_fit(r: &mut ToolResult, tokens: u64, excess: u64) -> bool {
     if matches!(r.form, ContentForm::Absent | ContentForm::Null) {
         r.form = ContentForm::Text;
     }
-    true
 }
