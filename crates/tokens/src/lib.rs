@@ -26,6 +26,7 @@ pub mod calibrate;
 mod counter;
 mod image;
 mod registry;
+mod tables;
 mod tokenizer;
 
 pub use counter::{TokenCounter, TokenCounts, content_hash};

@@ -72,14 +72,14 @@ impl TokenizerKind {
             return 0;
         }
         match self {
-            TokenizerKind::O200kBase => bpe_openai::o200k_base().count(text),
-            TokenizerKind::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            TokenizerKind::O200kBase => crate::tables::o200k_base().count(text),
+            TokenizerKind::Cl100kBase => crate::tables::cl100k_base().count(text),
             TokenizerKind::Estimate => estimate(text),
             // Scaled up and rounded up: where in doubt, count more.
             TokenizerKind::ClaudeCalibrated => {
-                (bpe_openai::o200k_base().count(text) * 6).div_ceil(5)
+                (crate::tables::o200k_base().count(text) * 6).div_ceil(5)
             }
-            TokenizerKind::OpenCalibrated => bpe_openai::o200k_base().count(text),
+            TokenizerKind::OpenCalibrated => crate::tables::o200k_base().count(text),
         }
     }
 }

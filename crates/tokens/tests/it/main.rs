@@ -3,3 +3,4 @@
 
 mod counter;
 mod reference;
+mod tables;

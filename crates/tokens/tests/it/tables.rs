@@ -1,0 +1,49 @@
+//! The tables the build script compresses count exactly as `bpe-openai`'s
+//! own: same tables, same pre-tokenization, on any text (the corpus test in
+//! `reference.rs` compares with tiktoken itself when the corpus is present).
+
+use abridge_tokens::TokenizerKind;
+use proptest::prelude::*;
+
+fn reference(kind: TokenizerKind) -> &'static bpe_openai::Tokenizer {
+    match kind {
+        TokenizerKind::O200kBase => bpe_openai::o200k_base(),
+        TokenizerKind::Cl100kBase => bpe_openai::cl100k_base(),
+        other => panic!("{other} has no reference table"),
+    }
+}
+
+const SAMPLES: &[&str] = &[
+    "hello world",
+    "  leading spaces and trailing   ",
+    "fn main() {\n    println!(\"{}\", 1_000_000);\n}\n",
+    "Ünïcödé — naïve café, 東京タワー, مرحبا, 🦀🦀 emoji",
+    "I'm sure they'll've DONE it'S fine\r\n\r\n\t\tnext",
+    "12345678901234567890 3.14159 0xDEADBEEF",
+    "path/to/some_file.rs:42:7: error[E0308]: mismatched types",
+    "\n\n\n   \n",
+];
+
+#[test]
+fn samples_count_as_bpe_openai_counts() {
+    for kind in [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase] {
+        for text in SAMPLES {
+            assert_eq!(
+                kind.count(text),
+                reference(kind).count(*text),
+                "{kind} {text:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_text_counts_as_bpe_openai_counts(text in "(\\PC|\\s|[a-zA-Z0-9 '_./-]){0,200}") {
+        for kind in [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase] {
+            prop_assert_eq!(kind.count(&text), reference(kind).count(text.as_str()));
+        }
+    }
+}
