@@ -24,6 +24,7 @@ pub(crate) enum InputFormat {
     MiniSweAgent,
     TauBench,
     AiSdk,
+    Responses,
 }
 
 impl From<InputFormat> for Format {
@@ -35,6 +36,7 @@ impl From<InputFormat> for Format {
             InputFormat::MiniSweAgent => Format::MiniSweAgent,
             InputFormat::TauBench => Format::TauBench,
             InputFormat::AiSdk => Format::AiSdk,
+            InputFormat::Responses => Format::Responses,
         }
     }
 }

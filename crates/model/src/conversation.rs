@@ -63,6 +63,8 @@ pub enum Format {
     TauBench,
     /// The Vercel AI SDK's `ModelMessage[]`.
     AiSdk,
+    /// An OpenAI Responses API request body (`input` items).
+    Responses,
 }
 
 impl Format {
@@ -75,6 +77,7 @@ impl Format {
             Format::MiniSweAgent => "mini-swe-agent",
             Format::TauBench => "tau-bench",
             Format::AiSdk => "ai-sdk",
+            Format::Responses => "responses",
         }
     }
 
@@ -82,15 +85,17 @@ impl Format {
     pub fn family(self) -> Family {
         match self {
             Format::Anthropic | Format::ClaudeCode => Family::Anthropic,
-            Format::OpenAi | Format::MiniSweAgent | Format::TauBench | Format::AiSdk => {
-                Family::OpenAi
-            }
+            Format::OpenAi
+            | Format::MiniSweAgent
+            | Format::TauBench
+            | Format::AiSdk
+            | Format::Responses => Family::OpenAi,
         }
     }
 }
 
-/// A format a conversation can be written in: a request body of either
-/// family, or the AI SDK's `ModelMessage[]`.
+/// A format a conversation can be written in: a Chat Completions,
+/// Responses or Messages request body, or the AI SDK's `ModelMessage[]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Wire {
     /// An OpenAI Chat Completions request body.
@@ -99,13 +104,15 @@ pub enum Wire {
     Anthropic,
     /// The Vercel AI SDK's `ModelMessage[]`.
     AiSdk,
+    /// An OpenAI Responses API request body.
+    Responses,
 }
 
 impl Wire {
     /// Every wire format, for listings and help texts.
-    pub const ALL: [Wire; 3] = [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk];
+    pub const ALL: [Wire; 4] = [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk, Wire::Responses];
 
-    /// Name on the command line (`openai`, `anthropic`, `ai-sdk`).
+    /// Name on the command line (`openai`, `anthropic`, `ai-sdk`, `responses`).
     pub fn as_str(self) -> &'static str {
         self.format().as_str()
     }
@@ -116,6 +123,7 @@ impl Wire {
             Wire::OpenAi => Format::OpenAi,
             Wire::Anthropic => Format::Anthropic,
             Wire::AiSdk => Format::AiSdk,
+            Wire::Responses => Format::Responses,
         }
     }
 
@@ -128,6 +136,7 @@ impl Wire {
     pub fn of(format: Format) -> Wire {
         match format {
             Format::AiSdk => Wire::AiSdk,
+            Format::Responses => Wire::Responses,
             other => Wire::from(other.family()),
         }
     }
@@ -151,12 +160,14 @@ impl std::fmt::Display for Wire {
 impl std::str::FromStr for Wire {
     type Err = String;
 
-    /// `openai`, `anthropic` or `ai-sdk`.
+    /// `openai`, `anthropic`, `ai-sdk` or `responses`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Wire::ALL
             .into_iter()
             .find(|w| w.as_str() == s)
-            .ok_or_else(|| format!("unknown format \"{s}\" (expected openai, anthropic or ai-sdk)"))
+            .ok_or_else(|| {
+                format!("unknown format \"{s}\" (expected openai, anthropic, ai-sdk or responses)")
+            })
     }
 }
 
@@ -270,9 +281,10 @@ impl Conversation {
         }
     }
 
-    /// How many messages come before the wire body's `messages` array: the
-    /// leading system messages of an Anthropic conversation, which its
-    /// body carries as the top-level `system`.
+    /// How many messages come before the wire body's `messages` (or
+    /// `input`) array: the leading system messages of an Anthropic
+    /// conversation, which its body carries as the top-level `system`, or
+    /// the Responses API's `instructions`.
     pub fn wire_offset(&self) -> usize {
         wire_offset(self.family, &self.messages)
     }
@@ -323,12 +335,14 @@ pub fn head_len(messages: &[Message]) -> usize {
 /// Splits messages into iterations in one pass.
 ///
 /// Every assistant message opens an iteration that runs to the next assistant
-/// message; messages before the first assistant message (system prompt and
-/// task) belong to no iteration.
+/// message (one that [continues the turn](crate::Meta::continues_turn) stays
+/// in the iteration); messages before the first assistant message (system
+/// prompt and task) belong to no iteration.
 pub fn iterations(messages: &[Message]) -> Vec<Iteration> {
     let mut out: Vec<Iteration> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
-        if m.role == Role::Assistant {
+        let opens = !m.meta.continues_turn || out.is_empty();
+        if m.role == Role::Assistant && opens {
             if let Some(last) = out.last_mut() {
                 last.end = i;
             }
@@ -344,7 +358,8 @@ pub fn iterations(messages: &[Message]) -> Vec<Iteration> {
 /// [`Conversation::wire_offset`] for messages of `family`.
 pub fn wire_offset(family: Family, messages: &[Message]) -> usize {
     match family {
-        Family::OpenAi => 0,
+        // Only the Responses API carries a system prompt outside its items.
+        Family::OpenAi => messages.iter().take_while(|m| m.meta.instructions).count(),
         Family::Anthropic => messages.iter().take_while(|m| is_top_system(m)).count(),
     }
 }

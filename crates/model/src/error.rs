@@ -27,7 +27,7 @@ pub enum Error {
     },
     /// The input matched no known format.
     #[error(
-        "unrecognised format: {0} (expected an OpenAI or Anthropic request body, a Claude Code session JSONL, a mini-swe-agent trajectory or a tau-bench results file)"
+        "unrecognised format: {0} (expected an OpenAI Chat Completions or Responses or an Anthropic Messages request body, a Claude Code session JSONL, a mini-swe-agent trajectory or a tau-bench results file)"
     )]
     UnknownFormat(String),
     /// Content that the target wire family cannot represent.

@@ -117,6 +117,13 @@ pub struct Meta {
     /// accepts them there; Claude Code sends its environment that way), not
     /// the top-level system prompt.
     pub inline_system: bool,
+    /// The Responses API's `instructions`, carried as the leading system
+    /// message (outside the body's `input` items).
+    pub instructions: bool,
+    /// An item of the model's turn after its first (the Responses API gives
+    /// each call and reasoning step its own item): it continues the
+    /// iteration the turn's first item opened instead of opening one.
+    pub continues_turn: bool,
 }
 
 /// Provider-reported token usage of one response.

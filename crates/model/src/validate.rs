@@ -113,6 +113,9 @@ impl serde::Serialize for Violation {
 
 /// Checks a conversation against the rules of its wire family.
 pub fn validate(conv: &Conversation) -> Vec<Violation> {
+    if conv.format == crate::conversation::Format::Responses {
+        return validate_responses(&conv.messages, conv.wire_offset());
+    }
     match conv.family {
         Family::OpenAi => validate_openai(&conv.messages),
         Family::Anthropic => validate_anthropic(&conv.messages),
@@ -284,6 +287,54 @@ fn validate_anthropic(messages: &[Message]) -> Vec<Violation> {
                 p.push(i, None, Rule::RoleNotAllowed(other.as_str().to_owned()));
             }
         }
+    }
+    p.finish()
+}
+
+/// The Responses API pairs calls and outputs by `call_id` across the whole
+/// input: every function (or custom tool) call needs an output after it,
+/// every output a call before it. A call abridge keeps verbatim (a local
+/// shell or computer call) may be answered by a function call output; it is
+/// not required to be, and its own kind of output is not checked: abridge
+/// moves such items only with their whole turn.
+fn validate_responses(messages: &[Message], offset: usize) -> Vec<Violation> {
+    let mut p = Pairing {
+        offset,
+        ..Pairing::default()
+    };
+    let mut open: Vec<(usize, &str)> = Vec::new();
+    let mut verbatim: Vec<&str> = Vec::new();
+    for (i, m) in messages.iter().enumerate().skip(offset) {
+        for part in &m.parts {
+            match part {
+                Part::ToolCall(c) => {
+                    if open.iter().any(|(_, o)| *o == c.id) {
+                        p.push(i, Some(&c.id), Rule::DuplicateCallId);
+                    }
+                    open.push((i, &c.id));
+                }
+                Part::ToolResult(r) => match open.iter().position(|(_, o)| *o == r.call_id) {
+                    Some(pos) => {
+                        open.remove(pos);
+                    }
+                    None if verbatim.contains(&r.call_id.as_str()) => {}
+                    None => p.push(i, Some(&r.call_id), Rule::OrphanResult),
+                },
+                Part::Opaque(v) => {
+                    let is_call = v
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.ends_with("_call"));
+                    if let (true, Some(id)) = (is_call, v.get("call_id").and_then(Value::as_str)) {
+                        verbatim.push(id);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (at, id) in open {
+        p.push(at, Some(id), Rule::UnansweredCall);
     }
     p.finish()
 }

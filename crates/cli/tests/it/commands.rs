@@ -459,5 +459,5 @@ fn convert_writes_ai_sdk_messages_and_reads_them_back() {
         &["convert", example.to_str().unwrap(), "--to", "gemini"],
         None,
     );
-    assert!(text(&bad.stderr).contains("expected openai, anthropic or ai-sdk"));
+    assert!(text(&bad.stderr).contains("expected openai, anthropic, ai-sdk or responses"));
 }

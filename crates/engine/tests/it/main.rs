@@ -9,6 +9,7 @@ mod corpus;
 mod fuzz;
 mod policies;
 mod props;
+mod responses;
 mod session;
 mod summary;
 mod support;

@@ -222,7 +222,7 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
     for (i, m) in conv.messages.iter().enumerate().skip(lead) {
         messages.push(encode_message(m, i)?);
     }
-    Ok(finish_body(map, messages, conv, encode_tool))
+    Ok(finish_body(map, "messages", messages, conv, encode_tool))
 }
 
 /// Encodes one message of the `messages` array.

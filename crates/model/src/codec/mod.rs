@@ -6,6 +6,7 @@ mod claude_code;
 mod convert;
 mod logs;
 mod openai;
+mod responses;
 mod util;
 
 use serde_json::Value;
@@ -72,6 +73,15 @@ pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
             other => vec![openai::decode_body(other)?],
         },
         Format::Anthropic => vec![anthropic::decode_body(value)?],
+        Format::Responses => match value {
+            Value::Array(items) => {
+                let mut conv = Conversation::new(Family::OpenAi);
+                conv.format = Format::Responses;
+                conv.messages = responses::decode_items(items, 0)?;
+                vec![conv]
+            }
+            other => vec![responses::decode_body(other)?],
+        },
         Format::MiniSweAgent => vec![logs::decode_mini_swe(value)?],
         Format::AiSdk => match value {
             Value::Array(items) => vec![ai_sdk::decode(items)?],
@@ -97,23 +107,27 @@ pub fn decode_wire_messages(
     items: Vec<Value>,
     first: usize,
 ) -> Result<Vec<crate::message::Message>> {
-    let wire = wire.into();
+    let decode_one: fn(Value, &dyn Fn() -> String) -> Result<crate::message::Message> =
+        match wire.into() {
+            Wire::OpenAi => openai::decode_message,
+            Wire::Anthropic => anthropic::decode_message,
+            Wire::AiSdk => ai_sdk::decode_message,
+            // An item's place in its turn depends on the items before it.
+            Wire::Responses => return responses::decode_items(items, first),
+        };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let at = || format!("messages[{}]", first + i);
-        out.push(match wire {
-            Wire::OpenAi => openai::decode_message(item, &at)?,
-            Wire::Anthropic => anthropic::decode_message(item, &at)?,
-            Wire::AiSdk => ai_sdk::decode_message(item, &at)?,
-        });
+        out.push(decode_one(item, &|| format!("messages[{}]", first + i))?);
     }
     Ok(out)
 }
 
 /// Encodes a conversation as a request body of its own wire family.
 pub fn encode(conv: &Conversation) -> Result<Value> {
-    if conv.format == Format::AiSdk {
-        return ai_sdk::encode(conv);
+    match conv.format {
+        Format::AiSdk => return ai_sdk::encode(conv),
+        Format::Responses => return responses::encode_body(conv),
+        _ => {}
     }
     match conv.family {
         Family::OpenAi => openai::encode_body(conv),
@@ -128,6 +142,8 @@ pub fn detect(v: &Value) -> Result<Format> {
             let first = items.first();
             if first.is_some_and(|r| r.get("traj").is_some()) {
                 Ok(Format::TauBench)
+            } else if items.iter().any(is_responses_item) {
+                Ok(Format::Responses)
             } else if items.iter().any(is_ai_sdk_message) {
                 Ok(Format::AiSdk)
             } else if first.is_some_and(|m| m.get("role").is_some()) {
@@ -148,6 +164,9 @@ pub fn detect(v: &Value) -> Result<Format> {
             }
             if is_claude_code_value(v) {
                 return Ok(Format::ClaudeCode);
+            }
+            if !map.contains_key("messages") && map.contains_key("input") {
+                return Ok(Format::Responses);
             }
             let Some(Value::Array(messages)) = map.get("messages") else {
                 return Err(Error::UnknownFormat(
@@ -205,6 +224,26 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
     } else {
         Format::OpenAi
     }
+}
+
+/// An input item only the Responses API has (a call, an output, reasoning),
+/// or a message whose parts are typed as only the Responses API types them.
+fn is_responses_item(item: &Value) -> bool {
+    let ty = |v: &Value| v.get("type").and_then(Value::as_str).map(str::to_owned);
+    if ty(item).is_some_and(|t| responses::TELLTALE_ITEMS.contains(&t.as_str())) {
+        return true;
+    }
+    item.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(ty)
+        .any(|t| {
+            matches!(
+                t.as_str(),
+                "input_text" | "output_text" | "input_image" | "input_file"
+            )
+        })
 }
 
 /// A message with a part only the AI SDK writes (`tool-call`,

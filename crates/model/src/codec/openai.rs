@@ -185,7 +185,7 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
         .enumerate()
         .map(|(i, m)| encode_message(m, i))
         .collect::<Result<Vec<_>>>()?;
-    Ok(finish_body(map, messages, conv, encode_tool))
+    Ok(finish_body(map, "messages", messages, conv, encode_tool))
 }
 
 /// Encodes one message.

@@ -210,16 +210,18 @@ pub(crate) fn start_body(conv: &Conversation) -> Extra {
     map
 }
 
-/// Finishes a request body: `messages`, then `tools` when declared, then
-/// the other envelope fields (those already set win) — and puts the keys
-/// in the order the decoded body had them, keys it did not have last.
+/// Finishes a request body: the messages under `key` (`messages`, or the
+/// Responses API's `input`), then `tools` when declared, then the other
+/// envelope fields (those already set win) — and puts the keys in the order
+/// the decoded body had them, keys it did not have last.
 pub(crate) fn finish_body(
     mut map: Extra,
+    key: &str,
     messages: Vec<Value>,
     conv: &Conversation,
     encode_tool: fn(&Tool) -> Value,
 ) -> Value {
-    map.insert("messages".into(), Value::Array(messages));
+    map.insert(key.into(), Value::Array(messages));
     if let Some(tools) = &conv.tools {
         map.insert("tools".into(), tools.iter().map(encode_tool).collect());
     }

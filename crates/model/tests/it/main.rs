@@ -5,5 +5,6 @@ mod ai_sdk;
 mod common;
 mod convert;
 mod corpus;
+mod responses;
 mod roundtrip;
 mod validate;

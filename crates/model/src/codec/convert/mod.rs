@@ -32,6 +32,9 @@ pub struct Converted {
 
 /// Converts a conversation to another wire family (a clone when it is already in it).
 pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
+    if conv.format == Format::Responses {
+        return Err(responses_unsupported(target_name(to)));
+    }
     if conv.family == to {
         return Ok(Converted {
             conversation: conv.clone(),
@@ -74,6 +77,16 @@ pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn convert_to(conv: &Conversation, to: Wire) -> Result<Converted> {
+    match (conv.format == Format::Responses, to == Wire::Responses) {
+        (true, true) => {
+            return Ok(Converted {
+                conversation: conv.clone(),
+                warnings: Vec::new(),
+            });
+        }
+        (false, true) => return Err(responses_unsupported("the Responses API")),
+        _ => {}
+    }
     let mut w = Warnings::default();
     let openai;
     let source = if conv.format == Format::AiSdk {
@@ -127,6 +140,16 @@ fn target_name(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "OpenAI",
         Family::Anthropic => "Anthropic",
+    }
+}
+
+/// Conversion to or from the Responses API, which abridge does not do yet.
+fn responses_unsupported(target: &'static str) -> Error {
+    Error::Unrepresentable {
+        index: 0,
+        target,
+        reason: "conversion between the Responses API and the other formats is not supported yet"
+            .into(),
     }
 }
 
