@@ -272,6 +272,17 @@ pub enum ImageSource {
     },
 }
 
+impl ImageSource {
+    /// The image as a URL: its URL, or its data as a `data:` URL (how
+    /// OpenAI's APIs carry inline images).
+    pub fn to_url(&self) -> String {
+        match self {
+            ImageSource::Url(u) => u.clone(),
+            ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        }
+    }
+}
+
 /// A tool call made by the assistant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {

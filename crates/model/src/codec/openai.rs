@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, name_and_description, object,
-    start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
+    decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
+    object, start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
@@ -259,12 +259,7 @@ fn encode_part(p: &Part, index: usize) -> Result<Value> {
     Ok(match p {
         Part::Text(t) => text_block(t),
         Part::Image(img) => {
-            let url = match &img.source {
-                ImageSource::Url(u) => u.clone(),
-                ImageSource::Base64 { media_type, data } => {
-                    format!("data:{media_type};base64,{data}")
-                }
-            };
+            let url = img.source.to_url();
             let inner = with_extra(vec![("url", Value::String(url))], &img.source_extra);
             with_extra(
                 vec![("type", json!("image_url")), ("image_url", inner)],
@@ -273,11 +268,7 @@ fn encode_part(p: &Part, index: usize) -> Result<Value> {
         }
         Part::Opaque(v) => v.clone(),
         Part::ToolCall(_) | Part::ToolResult(_) | Part::Reasoning(_) => {
-            return Err(Error::Unrepresentable {
-                index,
-                target: "OpenAI",
-                reason: "tool calls, results and reasoning cannot be content parts".into(),
-            });
+            return Err(not_content(index, "OpenAI"));
         }
     })
 }

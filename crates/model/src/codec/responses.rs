@@ -26,7 +26,8 @@
 use serde_json::{Map, Value};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, object, start_body, take_opt_str,
+    decode_content, encode_content, envelope, finish_body, not_content, object, start_body,
+    take_opt_str,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
@@ -323,12 +324,7 @@ fn encode_part(p: &Part, text_type: &str, index: usize) -> Result<Value> {
             ],
         ),
         Part::Image(img) => {
-            let url = match &img.source {
-                ImageSource::Url(u) => u.clone(),
-                ImageSource::Base64 { media_type, data } => {
-                    format!("data:{media_type};base64,{data}")
-                }
-            };
+            let url = img.source.to_url();
             let mut extra = img.source_extra.clone();
             extra.extend(img.extra.clone());
             fill(
@@ -341,11 +337,7 @@ fn encode_part(p: &Part, text_type: &str, index: usize) -> Result<Value> {
         }
         Part::Opaque(v) => v.clone(),
         Part::ToolCall(_) | Part::ToolResult(_) | Part::Reasoning(_) => {
-            return Err(Error::Unrepresentable {
-                index,
-                target: "the Responses API",
-                reason: "tool calls, results and reasoning cannot be content parts".into(),
-            });
+            return Err(not_content(index, "the Responses API"));
         }
     })
 }

@@ -240,3 +240,12 @@ pub(crate) fn finish_body(
     ordered.extend(map);
     Value::Object(ordered)
 }
+
+/// A tool call, result or reasoning where only content parts may be.
+pub(crate) fn not_content(index: usize, target: &'static str) -> Error {
+    Error::Unrepresentable {
+        index,
+        target,
+        reason: "tool calls, results and reasoning cannot be content parts".into(),
+    }
+}
