@@ -26,8 +26,8 @@
 use serde_json::{Map, Value};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, not_content, object, start_body,
-    take_opt_str,
+    decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
+    object, start_body, take_opt_str,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
@@ -346,13 +346,8 @@ fn encode_tool(t: &Tool) -> Value {
     match t {
         Tool::Opaque(v) => v.clone(),
         Tool::Function(f) => {
-            let mut fields = vec![
-                ("type", Value::String("function".into())),
-                ("name", Value::String(f.name.clone())),
-            ];
-            if let Some(d) = &f.description {
-                fields.push(("description", Value::String(d.clone())));
-            }
+            let mut fields = vec![("type", Value::String("function".into()))];
+            fields.extend(name_and_description(f));
             if let Some(p) = &f.parameters {
                 fields.push(("parameters", p.clone()));
             }
