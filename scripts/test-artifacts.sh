@@ -5,7 +5,8 @@
 #   the package's own tests (abridge.compact on every corpus conversation,
 #   the LangChain middleware in an agent loop);
 # - a fresh folder installs the two npm tarballs and compacts a corpus
-#   conversation as AI SDK messages, plain and through abridgePrepareStep;
+#   conversation (without the corpus, a generated tool loop) as AI SDK
+#   messages, plain and through abridgePrepareStep;
 # - the CLI archive, unpacked into an empty folder, compacts the example
 #   and prints `serve --help` with a minimal PATH.
 # Prints how long each install took.
@@ -47,10 +48,18 @@ const fs = require('node:fs')
 const path = require('node:path')
 const abridge = require('abridge')
 const corpus = path.join(process.env.ROOT, '../shared/corpus/claude-code_marot-spotter')
+// A corpus session, or (without the corpus) a generated tool loop long
+// enough for the trigger to fire: 40 reads of 2 KB files.
 const file = fs.existsSync(corpus)
   ? path.join(corpus, fs.readdirSync(corpus).find((f) => f.endsWith('.jsonl')))
-  : path.join(process.env.ROOT, 'examples/coding-agent.openai.json')
-const [messages] = abridge.convert(fs.readFileSync(file, 'utf8'), { to: 'ai-sdk' })
+  : null
+const generated = () => [{ role: 'user', content: 'Read every module and summarise it.' }].concat(
+  ...Array.from({ length: 40 }, (_, i) => [
+    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read', input: { path: `src/mod_${i}.rs` } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read',
+      output: { type: 'text', value: Array.from({ length: 80 }, (_, k) => `line ${k} of src/mod_${i}.rs`).join('\n') } }] },
+  ]))
+const messages = file ? abridge.convert(fs.readFileSync(file, 'utf8'), { to: 'ai-sdk' })[0] : generated()
 const total = abridge.countTokens(messages)
 const target = Math.floor(total * 0.3)
 const { messages: out, report } = abridge.compactModelMessages(messages, { targetTokens: target })
@@ -60,7 +69,7 @@ const prepare = abridge.abridgePrepareStep({ triggerTokens: Math.floor(total / 2
 prepare({ messages }).then((step) => {
   assert.ok(step, 'the trigger fired: prepareStep returns compacted messages')
   assert.ok(abridge.countTokens(step.messages) <= target, 'under the target')
-  console.log(`${path.basename(file)}: ${total} -> ${report.tokens_after} tokens (AI SDK messages), prepareStep ${prepare.stats.compactions} compaction`)
+  console.log(`${file ? path.basename(file) : 'generated 40-step loop'}: ${total} -> ${report.tokens_after} tokens (AI SDK messages), prepareStep ${prepare.stats.compactions} compaction`)
 })
 EOF
 )
