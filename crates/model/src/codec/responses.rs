@@ -363,12 +363,11 @@ fn fill(extra: &Extra, fields: Vec<(&str, Value)>) -> Value {
     let mut fields: Vec<(&str, Option<Value>)> =
         fields.into_iter().map(|(k, v)| (k, Some(v))).collect();
     let mut out = Map::with_capacity(extra.len() + fields.len());
-    for (k, v) in &mut fields {
-        if let ("type", Some(v)) = (*k, v.take_if(|_| *k == "type"))
-            && !extra.contains_key("type")
-        {
-            out.insert("type".into(), v);
-        }
+    if let Some((_, ty)) = fields.iter_mut().find(|(k, _)| *k == "type")
+        && let Some(ty) = ty.take()
+        && !extra.contains_key("type")
+    {
+        out.insert("type".into(), ty);
     }
     for (k, v) in extra {
         let slot = fields.iter_mut().find(|(name, _)| name == k);

@@ -326,3 +326,22 @@ mod generated {
         }
     }
 }
+
+#[test]
+fn conversion_to_or_from_responses_is_refused_not_mislabelled() {
+    use abridge_model::convert_to;
+    let conv = codex();
+    for to in [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk] {
+        let err = convert_to(&conv, to).unwrap_err().to_string();
+        assert!(err.contains("not supported yet"), "{to}: {err}");
+    }
+    assert_eq!(
+        convert_to(&conv, Wire::Responses).unwrap().conversation,
+        conv
+    );
+    let chat = decode(br#"{"messages": [{"role": "user", "content": "hi"}]}"#)
+        .unwrap()
+        .remove(0);
+    let err = convert_to(&chat, Wire::Responses).unwrap_err().to_string();
+    assert!(err.contains("the Responses API"), "{err}");
+}

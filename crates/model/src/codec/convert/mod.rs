@@ -85,7 +85,8 @@ pub fn convert_to(conv: &Conversation, to: Wire) -> Result<Converted> {
             });
         }
         (false, true) => return Err(responses_unsupported("the Responses API")),
-        _ => {}
+        (true, false) => return Err(responses_unsupported(target_name(to.family()))),
+        (false, false) => {}
     }
     let mut w = Warnings::default();
     let openai;
