@@ -10,7 +10,7 @@
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
 
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use serde_json::{Value, json};
 
 use crate::{Error, Result};
@@ -71,10 +71,21 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
         path: path.to_owned(),
         cause,
     };
-    let tx = conn.transaction().map_err(sql)?;
-    let mut version: i64 = tx
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
+    let current = |conn: &Connection| -> rusqlite::Result<i64> {
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+    };
+    // A store already at this version is only read: opening it beside a
+    // writer (a proxy flushing its request log) waits for the writer.
+    if current(conn).map_err(sql)? == VERSION {
+        return Ok(());
+    }
+    // Migrating reads, then writes: take the write lock at BEGIN, where
+    // SQLite waits out another writer (the busy timeout); a deferred
+    // transaction would get "database is locked" at once on the upgrade.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql)?;
+    let mut version = current(&tx).map_err(sql)?;
     if version > VERSION {
         return Err(Error::TooNew {
             path: path.to_owned(),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use abridge::model::Family;
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use rusqlite::types::Type;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::row::{SIZE, SnapshotRow, parse};
 use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
@@ -212,7 +212,10 @@ impl SnapshotStore for Store {
 
 impl Store {
     fn prune_rows(&mut self, retention: &StoreConfig) -> rusqlite::Result<usize> {
-        let tx = self.conn.transaction()?;
+        // Reads, then deletes: take the write lock first (see `migrate::run`).
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM snapshots", [], |r| {
             r.get(0)
         })?;

@@ -325,3 +325,43 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
     assert_eq!(stats["b"].last.usage, None);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Opening a store while another connection keeps writing to it waits for
+/// the writer instead of failing with "database is locked" (a proxy writes
+/// its request log off the request path while the CLI or a test opens the
+/// same file). A race: before the fix, a tighter variant (no pause between
+/// writes, 200 opens) failed one run in three here; this one is kept fast.
+#[test]
+fn opening_waits_for_a_writer_instead_of_failing() {
+    let dir = std::env::temp_dir().join(format!("abridge-store-busy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    drop(Store::open(&path).unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (path, stop) = (path.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(std::time::Duration::from_secs(5))
+                .unwrap();
+            conn.execute_batch("CREATE TABLE IF NOT EXISTS load (x BLOB)")
+                .unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                conn.execute_batch(
+                    "BEGIN IMMEDIATE; INSERT INTO load VALUES (zeroblob(65536)); DELETE FROM load; COMMIT;",
+                )
+                .unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        })
+    };
+    let mut store = None;
+    for _ in 0..100 {
+        store = Some(Store::open(&path).unwrap());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    let store = store.unwrap();
+    assert!(store.list(10).unwrap().is_empty());
+}
