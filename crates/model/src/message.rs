@@ -152,19 +152,26 @@ impl Usage {
         }
     }
 
-    /// From an OpenAI-style `usage` object: `prompt_tokens` (cached reads
-    /// included, as `prompt_tokens_details.cached_tokens`, or DeepSeek's
-    /// `prompt_cache_hit_tokens`) and `completion_tokens`.
+    /// From an OpenAI `usage` object: Chat Completions' `prompt_tokens`
+    /// (cached reads included, as `prompt_tokens_details.cached_tokens`, or
+    /// DeepSeek's `prompt_cache_hit_tokens`) and `completion_tokens`, or the
+    /// Responses API's `input_tokens`, `input_tokens_details.cached_tokens`
+    /// and `output_tokens`.
     pub fn from_openai(v: &Value) -> Usage {
         let n = |p: &str| v.pointer(p).and_then(Value::as_u64);
-        let prompt = n("/prompt_tokens").unwrap_or(0);
+        let prompt = n("/prompt_tokens")
+            .or_else(|| n("/input_tokens"))
+            .unwrap_or(0);
         let cached = n("/prompt_tokens_details/cached_tokens")
+            .or_else(|| n("/input_tokens_details/cached_tokens"))
             .or_else(|| n("/prompt_cache_hit_tokens"))
             .unwrap_or(0)
             .min(prompt);
         Usage {
             input_tokens: prompt - cached,
-            output_tokens: n("/completion_tokens").unwrap_or(0),
+            output_tokens: n("/completion_tokens")
+                .or_else(|| n("/output_tokens"))
+                .unwrap_or(0),
             cache_read_tokens: cached,
             cache_write_tokens: 0,
         }

@@ -40,6 +40,9 @@ pub enum Rule {
     MisplacedPart,
     /// A message with no content, which the API rejects (Anthropic).
     EmptyContent,
+    /// A reasoning item not followed by an item of the model's turn
+    /// (Responses: "provided without its required following item").
+    ReasoningNotFollowed,
 }
 
 impl Rule {
@@ -55,6 +58,7 @@ impl Rule {
             Rule::ResultNotFirst => "result-not-first",
             Rule::MisplacedPart => "misplaced-part",
             Rule::EmptyContent => "empty-content",
+            Rule::ReasoningNotFollowed => "reasoning-not-followed",
         }
     }
 }
@@ -92,6 +96,10 @@ impl fmt::Display for Violation {
             Rule::ResultNotFirst => write!(f, "tool_result for {id} comes after other content"),
             Rule::MisplacedPart => write!(f, "content part not allowed for this role"),
             Rule::EmptyContent => write!(f, "message has no content"),
+            Rule::ReasoningNotFollowed => write!(
+                f,
+                "reasoning item {id} was provided without its required following item"
+            ),
         }?;
         Ok(())
     }
@@ -297,6 +305,10 @@ fn validate_anthropic(messages: &[Message]) -> Vec<Violation> {
 /// shell or computer call) may be answered by a function call output; it is
 /// not required to be, and its own kind of output is not checked: abridge
 /// moves such items only with their whole turn.
+fn is_reasoning(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("reasoning")
+}
+
 fn validate_responses(messages: &[Message], offset: usize) -> Vec<Violation> {
     let mut p = Pairing {
         offset,
@@ -320,6 +332,15 @@ fn validate_responses(messages: &[Message], offset: usize) -> Vec<Violation> {
                     None if verbatim.contains(&r.call_id.as_str()) => {}
                     None => p.push(i, Some(&r.call_id), Rule::OrphanResult),
                 },
+                Part::Opaque(v) if is_reasoning(v) => {
+                    let followed = messages
+                        .get(i + 1)
+                        .is_some_and(|next| next.role == Role::Assistant);
+                    if !followed {
+                        let id = v.get("id").and_then(Value::as_str);
+                        p.push(i, id, Rule::ReasoningNotFollowed);
+                    }
+                }
                 Part::Opaque(v) => {
                     let is_call = v
                         .get("type")

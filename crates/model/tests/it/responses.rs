@@ -106,6 +106,31 @@ fn a_complete_history_is_valid_and_a_lost_output_is_not() {
 }
 
 #[test]
+fn a_reasoning_item_needs_an_item_of_its_turn_after_it() {
+    let with_next = |next: Option<Value>| {
+        let mut input = vec![
+            json!({"role": "user", "content": "go"}),
+            json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}),
+        ];
+        input.extend(next);
+        let conv = decode_value(json!({"model": "gpt-5", "input": input}), Format::Responses)
+            .unwrap()
+            .remove(0);
+        validate(&conv)
+    };
+    let said = json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]});
+    assert_eq!(with_next(Some(said)), vec![]);
+    let searched = json!({"type": "web_search_call", "id": "ws_1", "status": "completed"});
+    assert_eq!(with_next(Some(searched)), vec![]);
+    for next in [None, Some(json!({"role": "user", "content": "and?"}))] {
+        let v = with_next(next);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].rule, Rule::ReasoningNotFollowed);
+        assert_eq!((v[0].wire_index, v[0].id.as_deref()), (1, Some("rs_1")));
+    }
+}
+
+#[test]
 fn outputs_may_come_later_in_the_input_as_the_api_accepts() {
     let body = json!({"model": "gpt-5", "input": [
         {"role": "user", "content": "go"},
@@ -244,7 +269,8 @@ mod generated {
                         .boxed(),
                     );
                 }
-                if hosted || (model.is_empty() && calls.is_empty()) {
+                // A reasoning item is always followed by an item of its turn.
+                if hosted || (said.is_none() && calls.is_empty()) {
                     model.push(
                         object(vec![
                             ("type", json!("web_search_call")),
