@@ -107,7 +107,7 @@ class Run:
             self.test.assertEqual(r["violations"], [], f"request {i}")
 
     def summary(self, name):
-        fast = self.count('abridge_decoded_total{part="Added"}')
+        fast = self.count('abridge_decoded_total{part="added"}')
         line = (f"{name}: {len(self.requests)} requests, peak {self.peak():,} tokens, "
                 f"{self.count('abridge_compactions_total'):.0f} compactions, "
                 f"{fast:.0f} decoded by the fast path")
@@ -139,9 +139,9 @@ class ClientTest(unittest.TestCase):
         heads = {r["head_hash"] for r in run.requests}
         self.assertEqual(heads, {r["head_hash"] for r in direct.requests}, "system prompt and tools as sent")
         self.assertLessEqual(max(r["cache_breakpoints"] for r in run.requests), 4)
-        self.assertGreaterEqual(run.count('abridge_decoded_total{part="Added"}'), 55)
+        self.assertGreaterEqual(run.count('abridge_decoded_total{part="added"}'), 55)
         self.assertEqual(run.count("abridge_passthrough_total"), run.count(
-            'abridge_passthrough_total{why="Unchanged"}'), "nothing forwarded for want of understanding")
+            'abridge_passthrough_total{why="unchanged"}'), "nothing forwarded for want of understanding")
 
     @unittest.skipUnless(os.path.exists(CLAUDE), "Claude Code is not installed (npm ci in sdk-tests/clients)")
     def test_claude_code_without_betas_never_goes_out_whole(self):

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use abridge::model::Family;
+use abridge::model::{Family, Wire};
 use axum::Router;
 use axum::body::{Body, Bytes, to_bytes};
 use axum::extract::{Request, State};
@@ -45,6 +45,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/version", get(version))
         .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(responses))
         .route("/v1/messages", post(messages))
         .fallback(other)
         .with_state(app)
@@ -73,14 +74,20 @@ async fn metrics(State(app): State<Arc<App>>) -> Response<Body> {
 }
 
 async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    conversation(app, Family::OpenAi, Route::ChatCompletions, req).await
+    conversation(app, Wire::OpenAi, Route::ChatCompletions, req).await
+}
+
+async fn responses(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
+    conversation(app, Wire::Responses, Route::Responses, req).await
 }
 
 async fn messages(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    conversation(app, Family::Anthropic, Route::Messages, req).await
+    conversation(app, Wire::Anthropic, Route::Messages, req).await
 }
 
-/// Any other path and method: forwarded untouched.
+/// Any other path and method: forwarded untouched (among them the
+/// Responses API's `/v1/responses/compact`, the provider's own compaction,
+/// whose compaction items then tell abridge to leave that history alone).
 async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
     let family = family_of_headers(req.headers());
     let (parts, body) = req.into_parts();
@@ -103,15 +110,15 @@ async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
     response
 }
 
-async fn conversation(app: Arc<App>, family: Family, route: Route, req: Request) -> Response<Body> {
+async fn conversation(app: Arc<App>, wire: Wire, route: Route, req: Request) -> Response<Body> {
     let start = Instant::now();
     let (parts, body) = req.into_parts();
-    let response = match read_body(&app, family, body).await {
+    let response = match read_body(&app, wire.family(), body).await {
         Err(r) => r,
         Ok(bytes) => {
             compact_and_send(
                 &app,
-                family,
+                wire,
                 parts.method,
                 parts.uri,
                 parts.headers,
@@ -127,7 +134,7 @@ async fn conversation(app: Arc<App>, family: Family, route: Route, req: Request)
 
 async fn compact_and_send(
     app: &Arc<App>,
-    family: Family,
+    wire: Wire,
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
@@ -136,13 +143,14 @@ async fn compact_and_send(
 ) -> Response<Body> {
     let prepared = {
         let (app, headers, bytes) = (app.clone(), headers.clone(), bytes.clone());
-        tokio::task::spawn_blocking(move || app.context().prepare(family, &headers, &bytes))
+        tokio::task::spawn_blocking(move || app.context().prepare(wire, &headers, &bytes))
             .await
             .unwrap_or_else(|e| Prepared {
                 warning: Some(format!("compaction stopped: {e}")),
                 ..Prepared::default()
             })
     };
+    let family = wire.family();
     if let Some(why) = &prepared.reject {
         return proxy_error(family, StatusCode::BAD_REQUEST, why);
     }

@@ -2,43 +2,80 @@
 //! codes, reasons and outcomes: never a session id, header or credential.
 
 use abridge::Reason;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use std::fmt::Write as _;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-/// Which endpoint a request went to.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum Route {
-    /// `POST /v1/chat/completions`.
-    ChatCompletions,
-    /// `POST /v1/messages`.
-    Messages,
-    /// Anything else, forwarded untouched.
-    Other,
+/// A closed set of label values, written in snake case (`route="chat_completions"`).
+macro_rules! label_values {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// The label value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+
+        impl EncodeLabelValue for $name {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+                encoder.write_str(self.as_str())
+            }
+        }
+    };
 }
 
-/// Why a request was forwarded as the client sent it.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum Passthrough {
-    /// Under every trigger, nothing carried over.
-    Unchanged,
-    /// Not JSON, or not a conversation the proxy understands.
-    Undecodable,
-    /// The provider's own compaction or context editing is in charge.
-    ProviderNative,
+label_values! {
+    /// Which endpoint a request went to.
+    Route {
+        /// `POST /v1/chat/completions`.
+        ChatCompletions => "chat_completions",
+        /// `POST /v1/responses`.
+        Responses => "responses",
+        /// `POST /v1/messages`.
+        Messages => "messages",
+        /// Anything else, forwarded untouched.
+        Other => "other",
+    }
 }
 
-/// How much of a conversation request was decoded.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum Decoded {
-    /// The whole body (a session's first request, or one that does not
-    /// extend the last).
-    Whole,
-    /// Only the messages added since the session's last request.
-    Added,
+label_values! {
+    /// Why a request was forwarded as the client sent it.
+    Passthrough {
+        /// Under every trigger, nothing carried over.
+        Unchanged => "unchanged",
+        /// Not JSON, or not a conversation the proxy understands.
+        Undecodable => "undecodable",
+        /// The provider's own compaction or context editing is in charge.
+        ProviderNative => "provider_native",
+        /// The history is held by the provider (a Responses request that
+        /// names a `previous_response_id` or a `conversation`): the body
+        /// holds only what is new.
+        ServerState => "server_state",
+    }
+}
+
+label_values! {
+    /// How much of a conversation request was decoded.
+    Decoded {
+        /// The whole body (a session's first request, or one that does not
+        /// extend the last).
+        Whole => "whole",
+        /// Only the messages added since the session's last request.
+        Added => "added",
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -2,17 +2,26 @@
 //!
 //! A client that resends its history sends the same bytes up to the end of
 //! its last message, then the messages it added and the same closing
-//! fields. The proxy keeps, per session, where the previous body's
-//! `messages` array ended and a hash of everything before; a body that
-//! starts with those bytes only needs its new messages parsed. Anything
-//! else takes the full decode.
+//! fields. The proxy keeps, per session, where the previous body's history
+//! array (`messages`, or the Responses API's `input`) ended and a hash of
+//! everything before; a body that starts with those bytes only needs its
+//! new messages parsed. Anything else takes the full decode.
 
 use std::ops::Range;
 
+use abridge::model::Wire;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// Where a body's `messages` array sits.
+/// The array that holds a wire format's history.
+pub(crate) fn history_key(wire: Wire) -> &'static str {
+    match wire {
+        Wire::Responses => "input",
+        Wire::OpenAi | Wire::Anthropic | Wire::AiSdk => "messages",
+    }
+}
+
+/// Where a body's history array sits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Shape {
     /// One past the last byte of the last message.
@@ -38,10 +47,10 @@ impl Shape {
 }
 
 /// The shape of a whole body (one scan), when it is an object with a
-/// non-empty `messages` array.
-pub(crate) fn shape(body: &[u8]) -> Option<Shape> {
+/// non-empty history array under `key`.
+pub(crate) fn shape(body: &[u8], key: &str) -> Option<Shape> {
     let top: std::collections::HashMap<String, &RawValue> = serde_json::from_slice(body).ok()?;
-    let array = top.get("messages")?;
+    let array = top.get(key)?;
     let items: Vec<&RawValue> = serde_json::from_str(array.get()).ok()?;
     let last = items.last()?;
     let close = offset(body, array.get()) + array.get().len() - 1;
@@ -80,7 +89,7 @@ pub(crate) fn prefix_hash(body: &[u8], end: usize) -> u64 {
 }
 
 /// What a body holds from the message at `start` (wire index `index`) to
-/// the end of its `messages` array: those messages and the body's shape,
+/// the end of its history array: those messages and the body's shape,
 /// or `None` when the array does not go on from there.
 /// `first_is_value`: `start` is a message's first byte (else it is the end
 /// of one, and a `,` or the array's `]` follows).
@@ -154,7 +163,7 @@ mod tests {
                 "{\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"a\"},\n    {\"role\": \"assistant\", \"content\": \"b\"}\n  ],\n  \"model\": \"m\"\n}",
             ),
         ] {
-            let first = shape(a.as_bytes()).unwrap();
+            let first = shape(a.as_bytes(), "messages").unwrap();
             assert_eq!(first.count, 1);
             assert_eq!(
                 prefix_hash(a.as_bytes(), first.prefix_end),
@@ -163,7 +172,7 @@ mod tests {
             let kept = &first.starts;
             let (added, next) =
                 messages_from(b.as_bytes(), first.prefix_end, first.count, false, kept).unwrap();
-            assert_eq!(next, shape(b.as_bytes()).unwrap());
+            assert_eq!(next, shape(b.as_bytes(), "messages").unwrap());
             assert_eq!(added.len(), next.count - 1);
             assert_eq!(
                 &a.as_bytes()[first.post.clone()],
@@ -177,7 +186,7 @@ mod tests {
         // Claude Code moves its cache marker to the newest message.
         let a = r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}],"m":1}"#;
         let b = r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral"}}]}],"m":1}"#;
-        let first = shape(a.as_bytes()).unwrap();
+        let first = shape(a.as_bytes(), "messages").unwrap();
         assert_eq!(first.starts.len(), 2);
         let (hashes, _) = prefix_hashes(a.as_bytes(), &first);
         let at = first.starts[1];
@@ -192,13 +201,13 @@ mod tests {
         .unwrap();
         assert_eq!(values.len(), 2);
         assert_eq!(values[0]["content"], "b");
-        assert_eq!(next, shape(b.as_bytes()).unwrap());
+        assert_eq!(next, shape(b.as_bytes(), "messages").unwrap());
     }
 
     #[test]
     fn anything_else_is_not_an_extension() {
         let a = r#"{"messages":[{"role":"user","content":"a"}]}"#;
-        let s = shape(a.as_bytes()).unwrap();
+        let s = shape(a.as_bytes(), "messages").unwrap();
         for b in [
             r#"{"messages":[{"role":"user","content":"a"}x]}"#,
             r#"{"messages":[{"role":"user","content":"a"},{"role":"user"#,
@@ -209,7 +218,8 @@ mod tests {
                 "{b}"
             );
         }
-        assert!(shape(br#"{"messages":[]}"#).is_none());
-        assert!(shape(b"not json").is_none());
+        assert!(shape(br#"{"messages":[]}"#, "messages").is_none());
+        assert!(shape(br#"{"input":"a string"}"#, "input").is_none());
+        assert!(shape(b"not json", "messages").is_none());
     }
 }

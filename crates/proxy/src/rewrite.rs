@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
 use abridge::model::{
-    Conversation, Family, Part, decode_as, decode_wire_messages, encode, fingerprint, validate,
+    Conversation, Part, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
 use abridge::{
     AttemptOutcome, Compactor, Continuity, Report, SnapshotData, SnapshotError, SnapshotId,
@@ -72,19 +72,22 @@ pub(crate) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Prepares a conversation request of `family`. Runs on a blocking thread.
-    pub(crate) fn prepare(&self, family: Family, headers: &HeaderMap, bytes: &[u8]) -> Prepared {
+    /// Prepares a conversation request in `wire`. Runs on a blocking thread.
+    pub(crate) fn prepare(&self, wire: Wire, headers: &HeaderMap, bytes: &[u8]) -> Prepared {
         let quick = quick_key(headers, bytes);
-        if let Some(p) = self.continued(quick, family, bytes) {
+        if let Some(p) = self.continued(quick, wire, bytes) {
             return p;
         }
-        let format = Conversation::new(family).format;
         self.metrics.decoded(Decoded::Whole);
-        let conv = match decode_as(bytes, Some(format)) {
+        let conv = match decode_as(bytes, Some(wire.format())) {
             Ok(mut convs) if convs.len() == 1 => convs.remove(0),
             Ok(_) => return self.unusable("not one conversation".into()),
             Err(e) => return self.unusable(format!("body does not decode: {e}")),
         };
+        // Before validation: calls answered here may be in the stored part.
+        if let Some(field) = server_state(&conv) {
+            return self.held_upstream(field);
+        }
         if let Some(v) = validate(&conv).first() {
             return self.unusable(format!("conversation is not valid: {v}"));
         }
@@ -104,7 +107,7 @@ impl Context<'_> {
             let mut guard = session.blocking_lock();
             self.refresh_if_shared(&mut guard);
             let prepared = self.turn(&mut guard, &conv, None);
-            guard.raw = RawState::of(bytes, conv.clone());
+            guard.raw = RawState::of(bytes, wire, conv.clone());
             self.sessions.set_quick(quick, guard.id.clone());
             prepared
         };
@@ -116,16 +119,16 @@ impl Context<'_> {
     /// The next request of a session whose history it extends, recognised
     /// by its bytes: only the messages it added (and the newest ones it
     /// rewrote, when it moved a cache marker) are decoded.
-    fn continued(&self, quick: u64, family: Family, bytes: &[u8]) -> Option<Prepared> {
+    fn continued(&self, quick: u64, wire: Wire, bytes: &[u8]) -> Option<Prepared> {
         for session in self.sessions.by_quick(quick) {
             // A session busy with another request is not this one's.
             let Ok(mut guard) = session.clone().try_lock_owned() else {
                 continue;
             };
-            let Some(resume) = resume_point(&guard, family, bytes) else {
+            let Some(resume) = resume_point(&guard, wire, bytes) else {
                 continue;
             };
-            let mut prepared = self.take_added(&mut guard, family, bytes, resume)?;
+            let mut prepared = self.take_added(&mut guard, wire, bytes, resume)?;
             drop(guard);
             prepared.session = Some(session);
             return Some(prepared);
@@ -137,7 +140,7 @@ impl Context<'_> {
     fn take_added(
         &self,
         state: &mut SessionState,
-        family: Family,
+        wire: Wire,
         bytes: &[u8],
         resume: Resume,
     ) -> Option<Prepared> {
@@ -160,7 +163,7 @@ impl Context<'_> {
         if bytes[shape.post.clone()] != raw.post[..] {
             return None;
         }
-        let decoded = decode_wire_messages(family, values, index).ok()?;
+        let decoded = decode_wire_messages(wire, values, index).ok()?;
         if decoded
             .iter()
             .flat_map(|m| &m.parts)
@@ -216,6 +219,17 @@ impl Context<'_> {
         }
     }
 
+    /// A Responses request that continues a history the provider stores
+    /// (`field`): the body holds only what is new, and goes as sent.
+    fn held_upstream(&self, field: &str) -> Prepared {
+        self.metrics.passthrough(Passthrough::ServerState);
+        tracing::debug!(field, "history held by the provider; forwarding as sent");
+        Prepared {
+            warning: Some(format!("history held by the provider ({field})")),
+            ..Prepared::default()
+        }
+    }
+
     /// A body the proxy cannot work with: forwarded as sent, or refused.
     fn unusable(&self, why: String) -> Prepared {
         tracing::warn!(%why, "forwarding a request as sent");
@@ -241,7 +255,7 @@ impl Context<'_> {
         let preparer = self.preparer(&compactor, &id);
         let mut state = SessionState {
             id,
-            family: conv.family,
+            wire: Wire::of(conv.format),
             compactor,
             continuity: Continuity::new(),
             preparer,
@@ -490,8 +504,8 @@ enum Resume {
 /// How `bytes` goes on from the session's last body, if it does: checked
 /// on the bytes just before the last message's end (or the first anchor)
 /// first, then on hashes of the prefixes, in one pass.
-fn resume_point(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Resume> {
-    let raw = state.raw.as_ref().filter(|_| state.family == family)?;
+fn resume_point(state: &SessionState, wire: Wire, bytes: &[u8]) -> Option<Resume> {
+    let raw = state.raw.as_ref().filter(|_| state.wire == wire)?;
     let end = raw.shape.prefix_end;
     let appended = bytes.len() > end && tail_of(bytes, end) == &raw.tail[..];
     let first = *raw.shape.starts.first()?;
@@ -522,32 +536,43 @@ fn resume_point(state: &SessionState, family: Family, bytes: &[u8]) -> Option<Re
 }
 
 /// How the provider summarizes this conversation itself, if it does: a
-/// `compact_*` edit in Anthropic's `context_management`, or `compaction`
-/// blocks already in the history. Context *editing* (`clear_tool_uses_*`,
-/// `clear_thinking_*`) is not that: it clears what abridge leaves, after
-/// abridge rewrote the history, and the two work side by side.
+/// compaction entry in `context_management` (Anthropic's `compact_*` edit,
+/// the Responses API's `{"type": "compaction", "compact_threshold": …}`), or
+/// compaction blocks or items already in the history. Context *editing*
+/// (`clear_tool_uses_*`, `clear_thinking_*`) is not that: it clears what
+/// abridge leaves, after abridge rewrote the history, and the two work side
+/// by side.
 fn provider_compaction(conv: &Conversation) -> Option<&'static str> {
-    let edits = conv
-        .extra
-        .get("context_management")
+    let management = conv.extra.get("context_management");
+    // Anthropic lists its edits under `edits`; the Responses API lists entries.
+    let entries = management
         .and_then(|c| c.get("edits"))
+        .or(management)
         .and_then(serde_json::Value::as_array);
-    let compacts = edits.into_iter().flatten().any(|e| {
+    let compacts = entries.into_iter().flatten().any(|e| {
         e.get("type")
             .and_then(serde_json::Value::as_str)
             .is_some_and(|t| t.starts_with("compact"))
     });
     if compacts {
-        return Some("context_management compact edit");
+        return Some("context_management compaction");
     }
     conv.messages
         .iter()
         .flat_map(|m| &m.parts)
         .any(is_compaction_block)
-        .then_some("compaction blocks in the history")
+        .then_some("compaction items in the history")
 }
 
-/// An Anthropic `compaction` block.
+/// The field by which a Responses request leans on a history the provider
+/// stores, if it does: `previous_response_id` or `conversation`.
+fn server_state(conv: &Conversation) -> Option<&'static str> {
+    ["previous_response_id", "conversation"]
+        .into_iter()
+        .find(|k| conv.extra.get(*k).is_some_and(|v| !v.is_null()))
+}
+
+/// An Anthropic `compaction` block, or a Responses `compaction` item.
 fn is_compaction_block(p: &Part) -> bool {
     matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
 }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
-use abridge::model::{Conversation, Family, Role, fingerprint};
+use abridge::model::{Conversation, Role, Wire, fingerprint};
 use abridge::{Compactor, Config, Continuity};
 use abridge_store::SessionRecord;
 use axum::http::HeaderMap;
@@ -12,7 +12,7 @@ use lru::LruCache;
 use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::raw::{Shape, prefix_hashes, shape};
+use crate::raw::{Shape, history_key, prefix_hashes, shape};
 
 /// Header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-abridge-session";
@@ -39,11 +39,13 @@ impl std::fmt::Display for SessionId {
 impl SessionId {
     /// The id of a request: named by [`SESSION_HEADER`] when present,
     /// otherwise by the start of the conversation (system prompt, tools and
-    /// first user message); both mixed with a digest of the credential.
+    /// first user message) and its `prompt_cache_key`, if any (Codex sends
+    /// its thread's id there: two threads that start alike stay apart);
+    /// all mixed with a digest of the credential.
     pub fn of(headers: &HeaderMap, conv: &Conversation) -> SessionId {
         let mut h = Sha256::new();
         h.update(b"abridge-session\0");
-        h.update(conv.family.as_str());
+        h.update(Wire::of(conv.format).as_str());
         for name in CREDENTIAL_HEADERS {
             if let Some(v) = headers.get(name) {
                 h.update(Sha256::digest(v.as_bytes()));
@@ -65,6 +67,10 @@ impl SessionId {
                 for tool in conv.tools.iter().flatten() {
                     h.update(tool.name().unwrap_or("").as_bytes());
                     h.update(b"\0");
+                }
+                if let Some(key) = conv.extra.get("prompt_cache_key").and_then(|k| k.as_str()) {
+                    h.update(b"\0cache key\0");
+                    h.update(key.as_bytes());
                 }
             }
         }
@@ -94,8 +100,8 @@ impl LastUsage {
 pub(crate) struct SessionState {
     /// Its id.
     pub(crate) id: SessionId,
-    /// Wire family of its requests.
-    pub(crate) family: Family,
+    /// Wire format of its requests.
+    pub(crate) wire: Wire,
     /// The compactor of the request path (deterministic policies and the
     /// offline briefing: it never waits on the network).
     pub(crate) compactor: Compactor,
@@ -114,7 +120,7 @@ pub(crate) struct SessionState {
 /// What is kept of a session's last body to take its next one in parts.
 #[derive(Debug)]
 pub(crate) struct RawState {
-    /// Where its `messages` array sat.
+    /// Where its history array sat.
     pub(crate) shape: Shape,
     /// Hash of its bytes before `shape.prefix_end`.
     pub(crate) hash: u64,
@@ -131,9 +137,13 @@ pub(crate) struct RawState {
 }
 
 impl RawState {
-    /// The state of `body`, which decoded to `history`.
-    pub(crate) fn of(body: &[u8], history: Arc<Conversation>) -> Option<RawState> {
-        Some(RawState::new(body, shape(body)?, history))
+    /// The state of `body` of `wire`, which decoded to `history`.
+    pub(crate) fn of(body: &[u8], wire: Wire, history: Arc<Conversation>) -> Option<RawState> {
+        Some(RawState::new(
+            body,
+            shape(body, history_key(wire))?,
+            history,
+        ))
     }
 
     /// The state of `body`, whose shape is known.
@@ -190,7 +200,7 @@ impl std::fmt::Debug for SessionState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionState")
             .field("id", &self.id)
-            .field("family", &self.family)
+            .field("wire", &self.wire)
             .finish_non_exhaustive()
     }
 }
@@ -210,7 +220,7 @@ impl SessionState {
     pub(crate) fn record(&self) -> SessionRecord {
         SessionRecord {
             id: self.id.0.clone(),
-            family: self.family,
+            family: self.wire.family(),
             model: self.compactor.config().model.clone(),
             carryover: self.continuity.carryover().cloned(),
             calibration: self.compactor.calibration(),

@@ -2,9 +2,10 @@
 //! without holding back a byte of it.
 //!
 //! Streams are Server-Sent Events: lines are split incrementally and only a
-//! `data:` line that mentions `usage` is parsed (OpenAI's final
-//! `include_usage` chunk; Anthropic's `message_start` and `message_delta`).
-//! A plain JSON body is parsed once it is complete.
+//! `data:` line that mentions `usage` is parsed (Chat Completions' final
+//! `include_usage` chunk; the Responses API's `response.completed`;
+//! Anthropic's `message_start` and `message_delta`). A plain JSON body is
+//! parsed once it is complete.
 
 use abridge::model::{Family, Usage};
 use serde_json::Value;
@@ -91,6 +92,7 @@ impl UsageTap {
         let usage = v
             .get("usage")
             .or_else(|| v.pointer("/message/usage"))
+            .or_else(|| v.pointer("/response/usage"))
             .filter(|u| !u.is_null());
         if let Some(u) = usage {
             self.merge(u);
@@ -149,5 +151,23 @@ mod tests {
         assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(77));
         let tap = UsageTap::new(Family::OpenAi, false);
         assert_eq!(tap.finish(), None);
+    }
+
+    #[test]
+    fn responses_stream_usage_comes_with_response_completed() {
+        let mut tap = UsageTap::new(Family::OpenAi, true);
+        tap.feed(b"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"usage\":null}}\n\n");
+        tap.feed(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"the \\\"usage\\\" word\"}\n\n");
+        tap.feed(b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":{\"input_tokens\":5000,\"input_tokens_details\":{\"cached_tokens\":4096},\"output_tokens\":12}}}\n\n");
+        let u = tap.finish().expect("usage");
+        assert_eq!(
+            (u.prompt_tokens(), u.cache_read_tokens, u.output_tokens),
+            (5000, 4096, 12)
+        );
+        let mut tap = UsageTap::new(Family::OpenAi, false);
+        tap.feed(
+            br#"{"id":"r","object":"response","usage":{"input_tokens":321,"output_tokens":4}}"#,
+        );
+        assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(321));
     }
 }

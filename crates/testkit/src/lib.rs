@@ -1,6 +1,7 @@
 //! Test support shared by abridge's crates: [`Mock`], a real HTTP server on
 //! 127.0.0.1 that answers with scripted replies and records every request,
-//! and [`Provider`], a fake OpenAI/Anthropic API (tool calls, SSE, usage,
+//! and [`Provider`], a fake OpenAI (Chat Completions, Responses) and
+//! Anthropic API (tool calls, SSE, usage,
 //! failures) that checks every request it receives and can play a scripted
 //! model that drives a real client's shell tool ([`ShellScript`]).
 //!
@@ -16,6 +17,8 @@
 mod mock;
 mod postgres;
 mod provider;
+mod reply;
+mod responses;
 mod script;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};

@@ -1,6 +1,6 @@
 //! A fake LLM provider on 127.0.0.1 that plays the OpenAI Chat Completions
-//! and Anthropic Messages APIs — tool-calling replies, SSE streams with
-//! usage, and failures on request — and checks every request it receives:
+//! and Responses APIs and Anthropic Messages — tool-calling replies, SSE
+//! streams with usage, and failures on request — and checks every request it receives:
 //! valid for its API, under a token limit, and whether it kept the
 //! previous request's messages as its prefix.
 
@@ -12,7 +12,8 @@ use std::time::Duration;
 use abridge_model::{Family, Format, Role, decode_as, validate};
 use abridge_tokens::{TokenCounter, TokenizerKind};
 
-use crate::script::{self, ShellScript, shell_tool};
+use crate::reply::{Api, Event, Reply};
+use crate::script::ShellScript;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -186,8 +187,9 @@ impl Provider {
             seen: Mutex::default(),
         });
         let app = Router::new()
-            .route("/v1/chat/completions", post(openai))
-            .route("/v1/messages", post(anthropic))
+            .route(Api::Chat.path(), post(chat))
+            .route(Api::Responses.path(), post(responses))
+            .route(Api::Messages.path(), post(messages))
             .route("/_report", get(report))
             .route(
                 "/v1/models",
@@ -217,25 +219,27 @@ async fn report(State(s): State<Arc<Shared>>) -> Response<Body> {
     plain(200, &serde_json::to_string(&report).unwrap())
 }
 
-async fn openai(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    answer(&s, Family::OpenAi, "/v1/chat/completions", &headers, &body).await
+async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    answer(&s, Api::Chat, &headers, &body).await
 }
 
-async fn anthropic(
+async fn responses(
     State(s): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response<Body> {
-    answer(&s, Family::Anthropic, "/v1/messages", &headers, &body).await
+    answer(&s, Api::Responses, &headers, &body).await
 }
 
-async fn answer(
-    s: &Shared,
-    family: Family,
-    path: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Response<Body> {
+async fn messages(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    answer(&s, Api::Messages, &headers, &body).await
+}
+
+async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Response<Body> {
+    let family = match api {
+        Api::Chat | Api::Responses => Family::OpenAi,
+        Api::Messages => Family::Anthropic,
+    };
     let fail = headers
         .get("x-fake-fail")
         .and_then(|v| v.to_str().ok())
@@ -248,7 +252,7 @@ async fn answer(
         _ => {}
     }
     if !s.options.check {
-        return plain(200, &Reply::quick(family).to_string());
+        return plain(200, &Reply::quick(api).to_string());
     }
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return plain(
@@ -256,7 +260,7 @@ async fn answer(
             &error_body(family, "invalid_request_error", "body is not JSON"),
         );
     };
-    let (check, key) = check(s, family, path, headers, &request, body);
+    let (check, key) = check(s, api, headers, &request, body);
     let tokens = check.tokens;
     let stream = check.stream;
     s.seen.lock().unwrap().report.requests.push(check);
@@ -270,30 +274,40 @@ async fn answer(
         return plain(400, &error_body(family, "invalid_request_error", msg));
     }
     let turn = s.seen.lock().unwrap().report.requests.len();
-    let reply = match s.options.script {
-        Some(script) => Reply::scripted(s, &request, turn, &key, script),
+    let mut reply = match s.options.script {
+        Some(script) => Reply::scripted(&request, turn, script, || {
+            let mut seen = s.seen.lock().unwrap();
+            let step = seen.steps.entry(key).or_default();
+            *step += 1;
+            *step - 1
+        }),
         None => Reply::for_request(&request, turn),
     };
+    reply.reasoning = api == Api::Responses
+        && request
+            .get("include")
+            .and_then(Value::as_array)
+            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
     if !stream {
-        return plain(200, &reply.body(family, tokens).to_string());
+        return plain(200, &reply.body(api, tokens).to_string());
     }
     let usage = request.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
-    let events = reply.events(family, tokens, usage);
+    let events = reply.events(api, tokens, usage);
     let drop_mid = fail == "drop-stream";
     sse(events, s.options.chunk_delay, drop_mid)
 }
 
 fn check(
     s: &Shared,
-    family: Family,
-    path: &str,
+    api: Api,
     headers: &HeaderMap,
     request: &Value,
     body: &[u8],
 ) -> (RequestCheck, String) {
-    let format = match family {
-        Family::OpenAi => Format::OpenAi,
-        Family::Anthropic => Format::Anthropic,
+    let format = match api {
+        Api::Chat => Format::OpenAi,
+        Api::Responses => Format::Responses,
+        Api::Messages => Format::Anthropic,
     };
     let stream = request.get("stream") == Some(&Value::Bool(true));
     let (tokens, violations, messages) = match decode_as(body, Some(format)) {
@@ -312,7 +326,7 @@ fn check(
         Err(e) => (0, vec![format!("does not decode: {e}")], (None, 0)),
     };
     let raw: Vec<String> = request
-        .get("messages")
+        .get(api.history_key())
         .and_then(Value::as_array)
         .map(|a| a.iter().map(|m| unmarked(m).to_string()).collect())
         .unwrap_or_default();
@@ -330,7 +344,7 @@ fn check(
         .map(|prev| raw.len() >= prev.len() && raw[..prev.len()] == prev[..]);
     seen.last.insert(key.clone(), raw);
     let check = RequestCheck {
-        path: path.to_owned(),
+        path: api.path().to_owned(),
         first_user,
         stream,
         tokens,
@@ -350,6 +364,7 @@ fn check(
 fn head_hash(request: &Value) -> u64 {
     let leading = request
         .get("messages")
+        .or_else(|| request.get("input"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -361,216 +376,13 @@ fn head_hash(request: &Value) -> u64 {
         })
         .cloned()
         .collect::<Vec<_>>();
-    let head = json!([request.get("system"), request.get("tools"), leading]);
+    let head = json!([
+        request.get("system"),
+        request.get("instructions"),
+        request.get("tools"),
+        leading
+    ]);
     body_hash(head.to_string().as_bytes())
-}
-
-/// The assistant's answer: a call of the first declared tool, or text.
-struct Reply {
-    turn: usize,
-    model: String,
-    text: String,
-    call: Option<(String, Value)>,
-}
-
-impl Reply {
-    /// A short text answer, for benchmarks.
-    fn quick(family: Family) -> Value {
-        let reply = Reply {
-            turn: 0,
-            model: "fake-model".into(),
-            text: "ok".into(),
-            call: None,
-        };
-        reply.body(family, 0)
-    }
-
-    fn for_request(request: &Value, turn: usize) -> Reply {
-        let model = request
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("fake-model")
-            .to_owned();
-        let tool = request
-            .get("tools")
-            .and_then(Value::as_array)
-            .and_then(|t| t.first());
-        let call = tool.map(|t| {
-            let f = t.get("function").unwrap_or(t);
-            let name = f
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("tool")
-                .to_owned();
-            let schema = f.get("parameters").or_else(|| f.get("input_schema"));
-            (name, arguments_for(schema, turn))
-        });
-        Reply {
-            turn,
-            model,
-            text: format!("Step {turn}: looking at the next file."),
-            call,
-        }
-    }
-
-    /// The scripted model's answer: the next shell command of the
-    /// session, or the final answer once every step ran (and for requests
-    /// without a shell tool, such as a client's side queries).
-    fn scripted(s: &Shared, request: &Value, turn: usize, key: &str, script: ShellScript) -> Reply {
-        let model = request
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("fake-model")
-            .to_owned();
-        let call = shell_tool(request).and_then(|(name, described)| {
-            let mut seen = s.seen.lock().unwrap();
-            let step = seen.steps.entry(key.to_owned()).or_default();
-            let n = *step;
-            *step += 1;
-            (n < script.steps).then(|| (name, script::arguments(n, described)))
-        });
-        let text = match &call {
-            Some(_) => format!("Reading the next build log (request {turn})."),
-            None => script::DONE.to_owned(),
-        };
-        Reply {
-            turn,
-            model,
-            text,
-            call,
-        }
-    }
-
-    fn body(&self, family: Family, tokens: u64) -> Value {
-        let n = self.turn;
-        match family {
-            Family::OpenAi => {
-                let mut message = json!({"role": "assistant", "content": self.text});
-                let mut finish = "stop";
-                if let Some((name, args)) = &self.call {
-                    message["tool_calls"] = json!([{"id": format!("call_{n}"), "type": "function",
-                        "function": {"name": name, "arguments": args.to_string()}}]);
-                    finish = "tool_calls";
-                }
-                json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
-                    "model": self.model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}})
-            }
-            Family::Anthropic => {
-                let mut content = vec![json!({"type": "text", "text": self.text})];
-                let mut stop = "end_turn";
-                if let Some((name, args)) = &self.call {
-                    content.push(json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}));
-                    stop = "tool_use";
-                }
-                json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": self.model,
-                    "content": content, "stop_reason": stop, "stop_sequence": null,
-                    "usage": {"input_tokens": tokens, "output_tokens": 20}})
-            }
-        }
-    }
-
-    /// The stream: `(event name, data)` pairs.
-    fn events(
-        &self,
-        family: Family,
-        tokens: u64,
-        usage: bool,
-    ) -> Vec<(Option<&'static str>, String)> {
-        let n = self.turn;
-        let args = self
-            .call
-            .as_ref()
-            .map(|(_, a)| a.to_string())
-            .unwrap_or_default();
-        let (a1, a2) = args.split_at(args.len() / 2);
-        match family {
-            Family::OpenAi => {
-                let chunk = |delta: Value, finish: Value| {
-                    (None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
-                        "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
-                };
-                let mut out = vec![chunk(
-                    json!({"role": "assistant", "content": ""}),
-                    Value::Null,
-                )];
-                out.push(chunk(json!({"content": self.text}), Value::Null));
-                let mut finish = "stop";
-                if let Some((name, _)) = &self.call {
-                    out.push(chunk(json!({"tool_calls": [{"index": 0, "id": format!("call_{n}"), "type": "function",
-                        "function": {"name": name, "arguments": ""}}]}), Value::Null));
-                    for part in [a1, a2] {
-                        out.push(chunk(
-                            json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
-                            Value::Null,
-                        ));
-                    }
-                    finish = "tool_calls";
-                }
-                out.push(chunk(json!({}), json!(finish)));
-                if usage {
-                    out.push((None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
-                        "model": self.model, "choices": [],
-                        "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}}).to_string()));
-                }
-                out.push((None, "[DONE]".into()));
-                out
-            }
-            Family::Anthropic => {
-                let ev = |name: &'static str, data: Value| (Some(name), data.to_string());
-                let mut out = vec![ev(
-                    "message_start",
-                    json!({"type": "message_start", "message": {"id": format!("msg_{n}"),
-                    "type": "message", "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
-                    "stop_sequence": null, "usage": {"input_tokens": tokens, "output_tokens": 1}}}),
-                )];
-                out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
-                out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": self.text}})));
-                out.push(ev(
-                    "content_block_stop",
-                    json!({"type": "content_block_stop", "index": 0}),
-                ));
-                let mut stop = "end_turn";
-                if let Some((name, _)) = &self.call {
-                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 1,
-                        "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}})));
-                    for part in [a1, a2] {
-                        out.push(ev(
-                            "content_block_delta",
-                            json!({"type": "content_block_delta", "index": 1,
-                            "delta": {"type": "input_json_delta", "partial_json": part}}),
-                        ));
-                    }
-                    out.push(ev(
-                        "content_block_stop",
-                        json!({"type": "content_block_stop", "index": 1}),
-                    ));
-                    stop = "tool_use";
-                }
-                out.push(ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-                    "usage": {"output_tokens": 20}})));
-                out.push(ev("message_stop", json!({"type": "message_stop"})));
-                out
-            }
-        }
-    }
-}
-
-/// Arguments that fit a JSON schema's properties.
-fn arguments_for(schema: Option<&Value>, turn: usize) -> Value {
-    let mut args = serde_json::Map::new();
-    if let Some(Value::Object(props)) = schema.and_then(|s| s.get("properties")) {
-        for (name, p) in props {
-            let v = match p.get("type").and_then(Value::as_str) {
-                Some("integer" | "number") => json!(turn),
-                Some("boolean") => json!(true),
-                Some("array") => json!([]),
-                _ => json!(format!("src/module_{turn}.rs")),
-            };
-            args.insert(name.clone(), v);
-        }
-    }
-    Value::Object(args)
 }
 
 fn error_body(family: Family, kind: &str, message: &str) -> String {
@@ -589,11 +401,7 @@ fn plain(status: u16, body: &str) -> Response<Body> {
     r
 }
 
-fn sse(
-    events: Vec<(Option<&'static str>, String)>,
-    delay: Duration,
-    drop_mid: bool,
-) -> Response<Body> {
+fn sse(events: Vec<Event>, delay: Duration, drop_mid: bool) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let total = events.len();

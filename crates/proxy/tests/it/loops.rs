@@ -37,8 +37,8 @@ fn assert_bounded(report: &abridge_testkit::ProviderReport, compactions: usize) 
 
 /// Of `requests` in one session, only the first was decoded whole.
 fn assert_fast_path(metrics: &str, requests: usize) {
-    let whole = metric(metrics, "abridge_decoded_total{part=\"Whole\"}");
-    let added = metric(metrics, "abridge_decoded_total{part=\"Added\"}");
+    let whole = metric(metrics, "abridge_decoded_total{part=\"whole\"}");
+    let added = metric(metrics, "abridge_decoded_total{part=\"added\"}");
     assert_eq!((whole, added), (1.0, requests as f64 - 1.0), "{metrics}");
 }
 
@@ -62,7 +62,7 @@ async fn a_100_turn_openai_loop_stays_under_the_trigger() {
     assert_eq!(
         metric(
             &metrics,
-            "abridge_requests_total{route=\"ChatCompletions\",status=\"200\"}"
+            "abridge_requests_total{route=\"chat_completions\",status=\"200\"}"
         ),
         100.0
     );
@@ -334,7 +334,7 @@ async fn provider_compaction_takes_the_history_over() {
     let metrics = metrics_text(&setup.proxy).await;
     let handed = metric(
         &metrics,
-        r#"abridge_passthrough_total{why="ProviderNative"}"#,
+        r#"abridge_passthrough_total{why="provider_native"}"#,
     );
     assert_eq!(handed, 2.0, "{metrics}");
     setup.stop().await;

@@ -1,11 +1,12 @@
 //! The proxy against a fake provider on 127.0.0.1, with agent loops that
-//! talk to it the way the OpenAI and Anthropic SDKs do.
+//! talk to it the way the OpenAI and Anthropic SDKs and Codex do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod failures;
 mod loops;
 mod persist;
 mod replicas;
+mod responses;
 mod support;
 
 /// The config of most tests: compaction above 6,000 tokens.

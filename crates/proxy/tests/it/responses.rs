@@ -1,0 +1,221 @@
+//! The OpenAI Responses API through the proxy: a Codex-shaped loop (items
+//! appended, encrypted reasoning passed back, `store: false`, streamed)
+//! stays under the trigger on the fast path; requests that lean on a stored
+//! history or on the provider's own compaction go as sent.
+
+use abridge_testkit::{ProviderOptions, body_hash};
+use serde_json::{Value, json};
+
+use crate::CONFIG;
+use crate::support::{LoopLog, Setup, client, file_content, metric, metrics_text, start};
+
+fn options() -> ProviderOptions {
+    ProviderOptions {
+        max_tokens: Some(6000),
+        ..ProviderOptions::default()
+    }
+}
+
+/// An agent speaking the Responses API the way Codex does: developer
+/// instructions as input items, its output items appended whole (reasoning
+/// with its `encrypted_content` included), each call answered by a
+/// `function_call_output`.
+struct ResponsesAgent {
+    input: Vec<Value>,
+    cache_key: String,
+    turn: usize,
+    http: reqwest::Client,
+}
+
+impl ResponsesAgent {
+    fn new(cache_key: &str) -> Self {
+        ResponsesAgent {
+            input: vec![
+                json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a careful coding agent. Read files one by one."}]}),
+                json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Read every module of the crate and report on each."}]}),
+            ],
+            cache_key: cache_key.to_owned(),
+            turn: 0,
+            http: client(),
+        }
+    }
+
+    fn body(&self) -> Value {
+        let tools = json!([{"type": "function", "name": "read_file", "description": "Read a file",
+            "strict": false, "parameters": crate::support::read_file_tool()}, {"type": "web_search"}]);
+        json!({"model": "fake-model", "stream": true, "input": self.input, "tools": tools,
+            "tool_choice": "auto", "parallel_tool_calls": true, "reasoning": {"summary": "auto"},
+            "store": false, "include": ["reasoning.encrypted_content"],
+            "prompt_cache_key": self.cache_key})
+    }
+
+    /// One request through `proxy`; the response's headers.
+    async fn step(&mut self, proxy: &str) -> reqwest::header::HeaderMap {
+        let resp = self
+            .http
+            .post(format!("{proxy}/v1/responses"))
+            .json(&self.body())
+            .send()
+            .await
+            .unwrap();
+        let turn = self.turn;
+        assert_eq!(resp.status(), 200, "turn {turn}: {:?}", resp.headers());
+        let head = resp.headers().clone();
+        let items = items_from_sse(&resp.text().await.unwrap());
+        assert!(!items.is_empty(), "turn {turn}: no output items");
+        for item in items {
+            let call = (item["type"] == "function_call").then(|| item["call_id"].clone());
+            self.input.push(item);
+            if let Some(id) = call {
+                self.input
+                    .push(json!({"type": "function_call_output", "call_id": id,
+                    "output": file_content(turn)}));
+            }
+        }
+        self.turn += 1;
+        head
+    }
+}
+
+/// The output items of a Responses stream, as `response.output_item.done` gives them.
+fn items_from_sse(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|e| e["type"] == "response.output_item.done")
+        .map(|e| e["item"].clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_shaped_loop_stays_under_the_trigger_on_the_fast_path() {
+    let setup = start(CONFIG, options(), None).await;
+    let mut agent = ResponsesAgent::new("thread-1");
+    let mut log = LoopLog::default();
+    for _ in 0..60 {
+        log.note(&agent.step(&setup.proxy).await);
+    }
+    let report = setup.provider.report();
+    assert_eq!(report.requests.len(), 60);
+    for (i, r) in report.requests.iter().enumerate() {
+        assert_eq!(r.path, "/v1/responses");
+        assert!(r.violations.is_empty(), "request {i}: {:?}", r.violations);
+        assert!(!r.over_limit, "request {i}: {} tokens", r.tokens);
+    }
+    assert!(log.compacted > 0, "the loop should have compacted");
+    let breaks = report
+        .requests
+        .iter()
+        .filter(|r| r.prefix_kept == Some(false))
+        .count();
+    assert!(breaks <= log.compacted, "{breaks} prefix changes");
+    // Without the proxy the history grows by ~650 tokens a turn.
+    assert!(agent.input.len() > 180, "{} items", agent.input.len());
+    let metrics = metrics_text(&setup.proxy).await;
+    let route = r#"abridge_requests_total{route="responses",status="200"}"#;
+    assert_eq!(metric(&metrics, route), 60.0, "{metrics}");
+    let whole = metric(&metrics, r#"abridge_decoded_total{part="whole"}"#);
+    let added = metric(&metrics, r#"abridge_decoded_total{part="added"}"#);
+    assert_eq!((whole, added), (1.0, 59.0), "{metrics}");
+    assert!(log.sessions.iter().all(|s| s == &log.sessions[0]));
+    // The head (developer instructions, tools) went as the agent sent it.
+    let heads: std::collections::HashSet<u64> =
+        report.requests.iter().map(|r| r.head_hash).collect();
+    assert_eq!(heads.len(), 1);
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_cache_key_keeps_threads_that_start_alike_apart() {
+    let setup = start(CONFIG, options(), None).await;
+    let mut a = ResponsesAgent::new("thread-a");
+    let mut b = ResponsesAgent::new("thread-b");
+    let (mut log_a, mut log_b) = (LoopLog::default(), LoopLog::default());
+    for _ in 0..20 {
+        log_a.note(&a.step(&setup.proxy).await);
+        log_b.note(&b.step(&setup.proxy).await);
+    }
+    assert!(log_a.sessions.iter().all(|s| s == &log_a.sessions[0]));
+    assert!(log_b.sessions.iter().all(|s| s == &log_b.sessions[0]));
+    assert_ne!(log_a.sessions[0], log_b.sessions[0]);
+    assert!(log_a.compacted > 0 && log_b.compacted > 0);
+    for r in setup.provider.report().requests {
+        assert!(r.violations.is_empty() && !r.over_limit, "{r:?}");
+    }
+    setup.stop().await;
+}
+
+async fn post(setup: &Setup, body: &Value) -> reqwest::Response {
+    client()
+        .post(format!("{}/v1/responses", setup.proxy))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A history over the trigger, as a Codex-shaped agent built it.
+async fn long_history(setup: &Setup) -> ResponsesAgent {
+    let mut agent = ResponsesAgent::new("thread-long");
+    for _ in 0..14 {
+        // Straight to the provider: the history is not compacted.
+        agent.step(&setup.provider.url).await;
+    }
+    agent
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_a_stored_history_goes_as_sent() {
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    let agent = long_history(&setup).await;
+    // Only the new output goes with previous_response_id: the call it
+    // answers is in the stored response.
+    let mut body = agent.body();
+    body["input"] =
+        json!([{"type": "function_call_output", "call_id": "call_13", "output": "done"}]);
+    body["previous_response_id"] = json!("resp_13");
+    body["store"] = json!(true);
+    let resp = post(&setup, &body).await;
+    assert_eq!(resp.status(), 200);
+    let warning = resp.headers().get("x-abridge-warning").unwrap();
+    assert_eq!(
+        warning,
+        "history held by the provider (previous_response_id)"
+    );
+    let seen = setup.provider.report().requests;
+    let last = seen.last().unwrap();
+    assert_eq!(last.body_hash, body_hash(body.to_string().as_bytes()));
+    let metrics = metrics_text(&setup.proxy).await;
+    let held = metric(&metrics, r#"abridge_passthrough_total{why="server_state"}"#);
+    assert_eq!(held, 1.0, "{metrics}");
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_providers_compaction_takes_the_history_over() {
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    let agent = long_history(&setup).await;
+    let mut managed = agent.body();
+    managed["context_management"] = json!([{"type": "compaction", "compact_threshold": 200000}]);
+    let mut compacted = agent.body();
+    let input = compacted["input"].as_array_mut().unwrap();
+    input.insert(
+        2,
+        json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAcompacted"}),
+    );
+    for body in [managed, compacted] {
+        let resp = post(&setup, &body).await;
+        assert_eq!(resp.status(), 200);
+        let handover = resp.headers().get("x-abridge-handover");
+        assert_eq!(handover.unwrap(), "provider-compaction");
+        let seen = setup.provider.report().requests;
+        let last = seen.last().unwrap();
+        assert!(last.tokens > 6000, "over the trigger: {}", last.tokens);
+        assert_eq!(last.body_hash, body_hash(body.to_string().as_bytes()));
+    }
+    // The same history without either is compacted.
+    let resp = post(&setup, &agent.body()).await;
+    assert!(resp.headers().get("x-abridge-compacted").is_some());
+    setup.stop().await;
+}

@@ -1,0 +1,261 @@
+//! What the fake provider answers: a tool call or text, as a whole body or
+//! as the stream of events each API sends.
+
+use serde_json::{Value, json};
+
+use crate::script::{self, ShellScript, shell_tool};
+
+/// One server-sent event: its name (if the API names events) and data.
+pub(crate) type Event = (Option<&'static str>, String);
+
+/// The APIs the fake provider plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// OpenAI Chat Completions.
+    Chat,
+    /// The OpenAI Responses API.
+    Responses,
+    /// Anthropic Messages.
+    Messages,
+}
+
+impl Api {
+    /// The request path.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Responses => "/v1/responses",
+            Api::Messages => "/v1/messages",
+        }
+    }
+
+    /// The array that holds the history in a request.
+    pub(crate) fn history_key(self) -> &'static str {
+        match self {
+            Api::Responses => "input",
+            Api::Chat | Api::Messages => "messages",
+        }
+    }
+}
+
+/// The assistant's answer: a call of the first declared tool, or text.
+pub(crate) struct Reply {
+    pub(crate) turn: usize,
+    pub(crate) model: String,
+    pub(crate) text: String,
+    pub(crate) call: Option<(String, Value)>,
+    /// Whether a Responses answer starts with an encrypted reasoning item
+    /// (the client asked for `reasoning.encrypted_content`).
+    pub(crate) reasoning: bool,
+}
+
+impl Reply {
+    /// A short text answer, for benchmarks.
+    pub(crate) fn quick(api: Api) -> Value {
+        let reply = Reply {
+            turn: 0,
+            model: "fake-model".into(),
+            text: "ok".into(),
+            call: None,
+            reasoning: false,
+        };
+        reply.body(api, 0)
+    }
+
+    pub(crate) fn for_request(request: &Value, turn: usize) -> Reply {
+        let model = request
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("fake-model")
+            .to_owned();
+        let tool = request
+            .get("tools")
+            .and_then(Value::as_array)
+            .and_then(|t| t.first());
+        let call = tool.map(|t| {
+            let f = t.get("function").unwrap_or(t);
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("tool")
+                .to_owned();
+            let schema = f.get("parameters").or_else(|| f.get("input_schema"));
+            (name, arguments_for(schema, turn))
+        });
+        Reply {
+            turn,
+            model,
+            text: format!("Step {turn}: looking at the next file."),
+            call,
+            reasoning: false,
+        }
+    }
+
+    /// The scripted model's answer: the next shell command of the
+    /// session, or the final answer once every step ran (and for requests
+    /// without a shell tool, such as a client's side queries).
+    pub(crate) fn scripted(
+        request: &Value,
+        turn: usize,
+        script: ShellScript,
+        next_step: impl FnOnce() -> usize,
+    ) -> Reply {
+        let model = request
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("fake-model")
+            .to_owned();
+        let call = shell_tool(request).and_then(|tool| {
+            let n = next_step();
+            (n < script.steps).then(|| (tool.name.clone(), script::arguments(n, &tool)))
+        });
+        let text = match &call {
+            Some(_) => format!("Reading the next build log (request {turn})."),
+            None => script::DONE.to_owned(),
+        };
+        Reply {
+            turn,
+            model,
+            text,
+            call,
+            reasoning: false,
+        }
+    }
+
+    pub(crate) fn body(&self, api: Api, tokens: u64) -> Value {
+        let n = self.turn;
+        match api {
+            Api::Responses => self.response(tokens),
+            Api::Chat => {
+                let mut message = json!({"role": "assistant", "content": self.text});
+                let mut finish = "stop";
+                if let Some((name, args)) = &self.call {
+                    message["tool_calls"] = json!([{"id": format!("call_{n}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}}]);
+                    finish = "tool_calls";
+                }
+                json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
+                    "model": self.model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}})
+            }
+            Api::Messages => {
+                let mut content = vec![json!({"type": "text", "text": self.text})];
+                let mut stop = "end_turn";
+                if let Some((name, args)) = &self.call {
+                    content.push(json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}));
+                    stop = "tool_use";
+                }
+                json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": self.model,
+                    "content": content, "stop_reason": stop, "stop_sequence": null,
+                    "usage": {"input_tokens": tokens, "output_tokens": 20}})
+            }
+        }
+    }
+
+    /// The stream: `(event name, data)` pairs.
+    pub(crate) fn events(&self, api: Api, tokens: u64, usage: bool) -> Vec<Event> {
+        let n = self.turn;
+        let args = self
+            .call
+            .as_ref()
+            .map(|(_, a)| a.to_string())
+            .unwrap_or_default();
+        let (a1, a2) = halves(&args);
+        match api {
+            Api::Responses => self.response_events(tokens),
+            Api::Chat => {
+                let chunk = |delta: Value, finish: Value| {
+                    (None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
+                        "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
+                };
+                let mut out = vec![chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                )];
+                out.push(chunk(json!({"content": self.text}), Value::Null));
+                let mut finish = "stop";
+                if let Some((name, _)) = &self.call {
+                    out.push(chunk(json!({"tool_calls": [{"index": 0, "id": format!("call_{n}"), "type": "function",
+                        "function": {"name": name, "arguments": ""}}]}), Value::Null));
+                    for part in [a1, a2] {
+                        out.push(chunk(
+                            json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                            Value::Null,
+                        ));
+                    }
+                    finish = "tool_calls";
+                }
+                out.push(chunk(json!({}), json!(finish)));
+                if usage {
+                    out.push((None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
+                        "model": self.model, "choices": [],
+                        "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}}).to_string()));
+                }
+                out.push((None, "[DONE]".into()));
+                out
+            }
+            Api::Messages => {
+                let ev = |name: &'static str, data: Value| (Some(name), data.to_string());
+                let mut out = vec![ev(
+                    "message_start",
+                    json!({"type": "message_start", "message": {"id": format!("msg_{n}"),
+                    "type": "message", "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
+                    "stop_sequence": null, "usage": {"input_tokens": tokens, "output_tokens": 1}}}),
+                )];
+                out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
+                out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": self.text}})));
+                out.push(ev(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ));
+                let mut stop = "end_turn";
+                if let Some((name, _)) = &self.call {
+                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 1,
+                        "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}})));
+                    for part in [a1, a2] {
+                        out.push(ev(
+                            "content_block_delta",
+                            json!({"type": "content_block_delta", "index": 1,
+                            "delta": {"type": "input_json_delta", "partial_json": part}}),
+                        ));
+                    }
+                    out.push(ev(
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": 1}),
+                    ));
+                    stop = "tool_use";
+                }
+                out.push(ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                    "usage": {"output_tokens": 20}})));
+                out.push(ev("message_stop", json!({"type": "message_stop"})));
+                out
+            }
+        }
+    }
+}
+
+/// Arguments that fit a JSON schema's properties.
+fn arguments_for(schema: Option<&Value>, turn: usize) -> Value {
+    let mut args = serde_json::Map::new();
+    if let Some(Value::Object(props)) = schema.and_then(|s| s.get("properties")) {
+        for (name, p) in props {
+            let v = match p.get("type").and_then(Value::as_str) {
+                Some("integer" | "number") => json!(turn),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                _ => json!(format!("src/module_{turn}.rs")),
+            };
+            args.insert(name.clone(), v);
+        }
+    }
+    Value::Object(args)
+}
+
+/// A text cut in two at a character boundary.
+pub(crate) fn halves(text: &str) -> (&str, &str) {
+    let mut at = text.len() / 2;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.split_at(at)
+}
