@@ -1,6 +1,8 @@
 """Real agent clients, as shipped, through `abridge serve`: Claude Code (npm
-`@anthropic-ai/claude-code`, pinned in sdk-tests/clients) and the OpenAI
-Agents SDK on Chat Completions (PyPI `openai-agents`, pinned). The fake
+`@anthropic-ai/claude-code`, pinned in sdk-tests/clients), Codex (npm
+`@openai/codex`, pinned there, on the Responses API) and the OpenAI Agents
+SDK (PyPI `openai-agents`, pinned) on both the Responses API, its default,
+and Chat Completions. The fake
 provider plays a scripted model (`--script`) that has each client run 60
 real shell commands printing 8-20 KB through its own shell tool; each
 client runs once directly against the provider and once through the proxy,
@@ -24,6 +26,7 @@ STEPS = 60
 TASK = "Read every build log the tools print, one after the other, and say when you are done."
 CLAUDE = os.path.join(ROOT, "sdk-tests", "clients", "node_modules", "@anthropic-ai", "claude-code",
                       "bin", "claude.exe")
+CODEX = os.path.join(ROOT, "sdk-tests", "clients", "node_modules", "@openai", "codex", "bin", "codex.js")
 DONE = "All steps are done"
 
 
@@ -58,9 +61,46 @@ def claude_code(base_url, home, extra_env):
     return done.stdout
 
 
-def agents_sdk(base_url):
-    """An OpenAI Agents SDK agent on Chat Completions with a shell tool; its answer."""
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+def codex(base_url, home):
+    """Codex in exec mode with a model provider at the base URL (the
+    Responses API), commands run without sandbox or approval, update checks
+    and analytics off; its answer."""
+    work = os.path.join(home, "work")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(work)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(f"""model = "gpt-5-codex"
+model_provider = "test"
+check_for_update_on_startup = false
+
+[model_providers.test]
+name = "test provider"
+base_url = "{base_url}/v1"
+wire_api = "responses"
+env_key = "CODEX_TEST_KEY"
+
+[analytics]
+enabled = false
+""")
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "CODEX_HOME": home,
+        "CODEX_TEST_KEY": "sk-codex-test",
+    }
+    done = subprocess.run(["node", CODEX, "exec", "--skip-git-repo-check",
+                           "--dangerously-bypass-approvals-and-sandbox", TASK],
+                          cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def agents_sdk(base_url, responses=False):
+    """An OpenAI Agents SDK agent with a shell tool, on the Responses API
+    (the SDK's default model class) or on Chat Completions; its answer."""
+    from agents import (Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool,
+                        set_tracing_disabled)
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)
@@ -72,7 +112,8 @@ def agents_sdk(base_url):
         return out.stdout + out.stderr
 
     client = AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-agents-test")
-    model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    kind = OpenAIResponsesModel if responses else OpenAIChatCompletionsModel
+    model = kind(model="gpt-4o", openai_client=client)
     agent = Agent(name="builder", instructions="You read build logs with the shell tool.",
                   tools=[run_shell], model=model)
     result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 10))
@@ -152,6 +193,42 @@ class ClientTest(unittest.TestCase):
         over = [r["tokens"] for r in run.requests if r["over_limit"]]
         self.assertEqual(over, [], "every request at or under the trigger")
         self.assertEqual(run.count("abridge_over_target_total"), 0)
+        self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+
+    @unittest.skipUnless(os.path.exists(CODEX), "Codex is not installed (npm ci in sdk-tests/clients)")
+    def test_codex_as_shipped_stays_under_the_trigger(self):
+        home = os.path.join(self.tmp, "codex-home")
+        direct = Run(self, lambda url: codex(url, home))
+        direct.summary("codex, direct")
+        self.assertIn(DONE, direct.answer)
+        self.assertGreater(direct.peak(), 150_000, "the run grows far past the trigger without abridge")
+        run = Run(self, lambda url: codex(url, home), trigger=30_000, limit=30_000)
+        run.summary("codex, through abridge (trigger 30,000)")
+        self.assertIn(DONE, run.answer)
+        self.assertEqual(len(run.requests), len(direct.requests))
+        run.check_valid()
+        self.assertLessEqual(run.peak(), 30_000)
+        self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+        self.assertTrue(all(r["path"] == "/v1/responses" for r in run.requests))
+        # Codex gives its items new ids each run: its developer messages and
+        # tools are the same on every request, as its first went (under the trigger).
+        self.assertEqual(len({r["head_hash"] for r in run.requests}), 1, "instructions and tools as sent")
+        self.assertGreaterEqual(run.count('abridge_decoded_total{part="added"}'), 55)
+        self.assertEqual(run.count("abridge_passthrough_total"), run.count(
+            'abridge_passthrough_total{why="unchanged"}'), "nothing forwarded for want of understanding")
+
+    def test_agents_sdk_on_responses_stays_under_the_trigger(self):
+        client = lambda url: agents_sdk(url, responses=True)
+        direct = Run(self, client)
+        direct.summary("agents sdk (responses), direct")
+        self.assertIn(DONE, direct.answer)
+        run = Run(self, client, trigger=30_000, limit=30_000)
+        run.summary("agents sdk (responses), through abridge (trigger 30,000)")
+        self.assertEqual(run.answer, direct.answer)
+        self.assertEqual(len(run.requests), len(direct.requests))
+        self.assertTrue(all(r["path"] == "/v1/responses" for r in run.requests))
+        run.check_valid()
+        self.assertLessEqual(run.peak(), 30_000)
         self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
 
     def test_agents_sdk_on_chat_completions_stays_under_the_trigger(self):

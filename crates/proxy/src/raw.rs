@@ -137,6 +137,27 @@ pub(crate) fn messages_from(
     }
 }
 
+/// Whether the parts of two bodies after their history arrays hold the
+/// same fields: the same bytes, or the same JSON once parsed (Codex writes
+/// its `client_metadata` map in a new order on every request). Only that
+/// part is parsed, never the history.
+pub(crate) fn same_post(a: &[u8], b: &[u8]) -> bool {
+    a == b || matches!((post_fields(a), post_fields(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// The fields after a history array's closing `]`, as one object.
+fn post_fields(post: &[u8]) -> Option<Value> {
+    let rest = post.strip_prefix(b"]")?;
+    let at = skip_ws(rest, 0);
+    let fields = match rest.get(at)? {
+        b',' => &rest[at + 1..],
+        b'}' => &rest[at..],
+        _ => return None,
+    };
+    let object: Value = serde_json::from_slice(&[b"{".as_slice(), fields].concat()).ok()?;
+    object.is_object().then_some(object)
+}
+
 fn skip_ws(body: &[u8], mut pos: usize) -> usize {
     while body
         .get(pos)
@@ -202,6 +223,20 @@ mod tests {
         assert_eq!(values.len(), 2);
         assert_eq!(values[0]["content"], "b");
         assert_eq!(next, shape(b.as_bytes(), "messages").unwrap());
+    }
+
+    #[test]
+    fn fields_after_the_history_compare_as_json_when_their_bytes_differ() {
+        let a = br#"], "tools": [1], "meta": {"a": 1, "b": [2, 3]}}"#;
+        let b = br#"],"meta":{"b":[2,3],"a":1},"tools":[1]}"#;
+        assert!(same_post(a, b));
+        assert!(same_post(b"]}", b"] }"));
+        assert!(!same_post(a, br#"],"meta":{"b":[3,2],"a":1},"tools":[1]}"#));
+        assert!(!same_post(
+            a,
+            br#"],"meta":{"a":1,"b":[2,3]},"tools":[1],"x":0}"#
+        ));
+        assert!(!same_post(b"]}", b"]x}"));
     }
 
     #[test]

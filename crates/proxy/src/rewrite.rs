@@ -21,7 +21,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
 use crate::metrics::{Decoded, Metrics, Passthrough};
-use crate::raw::messages_from;
+use crate::raw::{messages_from, same_post};
 use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, session_config,
     tail_of,
@@ -160,7 +160,7 @@ impl Context<'_> {
             ),
         };
         let (values, shape) = messages_from(bytes, start, index, first_is_value, kept)?;
-        if bytes[shape.post.clone()] != raw.post[..] {
+        if !same_post(&bytes[shape.post.clone()], &raw.post) {
             return None;
         }
         let decoded = decode_wire_messages(wire, values, index).ok()?;
