@@ -37,12 +37,14 @@ echo "== The dashboard in Chromium (headless, playwright-core); screenshots in t
 echo "== AI SDK (Node) through the proxy"
 (cd sdk-tests/node && npm ci --no-audit --no-fund --loglevel=error && node --test)
 
-echo "== Real agent clients (Claude Code, the OpenAI Agents SDK) through the proxy"
+echo "== Real agent clients (Claude Code, Codex, the OpenAI Agents SDK) through the proxy and in-process"
 # Claude Code's npm package carries its native binary (pinned in the lockfile).
 (cd sdk-tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 clients_venv="$target_dir/clients-venv"
 [ -x "$clients_venv/bin/python" ] || python3 -m venv "$clients_venv"
 "$clients_venv/bin/pip" install --quiet --disable-pip-version-check -r sdk-tests/clients/requirements.txt
+# The abridge package too, for the Agents SDK's in-process filter (abridge.agents).
+MATURIN_PEP517_ARGS="--profile dev" "$clients_venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
 "$clients_venv/bin/python" sdk-tests/python/test_clients.py
 
 echo "== Packages: every artifact built, then installed and used where no Rust toolchain is"

@@ -96,11 +96,11 @@ enabled = false
     return done.stdout
 
 
-def agents_sdk(base_url, responses=False):
+def agents_sdk(base_url, responses=False, run_config=None):
     """An OpenAI Agents SDK agent with a shell tool, on the Responses API
     (the SDK's default model class) or on Chat Completions; its answer."""
-    from agents import (Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool,
-                        set_tracing_disabled)
+    from agents import (Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner,
+                        function_tool, set_tracing_disabled)
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)
@@ -116,7 +116,7 @@ def agents_sdk(base_url, responses=False):
     model = kind(model="gpt-4o", openai_client=client)
     agent = Agent(name="builder", instructions="You read build logs with the shell tool.",
                   tools=[run_shell], model=model)
-    result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 10))
+    result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 10, run_config=run_config or RunConfig()))
     return result.final_output
 
 
@@ -230,6 +230,25 @@ class ClientTest(unittest.TestCase):
         run.check_valid()
         self.assertLessEqual(run.peak(), 30_000)
         self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+
+    def test_agents_sdk_with_the_in_process_filter_stays_under_the_trigger(self):
+        try:
+            from abridge.agents import AbridgeInputFilter
+        except ImportError:
+            self.skipTest("the abridge Python package is not installed in this virtualenv")
+        from agents import RunConfig
+
+        hook = AbridgeInputFilter(trigger_tokens=30_000)
+        run = Run(self, lambda url: agents_sdk(url, True, RunConfig(call_model_input_filter=hook)),
+                  limit=30_000)
+        print(f"agents sdk (responses), abridge in-process (trigger 30,000): {len(run.requests)} requests, "
+              f"peak {run.peak():,} tokens, {hook.compactions} compactions", file=sys.stderr)
+        self.assertIn(DONE, run.answer)
+        self.assertEqual(len(run.requests), STEPS + 1)
+        run.check_valid()
+        self.assertLessEqual(run.peak(), 30_000)
+        self.assertGreaterEqual(hook.compactions, 1)
+        self.assertIsNone(hook.last_error)
 
     def test_agents_sdk_on_chat_completions_stays_under_the_trigger(self):
         direct = Run(self, agents_sdk)

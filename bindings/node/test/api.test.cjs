@@ -43,6 +43,28 @@ test('Anthropic bodies keep their top-level system', () => {
   assert.deepEqual(abridge.validate(body), [])
 })
 
+test('Responses bodies and item lists come back in their shape, reasoning untouched', () => {
+  const items = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix src/date.rs.' }] }]
+  for (let i = 0; i < 30; i++) {
+    items.push({ type: 'reasoning', id: `rs_${i}`, summary: [], encrypted_content: `gAAAA${i}` })
+    items.push({ type: 'function_call', call_id: `c${i}`, name: 'exec_command', arguments: `{"cmd":"cat src/f${i}.rs"}` })
+    items.push({ type: 'function_call_output', call_id: `c${i}`, output: `fn f${i}() {}\n`.repeat(120) })
+  }
+  const body = { model: 'gpt-5', instructions: 'You are a coding agent.', input: items, store: false }
+  assert.ok(abridge.countTokens(body) > 12000)
+  const { body: out, report } = abridge.compact(body, { targetTokens: 4000 })
+  assert.ok(report.compacted && report.tokens_after <= 4000, `${report.tokens_after}`)
+  assert.equal(out.instructions, body.instructions)
+  assert.deepEqual(out.input.slice(-3), items.slice(-3))
+  assert.deepEqual(abridge.validate(out), [])
+  for (const r of out.input.filter((i) => i.type === 'reasoning')) {
+    assert.ok(items.some((i) => JSON.stringify(i) === JSON.stringify(r)), 'reasoning items are never edited')
+  }
+  const asList = abridge.compact(items, { targetTokens: 4000 })
+  assert.ok(Array.isArray(asList.body) && asList.report.tokens_after <= 4000)
+  assert.equal(abridge.countTokens(asList.body), asList.report.tokens_after)
+})
+
 test('a Session compacts as it grows and reports its events', () => {
   const events = []
   const s = new abridge.Session(null, { triggerTokens: 3000, targetTokens: 2000 }).onEvent((e) => events.push(e.event))

@@ -66,6 +66,36 @@ class Api(unittest.TestCase):
         self.assertIn("history_compacted", events)
         self.assertEqual(s.tokens, abridge.count_tokens(s.messages))
 
+    def test_responses_bodies_and_items_compact_in_their_own_shape(self):
+        items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix src/date.rs."}]}]
+        for i in range(30):
+            items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": f"gAAAA{i}"})
+            items.append({"type": "function_call", "call_id": f"c{i}", "name": "exec_command",
+                          "arguments": f'{{"cmd": "cat src/f{i}.rs"}}'})
+            items.append({"type": "function_call_output", "call_id": f"c{i}", "output": f"fn f{i}() {{}}\n" * 120})
+        body = {"model": "gpt-5", "instructions": "You are a coding agent.", "input": items, "store": False}
+        self.assertGreater(abridge.count_tokens(body), 12000)
+        out = abridge.compact(body, target_tokens=4000)
+        self.assertTrue(out["report"]["compacted"])
+        self.assertLessEqual(out["report"]["tokens_after"], 4000)
+        self.assertEqual(out["body"]["instructions"], body["instructions"])
+        self.assertEqual(out["body"]["input"][-3:], items[-3:], "the newest turn, reasoning included, as sent")
+        self.assertEqual(abridge.validate(out["body"]), [])
+        kept = [i for i in out["body"]["input"] if i.get("type") == "reasoning"]
+        self.assertTrue(all(i in items for i in kept), "reasoning items are never edited")
+        as_list = abridge.compact(items, target_tokens=4000)["body"]
+        self.assertIsInstance(as_list, list)
+        self.assertEqual(abridge.validate(as_list, format="responses"), [])
+
+        # A loop that appends items one by one: the model's turn is one iteration.
+        s = abridge.Session({"input": items[:1]}, format="responses", trigger_tokens=5000, target_tokens=3000)
+        for item in items[1:]:
+            s.push(item)
+            if item["type"] == "function_call_output":
+                self.assertLessEqual(s.turn()["tokens"], 5000)
+        self.assertEqual(abridge.validate(s.messages), [])
+        self.assertEqual(s.tokens, abridge.count_tokens(s.messages))
+
     def test_errors_are_typed_and_name_what_and_where(self):
         with self.assertRaisesRegex(abridge.InputError, "messages"):
             abridge.compact({"model": "x"})

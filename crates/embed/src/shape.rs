@@ -9,9 +9,9 @@ use crate::error::{Error, Result};
 /// How the messages were given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
-    /// A request body (an object with `messages`).
+    /// A request body (an object with `messages`, or the Responses API's `input`).
     Body,
-    /// A bare array of messages.
+    /// A bare array of messages (or of Responses input items).
     List,
 }
 
@@ -31,15 +31,31 @@ impl Decoded {
             Value::Object(body) if body.get("messages").is_some_and(Value::is_array) => {
                 (Shape::Body, Value::Object(body))
             }
-            Value::Object(_) => return Err(not_messages("an object without a `messages` array")),
+            Value::Object(body) if body.contains_key("input") => {
+                let conversation = decode_value(Value::Object(body), Format::Responses)?.remove(0);
+                return Ok(Decoded {
+                    conversation,
+                    shape: Shape::Body,
+                });
+            }
+            Value::Object(_) => {
+                return Err(not_messages(
+                    "an object without a `messages` array or an `input`",
+                ));
+            }
             Value::Array(items) => {
                 let list = Value::Array(items);
-                let ai_sdk = match format {
-                    Some(w) => w == Wire::AiSdk,
-                    None => detect(&list).ok() == Some(Format::AiSdk),
+                // Lists whose items carry their own decoding: the AI SDK's
+                // messages and Responses input items.
+                let own = match format {
+                    Some(w @ (Wire::AiSdk | Wire::Responses)) => Some(w.format()),
+                    Some(_) => None,
+                    None => detect(&list)
+                        .ok()
+                        .filter(|f| matches!(f, Format::AiSdk | Format::Responses)),
                 };
-                if ai_sdk {
-                    let conversation = decode_value(list, Format::AiSdk)?.remove(0);
+                if let Some(format) = own {
+                    let conversation = decode_value(list, format)?.remove(0);
                     return Ok(Decoded {
                         conversation,
                         shape: Shape::List,
@@ -74,11 +90,15 @@ impl Decoded {
 }
 
 impl Shape {
-    /// `conv` in this shape: a body, or its messages alone.
+    /// `conv` in this shape: a body, or its messages (items) alone.
     pub fn write(self, conv: &Conversation) -> Result<Value> {
         let value = encode(conv)?;
+        let key = match conv.format {
+            Format::Responses => "input",
+            _ => "messages",
+        };
         Ok(match (self, value) {
-            (Shape::List, Value::Object(mut body)) => body.remove("messages").unwrap_or_default(),
+            (Shape::List, Value::Object(mut body)) => body.remove(key).unwrap_or_default(),
             (_, value) => value,
         })
     }
@@ -87,6 +107,8 @@ impl Shape {
 fn not_messages(what: &str) -> Error {
     Error::Input(abridge_model::Error::Shape {
         at: "input".into(),
-        expected: format!("a request body with `messages` or an array of messages, found {what}"),
+        expected: format!(
+            "a request body with `messages` or `input`, or an array of messages or input items, found {what}"
+        ),
     })
 }

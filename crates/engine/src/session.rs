@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use abridge_model::{Conversation, Message, Role};
+use abridge_model::{Conversation, Format, Message, Role, continues_turn};
 
 use crate::compactor::{Compactor, Eval};
 use crate::error::Result;
@@ -58,11 +58,7 @@ impl Session {
     pub fn new(mut compactor: Compactor, conv: Conversation) -> Self {
         let tokens = compactor.message_tokens(&conv.messages);
         let tools = compactor.count(&conv.clone_envelope());
-        let iterations = conv
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .count();
+        let iterations = conv.iterations().len();
         Session {
             total: tokens.iter().sum::<u64>() + tools,
             compactor,
@@ -74,11 +70,16 @@ impl Session {
     }
 
     /// Appends a message; only this message is tokenized. Returns its tokens.
-    pub fn push(&mut self, m: Message) -> u64 {
+    /// A Responses item of the model's side right after another continues
+    /// its turn (one iteration for the step cadence, kept together).
+    pub fn push(&mut self, mut m: Message) -> u64 {
+        if self.conv.format == Format::Responses {
+            m.meta.continues_turn = continues_turn(self.conv.messages.last(), &m);
+        }
         let t = self.compactor.message_tokens(std::slice::from_ref(&m))[0];
         self.total += t;
         self.tokens.push(t);
-        if m.role == Role::Assistant {
+        if m.role == Role::Assistant && !m.meta.continues_turn {
             self.iterations += 1;
         }
         self.conv.messages.push(m);

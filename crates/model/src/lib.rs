@@ -38,8 +38,8 @@ pub mod text;
 mod validate;
 
 pub use codec::{
-    Converted, convert, convert_to, decode, decode_as, decode_value, decode_wire_messages, detect,
-    encode, json_kind,
+    Converted, continues_turn, convert, convert_to, decode, decode_as, decode_value,
+    decode_wire_messages, detect, encode, json_kind,
 };
 pub use conversation::{
     CompactBoundary, Conversation, Family, Format, FunctionTool, Iteration, Tool, Wire, head_len,

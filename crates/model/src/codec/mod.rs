@@ -12,6 +12,7 @@ mod util;
 use serde_json::Value;
 
 pub use convert::{Converted, convert, convert_to};
+pub use responses::continues_turn;
 pub use util::kind as json_kind;
 
 use crate::conversation::{Conversation, Family, Format, Wire};

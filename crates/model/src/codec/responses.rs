@@ -86,11 +86,17 @@ pub(crate) fn decode_items(items: Vec<Value>, first: usize) -> Result<Vec<Messag
     let mut out: Vec<Message> = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let mut m = decode_item(item, &|| format!("input[{}]", first + i))?;
-        m.meta.continues_turn =
-            m.role == Role::Assistant && out.last().is_some_and(|p| p.role == Role::Assistant);
+        m.meta.continues_turn = continues_turn(out.last(), &m);
         out.push(m);
     }
     Ok(out)
+}
+
+/// Whether a Responses item `next`, after `prev`, continues the model's
+/// turn: an item of the model's side right after another. For a loop that
+/// appends items one by one.
+pub fn continues_turn(prev: Option<&Message>, next: &Message) -> bool {
+    next.role == Role::Assistant && prev.is_some_and(|p| p.role == Role::Assistant)
 }
 
 /// Decodes one input item.

@@ -1,0 +1,111 @@
+"""abridge for the OpenAI Agents SDK: a ``call_model_input_filter`` that
+keeps the input of every model call within budget, in-process.
+
+.. code-block:: python
+
+    from agents import RunConfig, Runner
+    from abridge.agents import AbridgeInputFilter
+
+    run_config = RunConfig(call_model_input_filter=AbridgeInputFilter(trigger_tokens=30_000))
+    result = await Runner.run(agent, task, run_config=run_config)
+
+Before each model call the SDK hands the filter the run's whole input (the
+items given to the run and every item generated since), as Responses API
+input items. The filter keeps an abridge ``Session`` and pushes only the
+items added since its last call, so a call costs the new items; when the
+input does not extend the last one (a new run), it starts a new session.
+The instructions go as the SDK built them. If abridge cannot read the
+input, the input goes as it was and the error is kept in ``last_error``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Dict, List, Optional
+
+from . import AbridgeError, Config, Session
+
+__all__ = ["AbridgeInputFilter"]
+
+log = logging.getLogger("abridge.agents")
+
+
+def _plain(item: Any) -> Any:
+    """An input item as plain JSON (the SDK holds dicts, and sometimes models)."""
+
+    def dump(o: Any) -> Any:
+        if hasattr(o, "model_dump"):
+            return o.model_dump(mode="json", exclude_unset=True)
+        raise TypeError(f"{type(o).__name__} is not JSON")
+
+    return json.loads(json.dumps(item, default=dump))
+
+
+class AbridgeInputFilter:
+    """A ``RunConfig.call_model_input_filter`` that compacts the model input
+    with abridge. Options as for ``abridge.Session`` (``trigger_tokens``,
+    ``target_tokens``, ``config``, ``model``, ``tokenizer``, ``store``,
+    ``source``). ``last_turn`` is the engine's report of the last call and
+    ``compactions`` counts the calls that rewrote the history."""
+
+    def __init__(
+        self,
+        *,
+        trigger_tokens: Optional[int] = None,
+        target_tokens: Optional[int] = None,
+        config: Optional[Config] = None,
+        model: Optional[str] = None,
+        tokenizer: Optional[str] = None,
+        store: Optional[str] = None,
+        source: Optional[str] = None,
+    ) -> None:
+        self._options: Dict[str, Any] = dict(
+            trigger_tokens=trigger_tokens,
+            target_tokens=target_tokens,
+            config=config,
+            model=model,
+            tokenizer=tokenizer,
+            store=store,
+            source=source,
+        )
+        self._session: Optional[Session] = None
+        self._seen = 0
+        self._last: Optional[str] = None
+        self.last_turn: Optional[Dict[str, Any]] = None
+        self.last_error: Optional[AbridgeError] = None
+        self.compactions = 0
+
+    def __call__(self, data: Any) -> Any:
+        from agents.run_config import ModelInputData
+
+        given = data.model_data
+        try:
+            items = self._compact([_plain(i) for i in given.input], given.instructions)
+        except AbridgeError as e:
+            log.warning("abridge could not compact the model input; sending it as it was: %s", e)
+            self.last_error, self._session = e, None
+            return given
+        return ModelInputData(input=items, instructions=given.instructions)
+
+    def _compact(self, items: List[Any], instructions: Optional[str]) -> List[Any]:
+        if self._session is not None and self._extends(items):
+            added = items[self._seen :]
+            if added:
+                self._session.push(added)
+        else:
+            body: Dict[str, Any] = {"input": items}
+            if isinstance(instructions, str) and instructions:
+                body["instructions"] = instructions
+            self._session = Session(body, format="responses", **self._options)
+        self._seen = len(items)
+        self._last = json.dumps(items[-1], sort_keys=True) if items else None
+        self.last_turn = self._session.turn()
+        self.compactions += int(self.last_turn["compacted"])
+        return list(self._session.messages["input"])
+
+    def _extends(self, items: List[Any]) -> bool:
+        """Whether ``items`` goes on from the input of the last call."""
+        if len(items) < self._seen or self._seen == 0:
+            return False
+        return json.dumps(items[self._seen - 1], sort_keys=True) == self._last
