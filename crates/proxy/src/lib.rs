@@ -1,5 +1,5 @@
 //! `abridge serve`: an HTTP proxy that speaks the OpenAI Chat Completions
-//! and Anthropic Messages APIs and keeps every session's requests inside
+//! and Responses APIs and Anthropic Messages and keeps every session's requests inside
 //! its context window, with no change to the agent but its base URL.
 //!
 //! ```no_run

@@ -7,10 +7,12 @@
 (True, False)
 
 ``compact`` takes an OpenAI or Anthropic request body (a dict with
-``messages``), a bare list of their messages, or a list of LangChain
-messages, and gives the same shape back. ``Session`` keeps a growing
-history; ``abridge.langchain.AbridgeMiddleware`` compacts a LangChain
-agent's model input before each call.
+``messages``, or a Responses body with ``input``), a bare list of their
+messages or Responses input items, or a list of LangChain messages, and
+gives the same shape back. ``Session`` keeps a growing history;
+``abridge.langchain.AbridgeMiddleware`` compacts a LangChain agent's model
+input before each call, ``abridge.agents.AbridgeInputFilter`` an OpenAI
+Agents SDK run's.
 """
 
 from __future__ import annotations
