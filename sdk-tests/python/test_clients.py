@@ -210,6 +210,10 @@ class ClientTest(unittest.TestCase):
         self.assertLessEqual(run.peak(), 30_000)
         self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
         self.assertTrue(all(r["path"] == "/v1/responses" for r in run.requests))
+        self.assertGreater(max(r["reasoning_items"] for r in run.requests), 5)
+        self.assertEqual(sum(r["altered_reasoning"] for r in run.requests), 0, "reasoning kept byte for byte")
+        breaks = sum(r["prefix_kept"] is False for r in run.requests)
+        self.assertLessEqual(breaks, run.count("abridge_compactions_total"), "prefix kept between compactions")
         # Codex gives its items new ids each run: its developer messages and
         # tools are the same on every request, as its first went (under the trigger).
         self.assertEqual(len({r["head_hash"] for r in run.requests}), 1, "instructions and tools as sent")
@@ -217,19 +221,25 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(run.count("abridge_passthrough_total"), run.count(
             'abridge_passthrough_total{why="unchanged"}'), "nothing forwarded for want of understanding")
 
-    def test_agents_sdk_on_responses_stays_under_the_trigger(self):
-        client = lambda url: agents_sdk(url, responses=True)
+    def agents_sdk_through_abridge(self, responses):
+        """The Agents SDK directly, then through the proxy: it finishes the
+        same way with every request under the trigger."""
+        api, path = ("responses", "/v1/responses") if responses else ("chat completions", "/v1/chat/completions")
+        client = lambda url: agents_sdk(url, responses)
         direct = Run(self, client)
-        direct.summary("agents sdk (responses), direct")
+        direct.summary(f"agents sdk ({api}), direct")
         self.assertIn(DONE, direct.answer)
         run = Run(self, client, trigger=30_000, limit=30_000)
-        run.summary("agents sdk (responses), through abridge (trigger 30,000)")
+        run.summary(f"agents sdk ({api}), through abridge (trigger 30,000)")
         self.assertEqual(run.answer, direct.answer)
         self.assertEqual(len(run.requests), len(direct.requests))
-        self.assertTrue(all(r["path"] == "/v1/responses" for r in run.requests))
+        self.assertTrue(all(r["path"] == path for r in run.requests))
         run.check_valid()
         self.assertLessEqual(run.peak(), 30_000)
         self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
+
+    def test_agents_sdk_on_responses_stays_under_the_trigger(self):
+        self.agents_sdk_through_abridge(responses=True)
 
     def test_agents_sdk_with_the_in_process_filter_stays_under_the_trigger(self):
         try:
@@ -251,17 +261,7 @@ class ClientTest(unittest.TestCase):
         self.assertIsNone(hook.last_error)
 
     def test_agents_sdk_on_chat_completions_stays_under_the_trigger(self):
-        direct = Run(self, agents_sdk)
-        direct.summary("agents sdk (chat completions), direct")
-        self.assertIn(DONE, direct.answer)
-        run = Run(self, agents_sdk, trigger=30_000, limit=30_000)
-        run.summary("agents sdk (chat completions), through abridge (trigger 30,000)")
-        self.assertEqual(run.answer, direct.answer)
-        self.assertEqual(len(run.requests), len(direct.requests))
-        run.check_valid()
-        self.assertLessEqual(run.peak(), 30_000)
-        self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
-
+        self.agents_sdk_through_abridge(responses=False)
 
 if __name__ == "__main__":
     sys.exit(unittest.main())

@@ -85,6 +85,13 @@ pub struct RequestCheck {
     /// received (Anthropic `system` and `tools`; OpenAI leading system
     /// messages and `tools`), to tell whether they went byte for byte.
     pub head_hash: u64,
+    /// Reasoning items in the request (Responses `input`).
+    #[serde(default)]
+    pub reasoning_items: usize,
+    /// Of those, how many carry an `encrypted_content` or `summary` the
+    /// provider never issued: a reasoning item that was edited on its way.
+    #[serde(default)]
+    pub altered_reasoning: usize,
 }
 
 /// A hash of a request body, to tell whether it arrived byte for byte.
@@ -151,6 +158,8 @@ struct Seen {
     last: HashMap<String, Vec<String>>,
     /// Per session, the scripted model's steps so far.
     steps: HashMap<String, usize>,
+    /// The reasoning payloads issued (summary and encrypted content).
+    reasoning: std::collections::HashSet<String>,
 }
 
 struct Shared {
@@ -288,8 +297,14 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
             .get("include")
             .and_then(Value::as_array)
             .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
+    let body = reply.body(api, tokens);
+    let issued = body["output"].as_array().into_iter().flatten();
+    let reasoning = issued
+        .filter(|i| i["type"] == "reasoning")
+        .map(reasoning_payload);
+    s.seen.lock().unwrap().reasoning.extend(reasoning);
     if !stream {
-        return plain(200, &reply.body(api, tokens).to_string());
+        return plain(200, &body.to_string());
     }
     let usage = request.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
     let events = reply.events(api, tokens, usage);
@@ -337,6 +352,14 @@ fn check(
         .map(str::to_owned)
         .or(messages.0)
         .unwrap_or_default();
+    let reasoning: Vec<String> = request
+        .get(api.history_key())
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"))
+        .map(reasoning_payload)
+        .collect();
     let mut seen = s.seen.lock().unwrap();
     let prefix_kept = seen
         .last
@@ -356,8 +379,18 @@ fn check(
         body_hash: body_hash(body),
         cache_breakpoints: count_key(request, "cache_control"),
         head_hash: head_hash(request),
+        reasoning_items: reasoning.len(),
+        altered_reasoning: reasoning
+            .iter()
+            .filter(|r| !seen.reasoning.contains(*r))
+            .count(),
     };
     (check, key)
+}
+
+/// What must come back unchanged of a reasoning item.
+fn reasoning_payload(item: &Value) -> String {
+    json!([item.get("summary"), item.get("encrypted_content")]).to_string()
 }
 
 /// [`RequestCheck::head_hash`].

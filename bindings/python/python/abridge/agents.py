@@ -24,7 +24,7 @@ import json
 import logging
 from typing import Any, Dict, List, Optional
 
-from . import AbridgeError, Config, Session
+from . import AbridgeError, Session
 
 __all__ = ["AbridgeInputFilter"]
 
@@ -49,26 +49,12 @@ class AbridgeInputFilter:
     ``source``). ``last_turn`` is the engine's report of the last call and
     ``compactions`` counts the calls that rewrote the history."""
 
-    def __init__(
-        self,
-        *,
-        trigger_tokens: Optional[int] = None,
-        target_tokens: Optional[int] = None,
-        config: Optional[Config] = None,
-        model: Optional[str] = None,
-        tokenizer: Optional[str] = None,
-        store: Optional[str] = None,
-        source: Optional[str] = None,
-    ) -> None:
-        self._options: Dict[str, Any] = dict(
-            trigger_tokens=trigger_tokens,
-            target_tokens=target_tokens,
-            config=config,
-            model=model,
-            tokenizer=tokenizer,
-            store=store,
-            source=source,
-        )
+    def __init__(self, **session_options: Any) -> None:
+        if "format" in session_options:
+            raise TypeError("AbridgeInputFilter sends Responses input items: no format option")
+        # Checked now, not at the first model call: an unknown name is a TypeError.
+        Session(format="responses", **session_options)
+        self._options: Dict[str, Any] = session_options
         self._session: Optional[Session] = None
         self._seen = 0
         self._last: Optional[str] = None

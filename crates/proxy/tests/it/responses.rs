@@ -101,7 +101,9 @@ async fn a_codex_shaped_loop_stays_under_the_trigger_on_the_fast_path() {
         assert_eq!(r.path, "/v1/responses");
         assert!(r.violations.is_empty(), "request {i}: {:?}", r.violations);
         assert!(!r.over_limit, "request {i}: {} tokens", r.tokens);
+        assert_eq!(r.altered_reasoning, 0, "request {i}: reasoning edited");
     }
+    assert!(report.requests.iter().any(|r| r.reasoning_items > 5));
     assert!(log.compacted > 0, "the loop should have compacted");
     let breaks = report
         .requests
