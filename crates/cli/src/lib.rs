@@ -38,11 +38,11 @@ enum Command {
         #[command(flatten)]
         input: input::InputArgs,
     },
-    /// Print a conversation as an OpenAI or Anthropic request body, or as AI SDK messages.
+    /// Print a conversation as a Chat Completions, Responses or Anthropic request body, or as AI SDK messages.
     Convert {
         /// File to convert (`-` for stdin; `FILE#N` picks the N-th conversation).
         file: String,
-        /// Target format: openai, anthropic or ai-sdk.
+        /// Target format: openai, anthropic, ai-sdk or responses.
         #[arg(long, value_name = "FORMAT")]
         to: Wire,
         /// Print compact JSON instead of pretty.

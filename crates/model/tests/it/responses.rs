@@ -3,7 +3,7 @@
 //! validate as the API pairs calls and outputs.
 
 use abridge_model::{
-    Arguments, ContentForm, Format, Part, Role, Rule, Wire, decode, decode_value,
+    Arguments, ContentForm, Format, Part, Role, Rule, Wire, decode, decode_as, decode_value,
     decode_wire_messages, detect, encode, validate,
 };
 use serde_json::{Value, json};
@@ -354,20 +354,174 @@ mod generated {
 }
 
 #[test]
-fn conversion_to_or_from_responses_is_refused_not_mislabelled() {
+fn what_chat_completions_cannot_carry_is_refused_naming_it() {
     use abridge_model::convert_to;
     let conv = codex();
     for to in [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk] {
         let err = convert_to(&conv, to).unwrap_err().to_string();
-        assert!(err.contains("not supported yet"), "{to}: {err}");
+        assert!(err.contains("\"custom\" tool declaration"), "{to}: {err}");
     }
+    let mut no_tools = conv.clone();
+    no_tools.tools = None;
+    let err = convert_to(&no_tools, Wire::OpenAi).unwrap_err().to_string();
+    assert!(err.contains("custom tool call"), "{err}");
     assert_eq!(
         convert_to(&conv, Wire::Responses).unwrap().conversation,
         conv
     );
-    let chat = decode(br#"{"messages": [{"role": "user", "content": "hi"}]}"#)
+}
+
+/// A Responses history of the kind the Agents SDK sends: instructions,
+/// reasoning, a said message and calls in one turn, outputs, an image.
+fn sdk_history() -> Value {
+    json!({"model": "gpt-5", "instructions": "Be brief.", "store": false,
+    "max_output_tokens": 800, "include": ["reasoning.encrypted_content"],
+    "tools": [{"type": "function", "name": "sh", "description": "Run a command", "strict": true,
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}],
+    "tool_choice": {"type": "function", "name": "sh"},
+    "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "What is in /tmp?"},
+            {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "Looking.", "annotations": []}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "sh", "arguments": "{\"command\":\"ls /tmp\"}"},
+        {"type": "function_call", "id": "fc_2", "call_id": "c2", "name": "sh", "arguments": "{\"command\":\"df\"}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.txt b.txt"},
+        {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "90% used"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Two files; the disk is nearly full."}]}
+    ]})
+}
+
+#[test]
+fn a_responses_history_converts_to_every_format_and_back() {
+    use abridge_model::convert_to;
+    let conv = decode_value(sdk_history(), Format::Responses)
         .unwrap()
         .remove(0);
-    let err = convert_to(&chat, Wire::Responses).unwrap_err().to_string();
-    assert!(err.contains("the Responses API"), "{err}");
+    let chat = convert_to(&conv, Wire::OpenAi).unwrap();
+    assert!(
+        chat.warnings.iter().any(|w| w.contains("reasoning")),
+        "{:?}",
+        chat.warnings
+    );
+    assert!(
+        chat.warnings
+            .iter()
+            .any(|w| w.contains("include") && w.contains("store"))
+    );
+    let body = encode(&chat.conversation).unwrap();
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "system", "content": "Be brief."})
+    );
+    // The turn is one assistant message: what it said and both calls.
+    let turn = &body["messages"][2];
+    assert_eq!(turn["content"], "Looking.");
+    assert_eq!(turn["tool_calls"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        turn["tool_calls"][1]["function"]["arguments"],
+        "{\"command\":\"df\"}"
+    );
+    assert_eq!(body["messages"][3]["role"], "tool");
+    assert_eq!(body["max_completion_tokens"], 800);
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "sh"}})
+    );
+    assert_eq!(body["tools"][0]["function"]["strict"], true);
+    assert_eq!(validate(&chat.conversation), vec![]);
+
+    for to in [Wire::Anthropic, Wire::AiSdk] {
+        let other = convert_to(&conv, to).unwrap().conversation;
+        assert_eq!(validate(&other), vec![], "{to}");
+        let back = convert_to(&other, Wire::Responses).unwrap().conversation;
+        assert_eq!(validate(&back), vec![], "{to} and back");
+        assert_eq!(
+            back.iterations().len(),
+            2,
+            "{to} and back: the model's two turns"
+        );
+    }
+    let back = convert_to(&chat.conversation, Wire::Responses).unwrap();
+    let items = encode(&back.conversation).unwrap();
+    assert_eq!(items["max_output_tokens"], 800);
+    assert_eq!(
+        items["tool_choice"],
+        json!({"type": "function", "name": "sh"})
+    );
+    assert_eq!(
+        items["tools"][0],
+        json!({"type": "function", "name": "sh",
+        "description": "Run a command", "parameters": {"type": "object",
+        "properties": {"command": {"type": "string"}}}, "strict": true})
+    );
+    let input = items["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().or(i["role"].as_str()).unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "system",
+            "user",
+            "assistant",
+            "function_call",
+            "function_call",
+            "function_call_output",
+            "function_call_output",
+            "assistant"
+        ]
+    );
+    assert_eq!(input[4]["call_id"], "c2");
+    assert_eq!(
+        input[1]["content"][1]["image_url"],
+        "https://example.com/a.png"
+    );
+    assert_eq!(validate(&back.conversation), vec![]);
+    assert_eq!(back.conversation.iterations().len(), 2);
+}
+
+#[test]
+fn every_corpus_conversation_converts_to_responses_input_and_back() {
+    use abridge_model::convert_to;
+    let mut converted = 0;
+    for path in crate::common::corpus_files() {
+        let convs = decode(&std::fs::read(&path).unwrap()).unwrap();
+        for (n, conv) in convs.iter().enumerate() {
+            let at = format!("{} #{n}", path.display());
+            let pending = validate(conv).len();
+            let responses = convert_to(conv, Wire::Responses)
+                .unwrap_or_else(|e| panic!("{at}: {e}"))
+                .conversation;
+            let body = encode(&responses).unwrap_or_else(|e| panic!("{at}: {e}"));
+            let decoded = decode_as(&serde_json::to_vec(&body).unwrap(), Some(Format::Responses))
+                .unwrap_or_else(|e| panic!("{at}: {e}"))
+                .remove(0);
+            assert_eq!(encode(&decoded).unwrap(), body, "{at}: round trip");
+            assert_eq!(
+                validate(&decoded).len(),
+                pending,
+                "{at}: {:?}",
+                validate(&decoded)
+            );
+            assert_eq!(
+                decoded.iterations().len(),
+                conv.iterations().len(),
+                "{at}: one iteration per model turn"
+            );
+            let back = convert_to(&decoded, Wire::from(conv.family))
+                .unwrap_or_else(|e| panic!("{at}: {e}"))
+                .conversation;
+            assert_eq!(
+                validate(&back).len(),
+                pending,
+                "{at}: back to {}",
+                conv.family
+            );
+            converted += 1;
+        }
+    }
+    eprintln!("{converted} corpus conversations converted to Responses input and back");
 }

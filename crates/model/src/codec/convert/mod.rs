@@ -1,4 +1,5 @@
-//! Conversion between the OpenAI and Anthropic wire families.
+//! Conversion between the OpenAI and Anthropic wire families, and to and
+//! from the Responses API and the AI SDK through Chat Completions.
 //!
 //! Structure is translated (tool messages ⇄ `tool_result` blocks, top-level
 //! `system` ⇄ system messages, tool declarations, `tool_choice`, stop
@@ -15,6 +16,7 @@
 mod ai_sdk;
 mod envelope;
 mod messages;
+mod responses;
 mod tools;
 
 use crate::conversation::{Conversation, Family, Format, Wire};
@@ -33,7 +35,7 @@ pub struct Converted {
 /// Converts a conversation to another wire family (a clone when it is already in it).
 pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
     if conv.format == Format::Responses {
-        return Err(responses_unsupported(target_name(to)));
+        return convert_to(conv, Wire::from(to));
     }
     if conv.family == to {
         return Ok(Converted {
@@ -77,18 +79,28 @@ pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn convert_to(conv: &Conversation, to: Wire) -> Result<Converted> {
-    match (conv.format == Format::Responses, to == Wire::Responses) {
+    let mut w = Warnings::default();
+    let chat;
+    let conv = match (conv.format == Format::Responses, to == Wire::Responses) {
         (true, true) => {
             return Ok(Converted {
                 conversation: conv.clone(),
                 warnings: Vec::new(),
             });
         }
-        (false, true) => return Err(responses_unsupported("the Responses API")),
-        (true, false) => return Err(responses_unsupported(target_name(to.family()))),
-        (false, false) => {}
-    }
-    let mut w = Warnings::default();
+        // To the Responses API through Chat Completions, its nearest kin.
+        (false, true) => {
+            let mut converted = convert_to(conv, Wire::OpenAi)?;
+            converted.conversation = responses::from_openai(converted.conversation, &mut w)?;
+            converted.warnings.append(&mut w.0);
+            return Ok(converted);
+        }
+        (true, false) => {
+            chat = responses::to_openai(conv, &mut w)?;
+            &chat
+        }
+        (false, false) => conv,
+    };
     let openai;
     let source = if conv.format == Format::AiSdk {
         if to == Wire::AiSdk {
@@ -141,16 +153,6 @@ fn target_name(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "OpenAI",
         Family::Anthropic => "Anthropic",
-    }
-}
-
-/// Conversion to or from the Responses API, which abridge does not do yet.
-fn responses_unsupported(target: &'static str) -> Error {
-    Error::Unrepresentable {
-        index: 0,
-        target,
-        reason: "conversion between the Responses API and the other formats is not supported yet"
-            .into(),
     }
 }
 
