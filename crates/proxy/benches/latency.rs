@@ -8,8 +8,9 @@
 //! Workloads: a session's repeated requests (each adds two messages) with a
 //! 375 KB and a 2 MB history, one at a time and 32 sessions at once; the
 //! same 375 KB session on the Messages API with its cache marker moved to
-//! the newest message every turn, as Claude Code sends it; and the first
-//! request of new sessions with a 375 KB history.
+//! the newest message every turn, as Claude Code sends it, and on the
+//! Responses API as input items; and the first request of new sessions
+//! with a 375 KB history.
 //!
 //! `cargo bench -p abridge-proxy --bench latency`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -55,6 +56,8 @@ enum Api {
     /// Messages, the history in Anthropic's shape with a cache marker on
     /// the newest message (moved there every turn, as Claude Code does).
     Messages,
+    /// Responses, the history as input items after `instructions`.
+    Responses,
 }
 
 fn body(messages: &[Value], api: Api) -> Vec<u8> {
@@ -62,8 +65,27 @@ fn body(messages: &[Value], api: Api) -> Vec<u8> {
         Api::Chat => json!({"model": "fake-model", "messages": messages}),
         Api::Messages => json!({"model": "fake-model", "max_tokens": 1024,
             "system": messages[0]["content"], "messages": anthropic(&messages[1..])}),
+        Api::Responses => json!({"model": "fake-model", "instructions": messages[0]["content"],
+            "input": items(&messages[1..]), "store": false}),
     };
     serde_json::to_vec(&body).unwrap()
+}
+
+/// Chat Completions messages as Responses input items.
+fn items(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| match m["role"].as_str() {
+            Some("tool") => json!({"type": "function_call_output", "call_id": m["tool_call_id"],
+                "output": m["content"]}),
+            Some("assistant") if m.get("tool_calls").is_some() => {
+                let c = &m["tool_calls"][0];
+                json!({"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
+                    "arguments": c["function"]["arguments"]})
+            }
+            _ => json!({"type": "message", "role": m["role"], "content": m["content"]}),
+        })
+        .collect()
 }
 
 /// Chat Completions messages as Anthropic ones, the newest marked for caching.
@@ -99,6 +121,7 @@ async fn send(client: &reqwest::Client, base: &str, b: Vec<u8>, api: Api) -> Dur
     let path = match api {
         Api::Chat => "chat/completions",
         Api::Messages => "messages",
+        Api::Responses => "responses",
     };
     let t = Instant::now();
     let r = client
@@ -257,6 +280,14 @@ async fn run() {
             warm: 10,
         },
         Case {
+            name: "375 KB Responses session, one at a time",
+            api: Api::Responses,
+            bytes: 375_000,
+            concurrent: 1,
+            requests: 60,
+            warm: 10,
+        },
+        Case {
             name: "375 KB session, 32 concurrent",
             api: Api::Chat,
             bytes: 375_000,
@@ -291,7 +322,7 @@ async fn run() {
         let mut direct = Row::default();
         for (j, (t, base)) in targets.iter().enumerate() {
             // A peer named by PEER_URL speaks Chat Completions only.
-            if case.api == Api::Messages && j >= 3 {
+            if case.api != Api::Chat && j >= 3 {
                 continue;
             }
             let row = workload(&client, base, case, 10_000 * (i + 1) + 1_000 * j).await;
