@@ -1,7 +1,7 @@
 //! AI SDK `ModelMessage[]`: detected, decoded and encoded back to the same
 //! JSON; validated with the pairing rules; clipped results stay valid.
 
-use abridge_model::{Format, Part, Role, Wire, decode, decode_as, encode, validate};
+use abridge_model::{Format, Part, Role, Wire, decode, encode, validate};
 use serde_json::{Value, json};
 
 fn messages() -> Value {
@@ -136,22 +136,8 @@ fn every_corpus_conversation_converts_to_valid_model_messages_and_back() {
         let convs = abridge_model::decode(&std::fs::read(&path).unwrap()).unwrap();
         for (n, conv) in convs.iter().enumerate() {
             let at = format!("{} #{n}", path.display());
-            let ai = abridge_model::convert_to(conv, Wire::AiSdk)
-                .unwrap_or_else(|e| panic!("{at}: {e}"))
-                .conversation;
-            let messages = encode(&ai).unwrap();
-            let decoded = decode_as(&serde_json::to_vec(&messages).unwrap(), Some(Format::AiSdk))
-                .unwrap_or_else(|e| panic!("{at}: {e}"))
-                .remove(0);
-            assert_eq!(encode(&decoded).unwrap(), messages, "{at}: round trip");
-            let pending = usize::from(conv.format == Format::MiniSweAgent);
-            assert_eq!(
-                validate(&decoded).len(),
-                pending,
-                "{at}: {:?}",
-                validate(&decoded)
-            );
-            for m in messages.as_array().unwrap() {
+            let decoded = crate::common::through(conv, Wire::AiSdk, &at);
+            for m in encode(&decoded).unwrap().as_array().unwrap() {
                 match m["role"].as_str().unwrap() {
                     "system" => assert!(m["content"].is_string(), "{at}: {m}"),
                     "tool" => {
@@ -166,15 +152,6 @@ fn every_corpus_conversation_converts_to_valid_model_messages_and_back() {
                     _ => {}
                 }
             }
-            let back = abridge_model::convert_to(&decoded, Wire::from(conv.family))
-                .unwrap_or_else(|e| panic!("{at}: {e}"))
-                .conversation;
-            assert_eq!(
-                validate(&back).len(),
-                pending,
-                "{at}: back to {}",
-                conv.family
-            );
             converted += 1;
         }
     }

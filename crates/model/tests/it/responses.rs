@@ -3,7 +3,7 @@
 //! validate as the API pairs calls and outputs.
 
 use abridge_model::{
-    Arguments, ContentForm, Format, Part, Role, Rule, Wire, decode, decode_as, decode_value,
+    Arguments, ContentForm, Format, Part, Role, Rule, Wire, decode, decode_value,
     decode_wire_messages, detect, encode, validate,
 };
 use serde_json::{Value, json};
@@ -485,40 +485,16 @@ fn a_responses_history_converts_to_every_format_and_back() {
 
 #[test]
 fn every_corpus_conversation_converts_to_responses_input_and_back() {
-    use abridge_model::convert_to;
     let mut converted = 0;
     for path in crate::common::corpus_files() {
         let convs = decode(&std::fs::read(&path).unwrap()).unwrap();
         for (n, conv) in convs.iter().enumerate() {
             let at = format!("{} #{n}", path.display());
-            let pending = validate(conv).len();
-            let responses = convert_to(conv, Wire::Responses)
-                .unwrap_or_else(|e| panic!("{at}: {e}"))
-                .conversation;
-            let body = encode(&responses).unwrap_or_else(|e| panic!("{at}: {e}"));
-            let decoded = decode_as(&serde_json::to_vec(&body).unwrap(), Some(Format::Responses))
-                .unwrap_or_else(|e| panic!("{at}: {e}"))
-                .remove(0);
-            assert_eq!(encode(&decoded).unwrap(), body, "{at}: round trip");
-            assert_eq!(
-                validate(&decoded).len(),
-                pending,
-                "{at}: {:?}",
-                validate(&decoded)
-            );
+            let decoded = crate::common::through(conv, Wire::Responses, &at);
             assert_eq!(
                 decoded.iterations().len(),
                 conv.iterations().len(),
                 "{at}: one iteration per model turn"
-            );
-            let back = convert_to(&decoded, Wire::from(conv.family))
-                .unwrap_or_else(|e| panic!("{at}: {e}"))
-                .conversation;
-            assert_eq!(
-                validate(&back).len(),
-                pending,
-                "{at}: back to {}",
-                conv.family
             );
             converted += 1;
         }

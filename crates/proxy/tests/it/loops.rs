@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::CONFIG;
 use crate::support::{
-    OpenAiAgent, Setup, anthropic_loop, client, metric, metrics_text, openai_loop, start,
+    OpenAiAgent, Setup, anthropic_loop, client, metric, metrics_text, openai_loop, post_json, start,
 };
 
 fn options() -> ProviderOptions {
@@ -302,13 +302,7 @@ fn edited_history(edits: serde_json::Value) -> String {
 }
 
 async fn post_messages(setup: &Setup, body: &str) -> reqwest::Response {
-    client()
-        .post(format!("{}/v1/messages", setup.proxy))
-        .header("content-type", "application/json")
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap()
+    post_json(setup, "/v1/messages", body.to_owned()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,9 @@ use abridge_testkit::{ProviderOptions, body_hash};
 use serde_json::{Value, json};
 
 use crate::CONFIG;
-use crate::support::{LoopLog, Setup, client, file_content, metric, metrics_text, start};
+use crate::support::{
+    LoopLog, Setup, client, file_content, metric, metrics_text, post_json, start,
+};
 
 fn options() -> ProviderOptions {
     ProviderOptions {
@@ -148,13 +150,7 @@ async fn the_prompt_cache_key_keeps_threads_that_start_alike_apart() {
 }
 
 async fn post(setup: &Setup, body: &Value) -> reqwest::Response {
-    client()
-        .post(format!("{}/v1/responses", setup.proxy))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
+    post_json(setup, "/v1/responses", body.to_string()).await
 }
 
 /// A history over the trigger, as a Codex-shaped agent built it.

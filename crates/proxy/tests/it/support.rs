@@ -107,6 +107,17 @@ pub(crate) fn client() -> reqwest::Client {
     abridge_llm::client_builder().build().unwrap()
 }
 
+/// Posts `body` as JSON to `path` of the proxy.
+pub(crate) async fn post_json(setup: &Setup, path: &str, body: String) -> reqwest::Response {
+    client()
+        .post(format!("{}{path}", setup.proxy))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// An agent speaking Chat Completions: its history grows by a tool call
 /// and its ~600-token result per turn.
 pub(crate) struct OpenAiAgent {
