@@ -49,7 +49,6 @@ pub(super) fn to_openai(conv: &Conversation, w: &mut Warnings) -> Result<Convers
     out.format = Format::OpenAi;
     out.key_order.clear();
     out.extra = envelope(&conv.extra, "max_output_tokens", "max_completion_tokens", w);
-    out.extra.remove("input");
     out.tools = tools(conv.tools.as_deref(), Family::OpenAi, w)?;
     for (i, m) in conv.messages.iter().enumerate() {
         item_to_chat(i, m, &mut out.messages, w)?;
