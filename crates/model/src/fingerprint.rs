@@ -157,10 +157,13 @@ impl Feed {
         }
     }
 
+    /// Fields but cache markers and nulls: a `null` says no more than an
+    /// absent field (the Responses codec leaves one in the slot of each
+    /// field it models, which a message the engine wrote has not).
     fn extra(&mut self, e: &Extra) {
-        let hashed = |k: &&String| k.as_str() != CACHE_CONTROL;
-        self.len(e.keys().filter(hashed).count());
-        for (k, v) in e.iter().filter(|(k, _)| hashed(k)) {
+        let hashed = |(k, v): &(&String, &Value)| k.as_str() != CACHE_CONTROL && !v.is_null();
+        self.len(e.iter().filter(hashed).count());
+        for (k, v) in e.iter().filter(hashed) {
             self.str(k);
             self.value(v);
         }

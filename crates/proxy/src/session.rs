@@ -220,7 +220,7 @@ impl SessionState {
     pub(crate) fn record(&self) -> SessionRecord {
         SessionRecord {
             id: self.id.0.clone(),
-            family: self.wire.family(),
+            wire: self.wire,
             model: self.compactor.config().model.clone(),
             carryover: self.continuity.carryover().cloned(),
             calibration: self.compactor.calibration(),

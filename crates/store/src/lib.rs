@@ -172,12 +172,22 @@ impl Snapshot {
     }
 
     fn decode(&self, body: &Value, what: &str) -> Result<Conversation> {
-        let format = abridge::model::Conversation::new(self.entry.family).format;
+        let format = stored_format(self.entry.family, body);
         let mut convs = decode_value(body.clone(), format).map_err(|e| Error::Corrupt {
             id: self.entry.id,
             what: format!("stored {what} does not decode: {e}"),
         })?;
         Ok(convs.remove(0))
+    }
+}
+
+/// The format of a stored body of `family`: the one it shows (a Responses
+/// body or AI SDK messages are of the OpenAI family), else the family's
+/// request body.
+pub(crate) fn stored_format(family: Family, body: &Value) -> abridge::model::Format {
+    match abridge::model::detect(body) {
+        Ok(format) if format.family() == family => format,
+        _ => abridge::model::Conversation::new(family).format,
     }
 }
 

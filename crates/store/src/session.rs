@@ -2,7 +2,7 @@
 //! carries over and the calibration it learned, so a restarted proxy (or
 //! another replica) sends the same compacted prefix.
 
-use abridge::model::{Conversation, Family, decode_value, encode};
+use abridge::model::{Conversation, Family, Wire, decode_value, encode};
 use abridge::{Calibration, Carryover, PrefixKey, SnapshotData, SnapshotId};
 use rusqlite::{OptionalExtension, params};
 
@@ -13,8 +13,9 @@ use crate::{Error, Result, Store};
 pub struct SessionRecord {
     /// The session id: a digest, never a credential.
     pub id: String,
-    /// Wire family of its requests.
-    pub family: Family,
+    /// Wire format of its requests (stored as its family; a Responses
+    /// session is told by its carried body).
+    pub wire: Wire,
     /// Model of its requests.
     pub model: Option<String>,
     /// The compaction carried over to the next request, if any.
@@ -47,9 +48,10 @@ pub trait SessionStore: Send {
     }
 }
 
-/// A carryover's messages as a wire body of `family`, for storage.
-pub(crate) fn carried_body(family: Family, carry: &Carryover) -> Result<String> {
-    let mut conv = Conversation::new(family);
+/// A carryover's messages as a request body of `wire`, for storage.
+pub(crate) fn carried_body(wire: Wire, carry: &Carryover) -> Result<String> {
+    let mut conv = Conversation::new(wire.family());
+    conv.format = wire.format();
     conv.messages = carry.messages().to_vec();
     encode(&conv)
         .map(|v| v.to_string())
@@ -59,23 +61,26 @@ pub(crate) fn carried_body(family: Family, carry: &Carryover) -> Result<String> 
         })
 }
 
-/// A carryover back from its stored parts.
+/// A carryover back from its stored parts, and the wire format of its body.
 pub(crate) fn carryover_from(
     id: &str,
     family: Family,
     source: PrefixKey,
     body: &str,
     tokens: u64,
-) -> Result<Carryover> {
+) -> Result<(Carryover, Wire)> {
     let corrupt = |what: String| Error::CorruptSession {
         id: id.to_owned(),
         what,
     };
     let value = serde_json::from_str(body).map_err(|e| corrupt(format!("body: {e}")))?;
-    let format = Conversation::new(family).format;
+    let format = crate::stored_format(family, &value);
     let mut convs = decode_value(value, format).map_err(|e| corrupt(format!("body: {e}")))?;
     let messages = convs.pop().map(|c| c.messages).unwrap_or_default();
-    Ok(Carryover::from_parts(source, messages, tokens))
+    Ok((
+        Carryover::from_parts(source, messages, tokens),
+        Wire::of(format),
+    ))
 }
 
 impl SessionStore for Store {
@@ -175,12 +180,12 @@ pub(crate) struct StoredParts {
 /// The columns of `record`.
 pub(crate) fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
     let body = match &record.carryover {
-        Some(c) => Some(carried_body(record.family, c)?),
+        Some(c) => Some(carried_body(record.wire, c)?),
         None => None,
     };
     let carry = record.carryover.as_ref();
     Ok(StoredParts {
-        family: record.family.as_str().to_owned(),
+        family: record.wire.family().as_str().to_owned(),
         model: record.model.clone(),
         version: record.version,
         len: carry.map(|c| c.source().len as i64),
@@ -206,25 +211,20 @@ pub(crate) fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord>
         .map_err(|e| corrupt(format!("family: {e}")))?;
     let calibration = serde_json::from_str(&parts.calibration)
         .map_err(|e| corrupt(format!("calibration: {e}")))?;
-    let carryover = match (parts.len, parts.fingerprint, parts.tokens, parts.body) {
+    let (carryover, wire) = match (parts.len, parts.fingerprint, parts.tokens, parts.body) {
         (Some(len), Some(fp), Some(tokens), Some(body)) => {
             let source = PrefixKey {
                 len: len.max(0) as usize,
                 fingerprint: fp as u64,
             };
-            Some(carryover_from(
-                id,
-                family,
-                source,
-                &body,
-                tokens.max(0) as u64,
-            )?)
+            let (carry, wire) = carryover_from(id, family, source, &body, tokens.max(0) as u64)?;
+            (Some(carry), wire)
         }
-        _ => None,
+        _ => (None, Wire::from(family)),
     };
     Ok(SessionRecord {
         id: id.to_owned(),
-        family,
+        wire,
         model: parts.model,
         carryover,
         calibration,

@@ -235,12 +235,27 @@ fn retention_keeps_the_store_bounded() {
 
 #[test]
 fn a_session_round_trips_with_its_carryover_and_version() {
+    use abridge::model::{Wire, convert_to};
+    // A Responses session is stored under the OpenAI family, its carried
+    // prefix as Responses input (reasoning, turns and instructions intact).
+    let converted = convert_to(&conv(), Wire::Responses).unwrap().conversation;
+    // As a client sends it: decoded from its body.
+    let body = abridge::model::encode(&converted).unwrap();
+    let responses = abridge::model::decode_value(body, abridge::model::Format::Responses)
+        .unwrap()
+        .remove(0);
+    for history in [conv(), responses] {
+        let wire = Wire::of(history.format);
+        session_round_trip(history, wire);
+    }
+}
+
+fn session_round_trip(history: abridge::model::Conversation, wire: abridge::model::Wire) {
     use abridge::{Calibration, Carryover, Continuity, PrefixKey};
     use abridge_store::{SessionRecord, SessionStore};
 
     let mut store = Store::in_memory().unwrap();
     assert!(store.load_session("s1").unwrap().is_none());
-    let history = conv();
     let mut compactor = compactor();
     let mut continuity = Continuity::new();
     let out = continuity
@@ -252,7 +267,7 @@ fn a_session_round_trips_with_its_carryover_and_version() {
     calibration.observe(1000, 1300);
     let mut record = SessionRecord {
         id: "s1".into(),
-        family: history.family,
+        wire,
         model: history.model.clone(),
         carryover: Some(carry),
         calibration,
@@ -264,17 +279,28 @@ fn a_session_round_trips_with_its_carryover_and_version() {
     let loaded = store.load_session("s1").unwrap().unwrap();
     assert_eq!(loaded.version, 2);
     assert_eq!(
-        (&loaded.id, loaded.family, &loaded.model),
-        (&record.id, record.family, &record.model)
+        (&loaded.id, loaded.wire, &loaded.model),
+        (&record.id, record.wire, &record.model)
     );
     assert_eq!(loaded.calibration, record.calibration);
-    // What is sent comes back byte for byte (meta, which is not sent, is not stored).
+    // What is sent comes back byte for byte, its turns as they were
+    // (meta that is not sent, such as a briefing's mark, is not stored).
     let (a, b) = (
         loaded.carryover.as_ref().unwrap(),
         record.carryover.take().unwrap(),
     );
     assert_eq!((a.source(), a.tokens()), (b.source(), b.tokens()));
-    assert_eq!(PrefixKey::of(a.messages()), PrefixKey::of(b.messages()));
+    assert_eq!(
+        PrefixKey::of(a.messages()),
+        PrefixKey::of(b.messages()),
+        "{wire}"
+    );
+    let sent = |messages: &[abridge::model::Message]| {
+        let mut c = history.clone_envelope();
+        c.messages = messages.to_vec();
+        (abridge::model::encode(&c).unwrap(), c.iterations())
+    };
+    assert_eq!(sent(a.messages()), sent(b.messages()), "{wire}");
     // The reloaded carryover still applies to the history it came from.
     assert!(loaded.carryover.unwrap().applies_to(&history));
 }

@@ -217,3 +217,56 @@ async fn the_providers_compaction_takes_the_history_over() {
     assert!(resp.headers().get("x-abridge-compacted").is_some());
     setup.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_proxy_resumes_a_responses_session_and_shows_its_snapshots() {
+    use abridge_store::{SnapshotStore, Store};
+
+    let dir = std::env::temp_dir().join(format!("abridge-responses-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let store = || Some(Box::new(Store::open(&path).unwrap()) as Box<_>);
+    let provider = abridge_testkit::Provider::start(options()).await;
+
+    let (url, stop, done) = crate::support::proxy_for(&provider.url, CONFIG, store()).await;
+    let mut agent = ResponsesAgent::new("thread-resume");
+    let mut log = LoopLog::default();
+    for _ in 0..30 {
+        log.note(&agent.step(&url).await);
+    }
+    assert!(log.compacted > 0);
+    let _ = stop.send(());
+    done.await.unwrap();
+
+    // The carried prefix comes back from the store as Responses input.
+    let (url, stop, done) = crate::support::proxy_for(&provider.url, CONFIG, store()).await;
+    log.note(&agent.step(&url).await);
+    let _ = stop.send(());
+    done.await.unwrap();
+    assert!(log.sessions.iter().all(|s| s == &log.sessions[0]));
+    let resumed = provider.report().requests.last().unwrap().clone();
+    assert!(
+        resumed.violations.is_empty() && !resumed.over_limit,
+        "{resumed:?}"
+    );
+    assert_eq!(resumed.altered_reasoning, 0);
+    assert_eq!(
+        resumed.prefix_kept,
+        Some(true),
+        "the first request after the restart extends the last one before it"
+    );
+
+    // Its snapshots decode as the Responses bodies they are.
+    let store = Store::open(&path).unwrap();
+    let entries = store.list(100).unwrap();
+    assert!(!entries.is_empty());
+    for e in entries {
+        let snapshot = store.get(e.id).unwrap();
+        let before = snapshot.history().unwrap();
+        let after = snapshot.compacted().unwrap();
+        assert_eq!(before.format, abridge::model::Format::Responses);
+        assert!(after.messages.len() < before.messages.len() + 2);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
