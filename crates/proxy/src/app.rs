@@ -260,11 +260,7 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
         }
         if let Some((store, mut request)) = log {
             request.usage = prompt;
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = crate::rewrite::lock(&store).record_request(&request) {
-                    tracing::warn!(error = %e, "cannot log the request");
-                }
-            });
+            store.log_request(request);
         }
     }))
 }

@@ -33,10 +33,11 @@ mod metrics;
 mod raw;
 mod rewrite;
 mod session;
+mod store;
 mod usage;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use abridge_store::SessionStore;
 
@@ -46,6 +47,9 @@ pub use error::{Error, Result};
 pub use metrics::{Decoded, Metrics, Passthrough, Route};
 pub use session::{CREDENTIAL_HEADERS, SESSION_HEADER, SessionId};
 pub use usage::UsageTap;
+
+/// Longest a stopping proxy waits for its queued store writes.
+const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A configured proxy, ready to serve.
 pub struct Proxy {
@@ -65,11 +69,12 @@ impl Proxy {
     /// (`None`: in memory only). Must be called inside a tokio runtime.
     pub fn new(config: ProxyConfig, store: Option<Box<dyn SessionStore>>) -> Result<Proxy> {
         config.check()?;
+        let metrics = Arc::new(Metrics::new());
         let app = app::App {
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(config.serve.max_sessions),
-            store: store.map(|s| Arc::new(Mutex::new(s))),
-            metrics: Arc::new(Metrics::new()),
+            store: store.map(|s| Arc::new(store::StoreWorker::start(s, metrics.clone()))),
+            metrics,
             handle: tokio::runtime::Handle::try_current()
                 .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,
             config,
@@ -89,9 +94,20 @@ impl Proxy {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        axum::serve(listener, self.router())
+        let served = axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await
-            .map_err(Error::Serve)
+            .map_err(Error::Serve);
+        if let Some(store) = self.app.store.clone() {
+            // What the sessions learned goes to the store before the proxy ends.
+            let flushed = tokio::task::spawn_blocking(move || store.flush(FLUSH_LIMIT)).await;
+            if !matches!(flushed, Ok(true)) {
+                tracing::warn!(
+                    limit_s = FLUSH_LIMIT.as_secs(),
+                    "the store did not take every queued write before shutdown"
+                );
+            }
+        }
+        served
     }
 }

@@ -125,6 +125,8 @@ pub struct Metrics {
     tokens_saved: Counter,
     retries: Counter,
     disconnects: Counter,
+    store_timeouts: Counter,
+    store_dropped: Counter,
     added_latency: Histogram,
     upstream_latency: Histogram,
     active_sessions: Gauge,
@@ -153,6 +155,8 @@ impl Metrics {
             tokens_saved: Counter::default(),
             retries: Counter::default(),
             disconnects: Counter::default(),
+            store_timeouts: Counter::default(),
+            store_dropped: Counter::default(),
             // 50 µs … ~1.6 s
             added_latency: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
             // 1 ms … ~65 s
@@ -219,6 +223,16 @@ impl Metrics {
             "overflow_retries",
             "Requests compacted harder and retried after the upstream refused them as too long",
             self.retries.clone(),
+        );
+        r.register(
+            "store_timeouts",
+            "Waits on the store that ran out: the request went on with the session in memory",
+            self.store_timeouts.clone(),
+        );
+        r.register(
+            "store_dropped",
+            "Store writes dropped because its queue was full",
+            self.store_dropped.clone(),
         );
         r.register(
             "client_disconnects",
@@ -303,6 +317,16 @@ impl Metrics {
     /// A request was retried after an overflow.
     pub fn retry(&self) {
         self.retries.inc();
+    }
+
+    /// A wait on the store ran out.
+    pub fn store_timeout(&self) {
+        self.store_timeouts.inc();
+    }
+
+    /// A store write was dropped (its queue was full).
+    pub fn store_dropped(&self) {
+        self.store_dropped.inc();
     }
 
     /// A client went away mid-response.

@@ -3,17 +3,14 @@
 //! trigger fires, and the body to send.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use abridge::background::Preparer;
 use abridge::model::{
     Conversation, Part, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
-use abridge::{
-    AttemptOutcome, Compactor, Continuity, Report, SnapshotData, SnapshotError, SnapshotId,
-    SnapshotSink,
-};
-use abridge_store::{RequestRecord, SessionStore};
+use abridge::{AttemptOutcome, Compactor, Continuity, Report};
+use abridge_store::RequestRecord;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use xxhash_rust::xxh3::Xxh3;
@@ -26,9 +23,10 @@ use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, session_config,
     tail_of,
 };
+use crate::store::{SessionSink, StoreWorker};
 
-/// The store shared by every session.
-pub(crate) type SharedStore = Arc<Mutex<Box<dyn SessionStore>>>;
+/// The store shared by every session, on a thread of its own.
+pub(crate) type SharedStore = Arc<StoreWorker>;
 
 /// The outcome of preparing one request.
 #[derive(Debug, Default)]
@@ -198,7 +196,7 @@ impl Context<'_> {
     }
 
     fn refresh_if_shared(&self, state: &mut SessionState) {
-        if self.store.is_some_and(|s| lock(s).shared()) {
+        if self.store.is_some_and(|s| s.shared()) {
             self.refresh(state);
         }
     }
@@ -260,7 +258,7 @@ impl Context<'_> {
             continuity: Continuity::new(),
             preparer,
             usage: Arc::default(),
-            version: 0,
+            version: Arc::default(),
             raw: None,
         };
         self.refresh(&mut state);
@@ -275,24 +273,25 @@ impl Context<'_> {
         let Some(store) = self.store else {
             return;
         };
-        let mut store = lock(store);
-        let newer = match store.session_version(&state.id.0) {
-            Ok(v) => v.is_some_and(|v| v != state.version),
-            Err(e) => {
+        // A store that does not answer in time leaves the state in memory as it is.
+        let newer = match store.version(&state.id.0) {
+            Some(Ok(v)) => v.is_some_and(|v| v != state.version()),
+            Some(Err(e)) => {
                 tracing::warn!(session = %state.id, error = %e, "cannot read the session's version");
                 false
             }
+            None => false,
         };
         if !newer {
             return;
         }
-        match store.load_session(&state.id.0) {
-            Ok(Some(record)) => {
+        match store.load(&state.id.0) {
+            Some(Ok(Some(record))) => {
                 state.adopt(record);
-                tracing::debug!(session = %state.id, version = state.version, "session loaded from the store");
+                tracing::debug!(session = %state.id, version = state.version(), "session loaded from the store");
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(session = %state.id, error = %e, "cannot load session"),
+            Some(Ok(None)) | None => {}
+            Some(Err(e)) => tracing::warn!(session = %state.id, error = %e, "cannot load session"),
         }
     }
 
@@ -468,10 +467,7 @@ impl Context<'_> {
         let Some(store) = self.store else {
             return;
         };
-        match lock(store).save_session(&state.record()) {
-            Ok(v) => state.version = v,
-            Err(e) => tracing::warn!(session = %state.id, error = %e, "cannot store session"),
-        }
+        store.save(state.record(), state.version.clone());
     }
 
     fn encode(&self, mut conv: Conversation) -> Option<Bytes> {
@@ -575,22 +571,4 @@ fn server_state(conv: &Conversation) -> Option<&'static str> {
 /// An Anthropic `compaction` block, or a Responses `compaction` item.
 fn is_compaction_block(p: &Part) -> bool {
     matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
-}
-
-pub(crate) fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Box<dyn SessionStore>> {
-    store.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Records a session's compactions in the shared store.
-struct SessionSink {
-    store: SharedStore,
-    session: String,
-}
-
-impl SnapshotSink for SessionSink {
-    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
-        lock(&self.store)
-            .record_snapshot(&self.session, snapshot)
-            .map_err(SnapshotError::new)
-    }
 }

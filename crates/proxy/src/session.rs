@@ -1,6 +1,6 @@
 //! Sessions: who a request belongs to, and what is remembered per session.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
@@ -111,8 +111,9 @@ pub(crate) struct SessionState {
     pub(crate) preparer: Option<Preparer>,
     /// Usage reported by the last response.
     pub(crate) usage: Arc<LastUsage>,
-    /// The stored version this state matches (0: never stored).
-    pub(crate) version: i64,
+    /// The stored version this state matches (0: never stored), set by the
+    /// store's thread when a save is written.
+    pub(crate) version: Arc<AtomicI64>,
     /// The last body's shape and its decoded history, to recognise the next.
     pub(crate) raw: Option<RawState>,
 }
@@ -214,7 +215,12 @@ impl SessionState {
             Some(c) => Continuity::resume(c),
             None => Continuity::new(),
         };
-        self.version = record.version;
+        self.version.store(record.version, Ordering::Relaxed);
+    }
+
+    /// The stored version this state matches.
+    pub(crate) fn version(&self) -> i64 {
+        self.version.load(Ordering::Relaxed)
     }
 
     pub(crate) fn record(&self) -> SessionRecord {
@@ -224,7 +230,7 @@ impl SessionState {
             model: self.compactor.config().model.clone(),
             carryover: self.continuity.carryover().cloned(),
             calibration: self.compactor.calibration(),
-            version: self.version,
+            version: self.version(),
         }
     }
 }

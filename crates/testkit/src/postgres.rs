@@ -95,8 +95,49 @@ impl Postgres {
     }
 }
 
+impl Postgres {
+    /// Stops the server — the postmaster and every backend it forked — with
+    /// `SIGSTOP`, as a database that hangs: connections stay open, queries wait.
+    pub fn pause(&self) -> Result<(), String> {
+        self.signal("-STOP")
+    }
+
+    /// Lets a paused server go on (`SIGCONT`).
+    pub fn resume(&self) -> Result<(), String> {
+        self.signal("-CONT")
+    }
+
+    fn signal(&self, sig: &str) -> Result<(), String> {
+        let pid_file = self.dir.join("data").join("postmaster.pid");
+        let text = std::fs::read_to_string(&pid_file).map_err(|e| e.to_string())?;
+        let postmaster = text.lines().next().unwrap_or_default().trim().to_owned();
+        let mut pids = vec![postmaster.clone()];
+        pids.extend(children_of(&postmaster));
+        run(Command::new("kill").arg(sig).args(&pids))
+    }
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // pid (comm) state ppid …: the comm may hold spaces, so read after its ')'.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            (ppid == pid).then_some(name)
+        })
+        .collect()
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
+        // A test that failed while the server was paused leaves it stopped.
+        let _ = self.resume();
         let data = self.dir.join("data");
         let _ = self.tool("pg_ctl", &["stop", "-m", "immediate", "-D", path(&data)]);
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -140,3 +140,114 @@ async fn two_replicas_on_postgres_send_the_same_prefixes() {
     .await
     .unwrap();
 }
+
+/// Four agents' sessions on two replicas sharing PostgreSQL, whose server is
+/// stopped (`SIGSTOP`, postmaster and backends) for 5 seconds mid-run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_database_stalls_no_request_and_the_sessions_are_saved_after() {
+    use std::time::{Duration, Instant};
+
+    let pg = match tokio::task::spawn_blocking(Postgres::start).await.unwrap() {
+        Ok(pg) => std::sync::Arc::new(pg),
+        Err(why) => {
+            eprintln!("skipped: {why} (.ci/run installs Debian's postgresql)");
+            return;
+        }
+    };
+    let provider = Provider::start(ProviderOptions {
+        max_tokens: Some(6000),
+        ..ProviderOptions::default()
+    })
+    .await;
+    let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
+    let replicas = [
+        proxy_for(&provider.url, CONFIG, store().await).await,
+        proxy_for(&provider.url, CONFIG, store().await).await,
+    ];
+    let names = ["s0", "s1", "s2", "s3"];
+    let mut agents: Vec<OpenAiAgent> = names.iter().map(|_| OpenAiAgent::new(false)).collect();
+    let mut logs: Vec<LoopLog> = names.iter().map(|_| LoopLog::default()).collect();
+    let headers = |k: usize| {
+        [
+            ("x-abridge-session", names[k]),
+            ("x-fake-session", names[k]),
+        ]
+    };
+
+    // Before: each session alternates replicas; the slowest request is the baseline.
+    let mut baseline = Duration::ZERO;
+    for turn in 0..8 {
+        for k in 0..agents.len() {
+            let proxy = &replicas[(turn + k) % 2].0;
+            let t = Instant::now();
+            logs[k].note(&agents[k].step(proxy, &headers(k)).await);
+            baseline = baseline.max(t.elapsed());
+        }
+    }
+
+    // The database stops for 5 s; each session keeps to one replica meanwhile.
+    let paused = pg.clone();
+    tokio::task::spawn_blocking(move || paused.pause().unwrap())
+        .await
+        .unwrap();
+    let stopped = Instant::now();
+    let mut during = (0, Duration::ZERO);
+    while stopped.elapsed() < Duration::from_secs(5) {
+        for k in 0..agents.len() {
+            let t = Instant::now();
+            logs[k].note(&agents[k].step(&replicas[k % 2].0, &headers(k)).await);
+            during = (during.0 + 1, during.1.max(t.elapsed()));
+        }
+    }
+    let resumed = pg.clone();
+    tokio::task::spawn_blocking(move || resumed.resume().unwrap())
+        .await
+        .unwrap();
+    assert!(during.0 >= 8, "{} requests during the pause", during.0);
+    assert!(
+        during.1 <= baseline + Duration::from_secs(1),
+        "slowest request during the pause {:?}, before it {baseline:?}",
+        during.1
+    );
+    for k in 0..agents.len() {
+        logs[k].note(&agents[k].step(&replicas[k % 2].0, &headers(k)).await);
+    }
+    // Stopping flushes each replica's queued writes.
+    for (_, stop, done) in replicas {
+        let _ = stop.send(());
+        done.await.unwrap();
+    }
+
+    // A new replica takes every session up where it was: its stored state
+    // is the latest, so the next request extends the last one sent.
+    let c = proxy_for(&provider.url, CONFIG, store().await).await;
+    for k in 0..agents.len() {
+        let before = logs[k].compacted;
+        logs[k].note(&agents[k].step(&c.0, &headers(k)).await);
+        let last = provider.report().requests.last().unwrap().clone();
+        assert!(last.violations.is_empty() && !last.over_limit, "{last:?}");
+        if logs[k].compacted == before {
+            assert_eq!(
+                last.prefix_kept,
+                Some(true),
+                "session {k} resumed from the store"
+            );
+        }
+    }
+    let _ = c.1.send(());
+    c.2.await.unwrap();
+    let requests = provider.report().requests;
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.violations.is_empty() && !r.over_limit)
+    );
+    for (k, log) in logs.iter().enumerate() {
+        assert!(log.compacted > 0, "session {k} compacted");
+        assert!(log.sessions.iter().all(|s| *s == log.sessions[0]));
+    }
+    eprintln!(
+        "database stopped 5 s: {} requests answered, slowest {:?} (before: {baseline:?})",
+        during.0, during.1
+    );
+}

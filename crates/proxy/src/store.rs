@@ -1,0 +1,265 @@
+//! The store, kept off the request path: one thread owns it and works
+//! through a queue, so a slow or stopped database never stalls a request.
+//!
+//! Writes (sessions, snapshots, the request log) are queued and the request
+//! goes on. A read (a session's stored version, its record) and a snapshot
+//! whose id goes into the report wait at most [`WAIT`]; past it, the
+//! request goes on with the state in memory and the job still runs when
+//! the database answers, in order, so every session reaches the store at
+//! its latest version. While a job has been running longer than [`WAIT`],
+//! reads do not wait at all.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use abridge::model::Conversation;
+use abridge::{Config, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
+use abridge_store::{RequestRecord, SessionRecord, SessionStore};
+
+use crate::metrics::Metrics;
+
+/// Longest a request waits on the store.
+pub(crate) const WAIT: Duration = Duration::from_millis(250);
+
+/// Jobs queued at most; past it, writes are dropped (and counted).
+const QUEUE: usize = 4096;
+
+/// A snapshot, owned, to be written on the store's thread.
+struct OwnedSnapshot {
+    source: String,
+    before: Conversation,
+    after: Conversation,
+    config: Config,
+    report: Report,
+}
+
+type Reply<T> = SyncSender<abridge_store::Result<T>>;
+
+enum Job {
+    Snapshot(Box<OwnedSnapshot>, Reply<SnapshotId>),
+    Save(Box<SessionRecord>, Arc<AtomicI64>),
+    Version(String, Reply<Option<i64>>),
+    Load(String, Reply<Option<SessionRecord>>),
+    Request(Box<RequestRecord>),
+    /// Answered once every job queued before it is done.
+    Flush(SyncSender<()>),
+}
+
+/// The proxy's handle on its store.
+pub(crate) struct StoreWorker {
+    jobs: SyncSender<Job>,
+    shared: bool,
+    /// When the running job started (ms since `epoch`; 0: idle).
+    busy_since: Arc<AtomicU64>,
+    epoch: Instant,
+    metrics: Arc<Metrics>,
+    /// Whether the last wait ran out (said once per stall in the log).
+    stalled: Mutex<bool>,
+}
+
+impl std::fmt::Debug for StoreWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreWorker")
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreWorker {
+    /// Moves `store` to a thread of its own.
+    pub(crate) fn start(store: Box<dyn SessionStore>, metrics: Arc<Metrics>) -> StoreWorker {
+        let (jobs, queue) = sync_channel(QUEUE);
+        let busy_since = Arc::new(AtomicU64::new(0));
+        let epoch = Instant::now();
+        let shared = store.shared();
+        let busy = busy_since.clone();
+        std::thread::Builder::new()
+            .name("abridge-store".into())
+            .spawn(move || work(store, queue, busy, epoch))
+            .map_err(|e| tracing::error!(error = %e, "cannot start the store's thread"))
+            .ok();
+        StoreWorker {
+            jobs,
+            shared,
+            busy_since,
+            epoch,
+            metrics,
+            stalled: Mutex::new(false),
+        }
+    }
+
+    /// True when other processes write to the same store (replicas).
+    pub(crate) fn shared(&self) -> bool {
+        self.shared
+    }
+
+    /// The stored version of a session; `None` when the store did not answer in time.
+    pub(crate) fn version(&self, id: &str) -> Option<abridge_store::Result<Option<i64>>> {
+        self.ask(|reply| Job::Version(id.to_owned(), reply))
+    }
+
+    /// A stored session; `None` when the store did not answer in time.
+    pub(crate) fn load(&self, id: &str) -> Option<abridge_store::Result<Option<SessionRecord>>> {
+        self.ask(|reply| Job::Load(id.to_owned(), reply))
+    }
+
+    /// Queues a session's save; `version` takes the stored version once written.
+    pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) {
+        self.queue(Job::Save(Box::new(record), version));
+    }
+
+    /// Queues a request log row.
+    pub(crate) fn log_request(&self, request: RequestRecord) {
+        self.queue(Job::Request(Box::new(request)));
+    }
+
+    /// Waits (at most `limit`) until every queued job is done: at shutdown,
+    /// so that what a stopped proxy knew is in the store.
+    pub(crate) fn flush(&self, limit: Duration) -> bool {
+        let (done, wait) = sync_channel(1);
+        self.jobs.send(Job::Flush(done)).is_ok() && wait.recv_timeout(limit).is_ok()
+    }
+
+    fn queue(&self, job: Job) {
+        match self.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.metrics.store_dropped();
+                tracing::warn!("the store's queue is full: a write was dropped");
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                tracing::warn!("the store's thread is gone: a write was dropped");
+            }
+        }
+    }
+
+    /// Sends a job that answers, and waits for the answer at most [`WAIT`]
+    /// (not at all while the store is stalled on an earlier job).
+    fn ask<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Option<abridge_store::Result<T>> {
+        if self.stalled_now() {
+            self.metrics.store_timeout();
+            return None;
+        }
+        let (reply, answer) = sync_channel(1);
+        if self.jobs.try_send(job(reply)).is_err() {
+            self.metrics.store_timeout();
+            return None;
+        }
+        let answered = answer.recv_timeout(WAIT).ok();
+        self.note(answered.is_some());
+        if answered.is_none() {
+            self.metrics.store_timeout();
+        }
+        answered
+    }
+
+    /// True while a job has run longer than [`WAIT`].
+    fn stalled_now(&self) -> bool {
+        let since = self.busy_since.load(Ordering::Relaxed);
+        let now = self.epoch.elapsed().as_millis() as u64;
+        since != 0 && now.saturating_sub(since) > WAIT.as_millis() as u64
+    }
+
+    /// Logs the start and the end of a stall, once each.
+    fn note(&self, answered: bool) {
+        let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        if *stalled == answered {
+            *stalled = !answered;
+            if answered {
+                tracing::info!("the store answers again; queued writes are being saved");
+            } else {
+                tracing::warn!(
+                    wait_ms = WAIT.as_millis() as u64,
+                    "the store did not answer in time; going on with the sessions in memory"
+                );
+            }
+        }
+    }
+}
+
+/// The store's thread: runs jobs in order until the proxy is gone.
+fn work(
+    mut store: Box<dyn SessionStore>,
+    queue: Receiver<Job>,
+    busy_since: Arc<AtomicU64>,
+    epoch: Instant,
+) {
+    for job in queue {
+        let now = epoch.elapsed().as_millis() as u64;
+        busy_since.store(now.max(1), Ordering::Relaxed);
+        match job {
+            Job::Snapshot(s, reply) => {
+                let data = SnapshotData {
+                    before: &s.before,
+                    after: &s.after,
+                    config: &s.config,
+                    report: &s.report,
+                };
+                let _ = reply.try_send(store.record_snapshot(&s.source, &data));
+            }
+            Job::Save(record, version) => match store.save_session(&record) {
+                Ok(v) => version.store(v, Ordering::Relaxed),
+                Err(e) => tracing::warn!(session = %record.id, error = %e, "cannot store session"),
+            },
+            Job::Version(id, reply) => {
+                let _ = reply.try_send(store.session_version(&id));
+            }
+            Job::Load(id, reply) => {
+                let _ = reply.try_send(store.load_session(&id));
+            }
+            Job::Request(request) => {
+                if let Err(e) = store.record_request(&request) {
+                    tracing::warn!(error = %e, "cannot log the request");
+                }
+            }
+            Job::Flush(done) => {
+                let _ = done.try_send(());
+            }
+        }
+        busy_since.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Records a session's compactions through the store's thread.
+pub(crate) struct SessionSink {
+    pub(crate) store: Arc<StoreWorker>,
+    pub(crate) session: String,
+}
+
+impl SnapshotSink for SessionSink {
+    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+        let owned = OwnedSnapshot {
+            source: self.session.clone(),
+            before: snapshot.before.clone(),
+            after: snapshot.after.clone(),
+            config: snapshot.config.clone(),
+            report: snapshot.report.clone(),
+        };
+        match self
+            .store
+            .ask(|reply| Job::Snapshot(Box::new(owned), reply))
+        {
+            Some(Ok(id)) => Ok(id),
+            Some(Err(e)) => Err(SnapshotError::new(e)),
+            None => Err(SnapshotError::new(Late)),
+        }
+    }
+}
+
+/// A snapshot queued behind a store that did not answer in time.
+#[derive(Debug)]
+struct Late;
+
+impl std::fmt::Display for Late {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the store did not answer within {} ms: the snapshot is saved when it does, without its id in this report",
+            WAIT.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for Late {}
