@@ -9,13 +9,14 @@ use abridge_testkit::{Postgres, Provider, ProviderOptions};
 use crate::CONFIG;
 use crate::support::{LoopLog, OpenAiAgent, proxy_for};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_replicas_on_postgres_send_the_same_prefixes() {
+/// A PostgreSQL server and a provider that checks requests against 6,000
+/// tokens; `None` (the test skips) where PostgreSQL is not installed.
+async fn postgres_and_provider() -> Option<(std::sync::Arc<Postgres>, Provider)> {
     let pg = match tokio::task::spawn_blocking(Postgres::start).await.unwrap() {
-        Ok(pg) => pg,
+        Ok(pg) => std::sync::Arc::new(pg),
         Err(why) => {
             eprintln!("skipped: {why} (.ci/run installs Debian's postgresql)");
-            return;
+            return None;
         }
     };
     let provider = Provider::start(ProviderOptions {
@@ -23,6 +24,14 @@ async fn two_replicas_on_postgres_send_the_same_prefixes() {
         ..ProviderOptions::default()
     })
     .await;
+    Some((pg, provider))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_postgres_send_the_same_prefixes() {
+    let Some((pg, provider)) = postgres_and_provider().await else {
+        return;
+    };
     let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
     let a = proxy_for(&provider.url, CONFIG, store().await).await;
     let b = proxy_for(&provider.url, CONFIG, store().await).await;
@@ -147,18 +156,9 @@ async fn two_replicas_on_postgres_send_the_same_prefixes() {
 async fn a_stopped_database_stalls_no_request_and_the_sessions_are_saved_after() {
     use std::time::{Duration, Instant};
 
-    let pg = match tokio::task::spawn_blocking(Postgres::start).await.unwrap() {
-        Ok(pg) => std::sync::Arc::new(pg),
-        Err(why) => {
-            eprintln!("skipped: {why} (.ci/run installs Debian's postgresql)");
-            return;
-        }
+    let Some((pg, provider)) = postgres_and_provider().await else {
+        return;
     };
-    let provider = Provider::start(ProviderOptions {
-        max_tokens: Some(6000),
-        ..ProviderOptions::default()
-    })
-    .await;
     let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
     let replicas = [
         proxy_for(&provider.url, CONFIG, store().await).await,
