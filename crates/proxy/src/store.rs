@@ -1,13 +1,13 @@
 //! The store, kept off the request path: one thread owns it and works
 //! through a queue, so a slow or stopped database never stalls a request.
 //!
-//! Writes (sessions, snapshots, the request log) are queued and the request
-//! goes on. A read (a session's stored version, its record) and a snapshot
-//! whose id goes into the report wait at most [`WAIT`]; past it, the
-//! request goes on with the state in memory and the job still runs when
-//! the database answers, in order, so every session reaches the store at
-//! its latest version. While a job has been running longer than [`WAIT`],
-//! reads do not wait at all.
+//! The request log is queued and the request goes on. A read (a session's
+//! stored version, its record), a session's save and a snapshot whose id
+//! goes into the report wait at most [`WAIT`]: with the database up, a
+//! replica's save is in before its response goes, so the next request, on
+//! any replica, reads it. Past [`WAIT`], the request goes on with the state
+//! in memory and the job still runs when the database answers, in order.
+//! While a job has been running longer than [`WAIT`], nothing waits.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -39,12 +39,21 @@ type Reply<T> = SyncSender<abridge_store::Result<T>>;
 
 enum Job {
     Snapshot(Box<OwnedSnapshot>, Reply<SnapshotId>),
-    Save(Box<SessionRecord>, Arc<AtomicI64>),
+    Save(Box<SessionRecord>, Arc<AtomicI64>, Reply<()>),
     Version(String, Reply<Option<i64>>),
     Load(String, Reply<Option<SessionRecord>>),
     Request(Box<RequestRecord>),
     /// Answered once every job queued before it is done.
     Flush(SyncSender<()>),
+}
+
+/// Whether a job may be skipped when the store is stalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A read: answered from memory instead.
+    Read,
+    /// A write: always queued.
+    Write,
 }
 
 /// The proxy's handle on its store.
@@ -97,17 +106,21 @@ impl StoreWorker {
 
     /// The stored version of a session; `None` when the store did not answer in time.
     pub(crate) fn version(&self, id: &str) -> Option<abridge_store::Result<Option<i64>>> {
-        self.ask(|reply| Job::Version(id.to_owned(), reply))
+        self.ask(|reply| Job::Version(id.to_owned(), reply), Kind::Read)
     }
 
     /// A stored session; `None` when the store did not answer in time.
     pub(crate) fn load(&self, id: &str) -> Option<abridge_store::Result<Option<SessionRecord>>> {
-        self.ask(|reply| Job::Load(id.to_owned(), reply))
+        self.ask(|reply| Job::Load(id.to_owned(), reply), Kind::Read)
     }
 
-    /// Queues a session's save; `version` takes the stored version once written.
+    /// Saves a session, waiting at most [`WAIT`] for it to be written;
+    /// `version` takes the stored version once it is.
     pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) {
-        self.queue(Job::Save(Box::new(record), version));
+        let job = |reply| Job::Save(Box::new(record), version, reply);
+        if self.ask(job, Kind::Write).is_none() {
+            tracing::debug!("a session's save is queued behind a slow store");
+        }
     }
 
     /// Queues a request log row.
@@ -135,15 +148,29 @@ impl StoreWorker {
         }
     }
 
-    /// Sends a job that answers, and waits for the answer at most [`WAIT`]
-    /// (not at all while the store is stalled on an earlier job).
-    fn ask<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Option<abridge_store::Result<T>> {
-        if self.stalled_now() {
+    /// Sends a job that answers, and waits for the answer at most [`WAIT`].
+    /// While the store is stalled on an earlier job nothing waits: a read
+    /// is not sent at all, a write is queued.
+    fn ask<T>(
+        &self,
+        job: impl FnOnce(Reply<T>) -> Job,
+        kind: Kind,
+    ) -> Option<abridge_store::Result<T>> {
+        let stalled = self.stalled_now();
+        if stalled && kind == Kind::Read {
             self.metrics.store_timeout();
             return None;
         }
         let (reply, answer) = sync_channel(1);
-        if self.jobs.try_send(job(reply)).is_err() {
+        match kind {
+            Kind::Write => self.queue(job(reply)),
+            Kind::Read if self.jobs.try_send(job(reply)).is_err() => {
+                self.metrics.store_timeout();
+                return None;
+            }
+            Kind::Read => {}
+        }
+        if stalled {
             self.metrics.store_timeout();
             return None;
         }
@@ -199,10 +226,16 @@ fn work(
                 };
                 let _ = reply.try_send(store.record_snapshot(&s.source, &data));
             }
-            Job::Save(record, version) => match store.save_session(&record) {
-                Ok(v) => version.store(v, Ordering::Relaxed),
-                Err(e) => tracing::warn!(session = %record.id, error = %e, "cannot store session"),
-            },
+            Job::Save(record, version, reply) => {
+                let saved = store.save_session(&record);
+                match &saved {
+                    Ok(v) => version.store(*v, Ordering::Relaxed),
+                    Err(e) => {
+                        tracing::warn!(session = %record.id, error = %e, "cannot store session");
+                    }
+                }
+                let _ = reply.try_send(saved.map(|_| ()));
+            }
             Job::Version(id, reply) => {
                 let _ = reply.try_send(store.session_version(&id));
             }
@@ -237,10 +270,8 @@ impl SnapshotSink for SessionSink {
             config: snapshot.config.clone(),
             report: snapshot.report.clone(),
         };
-        match self
-            .store
-            .ask(|reply| Job::Snapshot(Box::new(owned), reply))
-        {
+        let job = |reply| Job::Snapshot(Box::new(owned), reply);
+        match self.store.ask(job, Kind::Write) {
             Some(Ok(id)) => Ok(id),
             Some(Err(e)) => Err(SnapshotError::new(e)),
             None => Err(SnapshotError::new(Late)),

@@ -218,6 +218,14 @@ async fn a_stopped_database_stalls_no_request_and_the_sessions_are_saved_after()
         done.await.unwrap();
     }
 
+    // Every compaction's snapshot is in the store, those made during the pause too.
+    let compactions: usize = logs.iter().map(|l| l.compacted).sum();
+    let check = PgStore::connect(&pg.url).await.unwrap();
+    let snapshots = tokio::task::spawn_blocking(move || check.list(usize::MAX).unwrap().len())
+        .await
+        .unwrap();
+    assert_eq!(snapshots, compactions, "one snapshot per compaction");
+
     // A new replica takes every session up where it was: its stored state
     // is the latest, so the next request extends the last one sent.
     let c = proxy_for(&provider.url, CONFIG, store().await).await;
