@@ -93,10 +93,7 @@ impl Shape {
     /// `conv` in this shape: a body, or its messages (items) alone.
     pub fn write(self, conv: &Conversation) -> Result<Value> {
         let value = encode(conv)?;
-        let key = match conv.format {
-            Format::Responses => "input",
-            _ => "messages",
-        };
+        let key = Wire::of(conv.format).history_key();
         Ok(match (self, value) {
             (Shape::List, Value::Object(mut body)) => body.remove(key).unwrap_or_default(),
             (_, value) => value,

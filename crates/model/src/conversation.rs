@@ -132,6 +132,16 @@ impl Wire {
         self.format().family()
     }
 
+    /// The request body field that holds the history: `messages`, or the
+    /// Responses API's `input` (AI SDK messages are a bare array, kept
+    /// under `messages` where one is wrapped in an object).
+    pub fn history_key(self) -> &'static str {
+        match self {
+            Wire::Responses => "input",
+            Wire::OpenAi | Wire::Anthropic | Wire::AiSdk => "messages",
+        }
+    }
+
     /// How a conversation decoded from `format` is written back by default.
     pub fn of(format: Format) -> Wire {
         match format {

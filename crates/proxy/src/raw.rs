@@ -9,17 +9,8 @@
 
 use std::ops::Range;
 
-use abridge::model::Wire;
 use serde_json::Value;
 use serde_json::value::RawValue;
-
-/// The array that holds a wire format's history.
-pub(crate) fn history_key(wire: Wire) -> &'static str {
-    match wire {
-        Wire::Responses => "input",
-        Wire::OpenAi | Wire::Anthropic | Wire::AiSdk => "messages",
-    }
-}
 
 /// Where a body's history array sits.
 #[derive(Debug, Clone, PartialEq, Eq)]

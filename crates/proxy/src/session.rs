@@ -12,7 +12,7 @@ use lru::LruCache;
 use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::raw::{Shape, history_key, prefix_hashes, shape};
+use crate::raw::{Shape, prefix_hashes, shape};
 
 /// Header a client may send to name its session.
 pub const SESSION_HEADER: &str = "x-abridge-session";
@@ -142,7 +142,7 @@ impl RawState {
     pub(crate) fn of(body: &[u8], wire: Wire, history: Arc<Conversation>) -> Option<RawState> {
         Some(RawState::new(
             body,
-            shape(body, history_key(wire))?,
+            shape(body, wire.history_key())?,
             history,
         ))
     }

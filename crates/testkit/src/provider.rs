@@ -298,11 +298,13 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
             .and_then(Value::as_array)
             .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
     let body = reply.body(api, tokens);
-    let issued = body["output"].as_array().into_iter().flatten();
-    let reasoning = issued
-        .filter(|i| i["type"] == "reasoning")
-        .map(reasoning_payload);
-    s.seen.lock().unwrap().reasoning.extend(reasoning);
+    if reply.reasoning {
+        let issued = body["output"].as_array().into_iter().flatten();
+        let reasoning = issued
+            .filter(|i| i["type"] == "reasoning")
+            .map(reasoning_payload);
+        s.seen.lock().unwrap().reasoning.extend(reasoning);
+    }
     if !stream {
         return plain(200, &body.to_string());
     }

@@ -7,7 +7,7 @@ use super::util::{
     name_and_description, object, start_body, take_messages, take_opt_str, take_str, text_block,
     with_extra,
 };
-use crate::conversation::{Conversation, Format, FunctionTool, Tool};
+use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
 use crate::message::{
     Arguments, ContentForm, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind, Role,
@@ -222,7 +222,13 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
     for (i, m) in conv.messages.iter().enumerate().skip(lead) {
         messages.push(encode_message(m, i)?);
     }
-    Ok(finish_body(map, "messages", messages, conv, encode_tool))
+    Ok(finish_body(
+        map,
+        Wire::Anthropic.history_key(),
+        messages,
+        conv,
+        encode_tool,
+    ))
 }
 
 /// Encodes one message of the `messages` array.

@@ -6,7 +6,7 @@ use super::util::{
     decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
     object, start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
 };
-use crate::conversation::{Conversation, Format, FunctionTool, Tool};
+use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
 use crate::message::{
     Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind,
@@ -185,7 +185,13 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
         .enumerate()
         .map(|(i, m)| encode_message(m, i))
         .collect::<Result<Vec<_>>>()?;
-    Ok(finish_body(map, "messages", messages, conv, encode_tool))
+    Ok(finish_body(
+        map,
+        Wire::OpenAi.history_key(),
+        messages,
+        conv,
+        encode_tool,
+    ))
 }
 
 /// Encodes one message.

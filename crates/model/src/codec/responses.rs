@@ -29,7 +29,7 @@ use super::util::{
     decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
     object, start_body, take_opt_str,
 };
-use crate::conversation::{Conversation, Format, FunctionTool, Tool};
+use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
 use crate::message::{
     Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Part, Role, TextPart, ToolCall,
@@ -262,7 +262,13 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
         .enumerate()
         .map(|(i, m)| encode_item(m, lead + i))
         .collect::<Result<Vec<_>>>()?;
-    Ok(finish_body(map, "input", items, conv, encode_tool))
+    Ok(finish_body(
+        map,
+        Wire::Responses.history_key(),
+        items,
+        conv,
+        encode_tool,
+    ))
 }
 
 /// Encodes one message as an input item.

@@ -26,9 +26,6 @@ const BOOKKEEPING: [&str; 3] = ["type", "id", "status"];
 /// The target name of errors in conversions to the Responses API.
 const RESPONSES: &str = "the Responses API";
 
-/// The target name of errors in conversions to Chat Completions.
-const CHAT: &str = "OpenAI";
-
 /// Request fields both APIs take as they are.
 const SHARED_FIELDS: [&str; 10] = [
     "model",
@@ -89,7 +86,7 @@ fn item_to_chat(i: usize, m: &Message, out: &mut Vec<Message>, w: &mut Warnings)
             bookkeeping_only(&m.extra, "output item", w);
             let mut result = r.clone();
             result.extra.clear();
-            result.parts = content(i, &r.parts, CHAT, w)?;
+            result.parts = content(i, &r.parts, target_name(Family::OpenAi), w)?;
             out.push(chat_message(Role::Tool, vec![Part::ToolResult(result)]));
         }
         (Role::Other(_) | Role::Function, _) => {
@@ -100,7 +97,7 @@ fn item_to_chat(i: usize, m: &Message, out: &mut Vec<Message>, w: &mut Warnings)
         }
         (role, parts) => {
             bookkeeping_only(&m.extra, "message", w);
-            let parts = content(i, parts, CHAT, w)?;
+            let parts = content(i, parts, target_name(Family::OpenAi), w)?;
             match out.last_mut().filter(|_| extends_turn) {
                 Some(turn) => turn.parts.extend(parts),
                 None => {
