@@ -7,21 +7,20 @@
 //! the prepared history plus the messages added since — but only if the
 //! history still begins with exactly the messages that were compacted;
 //! otherwise the preparation is discarded. A preparation is a
-//! [`Carryover`], the same type [`Continuity`](crate::Continuity) keeps.
+//! [`Carryover`], which a [`Thread`] adopts.
 
 use std::sync::Arc;
 
 use abridge_model::Conversation;
 use tokio::sync::oneshot;
 
-use crate::compactor::Compactor;
-use crate::continuity::Carryover;
-
-type Factory = Arc<dyn Fn() -> Compactor + Send + Sync>;
+use crate::carryover::Carryover;
+use crate::engine::Engine;
+use crate::thread::{Input, Thread};
 
 /// Prepares one compaction at a time for one conversation.
 pub struct Preparer {
-    make: Factory,
+    engine: Arc<Engine>,
     soft_tokens: u64,
     running: Option<oneshot::Receiver<Option<Carryover>>>,
     ready: Option<Carryover>,
@@ -39,11 +38,11 @@ impl std::fmt::Debug for Preparer {
 }
 
 impl Preparer {
-    /// A preparer that starts work above `soft_tokens`, building a compactor
-    /// (config, summarizers, store) with `make` for each preparation.
-    pub fn new(soft_tokens: u64, make: impl Fn() -> Compactor + Send + Sync + 'static) -> Self {
+    /// A preparer that starts work above `soft_tokens`, compacting with
+    /// `engine` (its summarizers and store) on a thread of its own.
+    pub fn new(soft_tokens: u64, engine: Arc<Engine>) -> Self {
         Preparer {
-            make: Arc::new(make),
+            engine,
             soft_tokens,
             running: None,
             ready: None,
@@ -70,23 +69,16 @@ impl Preparer {
             return;
         }
         let (tx, rx) = oneshot::channel();
-        let make = self.make.clone();
+        let engine = self.engine.clone();
         let snapshot = conv.clone();
         tokio::task::spawn_blocking(move || {
-            let mut compactor = make();
-            let tools = compactor.tool_tokens(&snapshot);
-            let carry = compactor
-                .compact(&snapshot)
+            let mut thread = Thread::new(&engine);
+            let input = Input::compact(&snapshot).resent();
+            let carry = thread
+                .turn(&engine, input)
                 .ok()
                 .filter(|o| o.report.compacted)
-                .map(|o| {
-                    let tokens = o.report.tokens_after.saturating_sub(tools);
-                    Carryover::new(
-                        &snapshot.messages,
-                        o.conversation.into_owned().messages,
-                        tokens,
-                    )
-                });
+                .and_then(|_| thread.carryover().cloned());
             let _ = tx.send(carry);
         });
         self.running = Some(rx);
@@ -123,8 +115,8 @@ impl Preparer {
         self.take_carryover(conv)?.apply(conv)
     }
 
-    /// The ready preparation itself, if it still applies to `conv` (keep it
-    /// in a [`Continuity`](crate::Continuity) to carry it forward).
+    /// The ready preparation itself, if it still applies to `conv` (a
+    /// [`Thread::adopt`]s it to carry it forward).
     pub fn take_carryover(&mut self, conv: &Conversation) -> Option<Carryover> {
         self.collect();
         self.ready.take().filter(|c| c.applies_to(conv))

@@ -26,12 +26,12 @@
 use abridge_model::{ContentForm, Message, Part, ToolResult, head_len, iterations};
 use serde::{Deserialize, Serialize};
 
-use crate::compactor::Compactor;
+
 use crate::config::PolicyConfig;
 use crate::event::Event;
 use crate::placeholder::TOOL_RESULT;
 use crate::policy::{self, Policy};
-use crate::rewrite::Work;
+use crate::rewrite::{Rewriter, Work};
 
 /// One rung of the ladder taken by a compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -83,14 +83,14 @@ const CUT_NOTE: &str = "[tool result cut to fit the context window";
 /// an omission note) when the newest results are cut to fit.
 const RESERVE: u64 = 256;
 
-impl Compactor {
+impl Rewriter<'_> {
     /// Climbs down the ladder until `target` is reached — or, rather than
     /// cut the newest results, `ceiling` (the trigger) when there is one;
     /// false when even the floor is over both. `run_steps` runs the plan's
     /// steps for a target.
     pub(crate) fn degrade(
         &mut self,
-        run_steps: &mut dyn FnMut(&mut Compactor, &mut Work, u64) -> bool,
+        run_steps: &mut dyn FnMut(&mut Rewriter<'_>, &mut Work, u64) -> bool,
         work: &mut Work,
         target: u64,
         ceiling: Option<u64>,
@@ -110,7 +110,7 @@ impl Compactor {
             keep_results_of: Vec::new(),
             min_result_chars: 0,
             min_args_chars: 0,
-            ..self.config.policies.clone()
+            ..self.engine.config.policies.clone()
         };
         let mut items = 0;
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
@@ -156,7 +156,7 @@ impl Compactor {
         &mut self,
         work: &mut Work,
         newest: usize,
-        excess: impl Fn(&mut Compactor, &Work) -> u64,
+        excess: impl Fn(&mut Rewriter<'_>, &Work) -> u64,
     ) -> usize {
         let mut changed = 0;
         for i in newest..work.messages.len() {
@@ -194,7 +194,7 @@ impl Compactor {
             count,
             tokens_after: work.total,
         };
-        self.emit(&Event::Degraded(d));
+        self.engine.emit(&Event::Degraded(d));
         work.degraded.push(d);
     }
 }

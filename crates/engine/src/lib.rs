@@ -28,20 +28,26 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! For an agent loop that appends messages, [`Session`] keeps the history
-//! and its counts so each turn costs only the new messages. For a client
-//! that resends its whole history (a proxy, an agent keeping its original
-//! log), [`Continuity`] carries the last compaction over so the compacted
-//! prefix is sent byte-identical from turn to turn.
+//! A [`Compactor`] is an [`Engine`] — configuration, limits, summarizers,
+//! store and subscribers, shared by every conversation — with one
+//! [`Thread`], a conversation's state between turns. [`Thread::turn`] is
+//! the one place that decides when and how a turn compacts; its [`Input`]
+//! says what the caller knows. For a client that resends its whole history
+//! (a proxy, an agent keeping its original log), a
+//! [`resent`](Input::resent) turn carries the last compaction over so the
+//! compacted prefix is sent byte-identical from turn to turn. For an agent
+//! loop that appends messages, [`Session`] keeps the history and its counts
+//! so each turn costs only the new messages.
 
 pub mod agent;
 #[cfg(feature = "background")]
 pub mod background;
 mod boundary;
 mod calibration;
+mod carryover;
 mod compactor;
 mod config;
-mod continuity;
+mod engine;
 mod error;
 mod event;
 mod ladder;
@@ -55,17 +61,19 @@ mod session;
 mod snapshot;
 mod summarize_step;
 pub mod synth;
+mod thread;
 
 pub use abridge_model as model;
 pub use abridge_summarize as summarize;
 pub use abridge_tokens as tokens;
 pub use calibration::Calibration;
 pub use compactor::Compactor;
+pub use engine::Engine;
 pub use config::{
     BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, StoreConfig,
     SummarizerSpec, SummaryConfig, TriggerConfig,
 };
-pub use continuity::{Carryover, Continuity, PrefixKey};
+pub use carryover::{Carryover, PrefixKey};
 pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
 pub use ladder::{Degradation, Rung};
@@ -73,3 +81,4 @@ pub use limits::Limits;
 pub use report::{Attempt, AttemptOutcome, Outcome, Reason, Report};
 pub use session::{Session, TurnReport};
 pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
+pub use thread::{Input, Thread, ThreadState};

@@ -132,6 +132,27 @@ pub struct Report {
     /// tail fit the target).
     #[serde(default)]
     pub degraded: Vec<Degradation>,
+    /// Index of the briefing message in the returned history, when the
+    /// compaction made one (reports stored before it was recorded say
+    /// `None`: their briefing is found by its wrapper).
+    #[serde(default)]
+    pub briefing: Option<usize>,
+}
+
+impl Report {
+    /// The briefing's text, without its wrapper, in `after` (the history
+    /// this report's compaction returned).
+    pub fn briefing_text(&self, after: &Conversation, wrapper: &str) -> Option<String> {
+        match self.briefing {
+            Some(i) => after.messages.get(i).map(|m| m.text_content()),
+            None => after
+                .messages
+                .iter()
+                .map(|m| m.text_content())
+                .find(|t| abridge_summarize::unwrap(wrapper, t).is_some()),
+        }
+        .and_then(|t| abridge_summarize::unwrap(wrapper, &t).map(str::to_owned))
+    }
 }
 
 /// The result of an evaluation: the history to send, and the report.

@@ -6,9 +6,11 @@
 use std::borrow::Cow;
 
 use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
+use abridge_tokens::TokenCounter;
 
 use crate::boundary::{old_region, tail_iterations, tail_start};
-use crate::compactor::{Compactor, Eval};
+use crate::engine::Engine;
+use crate::thread::{Eval, unchanged};
 use crate::config::PolicyKind;
 use crate::error::{Error, Result};
 use crate::event::{Event, PolicyRun};
@@ -56,7 +58,15 @@ impl Work {
     }
 }
 
-impl Compactor {
+/// A plan's execution: the engine it runs with and the thread's token cache.
+pub(crate) struct Rewriter<'e> {
+    pub(crate) engine: &'e Engine,
+    pub(crate) counter: &'e mut TokenCounter,
+    /// The thread's name, for its snapshots.
+    pub(crate) name: Option<&'e str>,
+}
+
+impl Rewriter<'_> {
     pub(crate) fn rewrite<'a>(
         &mut self,
         conv: &'a Conversation,
@@ -64,12 +74,12 @@ impl Compactor {
         eval: Eval,
     ) -> Result<Outcome<'a>> {
         if plan.target.is_some_and(|t| eval.tokens <= t) {
-            return Ok(self.unchanged(conv, Some(plan.reason), eval));
+            return Ok(unchanged(conv, Some(plan.reason), eval));
         }
         let mut work = self.start(conv, plan, eval.tokens);
         self.shrink(conv, plan, &mut work)?;
         if work.runs.is_empty() && work.degraded.is_empty() {
-            return Ok(self.unchanged(conv, Some(plan.reason), eval));
+            return Ok(unchanged(conv, Some(plan.reason), eval));
         }
         self.finish(conv, plan, work, eval)
     }
@@ -88,7 +98,7 @@ impl Compactor {
             messages,
             tail_n,
             total: tokens,
-            tools: self.tool_tokens(conv),
+            tools: self.counter.count_tools(conv.tools.as_deref()) as u64,
             runs: Vec::new(),
             attempts: Vec::new(),
             summarizer: None,
@@ -105,7 +115,7 @@ impl Compactor {
                 return Ok(());
             };
             if work.tail_n <= plan.floor {
-                let mut steps = |c: &mut Compactor, w: &mut Work, t: u64| {
+                let mut steps = |c: &mut Rewriter<'_>, w: &mut Work, t: u64| {
                     let plan = Plan {
                         target: Some(t),
                         ..plan.clone()
@@ -162,7 +172,7 @@ impl Compactor {
         for step in 1..=STEPS {
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
-            let items = policy::apply(p, &mut work.messages, region, &self.config.policies);
+            let items = policy::apply(p, &mut work.messages, region, &self.engine.config.policies);
             if items > 0 {
                 let now = self.tokens_of(work);
                 work.record(p.kind(), items, now);
@@ -246,7 +256,19 @@ impl Compactor {
     }
 
     pub(crate) fn total_of(&mut self, messages: &[Message], tools: u64) -> u64 {
-        self.message_tokens(messages).iter().sum::<u64>() + tools
+        messages
+            .iter()
+            .map(|m| self.counter.count_message(m).total() as u64)
+            .sum::<u64>()
+            + tools
+    }
+
+    /// Token count of each message (from the thread's cache).
+    pub(crate) fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
+        messages
+            .iter()
+            .map(|m| self.counter.count_message(m).total() as u64)
+            .collect()
     }
 
     /// Runs the summarizers (or only the one at `only`) with a budget that
@@ -261,8 +283,8 @@ impl Compactor {
         attempts: &mut Vec<Attempt>,
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
-        let earlier = earlier_briefing(&work.messages, region.start, &self.facts.wrapper);
-        if self.summarizers.is_empty() || (region.is_empty() && earlier.is_none()) {
+        let earlier = earlier_briefing(&work.messages, region.start, &self.engine.facts.wrapper);
+        if self.engine.summarizers.is_empty() || (region.is_empty() && earlier.is_none()) {
             return None;
         }
         let tokens = self.message_tokens(&work.messages);
@@ -280,7 +302,7 @@ impl Compactor {
             + work.tools;
         let room = target
             .saturating_sub((kept - earlier_tokens) + 32)
-            .min(self.config.summary.max_tokens);
+            .min(self.engine.config.summary.max_tokens);
         if room < 64 {
             return None;
         }
@@ -293,13 +315,13 @@ impl Compactor {
             work: &work.messages,
             tail_len: work.messages.len() - region.end,
             budget: room as usize,
-            tokenizer: self.limits.tokenizer,
-            facts: &self.facts,
+            tokenizer: self.engine.limits.tokenizer,
+            facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
         };
         let summarizers = match only {
-            Some(i) => &self.summarizers[i..=i],
-            None => &self.summarizers[..],
+            Some(i) => &self.engine.summarizers[i..=i],
+            None => &self.engine.summarizers[..],
         };
         summarize_step::run(&inputs, summarizers, attempts)
     }
@@ -319,7 +341,6 @@ impl Compactor {
         eval.events
             .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
         let its_after = iterations(&after.messages).len();
-        self.compacted_at_iteration = its_after;
         let event = Event::HistoryCompacted {
             reason: plan.reason,
             policies: work.runs.clone(),
@@ -332,7 +353,7 @@ impl Compactor {
             summarizer: work.summarizer.clone(),
             duration_us: eval.start.elapsed().as_micros() as u64,
         };
-        self.emit(&event);
+        self.engine.emit(&event);
         eval.events.push(event);
         let mut report = Report {
             reason: Some(plan.reason),
@@ -350,6 +371,7 @@ impl Compactor {
             events: eval.events,
             duration_us: eval.start.elapsed().as_micros() as u64,
             degraded: work.degraded,
+            briefing: after.messages.iter().position(|m| m.meta.compact_summary),
         };
         self.snapshot(conv, &after, &mut report);
         Ok(Outcome {
@@ -360,24 +382,24 @@ impl Compactor {
 
     /// Records the snapshot; a failure becomes an event, not an error.
     fn snapshot(&mut self, before: &Conversation, after: &Conversation, report: &mut Report) {
-        let Some(mut store) = self.store.take() else {
-            return;
-        };
-        let data = SnapshotData {
-            before,
-            after,
-            config: &self.config,
-            report,
-        };
-        let result = store.record(&data);
-        self.store = Some(store);
-        match result {
-            Ok(id) => report.snapshot = Some(id),
-            Err(error) => {
+        let engine = self.engine;
+        let recorded = engine.with_store(|store| {
+            store.record(&SnapshotData {
+                before,
+                after,
+                config: &engine.config,
+                report,
+                thread: self.name,
+            })
+        });
+        match recorded {
+            None => {}
+            Some(Ok(id)) => report.snapshot = Some(id),
+            Some(Err(error)) => {
                 let e = Event::SnapshotFailed {
                     error: error.to_string(),
                 };
-                self.emit(&e);
+                engine.emit(&e);
                 report.events.push(e);
             }
         }
@@ -392,7 +414,7 @@ impl Compactor {
 
     /// Which messages the config pins (by wire index or marker).
     fn pinned_flags_of(&self, family: Family, messages: &[Message]) -> Vec<bool> {
-        let pin = &self.config.pin;
+        let pin = &self.engine.config.pin;
         let offset = wire_offset(family, messages);
         messages
             .iter()
@@ -424,7 +446,7 @@ impl Compactor {
             .sum();
         let old = sum(head..tail_start) - pinned;
         let briefing =
-            earlier_briefing(&work.messages, head, &self.facts.wrapper).map_or(0, |i| tokens[i]);
+            earlier_briefing(&work.messages, head, &self.engine.facts.wrapper).map_or(0, |i| tokens[i]);
         Error::CannotShrink {
             floor: head_t + pinned + old + tail_t + work.tools,
             target,

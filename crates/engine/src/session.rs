@@ -1,13 +1,15 @@
 //! An agent's history kept by abridge, with per-message counts, so that a
 //! turn costs the new messages rather than the whole history.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
-use abridge_model::{Conversation, Format, Message, Role, continues_turn};
+use abridge_model::{Conversation, Format, Message, continues_turn};
 
-use crate::compactor::{Compactor, Eval};
+use crate::compactor::Compactor;
 use crate::error::Result;
 use crate::report::Report;
+use crate::thread::Input;
 
 /// A conversation that grows turn by turn and compacts itself.
 ///
@@ -32,7 +34,8 @@ pub struct Session {
     tokens: Vec<u64>,
     tools: u64,
     total: u64,
-    iterations: usize,
+    /// Messages of the history the last turn returned.
+    sent: usize,
 }
 
 /// What one turn did.
@@ -58,14 +61,13 @@ impl Session {
     pub fn new(mut compactor: Compactor, conv: Conversation) -> Self {
         let tokens = compactor.message_tokens(&conv.messages);
         let tools = compactor.count(&conv.clone_envelope());
-        let iterations = conv.iterations().len();
         Session {
             total: tokens.iter().sum::<u64>() + tools,
             compactor,
             conv,
             tokens,
             tools,
-            iterations,
+            sent: 0,
         }
     }
 
@@ -79,9 +81,6 @@ impl Session {
         let t = self.compactor.message_tokens(std::slice::from_ref(&m))[0];
         self.total += t;
         self.tokens.push(t);
-        if m.role == Role::Assistant && !m.meta.continues_turn {
-            self.iterations += 1;
-        }
         self.conv.messages.push(m);
         t
     }
@@ -107,59 +106,32 @@ impl Session {
     }
 
     /// Evaluates the turn: a history-size event, and a compaction when a
-    /// trigger fires. Without a compaction this costs O(1).
+    /// trigger fires. Without a compaction this costs the messages pushed
+    /// since the last turn.
     pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
         let start = Instant::now();
-        self.compactor.learn(usage, self.total);
-        let size = self
-            .compactor
-            .size_event(self.total, self.conv.messages.len(), self.iterations);
-        self.compactor.emit(&size);
-        let fired = self.compactor.limits().fired(
-            self.compactor.calibrated(self.total),
-            self.iterations,
-            self.compactor.compacted_at(),
-            usage,
-        );
-        let Some(reason) = fired else {
-            self.compactor.sent(self.total);
-            return Ok(TurnReport {
-                tokens: self.total,
-                report: None,
-                duration: start.elapsed(),
-            });
-        };
-        // Only a turn that compacts pays for an evaluation record.
-        let eval = Eval {
-            tokens: self.total,
-            iterations: self.iterations,
-            events: vec![size],
-            start,
-        };
-        let outcome = match self.compactor.compact_for(&self.conv, reason, eval) {
+        if let Some(u) = usage {
+            self.compactor.thread_mut().reported(u);
+        }
+        let input = Input::evaluate(&self.conv).extending(self.sent);
+        let outcome = match self.compactor.turn(input) {
             Ok(o) => o,
             Err(e) => {
                 // The history stays as it is, and is what gets sent.
-                self.compactor.sent(self.total);
+                self.sent = self.conv.messages.len();
                 return Err(e);
             }
         };
         let report = outcome.report;
-        if report.compacted {
-            let conv = outcome.conversation.into_owned();
+        if let Cow::Owned(conv) = outcome.conversation {
             self.tokens = self.compactor.message_tokens(&conv.messages);
             self.total = self.tokens.iter().sum::<u64>() + self.tools;
-            self.iterations = conv
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::Assistant)
-                .count();
             self.conv = conv;
         }
-        self.compactor.sent(self.total);
+        self.sent = self.conv.messages.len();
         Ok(TurnReport {
             tokens: self.total,
-            report: Some(report),
+            report: report.reason.is_some().then_some(report),
             duration: start.elapsed(),
         })
     }

@@ -19,6 +19,9 @@ pub struct SnapshotData<'a> {
     pub config: &'a Config,
     /// What it did (policies, summarizer attempts, tokens).
     pub report: &'a Report,
+    /// The conversation's name, when its [`Thread`](crate::Thread) has one
+    /// (a proxy names each session's thread by the session's id).
+    pub thread: Option<&'a str>,
 }
 
 /// Id of a stored snapshot.

@@ -142,7 +142,7 @@ fn pinned(orig: &[Message], pins: &[bool], i: usize) -> Message {
 
 pub(crate) fn run(
     inp: &Inputs<'_>,
-    summarizers: &[Box<dyn Summarizer>],
+    summarizers: &[std::sync::Arc<dyn Summarizer>],
     attempts: &mut Vec<Attempt>,
 ) -> Option<Briefed> {
     let region = Region::of(inp)?;

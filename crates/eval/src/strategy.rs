@@ -1,7 +1,7 @@
 //! The strategies compared: none, the common peers' ways, and abridge's.
 
 use abridge::model::{Conversation, Message, Part, Role};
-use abridge::summarize::{Summarizer, unwrap};
+use abridge::summarize::Summarizer;
 use abridge::tokens::{TokenCounter, TokenizerKind};
 use abridge::{Compactor, PolicyKind};
 use serde::{Deserialize, Serialize};
@@ -143,17 +143,14 @@ impl Run<'_> {
         let wrapper = cfg.summary.wrapper.clone();
         let result = Compactor::new(cfg).and_then(|mut c| {
             c.set_summarizers(summarizers);
-            c.compact(self.pre).map(|o| o.conversation.into_owned())
+            c.compact(self.pre).map(|o| {
+                let conv = o.conversation.into_owned();
+                let briefing = o.report.briefing_text(&conv, &wrapper);
+                (conv, briefing)
+            })
         });
         match result {
-            Ok(conv) => {
-                let briefing = conv
-                    .messages
-                    .iter()
-                    .map(Message::text_content)
-                    .find_map(|t| unwrap(&wrapper, &t).map(str::to_owned));
-                self.done(conv, briefing)
-            }
+            Ok((conv, briefing)) => self.done(conv, briefing),
             Err(e) => Applied {
                 conversation: None,
                 briefing: None,

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCod
 use axum::routing::{get, post};
 
 use crate::config::ProxyConfig;
+use crate::engines::Engines;
 use crate::forward::{OnUsage, Upstream, family_of_headers, proxy_error, relay};
 use crate::metrics::{Metrics, Route};
 use crate::rewrite::{Context, Prepared, SharedStore};
@@ -21,6 +22,7 @@ pub(crate) struct App {
     pub(crate) config: ProxyConfig,
     pub(crate) upstream: Upstream,
     pub(crate) sessions: Sessions,
+    pub(crate) engines: Engines,
     pub(crate) store: Option<SharedStore>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) handle: tokio::runtime::Handle,
@@ -31,6 +33,7 @@ impl App {
         Context {
             config: &self.config,
             sessions: &self.sessions,
+            engines: &self.engines,
             store: self.store.as_ref(),
             metrics: &self.metrics,
             handle: &self.handle,

@@ -27,6 +27,7 @@
 mod app;
 mod cache;
 mod config;
+mod engines;
 mod error;
 mod forward;
 mod metrics;
@@ -73,6 +74,7 @@ impl Proxy {
         let app = app::App {
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(config.serve.max_sessions),
+            engines: engines::Engines::default(),
             store: store.map(|s| Arc::new(store::StoreWorker::start(s, metrics.clone()))),
             metrics,
             handle: tokio::runtime::Handle::try_current()

@@ -9,7 +9,7 @@ use abridge::background::Preparer;
 use abridge::model::{
     Conversation, Part, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
-use abridge::{AttemptOutcome, Compactor, Continuity, Report};
+use abridge::{AttemptOutcome, Input, Report};
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
@@ -19,11 +19,11 @@ use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
 use crate::metrics::{Decoded, Metrics, Passthrough};
 use crate::raw::{messages_from, same_post};
+use crate::engines::Engines;
 use crate::session::{
-    LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, session_config,
-    tail_of,
+    LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
 };
-use crate::store::{SessionSink, StoreWorker};
+use crate::store::StoreWorker;
 
 /// The store shared by every session, on a thread of its own.
 pub(crate) type SharedStore = Arc<StoreWorker>;
@@ -61,6 +61,8 @@ pub(crate) struct Context<'a> {
     pub(crate) config: &'a ProxyConfig,
     /// Sessions in memory.
     pub(crate) sessions: &'a Sessions,
+    /// The engines sessions share.
+    pub(crate) engines: &'a Engines,
     /// The store, if any.
     pub(crate) store: Option<&'a SharedStore>,
     /// Metrics.
@@ -242,25 +244,15 @@ impl Context<'_> {
 
     /// A session not in memory: resumed from the store, or new.
     fn open(&self, id: SessionId, conv: &Conversation) -> Result<Shared, String> {
-        let config = session_config(&self.config.engine, conv);
-        let mut compactor = Compactor::new(config.clone()).map_err(|e| e.to_string())?;
-        if let Some(store) = self.store {
-            compactor.set_store(Box::new(SessionSink {
-                store: store.clone(),
-                session: id.0.clone(),
-            }));
-        }
-        let preparer = self.preparer(&compactor, &id);
-        let mut state = SessionState {
-            id,
-            wire: Wire::of(conv.format),
-            compactor,
-            continuity: Continuity::new(),
-            preparer,
-            usage: Arc::default(),
-            version: Arc::default(),
-            raw: None,
-        };
+        let engines = self
+            .engines
+            .of(&self.config.engine, conv, self.store, self.handle)?;
+        let mut state = SessionState::new(id, Wire::of(conv.format), engines.request.clone());
+        state.preparer = engines.background.as_ref().and_then(|engine| {
+            let trigger = engine.limits().trigger_tokens?;
+            let soft = (trigger as f64 * self.config.serve.soft_fraction) as u64;
+            Some(Preparer::new(soft, engine.clone()))
+        });
         self.refresh(&mut state);
         let shared = self.sessions.insert(state);
         self.metrics.sessions(self.sessions.len());
@@ -295,36 +287,6 @@ impl Context<'_> {
         }
     }
 
-    /// A background preparer when LLM summarizers are configured (the
-    /// offline briefing is quick enough to build on the request path).
-    fn preparer(&self, compactor: &Compactor, id: &SessionId) -> Option<Preparer> {
-        let config = compactor.config().clone();
-        if config.summarizers.is_empty() {
-            return None;
-        }
-        let trigger = compactor.limits().trigger_tokens?;
-        let soft = (trigger as f64 * self.config.serve.soft_fraction) as u64;
-        let handle = self.handle.clone();
-        let store = self.store.cloned();
-        let session = id.0.clone();
-        Some(Preparer::new(soft, move || {
-            #[allow(clippy::expect_used)]
-            // The same config already built this session's compactor.
-            let mut c = Compactor::new(config.clone()).expect("config checked at start-up");
-            c.set_summarizers(abridge_llm::cascade(
-                &config.summarizers,
-                Some(handle.clone()),
-            ));
-            if let Some(store) = &store {
-                c.set_store(Box::new(SessionSink {
-                    store: store.clone(),
-                    session: session.clone(),
-                }));
-            }
-            c
-        }))
-    }
-
     /// One turn of a session; `unchanged`: how many of the messages are
     /// known to be the last turn's whole history.
     fn turn(
@@ -333,17 +295,20 @@ impl Context<'_> {
         conv: &Conversation,
         unchanged: Option<usize>,
     ) -> Prepared {
-        let usage = state.usage.take();
+        if let Some(u) = state.usage.take() {
+            state.thread.reported(u);
+        }
         if let Some(p) = state.preparer.as_mut()
             && let Some(carry) = p.take_carryover(conv)
         {
-            state.continuity = Continuity::resume(carry);
+            state.thread.adopt(carry);
         }
         let s = &mut *state;
-        let turned = match unchanged {
-            Some(n) => s.continuity.turn_appended(&mut s.compactor, conv, n, usage),
-            None => s.continuity.turn(&mut s.compactor, conv, usage),
-        };
+        let mut input = Input::evaluate(conv).resent();
+        if let Some(n) = unchanged {
+            input = input.extending(n);
+        }
+        let turned = s.thread.turn(&s.engine, input);
         // What goes out, what the engine reported, why, and its tokens.
         let (out, report, warning, sent) = match turned {
             Ok(o) => {
@@ -367,24 +332,24 @@ impl Context<'_> {
                 (Some(*floor), None, Some(why), tokens)
             }
             Err(e) => {
-                let carried = s.continuity.carryover().and_then(|c| c.apply(conv));
+                let carried = s.thread.carryover().and_then(|c| c.apply(conv));
                 (carried, None, Some(format!("compaction failed: {e}")), 0)
             }
         };
         if let Some(p) = s.preparer.as_mut() {
-            p.poll(conv, s.compactor.calibrated(sent));
+            p.poll(conv, s.thread.calibrated(sent));
         }
         self.account(s, report.as_ref());
         let body = out.and_then(|c| self.encode(c));
         if body.is_none() && warning.is_none() {
             self.metrics.passthrough(Passthrough::Unchanged);
         }
-        let tokens = state.compactor.calibrated(sent);
-        let limits = state.compactor.limits();
+        let tokens = state.thread.calibrated(sent);
+        let limits = state.engine.limits();
         let request = RequestRecord {
             source: state.id.0.clone(),
             at: String::new(),
-            model: state.compactor.config().model.clone(),
+            model: state.engine.config().model.clone(),
             tokens,
             usage: None,
             compacted: body.is_some(),
@@ -415,11 +380,10 @@ impl Context<'_> {
         let mut guard = session.blocking_lock();
         let s = &mut *guard;
         let target = (tokens as f64 * self.config.serve.overflow_ratio) as u64;
-        match s
-            .continuity
-            .compact_to(&mut s.compactor, conv, target.max(1))
-        {
-            Ok(c) => {
+        let input = Input::compact_to(conv, target.max(1)).resent();
+        match s.thread.turn(&s.engine, input) {
+            Ok(o) => {
+                let c = o.conversation.into_owned();
                 self.metrics.retry();
                 self.save(s);
                 self.encode(c)

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Role, Wire, fingerprint};
-use abridge::{Compactor, Config, Continuity};
+use abridge::{Engine, Thread};
 use abridge_store::SessionRecord;
 use axum::http::HeaderMap;
 use lru::LruCache;
@@ -102,11 +102,13 @@ pub(crate) struct SessionState {
     pub(crate) id: SessionId,
     /// Wire format of its requests.
     pub(crate) wire: Wire,
-    /// The compactor of the request path (deterministic policies and the
-    /// offline briefing: it never waits on the network).
-    pub(crate) compactor: Compactor,
-    /// The compaction carried from request to request.
-    pub(crate) continuity: Continuity,
+    /// The request path's engine, shared with the sessions of its model
+    /// (deterministic policies and the offline briefing: it never waits on
+    /// the network).
+    pub(crate) engine: Arc<Engine>,
+    /// The conversation's state: calibration, the compaction carried from
+    /// request to request, cadence, token cache.
+    pub(crate) thread: Thread,
     /// Briefings by the configured summarizers, prepared in the background.
     pub(crate) preparer: Option<Preparer>,
     /// Usage reported by the last response.
@@ -207,14 +209,26 @@ impl std::fmt::Debug for SessionState {
 }
 
 impl SessionState {
-    /// What is stored of it.
+    /// A new session's state, its thread named by its id.
+    pub(crate) fn new(id: SessionId, wire: Wire, engine: Arc<Engine>) -> SessionState {
+        let mut thread = Thread::new(&engine);
+        thread.set_name(id.0.clone());
+        SessionState {
+            id,
+            wire,
+            engine,
+            thread,
+            preparer: None,
+            usage: Arc::default(),
+            version: Arc::default(),
+            raw: None,
+        }
+    }
+
     /// Takes over a stored record (from a restart, or another replica).
     pub(crate) fn adopt(&mut self, record: SessionRecord) {
-        self.compactor.set_calibration(record.calibration);
-        self.continuity = match record.carryover {
-            Some(c) => Continuity::resume(c),
-            None => Continuity::new(),
-        };
+        self.thread = Thread::resume(&self.engine, record.thread);
+        self.thread.set_name(self.id.0.clone());
         self.version.store(record.version, Ordering::Relaxed);
     }
 
@@ -223,26 +237,16 @@ impl SessionState {
         self.version.load(Ordering::Relaxed)
     }
 
+    /// What is stored of it.
     pub(crate) fn record(&self) -> SessionRecord {
         SessionRecord {
             id: self.id.0.clone(),
             wire: self.wire,
-            model: self.compactor.config().model.clone(),
-            carryover: self.continuity.carryover().cloned(),
-            calibration: self.compactor.calibration(),
+            model: self.engine.config().model.clone(),
+            thread: self.thread.state().clone(),
             version: self.version(),
         }
     }
-}
-
-/// A session's config: the proxy's, with the request's model when the
-/// config names none.
-pub(crate) fn session_config(base: &Config, conv: &Conversation) -> Config {
-    let mut config = base.clone();
-    if config.model.is_none() {
-        config.model = conv.model.clone();
-    }
-    config
 }
 
 /// A shared session.

@@ -223,6 +223,7 @@ fn work(
                     after: &s.after,
                     config: &s.config,
                     report: &s.report,
+                    thread: Some(&s.source),
                 };
                 let _ = reply.try_send(store.record_snapshot(&s.source, &data));
             }
@@ -255,23 +256,21 @@ fn work(
     }
 }
 
-/// Records a session's compactions through the store's thread.
-pub(crate) struct SessionSink {
-    pub(crate) store: Arc<StoreWorker>,
-    pub(crate) session: String,
-}
+/// Records every session's compactions through the store's thread, each
+/// under its session's id (the name of the session's thread).
+pub(crate) struct SessionSink(pub(crate) Arc<StoreWorker>);
 
 impl SnapshotSink for SessionSink {
     fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         let owned = OwnedSnapshot {
-            source: self.session.clone(),
+            source: snapshot.thread.unwrap_or_default().to_owned(),
             before: snapshot.before.clone(),
             after: snapshot.after.clone(),
             config: snapshot.config.clone(),
             report: snapshot.report.clone(),
         };
         let job = |reply| Job::Snapshot(Box::new(owned), reply);
-        match self.store.ask(job, Kind::Write) {
+        match self.0.ask(job, Kind::Write) {
             Some(Ok(id)) => Ok(id),
             Some(Err(e)) => Err(SnapshotError::new(e)),
             None => Err(SnapshotError::new(Late)),

@@ -248,7 +248,7 @@ impl SessionStore for PgStore {
                 fingerprint: r.get(3),
                 tokens: r.get(4),
                 body: r.get(5),
-                calibration: r.get(6),
+                state: r.get(6),
                 version: r.get(7),
             }))
         })?;
@@ -277,7 +277,7 @@ impl SessionStore for PgStore {
                         &p.fingerprint,
                         &p.tokens,
                         &p.body,
-                        &p.calibration,
+                        &p.state,
                     ],
                 )
                 .await

@@ -1,8 +1,7 @@
 //! A snapshot as the columns every SQL store writes.
 
 use abridge::SnapshotId;
-use abridge::model::{Conversation, Message, encode};
-use abridge::summarize::unwrap;
+use abridge::model::{Conversation, encode};
 use abridge::{PolicyKind, Report, SnapshotData};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -30,13 +29,9 @@ pub(crate) struct SnapshotRow {
 impl SnapshotRow {
     /// The columns of `s`.
     pub(crate) fn of(s: &SnapshotData<'_>) -> Result<SnapshotRow> {
-        let tag = &s.config.summary.wrapper;
         let briefing = s
-            .after
-            .messages
-            .iter()
-            .map(Message::text_content)
-            .find_map(|t| unwrap(tag, &t).map(str::to_owned));
+            .report
+            .briefing_text(s.after, &s.config.summary.wrapper);
         Ok(SnapshotRow {
             model: s.before.model.clone(),
             family: s.before.family.as_str(),

@@ -1,9 +1,10 @@
-//! What a proxy remembers of a session between requests: the compaction it
-//! carries over and the calibration it learned, so a restarted proxy (or
-//! another replica) sends the same compacted prefix.
+//! What a proxy remembers of a session between requests: its thread's
+//! state — the compaction it carries over, the calibration it learned, its
+//! cadence — so a restarted proxy (or another replica) sends the same
+//! compacted prefix.
 
 use abridge::model::{Conversation, Family, Wire, decode_value, encode};
-use abridge::{Calibration, Carryover, PrefixKey, SnapshotData, SnapshotId};
+use abridge::{Carryover, PrefixKey, SnapshotData, SnapshotId, ThreadState};
 use rusqlite::{OptionalExtension, params};
 
 use crate::{Error, Result, Store};
@@ -18,10 +19,9 @@ pub struct SessionRecord {
     pub wire: Wire,
     /// Model of its requests.
     pub model: Option<String>,
-    /// The compaction carried over to the next request, if any.
-    pub carryover: Option<Carryover>,
-    /// The correction to the provider's count learned so far.
-    pub calibration: Calibration,
+    /// Its thread's state: the compaction carried over to the next request
+    /// (stored as a request body of `wire`), the calibration, the cadence.
+    pub thread: ThreadState,
     /// How many times it was saved (0: never): another replica's save
     /// shows as a newer version.
     pub version: i64,
@@ -107,7 +107,7 @@ impl SessionStore for Store {
                         fingerprint: r.get(3)?,
                         tokens: r.get(4)?,
                         body: r.get(5)?,
-                        calibration: r.get(6)?,
+                        state: r.get(6)?,
                         version: r.get(7)?,
                     })
                 },
@@ -147,7 +147,7 @@ impl SessionStore for Store {
                     p.fingerprint,
                     p.tokens,
                     p.body,
-                    p.calibration
+                    p.state
                 ],
                 |r| r.get(0),
             )
@@ -173,17 +173,19 @@ pub(crate) struct StoredParts {
     pub(crate) tokens: Option<i64>,
     /// The carried messages as a wire body.
     pub(crate) body: Option<String>,
-    /// The calibration as JSON.
-    pub(crate) calibration: String,
+    /// The thread's state as JSON, its carried messages aside (the
+    /// `calibration` column: a store written before threads were stored
+    /// whole holds the bare calibration there, which reads as a state).
+    pub(crate) state: String,
 }
 
 /// The columns of `record`.
 pub(crate) fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
-    let body = match &record.carryover {
+    let carry = record.thread.carryover.as_ref();
+    let body = match carry {
         Some(c) => Some(carried_body(record.wire, c)?),
         None => None,
     };
-    let carry = record.carryover.as_ref();
     Ok(StoredParts {
         family: record.wire.family().as_str().to_owned(),
         model: record.model.clone(),
@@ -192,8 +194,8 @@ pub(crate) fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
         fingerprint: carry.map(|c| c.source().fingerprint as i64),
         tokens: carry.map(|c| c.tokens() as i64),
         body,
-        calibration: serde_json::to_string(&record.calibration).map_err(|e| Error::Serialize {
-            what: "calibration",
+        state: record.thread.to_json().map_err(|e| Error::Serialize {
+            what: "thread state",
             message: e.to_string(),
         })?,
     })
@@ -209,8 +211,8 @@ pub(crate) fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord>
         .family
         .parse()
         .map_err(|e| corrupt(format!("family: {e}")))?;
-    let calibration = serde_json::from_str(&parts.calibration)
-        .map_err(|e| corrupt(format!("calibration: {e}")))?;
+    let mut thread = ThreadState::from_json(&parts.state)
+        .map_err(|e| corrupt(format!("thread state: {e}")))?;
     let (carryover, wire) = match (parts.len, parts.fingerprint, parts.tokens, parts.body) {
         (Some(len), Some(fp), Some(tokens), Some(body)) => {
             let source = PrefixKey {
@@ -226,8 +228,10 @@ pub(crate) fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord>
         id: id.to_owned(),
         wire,
         model: parts.model,
-        carryover,
-        calibration,
+        thread: ThreadState {
+            carryover,
+            ..std::mem::take(&mut thread)
+        },
         version: parts.version,
     })
 }

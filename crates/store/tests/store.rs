@@ -251,26 +251,28 @@ fn a_session_round_trips_with_its_carryover_and_version() {
 }
 
 fn session_round_trip(history: abridge::model::Conversation, wire: abridge::model::Wire) {
-    use abridge::{Calibration, Carryover, Continuity, PrefixKey};
+    use abridge::{Calibration, Input, PrefixKey, ThreadState};
     use abridge_store::{SessionRecord, SessionStore};
 
     let mut store = Store::in_memory().unwrap();
     assert!(store.load_session("s1").unwrap().is_none());
     let mut compactor = compactor();
-    let mut continuity = Continuity::new();
-    let out = continuity
-        .compact_to(&mut compactor, &history, 600)
-        .unwrap();
-    let carry: Carryover = continuity.carryover().unwrap().clone();
-    assert_eq!(carry.messages(), &out.messages[..]);
+    let out = compactor
+        .turn(Input::compact_to(&history, 600).resent())
+        .unwrap()
+        .conversation
+        .into_owned();
+    compactor.set_focus(Some("the failing test".into()));
     let mut calibration = Calibration::default();
     calibration.observe(1000, 1300);
+    compactor.set_calibration(calibration);
+    let state: ThreadState = compactor.thread().state().clone();
+    assert_eq!(state.carryover.as_ref().unwrap().messages(), &out.messages[..]);
     let mut record = SessionRecord {
         id: "s1".into(),
         wire,
         model: history.model.clone(),
-        carryover: Some(carry),
-        calibration,
+        thread: state,
         version: 0,
     };
     assert_eq!(store.save_session(&record).unwrap(), 1);
@@ -282,12 +284,17 @@ fn session_round_trip(history: abridge::model::Conversation, wire: abridge::mode
         (&loaded.id, loaded.wire, &loaded.model),
         (&record.id, record.wire, &record.model)
     );
-    assert_eq!(loaded.calibration, record.calibration);
+    assert_eq!(
+        (loaded.thread.calibration, &loaded.thread.focus),
+        (record.thread.calibration, &record.thread.focus)
+    );
+    assert_eq!(loaded.thread.compacted_at, record.thread.compacted_at);
+    assert_eq!(loaded.thread.last_sent, record.thread.last_sent);
     // What is sent comes back byte for byte, its turns as they were
     // (meta that is not sent, such as a briefing's mark, is not stored).
     let (a, b) = (
-        loaded.carryover.as_ref().unwrap(),
-        record.carryover.take().unwrap(),
+        loaded.thread.carryover.as_ref().unwrap(),
+        record.thread.carryover.take().unwrap(),
     );
     assert_eq!((a.source(), a.tokens()), (b.source(), b.tokens()));
     assert_eq!(
@@ -302,7 +309,7 @@ fn session_round_trip(history: abridge::model::Conversation, wire: abridge::mode
     };
     assert_eq!(sent(a.messages()), sent(b.messages()), "{wire}");
     // The reloaded carryover still applies to the history it came from.
-    assert!(loaded.carryover.unwrap().applies_to(&history));
+    assert!(loaded.thread.carryover.unwrap().applies_to(&history));
 }
 
 #[test]

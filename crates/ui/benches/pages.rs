@@ -42,6 +42,7 @@ static FIXTURE: LazyLock<Option<Fixture>> = LazyLock::new(|| {
         after: &outcome.conversation,
         config: &config,
         report: &outcome.report,
+        thread: None,
     };
     let mut last = 0;
     for i in 0..1_000 {

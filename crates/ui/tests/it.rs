@@ -49,6 +49,7 @@ fn filled(extra: usize) -> (tempdir::Dir, PathBuf) {
             after: &after,
             config: &snap.config,
             report: &snap.report,
+            thread: None,
         };
         store
             .record_as(&format!("proxy-session-{i:04}"), &data)
@@ -262,6 +263,7 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
         after: &after,
         config: &snap.config,
         report: &snap.report,
+        thread: None,
     };
     let mut compactions = 0;
     for i in 0..30u64 {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Message, Role, validate};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config};
+use abridge::{Compactor, Config, Engine, Event};
 
 fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
     let full = run(Spec {
@@ -28,12 +28,15 @@ fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
     };
     let builds = Arc::new(AtomicUsize::new(0));
     let counter = builds.clone();
-    let preparer = Preparer::new(10_000, move || {
-        counter.fetch_add(1, Ordering::SeqCst);
-        let mut cfg = Config::default();
-        cfg.budget.target_tokens = Some(15_000);
-        Compactor::new(cfg).unwrap()
+    let mut cfg = Config::default();
+    cfg.budget.target_tokens = Some(15_000);
+    let mut engine = Engine::new(cfg).unwrap();
+    engine.subscribe(move |e| {
+        if matches!(e, Event::HistoryCompacted { .. }) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
     });
+    let preparer = Preparer::new(10_000, Arc::new(engine));
     (full, now, preparer, builds)
 }
 

@@ -5,7 +5,7 @@
 
 use abridge::model::{Conversation, Part, iterations, validate};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config, Continuity};
+use abridge::{Compactor, Config, Input};
 use proptest::prelude::*;
 
 fn config(trigger: u64) -> Config {
@@ -55,16 +55,15 @@ proptest! {
         let total = Compactor::new(Config::default()).unwrap().count(&full);
         let mut compactor = Compactor::new(config(total / 3 + 2_000)).unwrap();
         let mut counter = Compactor::new(config(total / 3 + 2_000)).unwrap();
-        let mut continuity = Continuity::new();
         let mut k = 1;
         for step in steps {
             k += step;
             let history = prefix(&full, k);
-            let carried = continuity.carryover().cloned();
+            let carried = compactor.thread().carryover().cloned();
             // A history whose floor is over the target cannot shrink: the
             // caller sends it as it is, and the carryover stays.
-            let Ok(out) = continuity.turn(&mut compactor, &history, None) else {
-                prop_assert_eq!(continuity.carryover(), carried.as_ref());
+            let Ok(out) = compactor.turn(Input::evaluate(&history).resent()) else {
+                prop_assert_eq!(compactor.thread().carryover(), carried.as_ref());
                 continue;
             };
             let sent = out.conversation.into_owned();
@@ -84,14 +83,14 @@ proptest! {
                 _ => {}
             }
             if out.report.compacted {
-                let c = continuity.carryover().unwrap();
+                let c = compactor.thread().carryover().unwrap();
                 prop_assert_eq!(c.messages(), &sent.messages[..]);
                 prop_assert_eq!(c.source().len, history.messages.len());
             }
         }
     }
 
-    /// A caller that knows the history only grew (`turn_appended`) gets
+    /// A caller that knows the history only grew (`extending`) gets
     /// exactly what a full `turn` gives — messages, counts, compactions —
     /// turn after turn.
     #[test]
@@ -100,14 +99,13 @@ proptest! {
         let total = Compactor::new(Config::default()).unwrap().count(&full);
         let cfg = config(total / 3 + 2_000);
         let (mut a, mut b) = (Compactor::new(cfg.clone()).unwrap(), Compactor::new(cfg).unwrap());
-        let (mut whole, mut appended) = (Continuity::new(), Continuity::new());
-        let mut k = 1;
+                let mut k = 1;
         let mut before = 0;
         for step in steps {
             k += step;
             let history = prefix(&full, k);
-            let x = whole.turn(&mut a, &history, None);
-            let y = appended.turn_appended(&mut b, &history, before, None);
+            let x = a.turn(Input::evaluate(&history).resent());
+            let y = b.turn(Input::evaluate(&history).resent().extending(before));
             match (x, y) {
                 (Ok(x), Ok(y)) => {
                     prop_assert_eq!(&x.conversation.messages, &y.conversation.messages);
@@ -118,7 +116,7 @@ proptest! {
                 (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
                 (x, y) => prop_assert!(false, "turn {:?} vs appended {:?}", x.map(|o| o.report), y.map(|o| o.report)),
             }
-            prop_assert_eq!(whole.carryover(), appended.carryover());
+            prop_assert_eq!(a.thread().carryover(), b.thread().carryover());
             before = history.messages.len();
         }
     }
@@ -131,22 +129,21 @@ proptest! {
         let total = Compactor::new(Config::default()).unwrap().count(&full);
         let cfg = config(total / 2);
         let mut compactor = Compactor::new(cfg.clone()).unwrap();
-        let mut continuity = Continuity::new();
         let n = iterations(&full.messages).len();
         let start = prefix(&full, n * 3 / 4);
-        let compacted = continuity
-            .turn(&mut compactor, &start, None)
+        let compacted = compactor
+            .turn(Input::evaluate(&start).resent())
             .is_ok_and(|o| o.report.compacted);
         prop_assume!(compacted);
-        let source = continuity.carryover().unwrap().source();
+        let source = compactor.thread().carryover().unwrap().source();
         let mut history = prefix(&full, n);
         if rewind {
             history.messages.truncate(at.index(source.len));
         } else {
             edit(&mut history, at.index(source.len));
         }
-        prop_assert!(!continuity.carryover().unwrap().applies_to(&history));
-        let out = continuity.turn(&mut compactor, &history, None);
+        prop_assert!(!compactor.thread().carryover().unwrap().applies_to(&history));
+        let out = compactor.turn(Input::evaluate(&history).resent());
         let fresh = Compactor::new(cfg).unwrap().on_turn(&history, None);
         match (out, fresh) {
             (Ok(out), Ok(fresh)) => {
@@ -169,11 +166,10 @@ fn a_repeated_request_is_sent_identically() {
         ..Spec::default()
     });
     let mut compactor = Compactor::new(config(4_000)).unwrap();
-    let mut continuity = Continuity::new();
-    let a = continuity.turn(&mut compactor, &full, None).unwrap();
+    let a = compactor.turn(Input::evaluate(&full).resent()).unwrap();
     assert!(a.report.compacted);
     let a = a.conversation.into_owned();
-    let b = continuity.turn(&mut compactor, &full, None).unwrap();
+    let b = compactor.turn(Input::evaluate(&full).resent()).unwrap();
     assert!(!b.report.compacted);
     assert_eq!(
         abridge::model::encode(&a).unwrap(),

@@ -23,6 +23,11 @@ fn compact_with(
     cfg.budget.min_iterations = 1;
     let out = Compactor::new(cfg).unwrap().compact(conv).unwrap();
     assert!(out.report.tokens_after <= target);
+    // The report names the briefing the compaction inserted, if any.
+    let marked = out.conversation.messages.iter().position(|m| {
+        m.text_content().starts_with("<compacted-history>") && m.meta.compact_summary
+    });
+    assert_eq!(out.report.briefing, marked);
     out.conversation.into_owned()
 }
 

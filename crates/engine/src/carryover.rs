@@ -1,0 +1,104 @@
+//! A compaction carried over to the same history grown longer.
+//!
+//! An agent that keeps its full history, or a client behind a proxy, sends
+//! the whole history every turn. Once a prefix of it has been compacted, the
+//! next request should send *that compacted prefix again, byte for byte*,
+//! plus the messages added since: the provider's prompt cache stays warm
+//! and the prefix is neither recounted nor summarized again. A history that
+//! no longer starts with the messages that were compacted (edited, rewound)
+//! is detected by its [`PrefixKey`] and compacted afresh. A
+//! [`Thread`](crate::Thread) keeps the carryover; a turn whose input is
+//! [`resent`](crate::Input::resent) applies it.
+
+use abridge_model::{Conversation, Message, fingerprint};
+use serde::{Deserialize, Serialize};
+
+
+/// Identity of a history prefix: how many messages, and their fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PrefixKey {
+    /// Messages in the prefix.
+    pub len: usize,
+    /// [`fingerprint`] of those messages.
+    pub fingerprint: u64,
+}
+
+impl PrefixKey {
+    /// The key of all of `messages`.
+    pub fn of(messages: &[Message]) -> PrefixKey {
+        PrefixKey {
+            len: messages.len(),
+            fingerprint: fingerprint(messages),
+        }
+    }
+
+    /// True when `history` starts with exactly the messages this key names.
+    pub fn matches(&self, history: &[Message]) -> bool {
+        history
+            .get(..self.len)
+            .is_some_and(|p| fingerprint(p) == self.fingerprint)
+    }
+}
+
+/// What an earlier compaction made of a history prefix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Carryover {
+    source: PrefixKey,
+    messages: Vec<Message>,
+    tokens: u64,
+}
+
+impl Carryover {
+    /// `source` (the history as it was sent) became `compacted`, whose
+    /// messages count `tokens` (tool declarations not included).
+    pub fn new(source: &[Message], compacted: Vec<Message>, tokens: u64) -> Carryover {
+        Carryover::from_parts(PrefixKey::of(source), compacted, tokens)
+    }
+
+    /// A carryover from its stored parts.
+    pub fn from_parts(source: PrefixKey, compacted: Vec<Message>, tokens: u64) -> Carryover {
+        Carryover {
+            source,
+            messages: compacted,
+            tokens,
+        }
+    }
+
+    /// The prefix it replaces.
+    pub fn source(&self) -> PrefixKey {
+        self.source
+    }
+
+    /// The compacted messages that replace it.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Tokens of those messages.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// True when `history` still starts with the prefix that was compacted.
+    pub fn applies_to(&self, history: &Conversation) -> bool {
+        self.source.matches(&history.messages)
+    }
+
+    /// The compacted prefix followed by the messages `history` added since,
+    /// in `history`'s envelope; `None` when `history` diverged.
+    pub fn apply(&self, history: &Conversation) -> Option<Conversation> {
+        self.applies_to(history)
+            .then(|| self.apply_unchecked(history))
+    }
+
+    pub(crate) fn apply_unchecked(&self, history: &Conversation) -> Conversation {
+        let added = &history.messages[self.source.len..];
+        let mut messages = Vec::with_capacity(self.messages.len() + added.len());
+        messages.extend_from_slice(&self.messages);
+        messages.extend_from_slice(added);
+        Conversation {
+            messages,
+            ..history.clone_envelope()
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The engine: what every conversation shares — configuration, the limits
+//! derived from it, the summarizer cascade, the snapshot store and the
+//! event subscribers. It is built once, never changes while turns run, and
+//! is shared behind an `Arc` by every [`Thread`](crate::Thread).
+
+use std::sync::{Arc, Mutex};
+
+use abridge_summarize::{FactConfig, Offline, Summarizer};
+use abridge_tokens::{Registry, TokenCounter};
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::event::Event;
+use crate::limits::Limits;
+use crate::snapshot::SnapshotSink;
+
+type Sink = Arc<Mutex<dyn FnMut(&Event) + Send>>;
+
+/// Configuration, limits, summarizers, store and subscribers, shared by
+/// every conversation. `Send + Sync`; cloning it is cheap (the summarizers,
+/// store and subscribers are shared, not copied).
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) config: Config,
+    pub(crate) limits: Limits,
+    pub(crate) facts: FactConfig,
+    pub(crate) summarizers: Vec<Arc<dyn Summarizer>>,
+    store: Option<Arc<Mutex<Box<dyn SnapshotSink>>>>,
+    sinks: Vec<Sink>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.summarizers.iter().map(|s| s.name()).collect();
+        f.debug_struct("Engine")
+            .field("config", &self.config)
+            .field("limits", &self.limits)
+            .field("summarizers", &names)
+            .field("store", &self.store.is_some())
+            .field("sinks", &self.sinks.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// An engine with the built-in model registry plus the config's `[models]`.
+    pub fn new(config: Config) -> Result<Self> {
+        Self::with_registry(config, Registry::new())
+    }
+
+    /// An engine with the given registry (the config's `[models]` are added to it).
+    pub fn with_registry(config: Config, mut registry: Registry) -> Result<Self> {
+        config.check()?;
+        registry.extend(config.models.clone());
+        let mut engine = Engine {
+            limits: Limits::new(&config, &registry),
+            facts: config.facts(),
+            config,
+            summarizers: Vec::new(),
+            store: None,
+            sinks: Vec::new(),
+        };
+        engine.set_summarizers(Vec::new());
+        Ok(engine)
+    }
+
+    /// Sets the summarizer cascade, tried in order. The offline fact sheet
+    /// is appended as the last resort unless `summary.offline = false`, so
+    /// a compaction that needs a briefing always gets one. (The config's
+    /// `[[summarizers]]` are built by `abridge_llm::cascade`.)
+    pub fn set_summarizers(&mut self, cascade: Vec<Box<dyn Summarizer>>) {
+        let mut cascade: Vec<Arc<dyn Summarizer>> = cascade.into_iter().map(Arc::from).collect();
+        if self.config.summary.offline {
+            cascade.push(Arc::new(Offline));
+        }
+        self.summarizers = cascade;
+    }
+
+    /// Records a snapshot of every compaction from now on (off by default).
+    /// A store that fails makes a `snapshot_failed` event; the compaction
+    /// still returns its result and the caller's history is untouched.
+    pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
+        self.store = Some(Arc::new(Mutex::new(store)));
+    }
+
+    /// Calls `f` with every event from now on.
+    pub fn subscribe(&mut self, f: impl FnMut(&Event) + Send + 'static) {
+        self.sinks.push(Arc::new(Mutex::new(f)));
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Window, thresholds and budgets derived from the config and registry.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A token counter with this engine's tokenizer and an empty cache.
+    pub(crate) fn counter(&self) -> TokenCounter {
+        TokenCounter::new(self.limits.tokenizer)
+    }
+
+    /// Hands an event to every subscriber.
+    pub(crate) fn emit(&self, e: &Event) {
+        for s in &self.sinks {
+            // A subscriber that panicked keeps receiving: its state is its own.
+            let mut f = s.lock().unwrap_or_else(|p| p.into_inner());
+            f(e);
+        }
+    }
+
+    /// Runs `f` with the snapshot store, when one is set.
+    pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut dyn SnapshotSink) -> T) -> Option<T> {
+        let store = self.store.as_ref()?;
+        let mut guard = store.lock().unwrap_or_else(|p| p.into_inner());
+        Some(f(guard.as_mut()))
+    }
+}

@@ -1,0 +1,644 @@
+//! A conversation's state between turns, and the one place that decides
+//! when and how a turn compacts.
+//!
+//! A [`Thread`] holds what one conversation learned: the calibration to the
+//! provider's count, the compaction carried over to the next turn, what was
+//! last sent, the cadence, a token cache and what briefings should focus
+//! on. [`Thread::turn`] takes an [`Input`] that says what the caller knows
+//! — a history to evaluate, one that extends the last by some messages, the
+//! client's whole log resent, a forced target, an agent's request — and
+//! every front end (the [`Compactor`](crate::Compactor), the
+//! [`Session`](crate::Session), the proxy, the packages) calls it.
+//!
+//! ```
+//! use abridge::{Config, Engine, Input, Thread, model::{decode, Message, Role}};
+//!
+//! let config = Config::from_toml("[trigger]\nmax_tokens = 1200\n[budget]\nclear_at_least = 100\nmin_iterations = 1")?;
+//! let engine = Engine::new(config)?;
+//! let mut thread = Thread::new(&engine);
+//! let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/coding-agent.openai.json"))?;
+//! let mut history = decode(&bytes)?.remove(0);
+//! let first = thread.turn(&engine, Input::evaluate(&history).resent())?;
+//! assert!(first.report.compacted);
+//! let sent = first.conversation.into_owned();
+//!
+//! // The client sends its whole history again, one message longer: the
+//! // compacted prefix goes again byte for byte.
+//! let before = history.messages.len();
+//! history.messages.push(Message::text(Role::User, "Thanks."));
+//! let next = thread.turn(&engine, Input::evaluate(&history).resent().extending(before))?;
+//! assert_eq!(next.conversation.messages[..sent.messages.len()], sent.messages[..]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use abridge_model::{Conversation, Message, Role, iterations};
+use abridge_tokens::TokenCounter;
+use serde::{Deserialize, Serialize};
+
+use crate::calibration::Calibration;
+use crate::carryover::Carryover;
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::event::Event;
+use crate::plan::Plan;
+use crate::report::{Outcome, Reason, Report};
+use crate::rewrite::Rewriter;
+
+/// What a turn is given: a history, how it relates to the last turn's, and
+/// what to do with it.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    history: &'a Conversation,
+    resent: bool,
+    extending: Option<usize>,
+    action: Action,
+}
+
+/// What a turn does with its history.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Action {
+    /// Check the triggers; compact when one fires.
+    Evaluate,
+    /// Compact now, to this target in the provider's units (or the
+    /// configured one).
+    Compact(Option<u64>),
+    /// The agent asked: brief everything before the last iterations.
+    Requested { keep_iterations: usize },
+}
+
+impl<'a> Input<'a> {
+    fn new(history: &'a Conversation, action: Action) -> Self {
+        Input {
+            history,
+            resent: false,
+            extending: None,
+            action,
+        }
+    }
+
+    /// Check the triggers and compact when one fires. The history is what
+    /// the last turn returned plus the messages added since, unless
+    /// [`resent`](Self::resent) says otherwise.
+    pub fn evaluate(history: &'a Conversation) -> Self {
+        Input::new(history, Action::Evaluate)
+    }
+
+    /// Compact now to the configured target (`budget.target_tokens`, or the
+    /// derived one); without any target, clip old content without dropping
+    /// iterations.
+    pub fn compact(history: &'a Conversation) -> Self {
+        Input::new(history, Action::Compact(None))
+    }
+
+    /// Compact now to `target` tokens in the provider's units, e.g. after
+    /// the provider refused the history as too long.
+    pub fn compact_to(history: &'a Conversation, target: u64) -> Self {
+        Input::new(history, Action::Compact(Some(target)))
+    }
+
+    /// The agent asked (`compact_history`): everything before the last
+    /// `keep_iterations` iterations becomes a briefing (or is dropped when
+    /// no summarizer gives one), whatever the triggers say. The thread's
+    /// focus is what the briefing concentrates on.
+    pub fn requested(history: &'a Conversation, keep_iterations: usize) -> Self {
+        Input::new(history, Action::Requested { keep_iterations })
+    }
+
+    /// The history is the client's own whole log, sent again on every turn
+    /// (a proxy, an agent that keeps its original history): the compaction
+    /// carried over applies while the log still starts with what it
+    /// compacted, and a new compaction is carried over to the next turn.
+    pub fn resent(mut self) -> Self {
+        self.resent = true;
+        self
+    }
+
+    /// The caller knows the first `unchanged` messages are the last turn's
+    /// whole history (it compared the bytes, or only appended): nothing
+    /// before them is hashed or counted again, so the turn costs what the
+    /// added messages cost. Ignored when it does not match the last turn.
+    pub fn extending(mut self, unchanged: usize) -> Self {
+        self.extending = Some(unchanged);
+        self
+    }
+}
+
+/// What a thread keeps across restarts: everything but its caches.
+/// Serialized as JSON with a format version; the carried-over messages are
+/// kept by the owner in their conversation's wire format (a store writes
+/// them as a request body), so they are not part of the JSON.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ThreadState {
+    /// Format version of this serialization ([`ThreadState::VERSION`]).
+    #[serde(default)]
+    pub format: u32,
+    /// The correction to the provider's count learned so far.
+    #[serde(default)]
+    pub calibration: Calibration,
+    /// The compaction carried over to the next turn, if any.
+    #[serde(skip)]
+    pub carryover: Option<Carryover>,
+    /// Iterations of the history when it last compacted (the cadence counts
+    /// from there).
+    #[serde(default)]
+    pub compacted_at: usize,
+    /// abridge's count of the history last sent (what the next reported
+    /// usage is about).
+    #[serde(default)]
+    pub last_sent: Option<u64>,
+    /// What briefings should focus on.
+    #[serde(default)]
+    pub focus: Option<String>,
+}
+
+impl ThreadState {
+    /// The format written by this release.
+    pub const VERSION: u32 = 1;
+
+    /// Reads a stored state: this release's JSON, or the bare calibration
+    /// that stores wrote before threads were persisted whole.
+    pub fn from_json(json: &str) -> serde_json::Result<ThreadState> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Stored {
+            State(ThreadState),
+            Calibration(Calibration),
+        }
+        Ok(match serde_json::from_str(json)? {
+            Stored::State(s) if s.format > 0 => s,
+            Stored::State(_) => serde_json::from_str::<Calibration>(json).map(|c| ThreadState {
+                calibration: c,
+                ..ThreadState::default()
+            })?,
+            Stored::Calibration(c) => ThreadState {
+                calibration: c,
+                ..ThreadState::default()
+            },
+        })
+    }
+
+    /// The state as JSON (the carryover's messages aside).
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(&ThreadState {
+            format: ThreadState::VERSION,
+            carryover: None,
+            ..self.clone()
+        })
+    }
+}
+
+/// One conversation's state between turns. Keep one per conversation, with
+/// the [`Engine`] it was made for.
+#[derive(Debug)]
+pub struct Thread {
+    state: ThreadState,
+    /// The last turn, for a next one that extends it.
+    last: Option<Seen>,
+    /// Prompt tokens the provider reported for the last history sent,
+    /// waiting for the next turn.
+    reported: Option<u64>,
+    counter: TokenCounter,
+    /// Its name, handed to the snapshot store.
+    name: Option<String>,
+}
+
+/// What the last turn saw: how long the caller's history was (the history
+/// returned, for a caller that sends it; the log, for one that resends its
+/// own), and the tokens (tool declarations aside) and iterations of what
+/// was sent for it.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    len: usize,
+    tokens: u64,
+    iterations: usize,
+}
+
+/// An evaluation under way: the history's tokens and iterations, the events
+/// so far, and when it started.
+pub(crate) struct Eval {
+    pub(crate) tokens: u64,
+    pub(crate) iterations: usize,
+    pub(crate) events: Vec<Event>,
+    pub(crate) start: Instant,
+}
+
+impl Thread {
+    /// A new conversation.
+    pub fn new(engine: &Engine) -> Thread {
+        Thread::resume(engine, ThreadState::default())
+    }
+
+    /// A conversation resumed from its stored state.
+    pub fn resume(engine: &Engine, state: ThreadState) -> Thread {
+        Thread {
+            state,
+            last: None,
+            reported: None,
+            counter: engine.counter(),
+            name: None,
+        }
+    }
+
+    /// Names the conversation (its snapshots are recorded under the name).
+    pub fn set_name(&mut self, name: impl Into<String>) {
+        self.name = Some(name.into());
+    }
+
+    /// What is kept across restarts.
+    pub fn state(&self) -> &ThreadState {
+        &self.state
+    }
+
+    /// The correction to the provider's count learned so far.
+    pub fn calibration(&self) -> Calibration {
+        self.state.calibration
+    }
+
+    /// Starts from a known correction.
+    pub fn set_calibration(&mut self, c: Calibration) {
+        self.state.calibration = c;
+    }
+
+    /// The compaction carried over to the next turn, if any.
+    pub fn carryover(&self) -> Option<&Carryover> {
+        self.state.carryover.as_ref()
+    }
+
+    /// Carries over a compaction made elsewhere (a background preparation):
+    /// the next turn of a resent log that still starts with what it
+    /// compacted sends it.
+    pub fn adopt(&mut self, carry: Carryover) {
+        self.state.carryover = Some(carry);
+        self.last = None;
+    }
+
+    /// What briefings should focus on; `None` to clear.
+    pub fn set_focus(&mut self, focus: Option<String>) {
+        self.state.focus = focus;
+    }
+
+    /// The provider reported `prompt_tokens` for the last history sent;
+    /// the next turn learns from it (and checks `trigger.usage_tokens`).
+    pub fn reported(&mut self, prompt_tokens: u64) {
+        self.reported = Some(prompt_tokens).filter(|t| *t > 0);
+    }
+
+    /// abridge's count in the provider's units.
+    pub fn calibrated(&self, tokens: u64) -> u64 {
+        self.state.calibration.apply(tokens)
+    }
+
+    /// Tokens of a history: messages plus tool declarations.
+    pub fn count(&mut self, conv: &Conversation) -> u64 {
+        self.counter.count_conversation(conv) as u64
+    }
+
+    /// Tokens of a history's tool declarations.
+    pub fn tool_tokens(&mut self, conv: &Conversation) -> u64 {
+        self.counter.count_tools(conv.tools.as_deref()) as u64
+    }
+
+    /// Token count of each message.
+    pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
+        messages
+            .iter()
+            .map(|m| self.counter.count_message(m).total() as u64)
+            .collect()
+    }
+
+    /// One turn: counts what the input adds, emits a history-size event and
+    /// does what the input asks. An unchanged history is returned borrowed.
+    /// On error the caller's history is untouched, an event says why, and
+    /// what was carried over stays: send [`Carryover::apply`] of a resent
+    /// log if it still applies (the cached prefix stays), or the history.
+    pub fn turn<'a>(&mut self, engine: &Engine, input: Input<'a>) -> Result<Outcome<'a>> {
+        let start = Instant::now();
+        let history = input.history;
+        let seen = self
+            .last
+            .take()
+            .filter(|s| input.extending == Some(s.len) && s.len <= history.messages.len());
+        let carry = match input.resent {
+            true => self
+                .state
+                .carryover
+                .take()
+                .filter(|c| seen.is_some() || c.applies_to(history)),
+            false => None,
+        };
+        let (view, tokens, its) = match (&carry, seen) {
+            (carry, Some(seen)) => {
+                let added = &history.messages[seen.len..];
+                let tokens = seen.tokens + self.message_tokens(added).iter().sum::<u64>();
+                let view = carry.as_ref().map(|c| c.apply_unchecked(history));
+                (view, tokens, seen.iterations + opened(seen.iterations, added))
+            }
+            (Some(c), None) => {
+                let added = &history.messages[c.source().len..];
+                let tokens = c.tokens() + self.message_tokens(added).iter().sum::<u64>();
+                let view = c.apply_unchecked(history);
+                let its = iterations(&view.messages).len();
+                (Some(view), tokens, its)
+            }
+            (None, None) => {
+                let tokens = self.message_tokens(&history.messages).iter().sum();
+                (None, tokens, iterations(&history.messages).len())
+            }
+        };
+        let tools = self.tool_tokens(history);
+        let eval_of = |tokens| Eval {
+            tokens,
+            iterations: its,
+            events: Vec::new(),
+            start,
+        };
+        let conv = view.as_ref().unwrap_or(history);
+        let result = self.act(engine, conv, input.action, eval_of(tokens + tools));
+        let outcome = match result {
+            Ok(o) => o,
+            Err(e) => {
+                if input.action == Action::Evaluate {
+                    // The history goes as it is.
+                    self.state.last_sent = Some(tokens + tools);
+                }
+                self.state.carryover = carry;
+                return Err(e);
+            }
+        };
+        self.state.last_sent = Some(outcome.report.tokens_after);
+        let compacted = outcome.report.compacted;
+        let sent_its = match compacted {
+            true => iterations(&outcome.conversation.messages).len(),
+            false => its,
+        };
+        let sent_tokens = outcome.report.tokens_after.saturating_sub(tools);
+        let report = outcome.report;
+        let out = match outcome.conversation {
+            Cow::Owned(c) => Some(c),
+            Cow::Borrowed(_) => None,
+        };
+        let out: Cow<'a, Conversation> = match (out, view) {
+            (Some(c), _) => Cow::Owned(c),
+            (None, Some(v)) => Cow::Owned(v),
+            (None, None) => Cow::Borrowed(history),
+        };
+        self.state.carryover = match (input.resent, compacted) {
+            (true, true) => Some(Carryover::new(
+                &history.messages,
+                out.messages.clone(),
+                sent_tokens,
+            )),
+            _ => carry,
+        };
+        self.last = Some(Seen {
+            len: match input.resent {
+                true => history.messages.len(),
+                false => out.messages.len(),
+            },
+            tokens: sent_tokens,
+            iterations: sent_its,
+        });
+        Ok(Outcome {
+            conversation: out,
+            report,
+        })
+    }
+
+    /// Does what the input asks with the history as it goes out (a carried
+    /// prefix applied), whose tokens and iterations `eval` holds.
+    fn act<'c>(
+        &mut self,
+        engine: &Engine,
+        conv: &'c Conversation,
+        action: Action,
+        mut eval: Eval,
+    ) -> Result<Outcome<'c>> {
+        let usage = self.reported.take();
+        if let Some(reported) = usage {
+            let counted = self.state.last_sent.unwrap_or(eval.tokens);
+            self.state.calibration.observe(counted, reported);
+        }
+        let size = self.size_event(engine, eval.tokens, conv.messages.len(), eval.iterations);
+        engine.emit(&size);
+        eval.events.push(size);
+        let calibration = self.state.calibration;
+        let plan = match action {
+            Action::Evaluate => {
+                let fired = engine.limits.fired(
+                    calibration.apply(eval.tokens),
+                    eval.iterations,
+                    self.state.compacted_at,
+                    usage,
+                );
+                return match fired {
+                    Some(reason) => self.compact_for(engine, conv, reason, eval),
+                    None => Ok(unchanged(conv, None, eval)),
+                };
+            }
+            Action::Compact(target) => {
+                let target = target
+                    .or(engine.limits.target)
+                    .map(|t| calibration.unapply(t));
+                self.plan(engine, Reason::Forced, target)
+            }
+            Action::Requested { keep_iterations } => {
+                Plan::on_request(eval.tokens, keep_iterations, self.state.focus.clone())
+            }
+        };
+        self.run(engine, conv, &plan, eval)
+    }
+
+    /// Compacts for a trigger that fired; skips a compaction that would clear
+    /// fewer than `clear_at_least` tokens.
+    fn compact_for<'c>(
+        &mut self,
+        engine: &Engine,
+        conv: &'c Conversation,
+        reason: Reason,
+        eval: Eval,
+    ) -> Result<Outcome<'c>> {
+        let calibration = self.state.calibration;
+        let target = engine
+            .limits
+            .target_for(reason)
+            .map(|t| calibration.unapply(t));
+        // The cadence counts from this evaluation, whatever it does.
+        self.state.compacted_at = eval.iterations;
+        let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
+        let mut plan = self.plan(engine, reason, target);
+        plan.ceiling = engine
+            .limits
+            .trigger_tokens
+            .map(|t| calibration.unapply(t));
+        let mut outcome = self.run(engine, conv, &plan, eval)?;
+        let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
+        let clear_at_least = engine.config.budget.clear_at_least;
+        if !outcome.report.compacted || reason == Reason::Forced || saved >= clear_at_least {
+            return Ok(outcome);
+        }
+        let skip = Event::CompactionSkipped {
+            reason,
+            would_clear: saved,
+            clear_at_least,
+        };
+        engine.emit(&skip);
+        let mut events = std::mem::take(&mut outcome.report.events);
+        events.retain(|e| !matches!(e, Event::HistoryCompacted { .. }));
+        events.push(skip);
+        let eval = Eval {
+            tokens,
+            iterations: its,
+            events,
+            start,
+        };
+        Ok(unchanged(conv, Some(reason), eval))
+    }
+
+    fn plan(&self, engine: &Engine, reason: Reason, target: Option<u64>) -> Plan {
+        Plan::configured(
+            &engine.config,
+            &engine.limits,
+            reason,
+            target,
+            self.state.focus.clone(),
+        )
+    }
+
+    /// Executes a plan; a failure becomes a `compaction_failed` event too.
+    fn run<'c>(
+        &mut self,
+        engine: &Engine,
+        conv: &'c Conversation,
+        plan: &Plan,
+        eval: Eval,
+    ) -> Result<Outcome<'c>> {
+        let mut rewriter = Rewriter {
+            engine,
+            counter: &mut self.counter,
+            name: self.name.as_deref(),
+        };
+        let outcome = rewriter.rewrite(conv, plan, eval).inspect_err(|e| {
+            engine.emit(&Event::CompactionFailed {
+                error: e.to_string(),
+            });
+        })?;
+        if outcome.report.compacted {
+            self.state.compacted_at = iterations(&outcome.conversation.messages).len();
+        }
+        Ok(outcome)
+    }
+
+    /// The `history_size` event for these figures.
+    fn size_event(&self, engine: &Engine, tokens: u64, messages: usize, its: usize) -> Event {
+        let calibrated = self.calibrated(tokens);
+        Event::HistorySize {
+            tokens,
+            calibrated_tokens: calibrated,
+            messages,
+            iterations: its,
+            window_fraction: engine
+                .limits
+                .window
+                .map(|w| (calibrated as f64 / w as f64 * 10_000.0).round() / 10_000.0),
+        }
+    }
+}
+
+/// Iterations that `added` opens after `before` of them (as
+/// [`iterations`] counts them: an assistant message opens one unless it
+/// continues the turn before it).
+fn opened(before: usize, added: &[Message]) -> usize {
+    let mut n = before;
+    for m in added {
+        if m.role == Role::Assistant && (!m.meta.continues_turn || n == 0) {
+            n += 1;
+        }
+    }
+    n - before
+}
+
+/// The outcome of an evaluation that leaves the history as it is.
+pub(crate) fn unchanged<'a>(
+    conv: &'a Conversation,
+    reason: Option<Reason>,
+    eval: Eval,
+) -> Outcome<'a> {
+    let n = conv.messages.len();
+    Outcome {
+        report: Report {
+            reason,
+            compacted: false,
+            tokens_before: eval.tokens,
+            tokens_after: eval.tokens,
+            messages_before: n,
+            messages_after: n,
+            tail_iterations: eval.iterations,
+            target: None,
+            policies: Vec::new(),
+            summarizer: None,
+            attempts: Vec::new(),
+            snapshot: None,
+            events: eval.events,
+            duration_us: eval.start.elapsed().as_micros() as u64,
+            degraded: Vec::new(),
+            briefing: None,
+        },
+        conversation: Cow::Borrowed(conv),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_round_trips_and_a_bare_calibration_reads_as_one() {
+        let mut calibration = Calibration::default();
+        calibration.observe(10_000, 12_500);
+        let state = ThreadState {
+            calibration,
+            compacted_at: 7,
+            last_sent: Some(41_000),
+            focus: Some("the flaky test".into()),
+            ..ThreadState::default()
+        };
+        let json = state.to_json().unwrap();
+        let back = ThreadState::from_json(&json).unwrap();
+        assert_eq!(back.format, ThreadState::VERSION);
+        assert_eq!(
+            ThreadState {
+                format: 0,
+                ..back
+            },
+            state
+        );
+        // What stores held before threads were stored whole.
+        let old = serde_json::to_string(&calibration).unwrap();
+        let migrated = ThreadState::from_json(&old).unwrap();
+        assert_eq!(migrated.calibration, calibration);
+        assert_eq!((migrated.compacted_at, migrated.last_sent), (0, None));
+        assert!(ThreadState::from_json(r#"{"factor": "high"}"#).is_err());
+    }
+
+    #[test]
+    fn opened_counts_iterations_as_iterations_does() {
+        let a = |continues| {
+            let mut m = Message::text(Role::Assistant, "a");
+            m.meta.continues_turn = continues;
+            m
+        };
+        let u = Message::text(Role::User, "u");
+        let all = vec![u.clone(), a(true), a(true), u.clone(), a(false), a(true), u];
+        for cut in 0..=all.len() {
+            let before = iterations(&all[..cut]).len();
+            assert_eq!(
+                before + opened(before, &all[cut..]),
+                iterations(&all).len(),
+                "cut at {cut}"
+            );
+        }
+    }
+}

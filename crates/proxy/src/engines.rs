@@ -1,0 +1,79 @@
+//! The engines sessions share: one per model, built on a session's first
+//! request with the proxy's config (and the request's model when the config
+//! names none), then shared by every session of that model.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use abridge::model::Conversation;
+use abridge::{Config, Engine};
+
+use crate::rewrite::SharedStore;
+use crate::store::SessionSink;
+
+/// Most models remembered; past it the map starts afresh (sessions keep
+/// the engines they hold).
+const MODELS: usize = 64;
+
+/// A model's engines.
+#[derive(Debug)]
+pub(crate) struct ModelEngines {
+    /// The request path's: deterministic policies and the offline briefing,
+    /// which never wait on the network.
+    pub(crate) request: Arc<Engine>,
+    /// The configured LLM summarizers', for briefings prepared in the
+    /// background (none without `[[summarizers]]`).
+    pub(crate) background: Option<Arc<Engine>>,
+}
+
+/// Engines by model.
+#[derive(Debug, Default)]
+pub(crate) struct Engines {
+    by_model: Mutex<HashMap<Option<String>, Arc<ModelEngines>>>,
+}
+
+impl Engines {
+    /// The engines for a conversation: the config's, with the request's
+    /// model when the config names none.
+    pub(crate) fn of(
+        &self,
+        base: &Config,
+        conv: &Conversation,
+        store: Option<&SharedStore>,
+        handle: &tokio::runtime::Handle,
+    ) -> Result<Arc<ModelEngines>, String> {
+        let model = base.model.clone().or_else(|| conv.model.clone());
+        let mut map = self.by_model.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = map.get(&model) {
+            return Ok(e.clone());
+        }
+        let mut config = base.clone();
+        config.model = model.clone();
+        let build = |summarizers| -> Result<Arc<Engine>, String> {
+            let mut engine = Engine::new(config.clone()).map_err(|e| e.to_string())?;
+            if let Some(summarizers) = summarizers {
+                engine.set_summarizers(summarizers);
+            }
+            if let Some(store) = store {
+                engine.set_store(Box::new(SessionSink(store.clone())));
+            }
+            Ok(Arc::new(engine))
+        };
+        let background = match config.summarizers.is_empty() {
+            true => None,
+            false => Some(build(Some(abridge_llm::cascade(
+                &config.summarizers,
+                Some(handle.clone()),
+            )))?),
+        };
+        let engines = Arc::new(ModelEngines {
+            request: build(None)?,
+            background,
+        });
+        if map.len() >= MODELS {
+            map.clear();
+        }
+        map.insert(model, engines.clone());
+        Ok(engines)
+    }
+}
