@@ -2,6 +2,7 @@
 //! text (V8's `JSON.stringify`/`JSON.parse` beat walking objects through
 //! N-API); `index.js` parses, raises typed errors and adds `prepareStep`.
 
+use abridge_embed::Reported;
 use abridge_embed::{Error as EmbedError, Options};
 use napi::bindgen_prelude::{AsyncTask, Error, Result};
 use napi::{Env, Task};
@@ -86,7 +87,7 @@ pub fn convert(text: String, to: String) -> Result<String, String> {
 #[napi(js_name = "countTokens")]
 pub fn count_tokens(body: String, options_json: Option<String>) -> Result<i64, String> {
     let n = abridge_embed::count_tokens(parse(&body)?, &options(options_json)?).map_err(js)?;
-    Ok(i64::try_from(n).unwrap_or(i64::MAX))
+    Ok(i64::try_from(n.get()).unwrap_or(i64::MAX))
 }
 
 /// Violations of a body or list of messages, as a JSON array of `{rule, index, message}`.
@@ -131,13 +132,13 @@ impl Session {
     #[napi]
     pub fn push(&mut self, messages: String) -> Result<i64, String> {
         let n = self.inner.push(parse(&messages)?).map_err(js)?;
-        Ok(i64::try_from(n).unwrap_or(i64::MAX))
+        Ok(i64::try_from(n.get()).unwrap_or(i64::MAX))
     }
 
     /// Evaluates the triggers and compacts when one fires; `{tokens, compacted, report}` as JSON.
     #[napi]
     pub fn turn(&mut self, usage: Option<i64>) -> Result<String, String> {
-        let usage = usage.and_then(|u| u64::try_from(u).ok());
+        let usage = usage.and_then(|u| u64::try_from(u).ok()).map(Reported);
         let t = self.inner.turn(usage).map_err(js)?;
         to_text(&t)
     }
@@ -151,7 +152,7 @@ impl Session {
     /// Tokens of the history now.
     #[napi(getter)]
     pub fn tokens(&self) -> i64 {
-        i64::try_from(self.inner.tokens()).unwrap_or(i64::MAX)
+        i64::try_from(self.inner.tokens().get()).unwrap_or(i64::MAX)
     }
 
     /// Events since the last call, as JSON texts.

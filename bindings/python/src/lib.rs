@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use abridge_embed::{Error as EmbedError, ErrorKind, Options};
+use abridge_embed::{Error as EmbedError, ErrorKind, Options, Reported};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -79,6 +79,7 @@ fn compact(py: Python<'_>, body: &str, options: &str) -> PyResult<String> {
 fn count_tokens(py: Python<'_>, body: &str, options: &str) -> PyResult<u64> {
     let o = parse_options(options)?;
     py.detach(|| abridge_embed::count_tokens(parse(body)?, &o))
+        .map(|n| n.get())
         .map_err(py_err)
 }
 
@@ -148,14 +149,14 @@ impl Session {
 
     /// Appends a message or an array of messages (JSON); returns their tokens.
     fn push(&self, messages: &str) -> PyResult<u64> {
-        self.with(|s| s.push(parse(messages)?))
+        self.with(|s| s.push(parse(messages)?).map(|n| n.get()))
     }
 
     /// Evaluates the triggers and compacts when one fires (without the GIL);
     /// `{tokens, compacted, report}` as JSON.
     #[pyo3(signature = (usage = None))]
     fn turn(&self, py: Python<'_>, usage: Option<u64>) -> PyResult<String> {
-        py.detach(|| self.with(|s| to_text(&s.turn(usage)?)))
+        py.detach(|| self.with(|s| to_text(&s.turn(usage.map(Reported))?)))
     }
 
     /// The history to send now (JSON).
@@ -166,7 +167,7 @@ impl Session {
     /// Tokens of the history now.
     #[getter]
     fn tokens(&self) -> PyResult<u64> {
-        self.with(|s| Ok(s.tokens()))
+        self.with(|s| Ok(s.tokens().get()))
     }
 
     /// Events since the last call, as JSON texts.

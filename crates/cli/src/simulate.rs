@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use abridge::synth::{self, Spec};
-use abridge::{Compactor, Session};
+use abridge::{Calibration, Compactor, Session};
 use abridge_model::{Conversation, Family, Role, head_len};
-use abridge_tokens::{PRICES_AS_OF, Price, Registry};
+use abridge_tokens::{Calibrated, Counted, PRICES_AS_OF, Price, Registry};
 use anyhow::{Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -55,13 +55,13 @@ struct Turn {
     /// Index of the assistant message in the recorded run.
     index: usize,
     /// Context tokens without compaction.
-    baseline: u64,
+    baseline: Counted,
     /// Context tokens sent with abridge.
-    tokens: u64,
+    tokens: Counted,
     /// Of those, the prefix unchanged since the previous turn (a cache read).
-    cached: u64,
+    cached: Counted,
     /// Of the baseline's, the previous turn's whole prompt.
-    baseline_cached: u64,
+    baseline_cached: Counted,
     /// A compaction happened this turn.
     compacted: bool,
     /// The engine could not compact (e.g. cannot shrink); the run went on.
@@ -123,7 +123,7 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
     let mut baseline = compactor
         .message_tokens(&conv.messages[..head])
         .iter()
-        .sum::<u64>()
+        .sum::<Counted>()
         + tools;
     let mut start = conv.clone_envelope();
     start.messages = conv.messages[..head].to_vec();
@@ -148,7 +148,7 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
                 baseline,
                 tokens: session.tokens(),
                 cached,
-                baseline_cached: turns.last().map_or(0, |p| p.baseline),
+                baseline_cached: turns.last().map_or(Counted::ZERO, |p| p.baseline),
                 compacted,
                 failed,
                 engine_us: spent.as_secs_f64() * 1e6,
@@ -166,14 +166,18 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
 /// Tokens of the prompt the session sends now that a provider's prefix
 /// cache holds from the previous turn: everything up to the first message
 /// that changed. `sent` is the previous prompt, replaced by this one.
-fn cached_prefix(session: &Session, sent: &mut Vec<abridge_model::Message>, tools: u64) -> u64 {
+fn cached_prefix(
+    session: &Session,
+    sent: &mut Vec<abridge_model::Message>,
+    tools: Counted,
+) -> Counted {
     let now = &session.conversation().messages;
     let same = sent.iter().zip(now).take_while(|(a, b)| a == b).count();
     sent.clone_from(now);
     if same == 0 {
-        return 0;
+        return Counted::ZERO;
     }
-    tools + session.message_tokens()[..same].iter().sum::<u64>()
+    tools + session.message_tokens()[..same].iter().sum::<Counted>()
 }
 
 /// Totals and ratios of a replay.
@@ -182,12 +186,12 @@ struct Summary {
     turns: usize,
     compactions: usize,
     failures: usize,
-    peak_baseline: u64,
-    peak: u64,
-    final_baseline: u64,
-    final_tokens: u64,
-    billed_baseline: u64,
-    billed: u64,
+    peak_baseline: Counted,
+    peak: Counted,
+    final_baseline: Counted,
+    final_tokens: Counted,
+    billed_baseline: Counted,
+    billed: Counted,
     /// Turns whose prompt starts with the previous turn's whole prompt.
     prefix_stable: f64,
     /// Share of prompt tokens read from the provider's cache.
@@ -212,9 +216,15 @@ struct Cost {
 }
 
 fn summarize(turns: &[Turn], price: Option<Price>) -> Summary {
-    let hit = |cached: u64, total: u64| cached as f64 / total.max(1) as f64;
-    let sum = |f: fn(&Turn) -> u64| turns.iter().map(f).sum::<u64>();
-    let max = |f: fn(&Turn) -> u64| turns.iter().map(f).max().unwrap_or(0);
+    let hit = |cached: Counted, total: Counted| cached.get() as f64 / total.get().max(1) as f64;
+    let sum = |f: fn(&Turn) -> Counted| turns.iter().map(f).sum::<Counted>();
+    let max = |f: fn(&Turn) -> Counted| turns.iter().map(f).max().unwrap_or_default();
+    // A replay has no provider to calibrate against: its counts are priced
+    // as counted.
+    let identity = Calibration::default();
+    let cost = |cached: Counted, total: Counted, p: &Price| {
+        p.prompt_cost(identity.apply(cached), identity.apply(total))
+    };
     let mut times: Vec<f64> = turns.iter().map(|t| t.engine_us).collect();
     times.sort_by(f64::total_cmp);
     let compactions = turns.iter().filter(|t| t.compacted).count();
@@ -224,8 +234,8 @@ fn summarize(turns: &[Turn], price: Option<Price>) -> Summary {
         failures: turns.iter().filter(|t| t.failed).count(),
         peak_baseline: max(|t| t.baseline),
         peak: max(|t| t.tokens),
-        final_baseline: turns.last().map_or(0, |t| t.baseline),
-        final_tokens: turns.last().map_or(0, |t| t.tokens),
+        final_baseline: turns.last().map_or(Counted::ZERO, |t| t.baseline),
+        final_tokens: turns.last().map_or(Counted::ZERO, |t| t.tokens),
         billed_baseline: turns.iter().map(|t| t.baseline).sum(),
         billed: turns.iter().map(|t| t.tokens).sum(),
         prefix_stable: if turns.len() > 1 {
@@ -239,12 +249,9 @@ fn summarize(turns: &[Turn], price: Option<Price>) -> Summary {
             prices_as_of: PRICES_AS_OF,
             baseline: turns
                 .iter()
-                .map(|t| p.prompt_cost(t.baseline_cached, t.baseline))
+                .map(|t| cost(t.baseline_cached, t.baseline, &p))
                 .sum(),
-            abridge: turns
-                .iter()
-                .map(|t| p.prompt_cost(t.cached, t.tokens))
-                .sum(),
+            abridge: turns.iter().map(|t| cost(t.cached, t.tokens, &p)).sum(),
         }),
         engine_us_turn_10: turns.get(9).map(|t| t.engine_us),
         engine_us_last: turns.last().map(|t| t.engine_us),
@@ -265,7 +272,7 @@ fn print_table(
     out: &mut dyn Write,
 ) -> Result<()> {
     let n = |v: u64| thousands(v);
-    let opt = |v: Option<u64>| v.map_or("none".to_owned(), n);
+    let opt = |v: Option<Calibrated>| v.map_or("none".to_owned(), |v| n(v.get()));
     writeln!(
         out,
         "{label}: {} turns, model {}",
@@ -280,11 +287,11 @@ fn print_table(
         opt(limits.target),
         limits.tokenizer
     )?;
-    let ratio = |a: u64, b: u64| {
-        if b == 0 {
+    let ratio = |a: Counted, b: Counted| {
+        if b == Counted::ZERO {
             String::new()
         } else {
-            format!("{:.2}×", a as f64 / b as f64)
+            format!("{:.2}×", a.get() as f64 / b.get() as f64)
         }
     };
     writeln!(
@@ -297,7 +304,13 @@ fn print_table(
         ("final context tokens", s.final_baseline, s.final_tokens),
         ("input tokens billed", s.billed_baseline, s.billed),
     ] {
-        writeln!(out, "{name:<26}{:>14}{:>14}{:>9}", n(b), n(a), ratio(a, b))?;
+        writeln!(
+            out,
+            "{name:<26}{:>14}{:>14}{:>9}",
+            n(b.get()),
+            n(a.get()),
+            ratio(a, b)
+        )?;
     }
     writeln!(out, "{:<26}{:>14}{:>14}", "compactions", 0, s.compactions)?;
     writeln!(
@@ -365,8 +378,8 @@ fn print_table(
             out,
             "{:>6}{:>14}{:>14}{mark}",
             t.turn,
-            n(t.baseline),
-            n(t.tokens)
+            n(t.baseline.get()),
+            n(t.tokens.get())
         )?;
     }
     Ok(())

@@ -267,8 +267,8 @@ pub(crate) fn log(args: &LogArgs, out: &mut dyn Write) -> Result<ExitCode> {
             "{:>5}  {:<24}  {:>9} → {:<9} {:<34} {}",
             e.id,
             e.created_at,
-            thousands(e.tokens_before),
-            thousands(e.tokens_after),
+            thousands(e.tokens_before.get()),
+            thousands(e.tokens_after.get()),
             how(e),
             e.source.as_deref().unwrap_or("")
         )?;
@@ -332,13 +332,13 @@ pub(crate) fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let target = s
         .report
         .target
-        .map(|t| format!(" (target {})", thousands(t)))
+        .map(|t| format!(" (target {})", thousands(t.get())))
         .unwrap_or_default();
     writeln!(
         out,
         "tokens    {} → {}{target} · messages {} → {}",
-        thousands(e.tokens_before),
-        thousands(e.tokens_after),
+        thousands(e.tokens_before.get()),
+        thousands(e.tokens_after.get()),
         messages(&s.before),
         messages(&s.after)
     )?;
@@ -349,7 +349,7 @@ pub(crate) fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode> {
             "          {} {} (−{} tokens)",
             p.policy,
             p.items,
-            thousands(p.tokens_saved)
+            thousands(p.tokens_saved.get())
         )?;
     }
     if !s.report.attempts.is_empty() {
@@ -403,7 +403,7 @@ pub(crate) fn restore(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
 #[derive(Debug, Serialize)]
 struct Side {
     summarizer: Option<String>,
-    tokens_after: u64,
+    tokens_after: abridge::tokens::Counted,
     briefing: Option<String>,
     attempts: Vec<Attempt>,
 }
@@ -427,12 +427,7 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode>
         .compact(&conv)
         .with_context(|| format!("snapshot {}: cannot replay", s.entry.id))?;
     let tag = &compactor.config().summary.wrapper;
-    let new_briefing = outcome
-        .conversation
-        .messages
-        .iter()
-        .map(abridge::model::Message::text_content)
-        .find_map(|t| abridge::summarize::unwrap(tag, &t).map(str::to_owned));
+    let new_briefing = outcome.report.briefing_text(&outcome.conversation, tag);
     let stored = Side {
         summarizer: s.entry.summarizer,
         tokens_after: s.entry.tokens_after,

@@ -37,7 +37,11 @@ static BODY: LazyLock<Option<(String, Options)>> = LazyLock::new(|| {
     let target = match std::env::var("ABRIDGE_BENCH_TARGET") {
         Ok(t) => t.parse().ok()?,
         Err(_) => {
-            count_tokens(serde_json::from_str(&text).ok()?, &Options::default()).ok()? * 3 / 10
+            count_tokens(serde_json::from_str(&text).ok()?, &Options::default())
+                .ok()?
+                .get()
+                * 3
+                / 10
         }
     };
     let options = Options {

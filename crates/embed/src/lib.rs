@@ -4,7 +4,7 @@
 //! layers over this crate.
 //!
 //! ```
-//! use abridge_embed::{Options, compact};
+//! use abridge_embed::{Counted, Options, compact};
 //! use serde_json::json;
 //!
 //! let mut messages = vec![json!({"role": "user", "content": "Summarise every log file."})];
@@ -15,7 +15,7 @@
 //! }
 //! let options = Options { target_tokens: Some(2_000), ..Options::default() };
 //! let out = compact(json!(messages), &options)?;
-//! assert!(out.report.compacted && out.report.tokens_after <= 2_000);
+//! assert!(out.report.compacted && out.report.tokens_after <= Counted(2_000));
 //! assert_eq!(out.value.as_array().map(Vec::len), Some(messages.len())); // a list back, pairs intact
 //! # Ok::<(), abridge_embed::Error>(())
 //! ```
@@ -25,8 +25,10 @@ mod options;
 mod session;
 mod shape;
 
+pub use abridge::tokens::{Counted, Reported};
 pub use abridge::{Event, Report};
 pub use abridge_model::{Violation, Wire};
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -58,7 +60,7 @@ pub fn compact(value: Value, options: &Options) -> Result<Compacted> {
 
 /// Tokens of a body or list of messages (tool declarations included), as
 /// the model of `options` (or of the body) counts them.
-pub fn count_tokens(value: Value, options: &Options) -> Result<u64> {
+pub fn count_tokens(value: Value, options: &Options) -> Result<Counted> {
     let input = Decoded::read(value, options.format)?;
     let mut compactor = abridge::Compactor::new(options.config(&input.conversation)?)?;
     Ok(compactor.count(&input.conversation))

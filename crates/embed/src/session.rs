@@ -1,6 +1,7 @@
 //! A history that an agent loop grows message by message.
 
 use abridge::Event;
+use abridge::tokens::{Counted, Reported};
 use abridge_model::{Conversation, decode_wire_messages};
 use serde::Serialize;
 use serde_json::Value;
@@ -23,7 +24,7 @@ pub struct Session {
 #[derive(Debug, Clone, Serialize)]
 pub struct Turn {
     /// Tokens of the history after the turn.
-    pub tokens: u64,
+    pub tokens: Counted,
     /// True when the history was rewritten this turn.
     pub compacted: bool,
     /// The compaction report, when a trigger fired.
@@ -49,7 +50,7 @@ impl Session {
 
     /// Appends a message, or an array of messages, in the session's format.
     /// Returns the tokens they added.
-    pub fn push(&mut self, messages: Value) -> Result<u64> {
+    pub fn push(&mut self, messages: Value) -> Result<Counted> {
         let items = match messages {
             Value::Array(items) => items,
             one => vec![one],
@@ -61,7 +62,7 @@ impl Session {
 
     /// Evaluates the triggers (with the provider-reported prompt tokens of
     /// the last call, when known) and compacts when one fires.
-    pub fn turn(&mut self, usage: Option<u64>) -> Result<Turn> {
+    pub fn turn(&mut self, usage: Option<Reported>) -> Result<Turn> {
         let t = self.inner.turn(usage)?;
         Ok(Turn {
             tokens: t.tokens,
@@ -81,7 +82,7 @@ impl Session {
     }
 
     /// Tokens of the history now.
-    pub fn tokens(&self) -> u64 {
+    pub fn tokens(&self) -> Counted {
         self.inner.tokens()
     }
 

@@ -49,7 +49,7 @@ fn corpus() -> &'static Corpus {
 
 fn compactor_for(conv: &Conversation, ratio: f64) -> Compactor {
     let mut probe = Compactor::new(Config::default()).unwrap_or_else(|_| unreachable!());
-    let tokens = probe.count(conv);
+    let tokens = probe.count(conv).get();
     let mut c = Config {
         model: conv.model.clone(),
         ..Config::default()
@@ -86,7 +86,7 @@ fn compact_largest_file(b: Bencher) {
             .map(|conv| {
                 compactor_for(conv, 0.3)
                     .compact(conv)
-                    .map(|o| o.report.tokens_after)
+                    .map(|o| o.report.tokens_after.get())
                     .unwrap_or(0)
             })
             .sum::<u64>()

@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let out = c.compact(&conv)?;
         best = best.min(t.elapsed().as_secs_f64());
-        after = (out.report.tokens_after, out.report.messages_after);
+        after = (out.report.tokens_after.get(), out.report.messages_after);
     }
     println!(
         "{}",

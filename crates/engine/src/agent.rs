@@ -6,6 +6,7 @@ use abridge_model::{
     Arguments, ContentForm, Conversation, Extra, Family, FunctionTool, Message, Part, Role, Tool,
     ToolResult,
 };
+use abridge_tokens::Calibrated;
 use abridge_tokens::Price;
 use serde_json::{Value, json};
 
@@ -22,13 +23,13 @@ pub const TOOL_NAME: &str = "compact_history";
 /// to call `compact_history` at or above `hint_at` (a fraction of the
 /// window). [`Compactor::status_message`] fills it in from the compactor.
 pub fn status_message(
-    tokens: u64,
-    window: Option<u64>,
+    tokens: Calibrated,
+    window: Option<Calibrated>,
     price: Option<Price>,
     hint_at: f64,
 ) -> Message {
     let mut text = format!("[context status] {tokens} tokens in use");
-    let fraction = window.map(|w| tokens as f64 / w.max(1) as f64);
+    let fraction = window.map(|w| tokens.get() as f64 / w.get().max(1) as f64);
     if let (Some(w), Some(f)) = (window, fraction) {
         text.push_str(&format!(" of a {w}-token window ({:.1}%)", f * 100.0));
     }
@@ -36,7 +37,7 @@ pub fn status_message(
     if let Some(p) = price {
         text.push_str(&format!(
             " Sending this context costs about ${:.4} uncached, ${:.4} while its prefix stays cached.",
-            p.prompt_cost(0, tokens),
+            p.prompt_cost(Calibrated::ZERO, tokens),
             p.prompt_cost(tokens, tokens)
         ));
     }

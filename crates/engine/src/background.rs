@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use abridge_model::Conversation;
+use abridge_tokens::Calibrated;
 use tokio::sync::oneshot;
 
 use crate::carryover::Carryover;
@@ -21,7 +22,7 @@ use crate::thread::{Input, Thread};
 /// Prepares one compaction at a time for one conversation.
 pub struct Preparer {
     engine: Arc<Engine>,
-    soft_tokens: u64,
+    soft_tokens: Calibrated,
     running: Option<oneshot::Receiver<Option<Carryover>>>,
     ready: Option<Carryover>,
     started: usize,
@@ -40,7 +41,7 @@ impl std::fmt::Debug for Preparer {
 impl Preparer {
     /// A preparer that starts work above `soft_tokens`, compacting with
     /// `engine` (its summarizers and store) on a thread of its own.
-    pub fn new(soft_tokens: u64, engine: Arc<Engine>) -> Self {
+    pub fn new(soft_tokens: Calibrated, engine: Arc<Engine>) -> Self {
         Preparer {
             engine,
             soft_tokens,
@@ -63,7 +64,7 @@ impl Preparer {
     /// Collects a finished preparation and, above the soft threshold with
     /// nothing running or ready, starts one. Never waits. Must be called
     /// from within a tokio runtime.
-    pub fn poll(&mut self, conv: &Conversation, tokens: u64) {
+    pub fn poll(&mut self, conv: &Conversation, tokens: Calibrated) {
         self.collect();
         if tokens <= self.soft_tokens || self.running.is_some() || self.ready.is_some() {
             return;

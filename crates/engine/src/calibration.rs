@@ -8,6 +8,7 @@
 //! prompt updates a smoothed factor; triggers, targets and the status
 //! message then work in the provider's units.
 
+use abridge_tokens::{Calibrated, Counted, Reported};
 use serde::{Deserialize, Serialize};
 
 /// The learned factor (1.0 until a response has reported usage).
@@ -46,7 +47,8 @@ impl Calibration {
     /// tokens where abridge counted `counted`. The first observation is
     /// taken as it is; later ones are smoothed. A ratio outside 0.25–4 is
     /// taken for a mismatch (another prompt, a cached count) and ignored.
-    pub fn observe(&mut self, counted: u64, reported: u64) {
+    pub fn observe(&mut self, counted: Counted, reported: Reported) {
+        let (counted, reported) = (counted.get(), reported.get());
         if counted < MIN_TOKENS || reported == 0 {
             return;
         }
@@ -63,14 +65,14 @@ impl Calibration {
     }
 
     /// abridge's count in the provider's units (rounded up).
-    pub fn apply(&self, counted: u64) -> u64 {
-        (counted as f64 * self.factor).ceil() as u64
+    pub fn apply(&self, counted: Counted) -> Calibrated {
+        Calibrated((counted.get() as f64 * self.factor).ceil() as u64)
     }
 
     /// A figure in the provider's units as abridge counts it (rounded down,
     /// so a target is never overshot).
-    pub fn unapply(&self, provider: u64) -> u64 {
-        (provider as f64 / self.factor).floor() as u64
+    pub fn unapply(&self, provider: Calibrated) -> Counted {
+        Counted((provider.get() as f64 / self.factor).floor() as u64)
     }
 }
 
@@ -81,16 +83,19 @@ mod tests {
     #[test]
     fn learns_a_smoothed_factor_and_ignores_mismatches() {
         let mut c = Calibration::default();
-        assert_eq!(c.apply(1_000), 1_000);
-        c.observe(10_000, 13_000);
+        assert_eq!(c.apply(Counted(1_000)), Calibrated(1_000));
+        c.observe(Counted(10_000), Reported(13_000));
         assert!((c.factor() - 1.3).abs() < 1e-9);
-        c.observe(10_000, 12_000);
+        c.observe(Counted(10_000), Reported(12_000));
         assert!((c.factor() - (0.3 * 1.2 + 0.7 * 1.3)).abs() < 1e-9);
-        c.observe(10_000, 90_000); // 9×: not the same prompt
-        c.observe(100, 300); // too small to tell
+        c.observe(Counted(10_000), Reported(90_000)); // 9×: not the same prompt
+        c.observe(Counted(100), Reported(300)); // too small to tell
         assert_eq!(c.samples(), 2);
         let f = c.factor();
-        assert_eq!(c.apply(100_000), (100_000.0 * f).ceil() as u64);
-        assert!(c.apply(c.unapply(60_000)) <= 60_001);
+        assert_eq!(
+            c.apply(Counted(100_000)),
+            Calibrated((100_000.0 * f).ceil() as u64)
+        );
+        assert!(c.apply(c.unapply(Calibrated(60_000))) <= Calibrated(60_001));
     }
 }

@@ -11,8 +11,8 @@
 //! [`resent`](crate::Input::resent) applies it.
 
 use abridge_model::{Conversation, Message, fingerprint};
+use abridge_tokens::Counted;
 use serde::{Deserialize, Serialize};
-
 
 /// Identity of a history prefix: how many messages, and their fingerprint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,18 +45,18 @@ impl PrefixKey {
 pub struct Carryover {
     source: PrefixKey,
     messages: Vec<Message>,
-    tokens: u64,
+    tokens: Counted,
 }
 
 impl Carryover {
     /// `source` (the history as it was sent) became `compacted`, whose
     /// messages count `tokens` (tool declarations not included).
-    pub fn new(source: &[Message], compacted: Vec<Message>, tokens: u64) -> Carryover {
+    pub fn new(source: &[Message], compacted: Vec<Message>, tokens: Counted) -> Carryover {
         Carryover::from_parts(PrefixKey::of(source), compacted, tokens)
     }
 
     /// A carryover from its stored parts.
-    pub fn from_parts(source: PrefixKey, compacted: Vec<Message>, tokens: u64) -> Carryover {
+    pub fn from_parts(source: PrefixKey, compacted: Vec<Message>, tokens: Counted) -> Carryover {
         Carryover {
             source,
             messages: compacted,
@@ -75,7 +75,7 @@ impl Carryover {
     }
 
     /// Tokens of those messages.
-    pub fn tokens(&self) -> u64 {
+    pub fn tokens(&self) -> Counted {
         self.tokens
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use abridge_model::{Conversation, Message};
 use abridge_summarize::Summarizer;
-use abridge_tokens::Registry;
+use abridge_tokens::{Calibrated, Counted, Registry, Reported};
 
 use crate::calibration::Calibration;
 use crate::config::Config;
@@ -103,22 +103,22 @@ impl Compactor {
     }
 
     /// abridge's count in the provider's units.
-    pub fn calibrated(&self, tokens: u64) -> u64 {
+    pub fn calibrated(&self, tokens: Counted) -> Calibrated {
         self.thread.calibrated(tokens)
     }
 
     /// Tokens of a history: messages plus tool declarations.
-    pub fn count(&mut self, conv: &Conversation) -> u64 {
+    pub fn count(&mut self, conv: &Conversation) -> Counted {
         self.thread.count(conv)
     }
 
     /// Tokens of a history's tool declarations.
-    pub fn tool_tokens(&mut self, conv: &Conversation) -> u64 {
+    pub fn tool_tokens(&mut self, conv: &Conversation) -> Counted {
         self.thread.tool_tokens(conv)
     }
 
     /// Token count of each message.
-    pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
+    pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<Counted> {
         self.thread.message_tokens(messages)
     }
 
@@ -136,7 +136,7 @@ impl Compactor {
     pub fn on_turn<'a>(
         &mut self,
         conv: &'a Conversation,
-        usage: Option<u64>,
+        usage: Option<Reported>,
     ) -> Result<Outcome<'a>> {
         if let Some(u) = usage {
             self.thread.reported(u);
@@ -154,7 +154,11 @@ impl Compactor {
 
     /// Compacts now to `target` tokens (in the provider's units, as
     /// calibrated), e.g. after the provider refused the history as too long.
-    pub fn compact_to<'a>(&mut self, conv: &'a Conversation, target: u64) -> Result<Outcome<'a>> {
+    pub fn compact_to<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        target: Calibrated,
+    ) -> Result<Outcome<'a>> {
         self.turn(Input::compact_to(conv, target))
     }
 

@@ -1,6 +1,7 @@
 //! Errors of the compaction engine.
 
 use abridge_model::{Conversation, Violation};
+use abridge_tokens::Counted;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -20,24 +21,24 @@ pub enum Error {
     )]
     CannotShrink {
         /// Smallest size compaction can reach.
-        floor: u64,
+        floor: Counted,
         /// The target it was asked for.
-        target: u64,
+        target: Counted,
         /// Tokens of the system prompt and task (and earlier placeholders).
-        head: u64,
+        head: Counted,
         /// Tokens of an earlier briefing at the head (0 when there is none).
-        briefing: u64,
+        briefing: Counted,
         /// Tokens of pinned messages outside head and tail.
-        pinned: u64,
+        pinned: Counted,
         /// Tokens of the rest of the old region, clipped as far as the
         /// pipeline's policies go (0 when it may drop iterations).
-        old: u64,
+        old: Counted,
         /// Tokens of the minimum kept tail.
-        tail: u64,
+        tail: Counted,
         /// Iterations in the minimum kept tail.
         tail_iterations: usize,
         /// Tokens of the tool declarations.
-        tools: u64,
+        tools: Counted,
         /// The smallest valid history the floor ladder reached (over the
         /// target, smaller than the input), when it changed anything: what
         /// a proxy sends rather than the whole history.
@@ -49,16 +50,16 @@ pub enum Error {
     Invalid(Vec<Violation>),
 }
 
-fn briefing_note(tokens: u64) -> String {
-    if tokens == 0 {
+fn briefing_note(tokens: Counted) -> String {
+    if tokens == Counted::ZERO {
         String::new()
     } else {
         format!(", earlier briefing {tokens} (as short as the budget lets it be)")
     }
 }
 
-fn old_note(tokens: u64) -> String {
-    if tokens == 0 {
+fn old_note(tokens: Counted) -> String {
+    if tokens == Counted::ZERO {
         String::new()
     } else {
         format!(", older iterations clipped as far as the pipeline goes {tokens}")

@@ -1,5 +1,6 @@
 //! Events the engine emits, for logs, metrics and the CLI's `--events`.
 
+use abridge_tokens::{Calibrated, Counted};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyKind;
@@ -15,10 +16,10 @@ pub enum Event {
     HistorySize {
         /// Tokens of the history (messages and tool declarations), as the
         /// configured tokenizer counts them.
-        tokens: u64,
+        tokens: Counted,
         /// The same in the provider's units: `tokens` corrected by what
         /// reported usage taught ([`Calibration`](crate::Calibration)).
-        calibrated_tokens: u64,
+        calibrated_tokens: Calibrated,
         /// Messages in the history.
         messages: usize,
         /// Iterations in the history.
@@ -37,13 +38,13 @@ pub enum Event {
         /// Messages after.
         messages_after: usize,
         /// Tokens before.
-        tokens_before: u64,
+        tokens_before: Counted,
         /// Tokens after.
-        tokens_after: u64,
+        tokens_after: Counted,
         /// `tokens_before - tokens_after`.
-        tokens_saved: u64,
+        tokens_saved: Counted,
         /// The target it compacted to, if any.
-        target: Option<u64>,
+        target: Option<Counted>,
         /// The summarizer whose briefing was used, if one was.
         summarizer: Option<String>,
         /// Wall time of the compaction, in microseconds.
@@ -58,9 +59,9 @@ pub enum Event {
         /// The trigger that fired.
         reason: Reason,
         /// Tokens the compaction would have cleared.
-        would_clear: u64,
+        would_clear: Counted,
         /// The configured minimum.
-        clear_at_least: u64,
+        clear_at_least: Counted,
     },
     /// A compaction failed; the history was left as it was.
     CompactionFailed {
@@ -83,5 +84,5 @@ pub struct PolicyRun {
     /// Items it changed (blocks, results, calls, messages, iterations).
     pub items: usize,
     /// Tokens it saved.
-    pub tokens_saved: u64,
+    pub tokens_saved: Counted,
 }

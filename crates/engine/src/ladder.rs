@@ -24,8 +24,8 @@
 //! can send it rather than the whole.
 
 use abridge_model::{ContentForm, Message, Part, ToolResult, head_len, iterations};
+use abridge_tokens::Counted;
 use serde::{Deserialize, Serialize};
-
 
 use crate::config::PolicyConfig;
 use crate::event::Event;
@@ -70,7 +70,7 @@ pub struct Degradation {
     /// changed (the clipping rungs), 0 for [`Rung::AboveTarget`].
     pub count: usize,
     /// Tokens after the rung, tool declarations included.
-    pub tokens_after: u64,
+    pub tokens_after: Counted,
 }
 
 /// Shortest a cut result keeps, in characters, before it becomes a placeholder.
@@ -192,7 +192,7 @@ impl Rewriter<'_> {
         let d = Degradation {
             rung,
             count,
-            tokens_after: work.total,
+            tokens_after: Counted(work.total),
         };
         self.engine.emit(&Event::Degraded(d));
         work.degraded.push(d);

@@ -1,33 +1,36 @@
 //! Thresholds and budgets derived from a config and the model registry.
 
-use abridge_tokens::{Price, Registry, TokenizerKind};
+use abridge_tokens::{Calibrated, Counted, Price, Registry, Reported, TokenizerKind};
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::report::Reason;
 
-/// The numbers the compactor works with.
+/// The numbers the compactor works with, in the provider's units (the
+/// thread converts them to abridge's count through its calibration).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Limits {
     /// The model's context window, when known.
-    pub window: Option<u64>,
+    pub window: Option<Calibrated>,
     /// Tokenizer in use.
     pub tokenizer: TokenizerKind,
     /// The model's prices, when known.
     pub price: Option<Price>,
     /// History tokens above this trigger compaction.
-    pub trigger_tokens: Option<u64>,
+    pub trigger_tokens: Option<Calibrated>,
     /// Whether `trigger_tokens` comes from the window fraction (else `max_tokens`).
     pub trigger_from_window: bool,
     /// Provider-reported usage above this triggers compaction.
-    pub usage_tokens: Option<u64>,
+    pub usage_tokens: Option<Reported>,
     /// Compaction every this many iterations.
     pub every_iterations: Option<usize>,
     /// What compaction shrinks the history to; always below the trigger by
     /// at least `clear_at_least`, so the next turn does not compact again.
-    pub target: Option<u64>,
+    pub target: Option<Calibrated>,
     /// Most tokens the verbatim tail may hold (above the iteration floor).
-    pub kept_budget: u64,
+    pub kept_budget: Calibrated,
+    /// A compaction that would clear fewer tokens than this is skipped.
+    pub clear_at_least: Counted,
 }
 
 impl Limits {
@@ -64,25 +67,26 @@ impl Limits {
             kept_budget = kept_budget.min(t / 2);
         }
         Limits {
-            window,
+            window: window.map(Calibrated),
             tokenizer,
             price: info.and_then(|i| i.price),
-            trigger_tokens,
+            trigger_tokens: trigger_tokens.map(Calibrated),
             trigger_from_window,
-            usage_tokens: t.usage_tokens,
+            usage_tokens: t.usage_tokens.map(Reported),
             every_iterations: t.every_iterations,
-            target,
-            kept_budget,
+            target: target.map(Calibrated),
+            kept_budget: Calibrated(kept_budget),
+            clear_at_least: Counted(b.clear_at_least),
         }
     }
 
     /// The trigger that fires for this turn, if any.
     pub fn fired(
         &self,
-        tokens: u64,
+        tokens: Calibrated,
         iterations: usize,
         compacted_at: usize,
-        usage: Option<u64>,
+        usage: Option<Reported>,
     ) -> Option<Reason> {
         if self.trigger_tokens.is_some_and(|t| tokens > t) {
             return Some(if self.trigger_from_window {
@@ -104,13 +108,15 @@ impl Limits {
         None
     }
 
-    /// The target for a compaction of this reason, in the same units as
-    /// the trigger (the compactor converts it with its calibration).
-    /// Cadence-triggered compaction has no target: it clips old content only.
-    pub fn target_for(&self, reason: Reason) -> Option<u64> {
+    /// The target for a compaction of this reason (the thread converts it
+    /// with its calibration). Cadence-triggered compaction has no target:
+    /// it clips old content only.
+    pub fn target_for(&self, reason: Reason) -> Option<Calibrated> {
         match reason {
             Reason::Cadence => None,
-            Reason::Usage => self.target.or(self.usage_tokens.map(|u| u / 2)),
+            Reason::Usage => self.target.or(self
+                .usage_tokens
+                .map(|u| Calibrated::from_reported(u).scaled(0.5))),
             _ => self.target,
         }
     }

@@ -4,7 +4,6 @@
 //! executes it (`rewrite.rs`), so no evaluation mutates the config.
 
 use crate::config::Config;
-use crate::limits::Limits;
 use crate::policy::{Policy, Step};
 use crate::report::Reason;
 
@@ -36,10 +35,11 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// The configured pipeline, for `reason`, aiming at `target`.
+    /// The configured pipeline, for `reason`, aiming at `target`, keeping at
+    /// most `kept_budget` in the tail above the floor (both in abridge's count).
     pub(crate) fn configured(
         config: &Config,
-        limits: &Limits,
+        kept_budget: u64,
         reason: Reason,
         target: Option<u64>,
         focus: Option<String>,
@@ -59,7 +59,7 @@ impl Plan {
             target,
             steps,
             floor: config.budget.min_iterations,
-            kept_budget: limits.kept_budget,
+            kept_budget,
             focus,
             grow_tail: true,
             degrade: true,

@@ -2,12 +2,14 @@
 //! Every type here serializes and deserializes, so a stored report reloads
 //! as types.
 
+use abridge_tokens::Counted;
 use std::borrow::Cow;
 
 use abridge_model::Conversation;
 use abridge_summarize::{SummarizeError, Verification};
 use serde::{Deserialize, Serialize};
 
+use crate::calibration::Calibration;
 use crate::event::{Event, PolicyRun};
 use crate::ladder::Degradation;
 use crate::snapshot::SnapshotId;
@@ -105,9 +107,9 @@ pub struct Report {
     /// True when the returned history differs from the input.
     pub compacted: bool,
     /// Tokens before (messages and tool declarations).
-    pub tokens_before: u64,
+    pub tokens_before: Counted,
     /// Tokens after.
-    pub tokens_after: u64,
+    pub tokens_after: Counted,
     /// Messages before.
     pub messages_before: usize,
     /// Messages after.
@@ -115,7 +117,7 @@ pub struct Report {
     /// Iterations kept verbatim at the end.
     pub tail_iterations: usize,
     /// The target compaction aimed for.
-    pub target: Option<u64>,
+    pub target: Option<Counted>,
     /// Policies that changed something.
     pub policies: Vec<PolicyRun>,
     /// The summarizer whose briefing was used, if one was.
@@ -137,6 +139,11 @@ pub struct Report {
     /// `None`: their briefing is found by its wrapper).
     #[serde(default)]
     pub briefing: Option<usize>,
+    /// The conversation's calibration when it ran: its counts in the
+    /// provider's units are `calibration.apply(tokens_after)` (reports stored
+    /// before it was recorded read as the identity).
+    #[serde(default)]
+    pub calibration: Calibration,
 }
 
 impl Report {

@@ -6,12 +6,11 @@
 use std::borrow::Cow;
 
 use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
-use abridge_tokens::TokenCounter;
+use abridge_tokens::{Counted, TokenCounter};
 
 use crate::boundary::{old_region, tail_iterations, tail_start};
-use crate::engine::Engine;
-use crate::thread::{Eval, unchanged};
 use crate::config::PolicyKind;
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{Event, PolicyRun};
 use crate::ladder::Degradation;
@@ -20,6 +19,7 @@ use crate::policy::{self, Policy, Step};
 use crate::report::{Attempt, Outcome, Report};
 use crate::snapshot::SnapshotData;
 use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
+use crate::thread::{Eval, unchanged};
 
 /// Each policy advances over the old region in this many steps, oldest first.
 const STEPS: usize = 4;
@@ -47,12 +47,12 @@ impl Work {
         match self.runs.iter_mut().find(|r| r.policy == kind) {
             Some(r) => {
                 r.items += items;
-                r.tokens_saved += saved;
+                r.tokens_saved += Counted(saved);
             }
             None => self.runs.push(PolicyRun {
                 policy: kind,
                 items,
-                tokens_saved: saved,
+                tokens_saved: Counted(saved),
             }),
         }
     }
@@ -73,10 +73,10 @@ impl Rewriter<'_> {
         plan: &Plan,
         eval: Eval,
     ) -> Result<Outcome<'a>> {
-        if plan.target.is_some_and(|t| eval.tokens <= t) {
+        if plan.target.is_some_and(|t| eval.tokens <= Counted(t)) {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
-        let mut work = self.start(conv, plan, eval.tokens);
+        let mut work = self.start(conv, plan, eval.tokens.get());
         self.shrink(conv, plan, &mut work)?;
         if work.runs.is_empty() && work.degraded.is_empty() {
             return Ok(unchanged(conv, Some(plan.reason), eval));
@@ -347,9 +347,9 @@ impl Rewriter<'_> {
             messages_before: conv.messages.len(),
             messages_after: after.messages.len(),
             tokens_before: eval.tokens,
-            tokens_after: work.total,
-            tokens_saved: eval.tokens.saturating_sub(work.total),
-            target: plan.target,
+            tokens_after: Counted(work.total),
+            tokens_saved: eval.tokens.saturating_sub(Counted(work.total)),
+            target: plan.target.map(Counted),
             summarizer: work.summarizer.clone(),
             duration_us: eval.start.elapsed().as_micros() as u64,
         };
@@ -359,11 +359,11 @@ impl Rewriter<'_> {
             reason: Some(plan.reason),
             compacted: true,
             tokens_before: eval.tokens,
-            tokens_after: work.total,
+            tokens_after: Counted(work.total),
             messages_before: conv.messages.len(),
             messages_after: after.messages.len(),
             tail_iterations: work.tail_n.min(its_after),
-            target: plan.target,
+            target: plan.target.map(Counted),
             policies: work.runs,
             summarizer: work.summarizer,
             attempts: work.attempts,
@@ -372,6 +372,7 @@ impl Rewriter<'_> {
             duration_us: eval.start.elapsed().as_micros() as u64,
             degraded: work.degraded,
             briefing: after.messages.iter().position(|m| m.meta.compact_summary),
+            calibration: eval.calibration,
         };
         self.snapshot(conv, &after, &mut report);
         Ok(Outcome {
@@ -445,18 +446,18 @@ impl Rewriter<'_> {
             .map(|i| tokens[i])
             .sum();
         let old = sum(head..tail_start) - pinned;
-        let briefing =
-            earlier_briefing(&work.messages, head, &self.engine.facts.wrapper).map_or(0, |i| tokens[i]);
+        let briefing = earlier_briefing(&work.messages, head, &self.engine.facts.wrapper)
+            .map_or(0, |i| tokens[i]);
         Error::CannotShrink {
-            floor: head_t + pinned + old + tail_t + work.tools,
-            target,
-            head: head_t - briefing,
-            briefing,
-            pinned,
-            old,
-            tail: tail_t,
+            floor: Counted(head_t + pinned + old + tail_t + work.tools),
+            target: Counted(target),
+            head: Counted(head_t - briefing),
+            briefing: Counted(briefing),
+            pinned: Counted(pinned),
+            old: Counted(old),
+            tail: Counted(tail_t),
             tail_iterations: work.tail_n.min(its.len()),
-            tools: work.tools,
+            tools: Counted(work.tools),
             smallest: smallest(conv, work).map(Box::new),
         }
     }

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use abridge_model::{Conversation, Format, Message, continues_turn};
+use abridge_tokens::{Counted, Reported};
 
 use crate::compactor::Compactor;
 use crate::error::Result;
@@ -14,7 +15,7 @@ use crate::thread::Input;
 /// A conversation that grows turn by turn and compacts itself.
 ///
 /// ```
-/// use abridge::{Compactor, Config, Session, model::{Conversation, Family, Message, Role}};
+/// use abridge::{Compactor, Config, Session, model::{Conversation, Family, Message, Role}, tokens::Counted};
 ///
 /// let config = Config::from_toml("[trigger]\nmax_tokens = 2000\n[budget]\nclear_at_least = 200")?;
 /// let mut session = Session::new(Compactor::new(config)?, Conversation::new(Family::OpenAi));
@@ -23,7 +24,7 @@ use crate::thread::Input;
 ///     session.push(Message::text(Role::Assistant, format!("Reading part {i}.")));
 ///     session.push(Message::text(Role::User, format!("[validation] part {i}: {}", "log line ".repeat(20))));
 ///     let turn = session.turn(None)?;
-///     assert!(turn.tokens <= 2000);
+///     assert!(turn.tokens <= Counted(2000));
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -31,9 +32,9 @@ use crate::thread::Input;
 pub struct Session {
     compactor: Compactor,
     conv: Conversation,
-    tokens: Vec<u64>,
-    tools: u64,
-    total: u64,
+    tokens: Vec<Counted>,
+    tools: Counted,
+    total: Counted,
     /// Messages of the history the last turn returned.
     sent: usize,
 }
@@ -42,7 +43,7 @@ pub struct Session {
 #[derive(Debug, Clone)]
 pub struct TurnReport {
     /// Tokens of the history after the turn.
-    pub tokens: u64,
+    pub tokens: Counted,
     /// The compaction report, when a trigger fired.
     pub report: Option<Report>,
     /// Engine time spent in this turn.
@@ -62,7 +63,7 @@ impl Session {
         let tokens = compactor.message_tokens(&conv.messages);
         let tools = compactor.count(&conv.clone_envelope());
         Session {
-            total: tokens.iter().sum::<u64>() + tools,
+            total: tokens.iter().copied().sum::<Counted>() + tools,
             compactor,
             conv,
             tokens,
@@ -74,7 +75,7 @@ impl Session {
     /// Appends a message; only this message is tokenized. Returns its tokens.
     /// A Responses item of the model's side right after another continues
     /// its turn (one iteration for the step cadence, kept together).
-    pub fn push(&mut self, mut m: Message) -> u64 {
+    pub fn push(&mut self, mut m: Message) -> Counted {
         if self.conv.format == Format::Responses {
             m.meta.continues_turn = continues_turn(self.conv.messages.last(), &m);
         }
@@ -91,12 +92,12 @@ impl Session {
     }
 
     /// Tokens of the history now.
-    pub fn tokens(&self) -> u64 {
+    pub fn tokens(&self) -> Counted {
         self.total
     }
 
     /// Tokens of each message of the history now (tool declarations aside).
-    pub fn message_tokens(&self) -> &[u64] {
+    pub fn message_tokens(&self) -> &[Counted] {
         &self.tokens
     }
 
@@ -108,7 +109,7 @@ impl Session {
     /// Evaluates the turn: a history-size event, and a compaction when a
     /// trigger fires. Without a compaction this costs the messages pushed
     /// since the last turn.
-    pub fn turn(&mut self, usage: Option<u64>) -> Result<TurnReport> {
+    pub fn turn(&mut self, usage: Option<Reported>) -> Result<TurnReport> {
         let start = Instant::now();
         if let Some(u) = usage {
             self.compactor.thread_mut().reported(u);
@@ -125,7 +126,7 @@ impl Session {
         let report = outcome.report;
         if let Cow::Owned(conv) = outcome.conversation {
             self.tokens = self.compactor.message_tokens(&conv.messages);
-            self.total = self.tokens.iter().sum::<u64>() + self.tools;
+            self.total = self.tokens.iter().copied().sum::<Counted>() + self.tools;
             self.conv = conv;
         }
         self.sent = self.conv.messages.len();

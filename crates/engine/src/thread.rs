@@ -35,7 +35,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use abridge_model::{Conversation, Message, Role, iterations};
-use abridge_tokens::TokenCounter;
+use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter};
 use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
@@ -64,7 +64,7 @@ enum Action {
     Evaluate,
     /// Compact now, to this target in the provider's units (or the
     /// configured one).
-    Compact(Option<u64>),
+    Compact(Option<Calibrated>),
     /// The agent asked: brief everything before the last iterations.
     Requested { keep_iterations: usize },
 }
@@ -95,7 +95,7 @@ impl<'a> Input<'a> {
 
     /// Compact now to `target` tokens in the provider's units, e.g. after
     /// the provider refused the history as too long.
-    pub fn compact_to(history: &'a Conversation, target: u64) -> Self {
+    pub fn compact_to(history: &'a Conversation, target: Calibrated) -> Self {
         Input::new(history, Action::Compact(Some(target)))
     }
 
@@ -148,7 +148,7 @@ pub struct ThreadState {
     /// abridge's count of the history last sent (what the next reported
     /// usage is about).
     #[serde(default)]
-    pub last_sent: Option<u64>,
+    pub last_sent: Option<Counted>,
     /// What briefings should focus on.
     #[serde(default)]
     pub focus: Option<String>,
@@ -199,7 +199,7 @@ pub struct Thread {
     last: Option<Seen>,
     /// Prompt tokens the provider reported for the last history sent,
     /// waiting for the next turn.
-    reported: Option<u64>,
+    reported: Option<Reported>,
     counter: TokenCounter,
     /// Its name, handed to the snapshot store.
     name: Option<String>,
@@ -212,14 +212,16 @@ pub struct Thread {
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     len: usize,
-    tokens: u64,
+    tokens: Counted,
     iterations: usize,
 }
 
 /// An evaluation under way: the history's tokens and iterations, the events
 /// so far, and when it started.
 pub(crate) struct Eval {
-    pub(crate) tokens: u64,
+    pub(crate) tokens: Counted,
+    /// The conversation's calibration, for the report.
+    pub(crate) calibration: Calibration,
     pub(crate) iterations: usize,
     pub(crate) events: Vec<Event>,
     pub(crate) start: Instant,
@@ -282,31 +284,37 @@ impl Thread {
 
     /// The provider reported `prompt_tokens` for the last history sent;
     /// the next turn learns from it (and checks `trigger.usage_tokens`).
-    pub fn reported(&mut self, prompt_tokens: u64) {
-        self.reported = Some(prompt_tokens).filter(|t| *t > 0);
+    pub fn reported(&mut self, prompt_tokens: Reported) {
+        self.reported = Some(prompt_tokens).filter(|t| *t > Reported::ZERO);
     }
 
     /// abridge's count in the provider's units.
-    pub fn calibrated(&self, tokens: u64) -> u64 {
+    pub fn calibrated(&self, tokens: Counted) -> Calibrated {
         self.state.calibration.apply(tokens)
     }
 
     /// Tokens of a history: messages plus tool declarations.
-    pub fn count(&mut self, conv: &Conversation) -> u64 {
-        self.counter.count_conversation(conv) as u64
+    pub fn count(&mut self, conv: &Conversation) -> Counted {
+        Counted::of(self.counter.count_conversation(conv))
     }
 
     /// Tokens of a history's tool declarations.
-    pub fn tool_tokens(&mut self, conv: &Conversation) -> u64 {
-        self.counter.count_tools(conv.tools.as_deref()) as u64
+    pub fn tool_tokens(&mut self, conv: &Conversation) -> Counted {
+        Counted::of(self.counter.count_tools(conv.tools.as_deref()))
     }
 
     /// Token count of each message.
-    pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
-        messages
-            .iter()
-            .map(|m| self.counter.count_message(m).total() as u64)
-            .collect()
+    pub fn message_tokens(&mut self, messages: &[Message]) -> Vec<Counted> {
+        messages.iter().map(|m| self.tokens_of(m)).collect()
+    }
+
+    /// Tokens of some messages together.
+    fn sum_of(&mut self, messages: &[Message]) -> Counted {
+        messages.iter().map(|m| self.tokens_of(m)).sum()
+    }
+
+    fn tokens_of(&mut self, m: &Message) -> Counted {
+        Counted::of(self.counter.count_message(m).total())
     }
 
     /// One turn: counts what the input adds, emits a history-size event and
@@ -332,25 +340,31 @@ impl Thread {
         let (view, tokens, its) = match (&carry, seen) {
             (carry, Some(seen)) => {
                 let added = &history.messages[seen.len..];
-                let tokens = seen.tokens + self.message_tokens(added).iter().sum::<u64>();
+                let tokens = seen.tokens + self.sum_of(added);
                 let view = carry.as_ref().map(|c| c.apply_unchecked(history));
-                (view, tokens, seen.iterations + opened(seen.iterations, added))
+                (
+                    view,
+                    tokens,
+                    seen.iterations + opened(seen.iterations, added),
+                )
             }
             (Some(c), None) => {
                 let added = &history.messages[c.source().len..];
-                let tokens = c.tokens() + self.message_tokens(added).iter().sum::<u64>();
+                let tokens = c.tokens() + self.sum_of(added);
                 let view = c.apply_unchecked(history);
                 let its = iterations(&view.messages).len();
                 (Some(view), tokens, its)
             }
             (None, None) => {
-                let tokens = self.message_tokens(&history.messages).iter().sum();
+                let tokens = self.sum_of(&history.messages);
                 (None, tokens, iterations(&history.messages).len())
             }
         };
         let tools = self.tool_tokens(history);
+        let calibration = self.state.calibration;
         let eval_of = |tokens| Eval {
             tokens,
+            calibration,
             iterations: its,
             events: Vec::new(),
             start,
@@ -421,6 +435,7 @@ impl Thread {
             let counted = self.state.last_sent.unwrap_or(eval.tokens);
             self.state.calibration.observe(counted, reported);
         }
+        eval.calibration = self.state.calibration;
         let size = self.size_event(engine, eval.tokens, conv.messages.len(), eval.iterations);
         engine.emit(&size);
         eval.events.push(size);
@@ -441,11 +456,11 @@ impl Thread {
             Action::Compact(target) => {
                 let target = target
                     .or(engine.limits.target)
-                    .map(|t| calibration.unapply(t));
+                    .map(|t| calibration.unapply(t).get());
                 self.plan(engine, Reason::Forced, target)
             }
             Action::Requested { keep_iterations } => {
-                Plan::on_request(eval.tokens, keep_iterations, self.state.focus.clone())
+                Plan::on_request(eval.tokens.get(), keep_iterations, self.state.focus.clone())
             }
         };
         self.run(engine, conv, &plan, eval)
@@ -464,7 +479,7 @@ impl Thread {
         let target = engine
             .limits
             .target_for(reason)
-            .map(|t| calibration.unapply(t));
+            .map(|t| calibration.unapply(t).get());
         // The cadence counts from this evaluation, whatever it does.
         self.state.compacted_at = eval.iterations;
         let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
@@ -472,10 +487,10 @@ impl Thread {
         plan.ceiling = engine
             .limits
             .trigger_tokens
-            .map(|t| calibration.unapply(t));
+            .map(|t| calibration.unapply(t).get());
         let mut outcome = self.run(engine, conv, &plan, eval)?;
         let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
-        let clear_at_least = engine.config.budget.clear_at_least;
+        let clear_at_least = engine.limits.clear_at_least;
         if !outcome.report.compacted || reason == Reason::Forced || saved >= clear_at_least {
             return Ok(outcome);
         }
@@ -490,6 +505,7 @@ impl Thread {
         events.push(skip);
         let eval = Eval {
             tokens,
+            calibration,
             iterations: its,
             events,
             start,
@@ -497,10 +513,12 @@ impl Thread {
         Ok(unchanged(conv, Some(reason), eval))
     }
 
+    /// The configured plan for `reason`, aiming at `target` (abridge's count).
     fn plan(&self, engine: &Engine, reason: Reason, target: Option<u64>) -> Plan {
+        let kept_budget = self.state.calibration.unapply(engine.limits.kept_budget);
         Plan::configured(
             &engine.config,
-            &engine.limits,
+            kept_budget.get(),
             reason,
             target,
             self.state.focus.clone(),
@@ -532,7 +550,7 @@ impl Thread {
     }
 
     /// The `history_size` event for these figures.
-    fn size_event(&self, engine: &Engine, tokens: u64, messages: usize, its: usize) -> Event {
+    fn size_event(&self, engine: &Engine, tokens: Counted, messages: usize, its: usize) -> Event {
         let calibrated = self.calibrated(tokens);
         Event::HistorySize {
             tokens,
@@ -542,7 +560,7 @@ impl Thread {
             window_fraction: engine
                 .limits
                 .window
-                .map(|w| (calibrated as f64 / w as f64 * 10_000.0).round() / 10_000.0),
+                .map(|w| (calibrated.get() as f64 / w.get() as f64 * 10_000.0).round() / 10_000.0),
         }
     }
 }
@@ -585,6 +603,7 @@ pub(crate) fn unchanged<'a>(
             duration_us: eval.start.elapsed().as_micros() as u64,
             degraded: Vec::new(),
             briefing: None,
+            calibration: eval.calibration,
         },
         conversation: Cow::Borrowed(conv),
     }
@@ -597,24 +616,18 @@ mod tests {
     #[test]
     fn a_state_round_trips_and_a_bare_calibration_reads_as_one() {
         let mut calibration = Calibration::default();
-        calibration.observe(10_000, 12_500);
+        calibration.observe(Counted(10_000), Reported(12_500));
         let state = ThreadState {
             calibration,
             compacted_at: 7,
-            last_sent: Some(41_000),
+            last_sent: Some(Counted(41_000)),
             focus: Some("the flaky test".into()),
             ..ThreadState::default()
         };
         let json = state.to_json().unwrap();
         let back = ThreadState::from_json(&json).unwrap();
         assert_eq!(back.format, ThreadState::VERSION);
-        assert_eq!(
-            ThreadState {
-                format: 0,
-                ..back
-            },
-            state
-        );
+        assert_eq!(ThreadState { format: 0, ..back }, state);
         // What stores held before threads were stored whole.
         let old = serde_json::to_string(&calibration).unwrap();
         let migrated = ThreadState::from_json(&old).unwrap();

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use abridge::model::{Family, Wire};
+use abridge::tokens::Reported;
 use axum::Router;
 use axum::body::{Body, Bytes, to_bytes};
 use axum::extract::{Request, State};
@@ -257,7 +258,7 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
         return None;
     }
     Some(Box::new(move |u| {
-        let prompt = u.map(|u| u.prompt_tokens());
+        let prompt = u.map(|u| Reported(u.prompt_tokens()));
         if let (Some(slot), Some(t)) = (&slot, prompt) {
             slot.set(t);
         }

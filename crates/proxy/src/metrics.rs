@@ -2,6 +2,7 @@
 //! codes, reasons and outcomes: never a session id, header or credential.
 
 use abridge::Reason;
+use abridge::tokens::Counted;
 use std::fmt::Write as _;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -272,7 +273,7 @@ impl Metrics {
     }
 
     /// A compaction happened.
-    pub fn compaction(&self, reason: Option<Reason>, before: u64, after: u64) {
+    pub fn compaction(&self, reason: Option<Reason>, before: Counted, after: Counted) {
         let reason = reason.map_or_else(
             || "continued".to_owned(),
             |r| format!("{r:?}").to_lowercase(),
@@ -280,9 +281,9 @@ impl Metrics {
         self.compactions
             .get_or_create(&ReasonLabels { reason })
             .inc();
-        self.tokens_before.inc_by(before);
-        self.tokens_after.inc_by(after);
-        self.tokens_saved.inc_by(before.saturating_sub(after));
+        self.tokens_before.inc_by(before.get());
+        self.tokens_after.inc_by(after.get());
+        self.tokens_saved.inc_by(before.saturating_sub(after).get());
     }
 
     /// A conversation request was forwarded as sent.

@@ -9,6 +9,7 @@ use abridge::background::Preparer;
 use abridge::model::{
     Conversation, Part, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
+use abridge::tokens::{Calibrated, Counted};
 use abridge::{AttemptOutcome, Input, Report};
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
@@ -17,9 +18,9 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
+use crate::engines::Engines;
 use crate::metrics::{Decoded, Metrics, Passthrough};
 use crate::raw::{messages_from, same_post};
-use crate::engines::Engines;
 use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
 };
@@ -47,8 +48,8 @@ pub(crate) struct Prepared {
     pub(crate) warning: Option<String>,
     /// The request should be refused (strict mode).
     pub(crate) reject: Option<String>,
-    /// Calibrated tokens of what is sent.
-    pub(crate) tokens: u64,
+    /// Tokens of what is sent, in the provider's units.
+    pub(crate) tokens: Calibrated,
     /// The request log's row for it (its usage filled when the response ends).
     pub(crate) request: Option<RequestRecord>,
     /// The provider's own compaction is in charge of this history.
@@ -250,7 +251,7 @@ impl Context<'_> {
         let mut state = SessionState::new(id, Wire::of(conv.format), engines.request.clone());
         state.preparer = engines.background.as_ref().and_then(|engine| {
             let trigger = engine.limits().trigger_tokens?;
-            let soft = (trigger as f64 * self.config.serve.soft_fraction) as u64;
+            let soft = trigger.scaled(self.config.serve.soft_fraction);
             Some(Preparer::new(soft, engine.clone()))
         });
         self.refresh(&mut state);
@@ -333,7 +334,12 @@ impl Context<'_> {
             }
             Err(e) => {
                 let carried = s.thread.carryover().and_then(|c| c.apply(conv));
-                (carried, None, Some(format!("compaction failed: {e}")), 0)
+                (
+                    carried,
+                    None,
+                    Some(format!("compaction failed: {e}")),
+                    Counted::ZERO,
+                )
             }
         };
         if let Some(p) = s.preparer.as_mut() {
@@ -375,12 +381,12 @@ impl Context<'_> {
         &self,
         session: &Shared,
         conv: &Conversation,
-        tokens: u64,
+        tokens: Calibrated,
     ) -> Option<Bytes> {
         let mut guard = session.blocking_lock();
         let s = &mut *guard;
-        let target = (tokens as f64 * self.config.serve.overflow_ratio) as u64;
-        let input = Input::compact_to(conv, target.max(1)).resent();
+        let target = tokens.scaled(self.config.serve.overflow_ratio);
+        let input = Input::compact_to(conv, target.max(Calibrated(1))).resent();
         match s.thread.turn(&s.engine, input) {
             Ok(o) => {
                 let c = o.conversation.into_owned();
@@ -414,8 +420,8 @@ impl Context<'_> {
         tracing::info!(
             session = %state.id,
             reason = r.reason.map_or("continued", |r| r.as_str()),
-            before = r.tokens_before,
-            after = r.tokens_after,
+            before = r.tokens_before.get(),
+            after = r.tokens_after.get(),
             "compacted"
         );
         self.metrics

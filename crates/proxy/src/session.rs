@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Role, Wire, fingerprint};
+use abridge::tokens::Reported;
 use abridge::{Engine, Thread};
 use abridge_store::SessionRecord;
 use axum::http::HeaderMap;
@@ -86,13 +87,15 @@ pub(crate) struct LastUsage(AtomicU64);
 
 impl LastUsage {
     /// Records a report.
-    pub(crate) fn set(&self, tokens: u64) {
-        self.0.store(tokens, Ordering::Relaxed);
+    pub(crate) fn set(&self, tokens: Reported) {
+        self.0.store(tokens.get(), Ordering::Relaxed);
     }
 
     /// Takes the report, if one came since the last take.
-    pub(crate) fn take(&self) -> Option<u64> {
-        Some(self.0.swap(0, Ordering::Relaxed)).filter(|t| *t > 0)
+    pub(crate) fn take(&self) -> Option<Reported> {
+        Some(self.0.swap(0, Ordering::Relaxed))
+            .filter(|t| *t > 0)
+            .map(Reported)
     }
 }
 

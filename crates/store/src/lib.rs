@@ -34,7 +34,8 @@ mod session;
 mod sqlite;
 
 use abridge::model::{Conversation, Family, decode_value};
-use abridge::{Config, Report, SnapshotId, SnapshotSink, StoreConfig};
+use abridge::tokens::{Calibrated, Counted};
+use abridge::{Calibration, Config, Report, SnapshotId, SnapshotSink, StoreConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -131,15 +132,50 @@ pub struct Entry {
     pub model: Option<String>,
     /// Wire family of the stored bodies.
     pub family: Family,
-    /// Tokens before compaction.
-    pub tokens_before: u64,
+    /// Tokens before compaction, as abridge counted them.
+    pub tokens_before: Counted,
     /// Tokens after.
-    pub tokens_after: u64,
+    pub tokens_after: Counted,
+    /// Tokens before, in the provider's units (through the conversation's
+    /// calibration when it ran).
+    pub provider_tokens_before: Calibrated,
+    /// Tokens after, in the provider's units.
+    pub provider_tokens_after: Calibrated,
     /// The summarizer whose briefing was used, if any.
     pub summarizer: Option<String>,
     /// Iterations the compaction dropped (none when it only clipped or
     /// summarized).
     pub dropped_iterations: usize,
+}
+
+impl Entry {
+    /// The token columns of a row: counts, and the same in the provider's
+    /// units when the row has them (rows written before they were stored
+    /// hold the counts only, taken through the identity calibration).
+    pub(crate) fn counted(
+        before: i64,
+        after: i64,
+        provider_before: Option<i64>,
+        provider_after: Option<i64>,
+    ) -> Entry {
+        let (before, after) = (Counted(row::count(before)), Counted(row::count(after)));
+        let identity = Calibration::default();
+        Entry {
+            id: SnapshotId(0),
+            created_at: String::new(),
+            source: None,
+            model: None,
+            family: Family::OpenAi,
+            tokens_before: before,
+            tokens_after: after,
+            provider_tokens_before: provider_before
+                .map_or_else(|| identity.apply(before), |t| Calibrated(row::count(t))),
+            provider_tokens_after: provider_after
+                .map_or_else(|| identity.apply(after), |t| Calibrated(row::count(t))),
+            summarizer: None,
+            dropped_iterations: 0,
+        }
+    }
 }
 
 /// A whole snapshot.

@@ -6,6 +6,8 @@
 //!   ([`abridge::Attempt`] with its outcome).
 //! - 3: a `sessions` table (what `abridge serve` carries over per session).
 //! - 4: a `requests` table (the request log behind the dashboard's timelines).
+//! - 5: snapshots' token figures in the provider's units beside abridge's
+//!   counts (`provider_tokens_before`, `provider_tokens_after`).
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -16,7 +18,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -64,6 +66,10 @@ CREATE TABLE requests (
     target         INTEGER
 );
 CREATE INDEX requests_by_source ON requests (source, id);";
+
+const V5_PROVIDER_TOKENS: &str = "
+ALTER TABLE snapshots ADD COLUMN provider_tokens_before INTEGER;
+ALTER TABLE snapshots ADD COLUMN provider_tokens_after INTEGER;";
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
@@ -117,6 +123,10 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     }
     if version == 3 {
         tx.execute_batch(V4_REQUESTS).map_err(sql)?;
+        version = 4;
+    }
+    if version == 4 {
+        tx.execute_batch(V5_PROVIDER_TOKENS).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use abridge::model::Family;
+use abridge::tokens::{Calibrated, Reported};
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
@@ -65,7 +66,9 @@ CREATE TABLE IF NOT EXISTS abridge_requests (
     trigger_tokens BIGINT,
     target         BIGINT
 );
-CREATE INDEX IF NOT EXISTS abridge_requests_by_source ON abridge_requests (source, id);";
+CREATE INDEX IF NOT EXISTS abridge_requests_by_source ON abridge_requests (source, id);
+ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_before BIGINT;
+ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_after BIGINT;";
 
 /// Sessions and snapshots in PostgreSQL.
 pub struct PgStore {
@@ -137,8 +140,9 @@ impl PgStore {
                 .query_one(
                     "INSERT INTO abridge_snapshots (source, model, family, tokens_before,
                         tokens_after, target, summarizer, briefing, attempts, report, config,
-                        before_body, after_body, dropped_iterations)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                        before_body, after_body, dropped_iterations, provider_tokens_before,
+                        provider_tokens_after)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
                      RETURNING id",
                     &[
                         &source,
@@ -155,6 +159,8 @@ impl PgStore {
                         &r.before_body,
                         &r.after_body,
                         &r.dropped_iterations,
+                        &r.provider_tokens_before,
+                        &r.provider_tokens_after,
                     ],
                 )
                 .await
@@ -213,8 +219,9 @@ impl SessionStore for PgStore {
                 .query_one(
                     "INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot, trigger_tokens, target)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-                    &[&r.source, &r.model, &int(Some(r.tokens)), &int(r.usage), &r.compacted,
-                      &r.snapshot.map(|s| s.0), &int(r.trigger), &int(r.target)],
+                    &[&r.source, &r.model, &int(Some(r.tokens.get())), &int(r.usage.map(Reported::get)),
+                      &r.compacted, &r.snapshot.map(|s| s.0), &int(r.trigger.map(Calibrated::get)),
+                      &int(r.target.map(Calibrated::get))],
                 )
                 .await
                 .map_err(|e| pg(&self.shown, e))?;
@@ -311,7 +318,11 @@ impl SnapshotSink for PgStore {
 }
 
 const ENTRY_COLUMNS: &str = "id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
-     source, model, family, tokens_before, tokens_after, summarizer, dropped_iterations";
+     source, model, family, tokens_before, tokens_after, summarizer, dropped_iterations, \
+     provider_tokens_before, provider_tokens_after";
+
+/// Columns in [`ENTRY_COLUMNS`]: what a query selects after them starts here.
+const ENTRY_WIDTH: usize = 11;
 
 /// The [`Entry`] in the first columns of a row ([`ENTRY_COLUMNS`]).
 fn entry(shown: &str, r: &tokio_postgres::Row) -> Result<Entry> {
@@ -322,10 +333,9 @@ fn entry(shown: &str, r: &tokio_postgres::Row) -> Result<Entry> {
         source: r.get(2),
         model: r.get(3),
         family: family.parse::<Family>().map_err(|e| pg(shown, e))?,
-        tokens_before: r.get::<_, i64>(5).max(0) as u64,
-        tokens_after: r.get::<_, i64>(6).max(0) as u64,
         summarizer: r.get(7),
         dropped_iterations: r.get::<_, i64>(8).max(0) as usize,
+        ..Entry::counted(r.get(5), r.get(6), r.get(9), r.get(10))
     })
 }
 
@@ -338,12 +348,12 @@ fn request(r: &tokio_postgres::Row) -> RequestRecord {
         source: r.get(0),
         at: r.get(1),
         model: r.get(2),
-        tokens: n(3).unwrap_or(0),
-        usage: n(4),
+        tokens: Calibrated(n(3).unwrap_or(0)),
+        usage: n(4).map(Reported),
         compacted: r.get(5),
         snapshot: r.get::<_, Option<i64>>(6).map(SnapshotId),
-        trigger: n(7),
-        target: n(8),
+        trigger: n(7).map(Calibrated),
+        target: n(8).map(Calibrated),
     }
 }
 
@@ -422,11 +432,11 @@ impl SnapshotStore for PgStore {
         let text = |i: usize| row.get::<_, String>(i);
         Ok(Snapshot {
             entry: entry(&self.shown, &row)?,
-            briefing: row.get(9),
-            report: parse(id, "report", &text(10))?,
-            config: parse(id, "config", &text(11))?,
-            before: parse(id, "history before", &text(12))?,
-            after: parse(id, "history after", &text(13))?,
+            briefing: row.get(ENTRY_WIDTH),
+            report: parse(id, "report", &text(ENTRY_WIDTH + 1))?,
+            config: parse(id, "config", &text(ENTRY_WIDTH + 2))?,
+            before: parse(id, "history before", &text(ENTRY_WIDTH + 3))?,
+            after: parse(id, "history after", &text(ENTRY_WIDTH + 4))?,
         })
     }
 

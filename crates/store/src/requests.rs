@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use abridge::SnapshotId;
+use abridge::tokens::{Calibrated, Reported};
 use rusqlite::params;
 use serde::Serialize;
 
@@ -23,18 +24,19 @@ pub struct RequestRecord {
     pub at: String,
     /// Its model.
     pub model: Option<String>,
-    /// Tokens of what was sent, as abridge counts them (calibrated).
-    pub tokens: u64,
+    /// Tokens of what was sent, as abridge counts them, in the provider's
+    /// units (calibrated).
+    pub tokens: Calibrated,
     /// Prompt tokens the provider reported, when it did.
-    pub usage: Option<u64>,
+    pub usage: Option<Reported>,
     /// Sent rewritten (compacted now, or carrying an earlier compaction).
     pub compacted: bool,
     /// The compaction made for this request, if one was.
     pub snapshot: Option<SnapshotId>,
-    /// The session's trigger, in tokens.
-    pub trigger: Option<u64>,
-    /// The session's target, in tokens.
-    pub target: Option<u64>,
+    /// The session's trigger.
+    pub trigger: Option<Calibrated>,
+    /// The session's target.
+    pub target: Option<Calibrated>,
 }
 
 /// A session's requests in short: how many, and the last one.
@@ -57,12 +59,12 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRecord> {
         source: r.get(0)?,
         at: r.get(1)?,
         model: r.get(2)?,
-        tokens: n(3)?.unwrap_or(0),
-        usage: n(4)?,
+        tokens: Calibrated(n(3)?.unwrap_or(0)),
+        usage: n(4)?.map(Reported),
         compacted: r.get(5)?,
         snapshot: r.get::<_, Option<i64>>(6)?.map(SnapshotId),
-        trigger: n(7)?,
-        target: n(8)?,
+        trigger: n(7)?.map(Calibrated),
+        target: n(8)?.map(Calibrated),
     })
 }
 
@@ -82,12 +84,12 @@ impl Store {
                 params![
                     r.source,
                     r.model,
-                    int(Some(r.tokens)),
-                    int(r.usage),
+                    int(Some(r.tokens.get())),
+                    int(r.usage.map(Reported::get)),
                     r.compacted,
                     r.snapshot.map(|s| s.0),
-                    int(r.trigger),
-                    int(r.target)
+                    int(r.trigger.map(Calibrated::get)),
+                    int(r.target.map(Calibrated::get))
                 ],
                 |row| row.get::<_, i64>(0),
             )

@@ -15,6 +15,9 @@ pub(crate) struct SnapshotRow {
     pub(crate) family: &'static str,
     pub(crate) tokens_before: i64,
     pub(crate) tokens_after: i64,
+    /// The same two in the provider's units (through the report's calibration).
+    pub(crate) provider_tokens_before: i64,
+    pub(crate) provider_tokens_after: i64,
     pub(crate) target: Option<i64>,
     pub(crate) summarizer: Option<String>,
     pub(crate) briefing: Option<String>,
@@ -29,15 +32,15 @@ pub(crate) struct SnapshotRow {
 impl SnapshotRow {
     /// The columns of `s`.
     pub(crate) fn of(s: &SnapshotData<'_>) -> Result<SnapshotRow> {
-        let briefing = s
-            .report
-            .briefing_text(s.after, &s.config.summary.wrapper);
+        let briefing = s.report.briefing_text(s.after, &s.config.summary.wrapper);
         Ok(SnapshotRow {
             model: s.before.model.clone(),
             family: s.before.family.as_str(),
-            tokens_before: s.report.tokens_before as i64,
-            tokens_after: s.report.tokens_after as i64,
-            target: s.report.target.map(|t| t as i64),
+            tokens_before: int(s.report.tokens_before.get()),
+            tokens_after: int(s.report.tokens_after.get()),
+            provider_tokens_before: int(s.report.calibration.apply(s.report.tokens_before).get()),
+            provider_tokens_after: int(s.report.calibration.apply(s.report.tokens_after).get()),
+            target: s.report.target.map(|t| int(t.get())),
             summarizer: s.report.summarizer.clone(),
             briefing,
             attempts: to_json("attempts", &s.report.attempts)?,
@@ -85,4 +88,14 @@ pub(crate) fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str)
         id,
         what: format!("stored {what} does not parse: {e}"),
     })
+}
+
+/// A count as a database integer (saturating: no count comes near).
+pub(crate) fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A database integer as a count (a negative one, never written, as 0).
+pub(crate) fn count(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
 }

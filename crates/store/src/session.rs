@@ -4,6 +4,7 @@
 //! compacted prefix.
 
 use abridge::model::{Conversation, Family, Wire, decode_value, encode};
+use abridge::tokens::Counted;
 use abridge::{Carryover, PrefixKey, SnapshotData, SnapshotId, ThreadState};
 use rusqlite::{OptionalExtension, params};
 
@@ -67,7 +68,7 @@ pub(crate) fn carryover_from(
     family: Family,
     source: PrefixKey,
     body: &str,
-    tokens: u64,
+    tokens: Counted,
 ) -> Result<(Carryover, Wire)> {
     let corrupt = |what: String| Error::CorruptSession {
         id: id.to_owned(),
@@ -192,7 +193,7 @@ pub(crate) fn stored_parts(record: &SessionRecord) -> Result<StoredParts> {
         version: record.version,
         len: carry.map(|c| c.source().len as i64),
         fingerprint: carry.map(|c| c.source().fingerprint as i64),
-        tokens: carry.map(|c| c.tokens() as i64),
+        tokens: carry.map(|c| crate::row::int(c.tokens().get())),
         body,
         state: record.thread.to_json().map_err(|e| Error::Serialize {
             what: "thread state",
@@ -211,15 +212,21 @@ pub(crate) fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord>
         .family
         .parse()
         .map_err(|e| corrupt(format!("family: {e}")))?;
-    let mut thread = ThreadState::from_json(&parts.state)
-        .map_err(|e| corrupt(format!("thread state: {e}")))?;
+    let mut thread =
+        ThreadState::from_json(&parts.state).map_err(|e| corrupt(format!("thread state: {e}")))?;
     let (carryover, wire) = match (parts.len, parts.fingerprint, parts.tokens, parts.body) {
         (Some(len), Some(fp), Some(tokens), Some(body)) => {
             let source = PrefixKey {
                 len: len.max(0) as usize,
                 fingerprint: fp as u64,
             };
-            let (carry, wire) = carryover_from(id, family, source, &body, tokens.max(0) as u64)?;
+            let (carry, wire) = carryover_from(
+                id,
+                family,
+                source,
+                &body,
+                Counted(crate::row::count(tokens)),
+            )?;
             (Some(carry), wire)
         }
         _ => (None, Wire::from(family)),

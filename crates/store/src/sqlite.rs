@@ -108,8 +108,8 @@ impl Store {
             .execute(
                 "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
                     summarizer, briefing, attempts, report, config, before_body, after_body,
-                    dropped_iterations)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    dropped_iterations, provider_tokens_before, provider_tokens_after)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 params![
                     self.source,
                     r.model,
@@ -125,6 +125,8 @@ impl Store {
                     r.before_body,
                     r.after_body,
                     r.dropped_iterations,
+                    r.provider_tokens_before,
+                    r.provider_tokens_after,
                 ],
             )
             .map_err(|e| self.sql(e))?;
@@ -148,7 +150,10 @@ impl Store {
 }
 
 const ENTRY_COLUMNS: &str = "id, created_at, source, model, family, tokens_before, tokens_after, \
-     summarizer, dropped_iterations";
+     summarizer, dropped_iterations, provider_tokens_before, provider_tokens_after";
+
+/// Columns in [`ENTRY_COLUMNS`]: what a query selects after them starts here.
+const ENTRY_WIDTH: usize = 11;
 
 impl SnapshotStore for Store {
     fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned> {
@@ -190,8 +195,8 @@ impl SnapshotStore for Store {
             .query_row(&sql, params![id.0], |r| {
                 Ok((
                     entry(r)?,
-                    r.get::<_, Option<String>>(9)?,
-                    [10, 11, 12, 13].map(|i| r.get::<_, String>(i)),
+                    r.get::<_, Option<String>>(ENTRY_WIDTH)?,
+                    [1, 2, 3, 4].map(|k| r.get::<_, String>(ENTRY_WIDTH + k)),
                 ))
             })
             .optional()
@@ -265,10 +270,9 @@ fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
                 Box::new(std::io::Error::other(e)),
             )
         })?,
-        tokens_before: r.get::<_, i64>(5)?.max(0) as u64,
-        tokens_after: r.get::<_, i64>(6)?.max(0) as u64,
         summarizer: r.get(7)?,
         dropped_iterations: r.get::<_, i64>(8)?.max(0) as usize,
+        ..Entry::counted(r.get(5)?, r.get(6)?, r.get(9)?, r.get(10)?)
     })
 }
 

@@ -2,7 +2,9 @@
 //! but an event.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
+use abridge::Calibration;
 use abridge::model::decode;
+use abridge::tokens::{Calibrated, Counted, Reported};
 use abridge::{Compactor, Config, Event, SnapshotId};
 use abridge_store::{SnapshotStore, Store};
 
@@ -128,6 +130,10 @@ fn a_store_written_by_the_previous_release_opens_lists_and_restores() {
             );
             assert_eq!(s.before, abridge::model::encode(want).unwrap());
             assert_eq!(s.report.tokens_before, e.tokens_before);
+            // Rows from before provider units were stored read as counted.
+            let identity = abridge::Calibration::default();
+            assert_eq!(e.provider_tokens_after, identity.apply(e.tokens_after));
+            assert_eq!(s.report.calibration, identity);
         }
         // Snapshot 4: the LLM attempt failed (its error kept, typed), the offline sheet was used.
         let s = store.get(SnapshotId(4)).unwrap();
@@ -258,16 +264,19 @@ fn session_round_trip(history: abridge::model::Conversation, wire: abridge::mode
     assert!(store.load_session("s1").unwrap().is_none());
     let mut compactor = compactor();
     let out = compactor
-        .turn(Input::compact_to(&history, 600).resent())
+        .turn(Input::compact_to(&history, Calibrated(600)).resent())
         .unwrap()
         .conversation
         .into_owned();
     compactor.set_focus(Some("the failing test".into()));
     let mut calibration = Calibration::default();
-    calibration.observe(1000, 1300);
+    calibration.observe(Counted(1000), Reported(1300));
     compactor.set_calibration(calibration);
     let state: ThreadState = compactor.thread().state().clone();
-    assert_eq!(state.carryover.as_ref().unwrap().messages(), &out.messages[..]);
+    assert_eq!(
+        state.carryover.as_ref().unwrap().messages(),
+        &out.messages[..]
+    );
     let mut record = SessionRecord {
         id: "s1".into(),
         wire,
@@ -323,12 +332,12 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
         source: source.into(),
         at: String::new(),
         model: Some("gpt-4o".into()),
-        tokens,
-        usage,
+        tokens: Calibrated(tokens),
+        usage: usage.map(Reported),
         compacted,
         snapshot: None,
-        trigger: Some(60_000),
-        target: Some(40_000),
+        trigger: Some(Calibrated(60_000)),
+        target: Some(Calibrated(40_000)),
     };
     for (i, t) in [10_000, 30_000, 61_000].into_iter().enumerate() {
         store
@@ -341,20 +350,20 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
     let store = Store::open(&path).unwrap();
     let a = store.requests("a", 100).unwrap();
     assert_eq!(
-        a.iter().map(|r| r.tokens).collect::<Vec<_>>(),
+        a.iter().map(|r| r.tokens.get()).collect::<Vec<_>>(),
         [10_000, 30_000, 61_000]
     );
-    assert_eq!(a[2].usage, Some(61_100));
+    assert_eq!(a[2].usage, Some(Reported(61_100)));
     assert!(a[2].compacted && !a[0].compacted);
     assert!(a[0].at.ends_with('Z') && a[0].at <= a[2].at, "{}", a[0].at);
     assert_eq!(
         store.requests("a", 2).unwrap()[0].tokens,
-        30_000,
+        Calibrated(30_000),
         "the newest two, oldest first"
     );
     let stats = store.request_stats().unwrap();
     assert_eq!(stats["a"].requests, 3);
-    assert_eq!(stats["a"].last.tokens, 61_000);
+    assert_eq!(stats["a"].last.tokens, Calibrated(61_000));
     assert_eq!(stats["b"].last.usage, None);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -397,4 +406,32 @@ fn opening_waits_for_a_writer_instead_of_failing() {
     writer.join().unwrap();
     let store = store.unwrap();
     assert!(store.list(10).unwrap().is_empty());
+}
+
+/// A compaction of a calibrated conversation is listed in both units: the
+/// counts as abridge made them, and the same in the provider's units.
+#[test]
+fn entries_carry_the_provider_units_of_a_calibrated_compaction() {
+    use abridge::SnapshotSink;
+    use abridge_store::SnapshotStore;
+    let mut c = compactor();
+    let mut calibration = Calibration::default();
+    calibration.observe(Counted(10_000), Reported(13_000));
+    c.set_calibration(calibration);
+    let mut store = Store::in_memory().unwrap();
+    let before = conv();
+    let out = c.compact(&before).unwrap();
+    let data = abridge::SnapshotData {
+        before: &before,
+        after: &out.conversation,
+        config: c.config(),
+        report: &out.report,
+        thread: Some("calibrated"),
+    };
+    store.record(&data).unwrap();
+    let e = &store.list(1).unwrap()[0];
+    assert_eq!(e.tokens_after, out.report.tokens_after);
+    assert_eq!(e.provider_tokens_after, calibration.apply(e.tokens_after));
+    assert_eq!(e.provider_tokens_before, calibration.apply(e.tokens_before));
+    assert!(e.provider_tokens_after.get() > e.tokens_after.get());
 }

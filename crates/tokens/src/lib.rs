@@ -8,6 +8,8 @@
 //!   message to recount.
 //! - [`Registry`]: context window, output limit and tokenizer of common
 //!   models, with overrides.
+//! - [`units`]: [`Counted`], [`Calibrated`] and [`Reported`] token figures,
+//!   each its own type.
 //!
 //! ```
 //! use abridge_model::{Message, Role};
@@ -28,8 +30,10 @@ mod image;
 mod registry;
 mod tables;
 mod tokenizer;
+pub mod units;
 
 pub use counter::{TokenCounter, TokenCounts, content_hash};
 pub use image::{IMAGE_TOKENS, image_tokens};
 pub use registry::{ModelInfo, PRICES_AS_OF, Price, Registry, Resolved};
 pub use tokenizer::{TokenizerKind, UnknownTokenizer, estimate};
+pub use units::{Calibrated, Counted, Reported};

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::tokenizer::TokenizerKind;
+use crate::units::Calibrated;
 
 /// When the built-in prices were read from the providers' pages.
 pub const PRICES_AS_OF: &str = "2026-11-05";
@@ -44,8 +45,9 @@ impl Price {
     /// price, the rest at the write price (with automatic caching, the
     /// write price is the input price). The one cost model of `simulate`
     /// and the agent's status message.
-    pub fn prompt_cost(&self, cached: u64, total: u64) -> f64 {
-        let cached = cached.min(total);
+    /// Prices are in the provider's units, so the figures are too.
+    pub fn prompt_cost(&self, cached: Calibrated, total: Calibrated) -> f64 {
+        let (cached, total) = (cached.get().min(total.get()), total.get());
         (cached as f64 * self.cache_read + (total - cached) as f64 * self.cache_write) / 1e6
     }
 

@@ -4,6 +4,7 @@
 //! compaction page; and the sessions page over 5,000 proxy sessions in
 //! the request log (`cargo bench -p abridge-ui`).
 
+use abridge::tokens::{Calibrated, Reported};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -70,12 +71,12 @@ static MANY: LazyLock<Option<(Ui, PathBuf)>> = LazyLock::new(|| {
             source: format!("{:032x}", i % 5_000),
             at: String::new(),
             model: Some("gpt-4o".into()),
-            tokens: 1_000 + i,
-            usage: Some(1_000 + i),
+            tokens: Calibrated(1_000 + i),
+            usage: Some(Reported(1_000 + i)),
             compacted: false,
             snapshot: None,
-            trigger: Some(60_000),
-            target: Some(40_000),
+            trigger: Some(Calibrated(60_000)),
+            target: Some(Calibrated(40_000)),
         };
         store.record_request(&r).ok()?;
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use abridge::Report;
 use abridge_model::{Conversation, Role, fingerprint};
 use abridge_store::{Entry, SnapshotStore};
-use abridge_tokens::{Registry, TokenCounter};
+use abridge_tokens::{Calibrated, Registry, TokenCounter};
 use serde::Deserialize;
 
 /// Sessions listed per page.
@@ -74,14 +74,15 @@ pub struct SessionSummary {
     pub window: Option<u64>,
     /// Requests logged (`None`: the store has no request log for it).
     pub requests: Option<u64>,
-    /// Tokens of its last request (else: after its last compaction).
-    pub context: u64,
+    /// Tokens of its last request (else: after its last compaction), in
+    /// the provider's units either way.
+    pub context: Calibrated,
     /// Its last request was sent compacted (else: it has a compaction).
     pub compacted: bool,
     /// Compactions recorded.
     pub compactions: usize,
-    /// Tokens saved, summed over its compactions.
-    pub saved: u64,
+    /// Tokens saved, summed over its compactions, in the provider's units.
+    pub saved: Calibrated,
     /// The last request at the model's input price, in dollars.
     pub cost_per_request: Option<f64>,
     /// What its last compaction saves on each request, in dollars.
@@ -112,15 +113,21 @@ fn summary(source: String, model: Option<String>, registry: &Registry) -> Sessio
         model,
         window,
         requests: None,
-        context: 0,
+        context: Calibrated::ZERO,
         compacted: false,
         compactions: 0,
-        saved: 0,
+        saved: Calibrated::ZERO,
         cost_per_request: None,
         saving_per_request: None,
         last_at: String::new(),
         last_snapshot: None,
     }
+}
+
+/// What a compaction cleared, in the provider's units.
+fn cleared(e: &Entry) -> Calibrated {
+    e.provider_tokens_before
+        .saturating_sub(e.provider_tokens_after)
 }
 
 /// Every session, from the snapshots and the request log.
@@ -129,14 +136,14 @@ fn all_sessions(store: &dyn SnapshotStore) -> Result<Vec<SessionSummary>, String
     let stats = store.request_stats().map_err(|e| e.to_string())?;
     let registry = Registry::new();
     let mut by: HashMap<String, SessionSummary> = HashMap::new();
-    let mut last_saved: HashMap<String, u64> = HashMap::new();
+    let mut last_saved: HashMap<String, Calibrated> = HashMap::new();
     // Newest first: the first entry seen of a source is its last compaction.
     for e in &entries {
-        let saved = e.tokens_before.saturating_sub(e.tokens_after);
+        let saved = cleared(e);
         let s = by.entry(source_of(e)).or_insert_with(|| {
             last_saved.insert(source_of(e), saved);
             let mut s = summary(source_of(e), e.model.clone(), &registry);
-            s.context = e.tokens_after;
+            s.context = e.provider_tokens_after;
             s.compacted = true;
             s.last_at = e.created_at.clone();
             s.last_snapshot = Some(e.id.0);
@@ -162,11 +169,11 @@ fn all_sessions(store: &dyn SnapshotStore) -> Result<Vec<SessionSummary>, String
             .as_deref()
             .and_then(|m| registry.lookup(m))
             .and_then(|i| i.price);
-        s.cost_per_request = price.map(|p| p.prompt_cost(0, s.context));
-        let saved = last_saved.get(&s.source).copied().unwrap_or(0);
+        s.cost_per_request = price.map(|p| p.prompt_cost(Calibrated::ZERO, s.context));
+        let saved = last_saved.get(&s.source).copied().unwrap_or_default();
         s.saving_per_request = price
             .filter(|_| s.compacted)
-            .map(|p| p.prompt_cost(0, saved));
+            .map(|p| p.prompt_cost(Calibrated::ZERO, saved));
     }
     Ok(by.into_values().collect())
 }
@@ -211,9 +218,10 @@ pub(crate) struct SessionDetail {
     pub(crate) entries: Vec<Entry>,
     /// Its logged requests, oldest first (the newest [`CHARTED`]).
     pub(crate) requests: Vec<abridge_store::RequestRecord>,
-    /// Its trigger and target (the last request's, else the last compaction's).
-    pub(crate) trigger: Option<u64>,
-    pub(crate) target: Option<u64>,
+    /// Its trigger and target (the last request's, else the last
+    /// compaction's), in the provider's units.
+    pub(crate) trigger: Option<Calibrated>,
+    pub(crate) target: Option<Calibrated>,
     /// The charted requests at the model's input price, in dollars.
     pub(crate) cost: Option<f64>,
     /// What compaction kept off those requests, in dollars: each request
@@ -233,13 +241,11 @@ fn money(
     else {
         return (None, None);
     };
-    let cleared: HashMap<i64, u64> = entries
-        .iter()
-        .map(|e| (e.id.0, e.tokens_before.saturating_sub(e.tokens_after)))
-        .collect();
-    let (mut sent, mut saved, mut current) = (0u64, 0u64, 0u64);
+    let cleared: HashMap<i64, Calibrated> = entries.iter().map(|e| (e.id.0, cleared(e))).collect();
+    let (mut sent, mut saved, mut current) = (Calibrated::ZERO, Calibrated::ZERO, Calibrated::ZERO);
     for r in requests {
-        sent += r.usage.unwrap_or(r.tokens);
+        // What the provider said it read, else abridge's calibrated count.
+        sent += r.usage.map_or(r.tokens, Calibrated::from_reported);
         if let Some(id) = r.snapshot {
             current = cleared.get(&id.0).copied().unwrap_or(current);
         }
@@ -248,8 +254,8 @@ fn money(
         }
     }
     (
-        Some(price.prompt_cost(0, sent)),
-        Some(price.prompt_cost(0, saved)),
+        Some(price.prompt_cost(Calibrated::ZERO, sent)),
+        Some(price.prompt_cost(Calibrated::ZERO, saved)),
     )
 }
 
@@ -271,8 +277,8 @@ pub(crate) fn session(store: &dyn SnapshotStore, source: &str) -> Result<Session
     };
     if let Some(last) = entries.last().filter(|_| requests.is_empty()) {
         let snap = store.get(last.id).map_err(|e| e.to_string())?;
-        trigger = snap.config.trigger.max_tokens;
-        target = snap.report.target;
+        trigger = snap.config.trigger.max_tokens.map(Calibrated);
+        target = snap.report.target.map(|t| snap.report.calibration.apply(t));
     }
     if entries.is_empty() && requests.is_empty() {
         return Err(format!(

@@ -3,6 +3,7 @@
 //! chart, the compaction page, the download, the token.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
+use abridge::tokens::{Calibrated, Reported};
 use std::path::PathBuf;
 
 use abridge::model::decode;
@@ -274,12 +275,12 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
             source: "a1b2c3".into(),
             at: String::new(),
             model: Some("gpt-4o".into()),
-            tokens: 1_000 + (i % 10) * 500,
-            usage: Some(1_050 + (i % 10) * 500),
+            tokens: Calibrated(1_000 + (i % 10) * 500),
+            usage: Some(Reported(1_050 + (i % 10) * 500)),
             compacted: i >= 9,
             snapshot,
-            trigger: Some(6_000),
-            target: Some(3_600),
+            trigger: Some(Calibrated(6_000)),
+            target: Some(Calibrated(3_600)),
         };
         store.record_request(&request).unwrap();
     }

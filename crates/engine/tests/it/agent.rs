@@ -6,6 +6,7 @@ use abridge::model::{
     validate,
 };
 use abridge::synth::{Spec, run};
+use abridge::tokens::Calibrated;
 use abridge::tokens::Price;
 use abridge::{Compactor, Config};
 use serde_json::json;
@@ -13,8 +14,8 @@ use serde_json::json;
 #[test]
 fn status_message_reports_use_cost_and_hint() {
     let m = status_message(
-        96_000,
-        Some(128_000),
+        Calibrated(96_000),
+        Some(Calibrated(128_000)),
         Some(Price::anthropic(2.5, 10.0)),
         0.7,
     );
@@ -24,7 +25,8 @@ fn status_message_reports_use_cost_and_hint() {
         "[context status] 96000 tokens in use of a 128000-token window (75.0%). Sending this context costs about $0.3000 uncached, $0.0240 while its prefix stays cached. \
          The history is getting long: call compact_history to condense older steps (recent ones stay verbatim)."
     );
-    let calm = status_message(10_000, Some(128_000), None, 0.7).text_content();
+    let calm =
+        status_message(Calibrated(10_000), Some(Calibrated(128_000)), None, 0.7).text_content();
     assert!(
         !calm.contains("compact_history") && calm.contains("(7.8%)"),
         "{calm}"
@@ -95,14 +97,14 @@ fn the_agent_can_compact_its_own_history() {
             ..Config::default()
         })
         .unwrap();
-        let before = c.count(&conv);
+        let before = c.count(&conv).get();
         let out = handle_compact_history(&mut c, &conv).unwrap();
         assert!(
             validate(&out).is_empty(),
             "{family:?}: {:?}",
             validate(&out)
         );
-        assert!(c.count(&out) < before / 2, "{family:?}");
+        assert!(c.count(&out).get() < before / 2, "{family:?}");
         let briefing = out.messages[2].text_content();
         assert!(
             briefing.contains("Focus requested by the agent: SKU values"),

@@ -1,13 +1,14 @@
 //! Background preparation: started past the soft threshold, one at a time,
 //! applied only when the history still begins with what was compacted.
 
+use abridge::tokens::Calibrated;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Message, Role, validate};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config, Engine, Event};
+use abridge::{Calibration, Compactor, Config, Engine, Event};
 
 fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
     let full = run(Spec {
@@ -36,14 +37,15 @@ fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
             counter.fetch_add(1, Ordering::SeqCst);
         }
     });
-    let preparer = Preparer::new(10_000, Arc::new(engine));
+    let preparer = Preparer::new(Calibrated(10_000), Arc::new(engine));
     (full, now, preparer, builds)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_compaction_is_applied_with_the_messages_added_since() {
     let (full, now, mut preparer, builds) = setup();
-    let tokens = Compactor::new(Config::default()).unwrap().count(&now);
+    let tokens =
+        Calibration::default().apply(Compactor::new(Config::default()).unwrap().count(&now));
     preparer.poll(&now, tokens);
     preparer.poll(&now, tokens); // one at a time
     assert_eq!(preparer.started(), 1);
@@ -60,20 +62,26 @@ async fn prepared_compaction_is_applied_with_the_messages_added_since() {
         &applied.messages[applied.messages.len() - 2..],
         &later.messages[now.messages.len()..]
     );
-    assert!(Compactor::new(Config::default()).unwrap().count(&applied) < tokens);
+    assert!(
+        Compactor::new(Config::default())
+            .unwrap()
+            .count(&applied)
+            .get()
+            < tokens.get()
+    );
     assert!(preparer.take(&later).is_none(), "used once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_preparation_is_discarded() {
     let (_, now, mut preparer, _) = setup();
-    preparer.poll(&now, 50_000);
+    preparer.poll(&now, Calibrated(50_000));
     preparer.wait().await;
     // The history was rewritten under the preparation (an earlier message changed).
     let mut changed = now.clone();
     changed.messages[3] = Message::text(Role::User, "edited by the agent");
     assert!(preparer.take(&changed).is_none());
     // Below the soft threshold nothing starts.
-    preparer.poll(&now, 5_000);
+    preparer.poll(&now, Calibrated(5_000));
     assert!(!preparer.is_running());
 }

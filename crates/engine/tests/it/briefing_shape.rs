@@ -35,7 +35,7 @@ fn briefing_at_cut(session: &str) -> Option<String> {
     };
     cfg.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
     cfg.budget.min_iterations = 1;
-    let tokens = Compactor::new(cfg.clone()).unwrap().count(&before);
+    let tokens = Compactor::new(cfg.clone()).unwrap().count(&before).get();
     cfg.budget.target_tokens = Some(tokens / 10);
     let out = Compactor::new(cfg).unwrap().compact(&before).unwrap();
     out.conversation

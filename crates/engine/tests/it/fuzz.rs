@@ -180,7 +180,7 @@ fn exercise(bytes: &[u8]) {
                 let _ = validate(&c.conversation);
             }
         }
-        let tokens = Compactor::new(Config::default()).unwrap().count(conv);
+        let tokens = Compactor::new(Config::default()).unwrap().count(conv).get();
         for target in [None, Some((tokens / 2).max(1)), Some(20)] {
             let mut cfg = Config::default();
             cfg.budget.target_tokens = target;

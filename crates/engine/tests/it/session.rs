@@ -1,5 +1,6 @@
 //! Triggers, convergence and events over a whole run, turn by turn.
 
+use abridge::tokens::Reported;
 use std::sync::{Arc, Mutex};
 
 use abridge::model::validate;
@@ -30,7 +31,7 @@ fn replay(conv: &Conversation, config: Config) -> (Vec<u64>, Vec<bool>, Vec<Even
         // before each assistant message.
         if m.role == Role::Assistant {
             let t = session.turn(None).unwrap();
-            tokens.push(t.tokens);
+            tokens.push(t.tokens.get());
             compacted.push(t.compacted());
         }
         session.push(m.clone());
@@ -119,7 +120,7 @@ fn cannot_shrink_names_the_floor_and_carries_the_smallest_history() {
     cfg.budget.target_tokens = Some(10);
     cfg.budget.min_iterations = 3;
     let mut c = Compactor::new(cfg).unwrap();
-    let before = c.count(&conv);
+    let before = c.count(&conv).get();
     let err = c.compact(&conv).unwrap_err();
     let abridge::Error::CannotShrink {
         floor,
@@ -132,13 +133,13 @@ fn cannot_shrink_names_the_floor_and_carries_the_smallest_history() {
         panic!("{err}")
     };
     // The ladder went down to the newest iteration before giving up.
-    assert_eq!((target, tail_iterations), (10, 1));
-    assert!(floor > 10);
+    assert_eq!((target.get(), tail_iterations), (10, 1));
+    assert!(floor.get() > 10);
     let smallest = smallest.expect("the floor as a history");
     assert!(validate(&smallest).is_empty());
-    let after = c.count(&smallest);
+    let after = c.count(&smallest).get();
     assert!(after < before / 2, "{after} of {before}");
-    assert_eq!(after, floor);
+    assert_eq!(after, floor.get());
 }
 
 /// A tail of `min_iterations` is a preference: when head, tools and that
@@ -153,9 +154,13 @@ fn the_floor_ladder_degrades_step_by_step() {
     let mut cfg = Config::default();
     cfg.budget.min_iterations = 3;
     let mut c = Compactor::new(cfg.clone()).unwrap();
-    let total = c.count(&conv);
+    let total = c.count(&conv).get();
     let its = conv.iterations();
-    let tokens = c.message_tokens(&conv.messages);
+    let tokens: Vec<u64> = c
+        .message_tokens(&conv.messages)
+        .iter()
+        .map(|t| t.get())
+        .collect();
     let last3: u64 = its[its.len() - 3..]
         .iter()
         .flat_map(|i| &tokens[i.range()])
@@ -168,7 +173,7 @@ fn the_floor_ladder_degrades_step_by_step() {
         cfg.budget.target_tokens = Some(target);
         let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
         assert!(
-            out.report.tokens_after <= target,
+            out.report.tokens_after.get() <= target,
             "{} > {target}",
             out.report.tokens_after
         );
@@ -215,10 +220,10 @@ fn reported_usage_calibrates_triggers_and_targets() {
     let mut compactions = 0;
     for m in &conv.messages[head..] {
         if m.role == Role::Assistant {
-            let t = session.turn(reported).unwrap();
+            let t = session.turn(reported.map(Reported)).unwrap();
             compactions += usize::from(t.compacted());
             // What the provider reports for the prompt just sent.
-            let seen = (t.tokens as f64 * PROVIDER) as u64;
+            let seen = (t.tokens.get() as f64 * PROVIDER) as u64;
             if reported.is_some() {
                 assert!(seen <= 30_000 + 2_000, "provider saw {seen}");
             }
@@ -242,5 +247,5 @@ fn reported_usage_calibrates_triggers_and_targets() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(last.1, (last.0 as f64 * factor).ceil() as u64);
+    assert_eq!(last.1.get(), (last.0.get() as f64 * factor).ceil() as u64);
 }

@@ -22,7 +22,7 @@ fn compact_with(
     cfg.budget.target_tokens = Some(target);
     cfg.budget.min_iterations = 1;
     let out = Compactor::new(cfg).unwrap().compact(conv).unwrap();
-    assert!(out.report.tokens_after <= target);
+    assert!(out.report.tokens_after.get() <= target);
     // The report names the briefing the compaction inserted, if any.
     let marked = out.conversation.messages.iter().position(|m| {
         m.text_content().starts_with("<compacted-history>") && m.meta.compact_summary
@@ -199,13 +199,13 @@ fn a_chained_compaction_re_condenses_the_earlier_briefing() {
     let mut again = cfg(0);
     again.budget.min_iterations = abridge::model::iterations(&first.messages).len();
     let mut counter = Compactor::new(Config::default()).unwrap();
-    let tokens = counter.count(&first);
+    let tokens = counter.count(&first).get();
     let at = first
         .messages
         .iter()
         .position(|m| m.text_content().starts_with("<compacted-history>"))
         .unwrap();
-    let b = counter.message_tokens(&first.messages[at..=at])[0];
+    let b = counter.message_tokens(&first.messages[at..=at])[0].get();
     // A target that leaves the briefing four fifths of its size.
     let target = tokens - b / 5;
     again.budget.target_tokens = Some(target);
@@ -214,7 +214,7 @@ fn a_chained_compaction_re_condenses_the_earlier_briefing() {
         .compact(&first)
         .unwrap();
     assert!(out.report.compacted, "{:?}", out.report);
-    assert!(out.report.tokens_after <= target);
+    assert!(out.report.tokens_after.get() <= target);
     let after = out.conversation.into_owned();
     assert!(validate(&after).is_empty());
     let text = all_text(&after);

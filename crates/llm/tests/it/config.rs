@@ -30,14 +30,14 @@ fn config(url: &str, extra: &str) -> Config {
 fn compact(cfg: Config) -> abridge::Report {
     let conv = conversation();
     let mut cfg = cfg;
-    let total = Compactor::new(cfg.clone()).unwrap().count(&conv);
+    let total = Compactor::new(cfg.clone()).unwrap().count(&conv).get();
     cfg.budget.target_tokens = Some(total / 4);
     let summarizers = cascade(&cfg.summarizers, None);
     let mut c = Compactor::new(cfg).unwrap();
     c.set_summarizers(summarizers);
     let out = c.compact(&conv).unwrap();
     assert!(validate(&out.conversation).is_empty());
-    assert!(out.report.tokens_after <= total / 4);
+    assert!(out.report.tokens_after.get() <= total / 4);
     out.report
 }
 
@@ -101,7 +101,7 @@ fn configured_error_prefixes_reach_the_llm() {
         }
         c
     };
-    let total = Compactor::new(cfg.clone()).unwrap().count(&conv);
+    let total = Compactor::new(cfg.clone()).unwrap().count(&conv).get();
     cfg.budget.target_tokens = Some(total / 4);
     let mut c = Compactor::new(cfg.clone()).unwrap();
     c.set_summarizers(cascade(&cfg.summarizers, None));

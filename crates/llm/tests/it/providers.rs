@@ -28,7 +28,7 @@ fn compact(conv: &Conversation, llm: LlmSummarizer) -> (Conversation, Report, Ve
         model: conv.model.clone(),
         ..Config::default()
     };
-    let total = Compactor::new(cfg.clone()).unwrap().count(conv);
+    let total = Compactor::new(cfg.clone()).unwrap().count(conv).get();
     let target = total / 4;
     cfg.policies.pipeline = vec![PolicyKind::Summarize, PolicyKind::DropIterations];
     cfg.budget.target_tokens = Some(target);
@@ -42,7 +42,7 @@ fn compact(conv: &Conversation, llm: LlmSummarizer) -> (Conversation, Report, Ve
     let after = out.conversation.into_owned();
     assert!(validate(&after).is_empty(), "{:?}", validate(&after));
     assert!(
-        out.report.tokens_after <= target,
+        out.report.tokens_after.get() <= target,
         "{} > {target}",
         out.report.tokens_after
     );

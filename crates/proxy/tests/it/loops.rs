@@ -104,7 +104,11 @@ async fn an_openai_stream_loop_stays_under_the_trigger_and_feeds_calibration() {
         .load_session(&log.sessions[0])
         .unwrap()
         .unwrap();
-    assert!(record.thread.calibration.samples() > 0, "{:?}", record.thread.calibration);
+    assert!(
+        record.thread.calibration.samples() > 0,
+        "{:?}",
+        record.thread.calibration
+    );
     // Every request is in the request log with the provider's usage (the
     // log is written off the request path: wait for the last rows).
     use abridge_store::SnapshotStore;
@@ -119,7 +123,7 @@ async fn an_openai_stream_loop_stays_under_the_trigger_and_feeds_calibration() {
     }
     assert_eq!(rows.len(), 60);
     assert!(
-        rows.iter().all(|r| r.usage.is_some_and(|u| u > 0)),
+        rows.iter().all(|r| r.usage.is_some_and(|u| u.get() > 0)),
         "usage from the streams"
     );
     assert_eq!(

@@ -101,9 +101,9 @@ pub(crate) fn render(d: &CompactionDetail) -> Markup {
                 " · " a #download href=(format!("/ui/compactions/{}/original.json", e.id)) download { "download the original history" }
             }
             div.cards {
-                div.card { "Before" b { (n(r.tokens_before)) } }
-                div.card { "After" b #tokens-after { (n(r.tokens_after)) } }
-                div.card { "Target" b { @match r.target { Some(t) => (n(t)), None => "—" } } }
+                div.card { "Before" b { (n(r.tokens_before.get())) } }
+                div.card { "After" b #tokens-after { (n(r.tokens_after.get())) } }
+                div.card { "Target" b { @match r.target { Some(t) => (n(t.get())), None => "—" } } }
                 div.card { "Reason" b { @match r.reason { Some(x) => (x.as_str()), None => "—" } } }
                 div.card { "Summarizer" b { (r.summarizer.as_deref().unwrap_or("none")) } }
                 div.card { "Engine time" b { (format!("{:.1} ms", r.duration_us as f64 / 1000.0)) } }
@@ -111,7 +111,7 @@ pub(crate) fn render(d: &CompactionDetail) -> Markup {
             h2 { "Policies" }
             table #policies {
                 thead { tr { th { "Policy" } th.num { "Items" } th.num { "Tokens saved" } } }
-                tbody { @for p in &r.policies { tr { td { (p.policy.as_str()) } td.num { (p.items) } td.num { (n(p.tokens_saved)) } } } }
+                tbody { @for p in &r.policies { tr { td { (p.policy.as_str()) } td.num { (p.items) } td.num { (n(p.tokens_saved.get())) } } } }
             }
             h2 { "Summarizer attempts" }
             (attempts(d))

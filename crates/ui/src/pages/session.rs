@@ -1,8 +1,10 @@
 //! One session: a chart of its context per request (abridge's count and
 //! the provider's usage) with the trigger and target lines and a marker at
 //! each compaction — or, for a store without a request log, its context at
-//! each compaction — and the list of compactions.
+//! each compaction — and the list of compactions. The chart is in the
+//! provider's units throughout, as the trigger is.
 
+use abridge_tokens::Calibrated;
 use maud::{Markup, html};
 
 use crate::data::SessionDetail;
@@ -20,8 +22,12 @@ struct Scale {
 
 impl Scale {
     /// Room for the highest of `peaks` and the trigger line, `count` points across.
-    fn fit(peaks: impl Iterator<Item = u64>, trigger: Option<u64>, count: usize) -> Scale {
-        let top = peaks.chain(trigger).max().unwrap_or(1).max(1);
+    fn fit(
+        peaks: impl Iterator<Item = Calibrated>,
+        trigger: Option<Calibrated>,
+        count: usize,
+    ) -> Scale {
+        let top = peaks.chain(trigger).max().map_or(1, Calibrated::get).max(1);
         Scale {
             top: top as f64 * 1.1,
             count: count.max(1) as f64,
@@ -31,23 +37,23 @@ impl Scale {
     fn x(&self, i: usize) -> f64 {
         PAD + (W - 2.0 * PAD) * (i as f64 + 0.5) / self.count
     }
-    fn y(&self, t: u64) -> f64 {
-        H - PAD - (H - 2.0 * PAD) * (t as f64 / self.top)
+    fn y(&self, t: Calibrated) -> f64 {
+        H - PAD - (H - 2.0 * PAD) * (t.get() as f64 / self.top)
     }
 }
 
 /// Axes, and the trigger and target lines.
 fn frame(d: &SessionDetail, s: &Scale, what: &str) -> Markup {
-    let level = |t: u64, class: &str, color: &str| {
+    let level = |t: Calibrated, class: &str, color: &str| {
         html! {
             line class=(class) x1=(PAD) x2=(W - PAD) y1=(s.y(t)) y2=(s.y(t)) stroke-dasharray="6 4" stroke=(color) {}
-            text x=(W - PAD) y=(s.y(t) - 4.0) text-anchor="end" { (class) " " (n(t)) }
+            text x=(W - PAD) y=(s.y(t) - 4.0) text-anchor="end" { (class) " " (n(t.get())) }
         }
     };
     html! {
         line x1=(PAD) x2=(PAD) y1=(PAD) y2=(H - PAD) stroke="#dde2ea" {}
         line x1=(PAD) x2=(W - PAD) y1=(H - PAD) y2=(H - PAD) stroke="#dde2ea" {}
-        text x=(PAD - 6.0) y=(s.y(0) + 4.0) text-anchor="end" { "0" }
+        text x=(PAD - 6.0) y=(s.y(Calibrated::ZERO) + 4.0) text-anchor="end" { "0" }
         text x=(PAD - 6.0) y=(PAD + 4.0) text-anchor="end" { (n((s.top / 1.1) as u64)) }
         text x=(W / 2.0) y=(H - PAD + 28.0) text-anchor="middle" { (what) }
         @if let Some(t) = d.trigger { (level(t, "trigger", "#c2410c")) }
@@ -71,17 +77,20 @@ fn svg(body: Markup) -> Markup {
 /// Context per request: abridge's count, the provider's usage, compactions.
 fn requests_chart(d: &SessionDetail) -> Markup {
     let r = &d.requests;
-    let peaks = r.iter().map(|q| q.tokens.max(q.usage.unwrap_or(0)));
+    let reported = |q: &abridge_store::RequestRecord| q.usage.map(Calibrated::from_reported);
+    let peaks = r
+        .iter()
+        .map(|q| q.tokens.max(reported(q).unwrap_or_default()));
     let s = Scale::fit(peaks, d.trigger, r.len());
     svg(html! {
         (frame(d, &s, &format!("{} requests", r.len())))
         (polyline(r.iter().enumerate().map(|(i, q)| (s.x(i), s.y(q.tokens))), "abridge-line", "#2f6fdf"))
-        (polyline(r.iter().enumerate().filter_map(|(i, q)| Some((s.x(i), s.y(q.usage?)))), "usage-line", "#8b5cf6"))
+        (polyline(r.iter().enumerate().filter_map(|(i, q)| Some((s.x(i), s.y(reported(q)?)))), "usage-line", "#8b5cf6"))
         @for (i, q) in r.iter().enumerate() {
             @if let Some(id) = q.snapshot {
                 a href=(format!("/ui/compactions/{id}")) {
                     circle.marker cx=(s.x(i)) cy=(s.y(q.tokens)) r="5" fill="#c2410c" {
-                        title { (format!("request {}: compaction {id}, {} tokens sent", i + 1, n(q.tokens))) }
+                        title { (format!("request {}: compaction {id}, {} tokens sent", i + 1, n(q.tokens.get()))) }
                     }
                 }
             }
@@ -92,17 +101,21 @@ fn requests_chart(d: &SessionDetail) -> Markup {
 /// Context at each compaction, before (marker) and after.
 fn compactions_chart(d: &SessionDetail) -> Markup {
     let e = &d.entries;
-    let s = Scale::fit(e.iter().map(|e| e.tokens_before), d.trigger, e.len());
+    let s = Scale::fit(
+        e.iter().map(|e| e.provider_tokens_before),
+        d.trigger,
+        e.len(),
+    );
     svg(html! {
         (frame(d, &s, &format!("{} compactions (no request log in this store)", e.len())))
         @for (i, e) in e.iter().enumerate() {
-            line x1=(s.x(i)) x2=(s.x(i)) y1=(s.y(e.tokens_before)) y2=(s.y(e.tokens_after)) stroke="#2f6fdf" stroke-width="2" {}
+            line x1=(s.x(i)) x2=(s.x(i)) y1=(s.y(e.provider_tokens_before)) y2=(s.y(e.provider_tokens_after)) stroke="#2f6fdf" stroke-width="2" {}
             a href=(format!("/ui/compactions/{}", e.id)) {
-                circle.marker cx=(s.x(i)) cy=(s.y(e.tokens_before)) r="4" fill="#c2410c" {
-                    title { (format!("compaction {}: {} → {} tokens", e.id, n(e.tokens_before), n(e.tokens_after))) }
+                circle.marker cx=(s.x(i)) cy=(s.y(e.provider_tokens_before)) r="4" fill="#c2410c" {
+                    title { (format!("compaction {}: {} → {} tokens", e.id, n(e.provider_tokens_before.get()), n(e.provider_tokens_after.get()))) }
                 }
             }
-            circle cx=(s.x(i)) cy=(s.y(e.tokens_after)) r="3" fill="#2f6fdf" {}
+            circle cx=(s.x(i)) cy=(s.y(e.provider_tokens_after)) r="3" fill="#2f6fdf" {}
         }
     })
 }
@@ -143,8 +156,8 @@ pub(crate) fn render(d: &SessionDetail) -> Markup {
                             td { a href=(format!("/ui/compactions/{}", e.id)) { "#" (e.id) } }
                             td { (e.created_at) }
                             td { (e.model.as_deref().unwrap_or("—")) }
-                            td.num { (n(e.tokens_before)) }
-                            td.num { (n(e.tokens_after)) }
+                            td.num { (n(e.tokens_before.get())) }
+                            td.num { (n(e.tokens_after.get())) }
                             td { (e.summarizer.as_deref().unwrap_or("—")) }
                             td.num { (e.dropped_iterations) }
                         }

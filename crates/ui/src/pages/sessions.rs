@@ -89,14 +89,14 @@ pub(crate) fn render(p: &SessionPage, q: &SessionQuery) -> Markup {
                             }
                             td { (s.model.as_deref().unwrap_or("—")) }
                             td.num { @match s.requests { Some(r) => (n(r)), None => span.muted { "—" } } }
-                            td { (n(s.context)) " " (bar(s.context, s.window)) }
+                            td { (n(s.context.get())) " " (bar(s.context.get(), s.window)) }
                             td.num {
                                 @match s.last_snapshot {
                                     Some(id) => a href=(format!("/ui/compactions/{id}")) title="the last compaction" { (s.compactions) },
                                     None => (s.compactions),
                                 }
                             }
-                            td.num { (n(s.saved)) }
+                            td.num { (n(s.saved.get())) }
                             td.num { (dollars(s.cost_per_request)) }
                             td.num { (dollars(s.saving_per_request)) }
                             td { (s.last_at) }
