@@ -104,14 +104,14 @@ pub fn validate(body: String, options_json: Option<String>) -> Result<String, St
 
 /// A history grown by an agent loop (see `abridge_embed::Session`); events
 /// are buffered for the JS side to hand to its listeners.
-#[napi]
-pub struct Session {
+#[napi(js_name = "Session")]
+pub struct NativeSession {
     inner: abridge_embed::Session,
     events: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 #[napi]
-impl Session {
+impl NativeSession {
     /// Starts from a body or list of messages (JSON), or an empty history.
     #[napi(constructor)]
     pub fn new(initial: Option<String>, options_json: Option<String>) -> Result<Self, String> {
@@ -125,7 +125,7 @@ impl Session {
                 q.push(text);
             }
         });
-        Ok(Session { inner, events })
+        Ok(NativeSession { inner, events })
     }
 
     /// Appends a message or an array of messages (JSON); returns their tokens.

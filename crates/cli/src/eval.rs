@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use abridge::summarize::Summarizer;
-use abridge_eval::{CutKind, CutReport, Options, Strategy, evaluate, html};
+use abridge_eval::{CutKind, CutReport, EvalOptions, Strategy, evaluate, html};
 use abridge_llm::LlmSummarizer;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -50,10 +50,10 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         config = abridge::Config::from_toml(&text).with_context(|| path.display().to_string())?;
     }
     args.engine.apply(&mut config)?;
-    let opts = Options {
+    let opts = EvalOptions {
         budget: args.budget,
         config: config.clone(),
-        ..Options::default()
+        ..EvalOptions::default()
     };
     let llm = || -> Vec<Box<dyn Summarizer>> { abridge_llm::cascade(&config.summarizers, None) };
     let judge = match (args.probes, config.summarizers.first()) {

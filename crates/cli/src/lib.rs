@@ -69,7 +69,7 @@ enum Command {
     Replay(snapshots::ReplayArgs),
     /// Remove old snapshots beyond the retention and give the space back.
     Prune(snapshots::PruneArgs),
-    /// Run the OpenAI/Anthropic proxy that keeps every agent behind it inside its window.
+    /// Run the proxy (OpenAI Chat Completions and Responses, Anthropic Messages) that keeps every agent behind it inside its window.
     Serve(serve::ServeArgs),
     /// The dashboard over a snapshot store: sessions, compactions, briefings, diffs.
     Ui(ui::UiArgs),

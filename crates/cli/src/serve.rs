@@ -1,4 +1,4 @@
-//! `abridge serve`: the OpenAI/Anthropic proxy.
+//! `abridge serve`: the proxy for the OpenAI (Chat Completions, Responses) and Anthropic (Messages) APIs.
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use abridge::synth::{self, Spec};
-use abridge::{Calibration, Compactor, Session};
+use abridge::{Calibration, Compactor, History};
 use abridge_model::{Conversation, Family, Role, head_len};
 use abridge_tokens::{Calibrated, Counted, PRICES_AS_OF, Price, Registry};
 use anyhow::{Result, bail};
@@ -127,7 +127,7 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
         + tools;
     let mut start = conv.clone_envelope();
     start.messages = conv.messages[..head].to_vec();
-    let mut session = Session::new(compactor, start);
+    let mut session = History::new(compactor, start);
     let mut turns: Vec<Turn> = Vec::with_capacity(calls);
     let mut pending = Duration::ZERO;
     let mut sent: Vec<abridge_model::Message> = Vec::new();
@@ -167,7 +167,7 @@ fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
 /// cache holds from the previous turn: everything up to the first message
 /// that changed. `sent` is the previous prompt, replaced by this one.
 fn cached_prefix(
-    session: &Session,
+    session: &History,
     sent: &mut Vec<abridge_model::Message>,
     tools: Counted,
 ) -> Counted {

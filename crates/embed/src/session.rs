@@ -15,7 +15,7 @@ use crate::{Report, Wire};
 /// [`turn`](Session::turn) before each model call, send
 /// [`messages`](Session::messages). Each push counts only the new message.
 pub struct Session {
-    inner: abridge::Session,
+    inner: abridge::History,
     wire: Wire,
     shape: Shape,
 }
@@ -42,7 +42,7 @@ impl Session {
         let wire = input.wire();
         let compactor = options.compactor(&input.conversation)?;
         Ok(Session {
-            inner: abridge::Session::new(compactor, input.conversation),
+            inner: abridge::History::new(compactor, input.conversation),
             wire,
             shape: input.shape,
         })

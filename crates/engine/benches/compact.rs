@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use abridge::model::{Conversation, decode};
-use abridge::{Compactor, Config, Session};
+use abridge::{Compactor, Config, History};
 use divan::Bencher;
 
 fn main() {
@@ -96,7 +96,7 @@ fn compact_largest_file(b: Bencher) {
 #[divan::bench]
 fn turn_without_trigger(b: Bencher) {
     let conv = corpus().longest.clone();
-    let mut session = Session::new(
+    let mut session = History::new(
         Compactor::new(Config::default()).unwrap_or_else(|_| unreachable!()),
         conv,
     );

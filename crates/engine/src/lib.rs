@@ -36,7 +36,7 @@
 //! (a proxy, an agent keeping its original log), a
 //! [`resent`](Input::resent) turn carries the last compaction over so the
 //! compacted prefix is sent byte-identical from turn to turn. For an agent
-//! loop that appends messages, [`Session`] keeps the history and its counts
+//! loop that appends messages, [`History`] keeps the history and its counts
 //! so each turn costs only the new messages.
 
 pub mod agent;
@@ -50,6 +50,7 @@ mod config;
 mod engine;
 mod error;
 mod event;
+mod history;
 mod ladder;
 mod limits;
 pub mod placeholder;
@@ -57,7 +58,6 @@ mod plan;
 mod policy;
 mod report;
 mod rewrite;
-mod session;
 mod snapshot;
 mod summarize_step;
 pub mod synth;
@@ -76,9 +76,9 @@ pub use config::{
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use event::{Event, PolicyRun};
+pub use history::{History, TurnReport};
 pub use ladder::{Degradation, Rung};
 pub use limits::Limits;
 pub use report::{Attempt, AttemptOutcome, Outcome, Reason, Report};
-pub use session::{Session, TurnReport};
 pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 pub use thread::{Input, Thread, ThreadState};

@@ -8,7 +8,7 @@
 //! — a history to evaluate, one that extends the last by some messages, the
 //! client's whole log resent, a forced target, an agent's request — and
 //! every front end (the [`Compactor`](crate::Compactor), the
-//! [`Session`](crate::Session), the proxy, the packages) calls it.
+//! [`History`](crate::History), the proxy, the packages) calls it.
 //!
 //! ```
 //! use abridge::{Config, Engine, Input, Thread, model::{decode, Message, Role}};

@@ -22,11 +22,11 @@
 //!
 //! ```
 //! use abridge::model::decode;
-//! use abridge_eval::{Options, evaluate};
+//! use abridge_eval::{EvalOptions, evaluate};
 //!
 //! let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/coding-agent.openai.json"))?;
 //! let conv = decode(&bytes)?.remove(0);
-//! let cuts = evaluate("coding-agent", &conv, &Options::default(), &|| Vec::new(), None);
+//! let cuts = evaluate("coding-agent", &conv, &EvalOptions::default(), &|| Vec::new(), None);
 //! assert_eq!(cuts.len(), 2); // at 50 % and 75 % of its turns
 //! assert!(cuts[0].results.iter().any(|r| r.strategy == abridge_eval::Strategy::Offline));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 
 /// How an evaluation runs.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct EvalOptions {
     /// Budget as a share of the pre-cut tokens.
     pub budget: f64,
     /// Tokenizer the budget and sizes are counted with.
@@ -59,9 +59,9 @@ pub struct Options {
     pub config: Config,
 }
 
-impl Default for Options {
+impl Default for EvalOptions {
     fn default() -> Self {
-        Options {
+        EvalOptions {
             budget: 0.1,
             tokenizer: TokenizerKind::O200kBase,
             config: Config::default(),
@@ -146,7 +146,7 @@ pub struct StrategyResult {
 pub fn evaluate(
     source: &str,
     conv: &Conversation,
-    opts: &Options,
+    opts: &EvalOptions,
     llm: &dyn Fn() -> Vec<Box<dyn Summarizer>>,
     judge: Option<&dyn Llm>,
 ) -> Vec<CutReport> {

@@ -6,7 +6,7 @@ use abridge::tokens::{TokenCounter, TokenizerKind};
 use abridge::{Compactor, PolicyKind};
 use serde::{Deserialize, Serialize};
 
-use crate::Options;
+use crate::EvalOptions;
 
 /// A way to shorten the history before a cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -83,7 +83,7 @@ const MASK_KEEP: usize = 10;
 pub(crate) struct Run<'a> {
     pub(crate) pre: &'a Conversation,
     pub(crate) budget: u64,
-    pub(crate) opts: &'a Options,
+    pub(crate) opts: &'a EvalOptions,
     pub(crate) recorded: Option<&'a str>,
     pub(crate) llm: &'a dyn Fn() -> Vec<Box<dyn Summarizer>>,
 }

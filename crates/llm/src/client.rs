@@ -16,7 +16,7 @@ use crate::serialize::history;
 pub const DEFAULT_PROMPT: &str = include_str!("prompt.md");
 
 /// Default base URL: OpenAI's ends in `/v1`; Anthropic's is the host root.
-pub fn default_base_url(family: Family) -> &'static str {
+pub(crate) fn default_base_url(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "https://api.openai.com/v1",
         Family::Anthropic => "https://api.anthropic.com",
@@ -24,7 +24,7 @@ pub fn default_base_url(family: Family) -> &'static str {
 }
 
 /// Environment variable holding the API key when none is named.
-pub fn default_key_variable(family: Family) -> &'static str {
+pub(crate) fn default_key_variable(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "OPENAI_API_KEY",
         Family::Anthropic => "ANTHROPIC_API_KEY",

@@ -34,6 +34,4 @@ mod client;
 mod serialize;
 
 pub use blocking::{Blocking, cascade};
-pub use client::{
-    DEFAULT_PROMPT, LlmSummarizer, client_builder, default_base_url, default_key_variable,
-};
+pub use client::{DEFAULT_PROMPT, LlmSummarizer, client_builder};

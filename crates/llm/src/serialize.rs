@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use abridge_model::text::{clip, first_line};
 use abridge_model::{Message, Part, Role, ToolResult};
-use abridge_summarize::{Outcome, ToolKind, classify, first_string, outcome};
+use abridge_summarize::{CallOutcome, ToolKind, classify, first_string, outcome};
 use serde_json::Value;
 
 /// Characters of one tool output kept in the serialization.
@@ -104,11 +104,13 @@ fn marker(name: &str, args: &Value, result: Option<&ToolResult>, prefixes: &[Str
         Some(r) => {
             let text = r.text();
             match outcome(r, &text, prefixes) {
-                Outcome::Ok => "✓".to_owned(),
-                Outcome::Failed(Some(c)) => {
+                CallOutcome::Ok => "✓".to_owned(),
+                CallOutcome::Failed(Some(c)) => {
                     format!("exit {c} ✗ {}", clip(first_line(&text).trim(), 160, 0))
                 }
-                Outcome::Failed(None) => format!("✗ {}", clip(first_line(&text).trim(), 160, 0)),
+                CallOutcome::Failed(None) => {
+                    format!("✗ {}", clip(first_line(&text).trim(), 160, 0))
+                }
             }
         }
     };

@@ -15,7 +15,7 @@ use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::forward::{OnUsage, Upstream, family_of_headers, proxy_error, relay};
 use crate::metrics::{Metrics, Route};
-use crate::rewrite::{Context, Prepared, SharedStore};
+use crate::prepare::{Context, Prepared, SharedStore};
 use crate::session::{SESSION_HEADER, Sessions};
 
 /// Shared by every request.

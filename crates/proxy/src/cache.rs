@@ -11,11 +11,11 @@ use abridge::model::{CACHE_CONTROL, Conversation, Family, Part, Tool};
 use serde_json::Value;
 
 /// Most `cache_control` blocks the Anthropic API accepts in one request.
-pub const MAX_BREAKPOINTS: usize = 4;
+pub(crate) const MAX_BREAKPOINTS: usize = 4;
 
 /// Removes the oldest message breakpoints beyond [`MAX_BREAKPOINTS`];
 /// returns how many were removed.
-pub fn cap_breakpoints(conv: &mut Conversation) -> usize {
+pub(crate) fn cap_breakpoints(conv: &mut Conversation) -> usize {
     if conv.family != Family::Anthropic {
         return 0;
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use abridge::model::Conversation;
 use abridge::{Config, Engine};
 
-use crate::rewrite::SharedStore;
+use crate::prepare::SharedStore;
 use crate::store::SessionSink;
 
 /// Most models remembered; past it the map starts afresh (sessions keep

@@ -31,8 +31,8 @@ mod engines;
 mod error;
 mod forward;
 mod metrics;
+mod prepare;
 mod raw;
-mod rewrite;
 mod session;
 mod store;
 mod usage;
@@ -42,12 +42,8 @@ use std::sync::Arc;
 
 use abridge_store::SessionStore;
 
-pub use cache::{MAX_BREAKPOINTS, cap_breakpoints};
 pub use config::{ProxyConfig, ServeConfig};
 pub use error::{Error, Result};
-pub use metrics::{Decoded, Metrics, Passthrough, Route};
-pub use session::{CREDENTIAL_HEADERS, SESSION_HEADER, SessionId};
-pub use usage::UsageTap;
 
 /// Longest a stopping proxy waits for its queued store writes.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -70,7 +66,7 @@ impl Proxy {
     /// (`None`: in memory only). Must be called inside a tokio runtime.
     pub fn new(config: ProxyConfig, store: Option<Box<dyn SessionStore>>) -> Result<Proxy> {
         config.check()?;
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Arc::new(metrics::Metrics::new());
         let app = app::App {
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(config.serve.max_sessions),

@@ -17,13 +17,13 @@ macro_rules! label_values {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-        pub enum $name {
+        pub(crate) enum $name {
             $($(#[$vdoc])* $variant,)*
         }
 
         impl $name {
             /// The label value.
-            pub fn as_str(self) -> &'static str {
+            pub(crate) fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text,)*
                 }
@@ -112,7 +112,7 @@ struct OutcomeLabels {
 
 /// Every metric the proxy keeps.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     compactions: Family<ReasonLabels, Counter>,
@@ -141,7 +141,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// All metrics at zero.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut m = Metrics {
             registry: Registry::with_prefix("abridge"),
             requests: Family::default(),
@@ -258,7 +258,7 @@ impl Metrics {
     }
 
     /// The text exposition.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -266,14 +266,14 @@ impl Metrics {
     }
 
     /// A response went back to the client.
-    pub fn request(&self, route: Route, status: u16) {
+    pub(crate) fn request(&self, route: Route, status: u16) {
         self.requests
             .get_or_create(&RequestLabels { route, status })
             .inc();
     }
 
     /// A compaction happened.
-    pub fn compaction(&self, reason: Option<Reason>, before: Counted, after: Counted) {
+    pub(crate) fn compaction(&self, reason: Option<Reason>, before: Counted, after: Counted) {
         let reason = reason.map_or_else(
             || "continued".to_owned(),
             |r| format!("{r:?}").to_lowercase(),
@@ -287,28 +287,28 @@ impl Metrics {
     }
 
     /// A conversation request was forwarded as sent.
-    pub fn passthrough(&self, why: Passthrough) {
+    pub(crate) fn passthrough(&self, why: Passthrough) {
         self.passthrough.get_or_create(&PassLabels { why }).inc();
     }
 
     /// A conversation request was decoded, whole or only what it added.
-    pub fn decoded(&self, part: Decoded) {
+    pub(crate) fn decoded(&self, part: Decoded) {
         self.decoded.get_or_create(&DecodedLabels { part }).inc();
     }
 
     /// A compaction took a rung of the floor ladder.
-    pub fn degraded(&self, rung: abridge::Rung) {
+    pub(crate) fn degraded(&self, rung: abridge::Rung) {
         let rung = rung.as_str().to_owned();
         self.degraded.get_or_create(&RungLabels { rung }).inc();
     }
 
     /// A request went out at its floor, over the target.
-    pub fn over_target(&self) {
+    pub(crate) fn over_target(&self) {
         self.over_target.inc();
     }
 
     /// A summarizer attempt ended.
-    pub fn summarizer(&self, used: bool) {
+    pub(crate) fn summarizer(&self, used: bool) {
         let outcome = if used { "used" } else { "failed" }.to_owned();
         self.summarizer_attempts
             .get_or_create(&OutcomeLabels { outcome })
@@ -316,37 +316,37 @@ impl Metrics {
     }
 
     /// A request was retried after an overflow.
-    pub fn retry(&self) {
+    pub(crate) fn retry(&self) {
         self.retries.inc();
     }
 
     /// A wait on the store ran out.
-    pub fn store_timeout(&self) {
+    pub(crate) fn store_timeout(&self) {
         self.store_timeouts.inc();
     }
 
     /// A store write was dropped (its queue was full).
-    pub fn store_dropped(&self) {
+    pub(crate) fn store_dropped(&self) {
         self.store_dropped.inc();
     }
 
     /// A client went away mid-response.
-    pub fn disconnect(&self) {
+    pub(crate) fn disconnect(&self) {
         self.disconnects.inc();
     }
 
     /// Time spent before forwarding.
-    pub fn added(&self, secs: f64) {
+    pub(crate) fn added(&self, secs: f64) {
         self.added_latency.observe(secs);
     }
 
     /// Time to the upstream's headers.
-    pub fn upstream(&self, secs: f64) {
+    pub(crate) fn upstream(&self, secs: f64) {
         self.upstream_latency.observe(secs);
     }
 
     /// Sessions in memory now.
-    pub fn sessions(&self, n: usize) {
+    pub(crate) fn sessions(&self, n: usize) {
         self.active_sessions.set(n as i64);
     }
 }

@@ -16,10 +16,10 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::raw::{Shape, prefix_hashes, shape};
 
 /// Header a client may send to name its session.
-pub const SESSION_HEADER: &str = "x-abridge-session";
+pub(crate) const SESSION_HEADER: &str = "x-abridge-session";
 
 /// Headers that carry a credential (their values are only ever hashed).
-pub const CREDENTIAL_HEADERS: [&str; 4] = [
+pub(crate) const CREDENTIAL_HEADERS: [&str; 4] = [
     "authorization",
     "x-api-key",
     "api-key",
@@ -29,7 +29,7 @@ pub const CREDENTIAL_HEADERS: [&str; 4] = [
 /// A session id: a hex digest of the credential's digest and the session's
 /// name or stable start. It never contains a credential.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SessionId(pub String);
+pub(crate) struct SessionId(pub String);
 
 impl std::fmt::Display for SessionId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -43,7 +43,7 @@ impl SessionId {
     /// first user message) and its `prompt_cache_key`, if any (Codex sends
     /// its thread's id there: two threads that start alike stay apart);
     /// all mixed with a digest of the credential.
-    pub fn of(headers: &HeaderMap, conv: &Conversation) -> SessionId {
+    pub(crate) fn of(headers: &HeaderMap, conv: &Conversation) -> SessionId {
         let mut h = Sha256::new();
         h.update(b"abridge-session\0");
         h.update(Wire::of(conv.format).as_str());

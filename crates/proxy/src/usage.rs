@@ -17,7 +17,7 @@ const MAX_LINE: usize = 4 << 20;
 
 /// Watches one response.
 #[derive(Debug)]
-pub struct UsageTap {
+pub(crate) struct UsageTap {
     family: Family,
     stream: bool,
     buf: Vec<u8>,
@@ -27,7 +27,7 @@ pub struct UsageTap {
 
 impl UsageTap {
     /// A tap for a response of `family`; `stream` when it is an event stream.
-    pub fn new(family: Family, stream: bool) -> Self {
+    pub(crate) fn new(family: Family, stream: bool) -> Self {
         UsageTap {
             family,
             stream,
@@ -38,7 +38,7 @@ impl UsageTap {
     }
 
     /// Looks at the next chunk.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         if !self.stream {
             if self.buf.len() + chunk.len() > MAX_BODY {
                 self.overflow = true;
@@ -63,7 +63,7 @@ impl UsageTap {
     }
 
     /// The usage reported, once the response is complete.
-    pub fn finish(mut self) -> Option<Usage> {
+    pub(crate) fn finish(mut self) -> Option<Usage> {
         if self.stream {
             let line = std::mem::take(&mut self.buf);
             self.line(&line);

@@ -1,13 +1,17 @@
-//! Snapshots of compactions, for `abridge log`, `show`, `restore` and
-//! `replay` (and, later, the dashboard): one [`SnapshotStore`] trait for
-//! reading and writing, implemented by the embedded SQLite [`Store`].
+//! What abridge keeps: snapshots of compactions (for `abridge log`, `show`,
+//! `restore`, `replay` and the dashboard), the proxy's sessions (each
+//! thread's state, so a restarted proxy or another replica goes on) and its
+//! request log. One [`SnapshotStore`] trait for snapshots and one
+//! [`SessionStore`] for the proxy, implemented by the embedded SQLite
+//! [`Store`] and, with the `postgres` feature, `PgStore` for replicas.
 //!
 //! Every compaction recorded keeps the history before it (as its wire
 //! body), the body after, the config, the full report (every summarizer
-//! attempt with its error and latency, the policies, the events), the
-//! briefing, and the token figures. Stored values reload as the engine's
-//! types. The schema is versioned: a store written by an earlier release is
-//! migrated when it is opened.
+//! attempt with its error and latency, the policies, the events, the
+//! briefing's index, the calibration), the briefing, and the token figures
+//! in abridge's count and in the provider's units. Stored values reload as
+//! the engine's types. The schema is versioned: a store written by an
+//! earlier release is migrated when it is opened.
 //!
 //! ```
 //! use abridge::{Compactor, Config, SnapshotId, model::decode};
@@ -41,7 +45,7 @@ use serde_json::Value;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
-pub use requests::{KEPT_REQUESTS, RequestRecord, RequestStats};
+pub use requests::{RequestRecord, RequestStats};
 pub use session::{SessionRecord, SessionStore};
 pub use sqlite::Store;
 

@@ -15,12 +15,10 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
 use tokio_postgres::NoTls;
 
+use crate::requests::KEPT_REQUESTS;
 use crate::row::{SIZE, SnapshotRow, parse};
 use crate::session::{SessionRecord, SessionStore, StoredParts, record_from, stored_parts};
-use crate::{
-    Entry, Error, KEPT_REQUESTS, Pruned, RequestRecord, RequestStats, Result, Snapshot,
-    SnapshotStore,
-};
+use crate::{Entry, Error, Pruned, RequestRecord, RequestStats, Result, Snapshot, SnapshotStore};
 
 const SCHEMA: &str = "
 SELECT pg_advisory_xact_lock(7400912);

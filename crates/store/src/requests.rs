@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::{Result, Store};
 
 /// Rows the request log keeps (the newest).
-pub const KEPT_REQUESTS: i64 = 200_000;
+pub(crate) const KEPT_REQUESTS: i64 = 200_000;
 
 /// One request a proxy sent upstream.
 #[derive(Debug, Clone, PartialEq, Serialize)]

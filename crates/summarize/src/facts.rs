@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::briefing::unwrap;
 use crate::ident::{identifiers, is_reference, prose_identifiers};
-use crate::outcome::{Outcome, failure_summary, outcome};
+use crate::outcome::{CallOutcome, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 use crate::progress::{self, CommandFact, first_sentence, is_exploration, progress_of};
 use crate::tools::{ToolKind, classify, first_string, split_arguments};
@@ -166,7 +166,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                             results.push(r.text());
                             let text = &results[at];
                             let ok = outcome(r, text, &cfg.error_prefixes);
-                            if let Outcome::Failed(_) = ok {
+                            if let CallOutcome::Failed(_) = ok {
                                 latest_error = Some(at);
                             }
                             if let Some((name, args)) = calls.get(r.call_id.as_str()) {
@@ -321,30 +321,32 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
 }
 
 /// Records call `at` (the index of its result) and what came of it.
-fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, result: &str) {
+fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: CallOutcome, result: &str) {
     // What a failure says, once: its banner and cause.
-    let why = (ok != Outcome::Ok).then(|| failure_summary(result, 240));
+    let why = (ok != CallOutcome::Ok).then(|| failure_summary(result, 240));
     let cause = || why.clone().unwrap_or_default();
     let status = match ok {
-        Outcome::Ok => "ok".to_owned(),
-        Outcome::Failed(Some(c)) => format!("exit {c}"),
-        Outcome::Failed(None) => format!("failed: {}", clip(&cause(), 160, 0)),
+        CallOutcome::Ok => "ok".to_owned(),
+        CallOutcome::Failed(Some(c)) => format!("exit {c}"),
+        CallOutcome::Failed(None) => format!("failed: {}", clip(&cause(), 160, 0)),
     };
     let kind = classify(name, args);
     match kind {
         ToolKind::Shell(cmd) => {
             let cmd = cmd.trim().lines().next().unwrap_or_default();
-            f.command_runs.push((cmd.to_owned(), ok == Outcome::Ok));
+            f.command_runs.push((cmd.to_owned(), ok == CallOutcome::Ok));
             let failure = why.clone();
             // A failed run's outcome is its cause, with the exit code.
             let status = match (&failure, ok) {
-                (Some(why), Outcome::Failed(Some(c))) if !why.to_lowercase().contains("exit") => {
+                (Some(why), CallOutcome::Failed(Some(c)))
+                    if !why.to_lowercase().contains("exit") =>
+                {
                     format!("exit {c}: {why}")
                 }
                 (Some(why), _) => why.clone(),
                 (None, _) => status,
             };
-            if ok == Outcome::Ok {
+            if ok == CallOutcome::Ok {
                 if let Some(p) = progress_of(cmd) {
                     f.progress.push(p);
                 }
@@ -355,7 +357,7 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, 
             progress::record(&mut f.commands, cmd, status, failure);
         }
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
-            if ok != Outcome::Ok {
+            if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name} `{p}`: {}", cause()));
             }
             let i = match f.files.iter().position(|x| x.path == p) {
@@ -370,11 +372,11 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, 
             };
             let fact = &mut f.files[i];
             fact.last_touch = at;
-            if ok == Outcome::Ok {
+            if ok == CallOutcome::Ok {
                 touched_names(fact, &kind, name, args, result);
             }
             match (ok, kind) {
-                (Outcome::Failed(_), _) => fact.failed += 1,
+                (CallOutcome::Failed(_), _) => fact.failed += 1,
                 (_, ToolKind::Edit(_)) => fact.edited += 1,
                 (_, ToolKind::Write(_)) => fact.written += 1,
                 _ => fact.read += 1,
@@ -390,7 +392,7 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: Outcome, 
             let arg = first_string(args)
                 .map(|s| format!(" `{}`", clip(s, 100, 0)))
                 .unwrap_or_default();
-            if ok != Outcome::Ok {
+            if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name}{arg}: {}", cause()));
             }
             f.other_calls.push(format!("{name}{arg} → {status}"));

@@ -79,7 +79,7 @@ fn is_char_ranges(t: &str) -> bool {
 }
 
 /// True for a token worth keeping verbatim.
-pub fn is_identifier(t: &str) -> bool {
+pub(crate) fn is_identifier(t: &str) -> bool {
     if t.len() < 3 || t.len() > 300 || is_quantity(t) || is_char_ranges(t) {
         return false;
     }
@@ -124,7 +124,7 @@ pub fn is_identifier(t: &str) -> bool {
 
 /// A URL, a path, a hash or a numbered id (`APP-1432`, `spotter-dov.3`):
 /// names something that exists outside the code, unlike a symbol.
-pub fn is_reference(t: &str) -> bool {
+pub(crate) fn is_reference(t: &str) -> bool {
     if !is_identifier(t) {
         return false;
     }

@@ -54,10 +54,10 @@ pub use briefing::{
     defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
-pub use ident::{identifiers, is_identifier, is_reference, mentions, prose_identifiers};
-pub use outcome::{DEFAULT_ERROR_PREFIXES, Outcome, exit_code, failure_summary, outcome};
+pub use ident::{identifiers, mentions, prose_identifiers};
+pub use outcome::{CallOutcome, DEFAULT_ERROR_PREFIXES, outcome};
 pub use progress::CommandFact;
 pub use sheet::render;
-pub use spec::{Detail, task_details};
+pub use spec::Detail;
 pub use tools::{ToolKind, classify, first_string, split_arguments};
 pub use verify::{Verification, verify};

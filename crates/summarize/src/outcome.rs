@@ -15,7 +15,7 @@ pub const DEFAULT_ERROR_PREFIXES: [&str; 6] = [
 
 /// The outcome of a tool call as its result shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CallOutcome {
     /// The result shows success (a zero exit code or no sign of failure).
     Ok,
     /// The result shows failure; `Some(code)` when an exit code was reported.
@@ -25,16 +25,16 @@ pub enum Outcome {
 /// The outcome of a result: failed when the API flag says so, when its
 /// first line starts with one of `prefixes` (case-insensitive), or when it
 /// reports a non-zero exit code.
-pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Outcome {
+pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> CallOutcome {
     let code = exit_code(text);
     if r.is_error == Some(true) {
-        return Outcome::Failed(code);
+        return CallOutcome::Failed(code);
     }
     if let Some(c) = code {
         return if c == 0 {
-            Outcome::Ok
+            CallOutcome::Ok
         } else {
-            Outcome::Failed(Some(c))
+            CallOutcome::Failed(Some(c))
         };
     }
     let line = first_line(text).trim_start().to_lowercase();
@@ -43,14 +43,14 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Out
         .iter()
         .any(|p| line.starts_with(&p.as_ref().to_lowercase()))
     {
-        return Outcome::Failed(None);
+        return CallOutcome::Failed(None);
     }
-    Outcome::Ok
+    CallOutcome::Ok
 }
 
 /// An exit code reported in the first lines: `exit status 101`,
 /// `exit code: 2`, `<returncode>1</returncode>`.
-pub fn exit_code(text: &str) -> Option<i64> {
+pub(crate) fn exit_code(text: &str) -> Option<i64> {
     for line in text.lines().take(3) {
         let line = line.to_lowercase();
         for key in ["exit status", "exit code", "returncode>", "exit_code"] {
@@ -75,7 +75,7 @@ pub fn exit_code(text: &str) -> Option<i64> {
 /// first line that points at a source position (`lib/a.ex:58:13: …`) or
 /// else the last that names an error, so the cause shows and not only the
 /// tool's banner. Escaped newlines (`\\n` in hook output) count as breaks.
-pub fn failure_summary(text: &str, max: usize) -> String {
+pub(crate) fn failure_summary(text: &str, max: usize) -> String {
     let lines: Vec<&str> = text
         .lines()
         .flat_map(|l| l.split("\\n"))
@@ -140,29 +140,29 @@ mod tests {
     #[test]
     fn outcomes() {
         let f = |t: &str, e| outcome(&result(t, e), t, &DEFAULT_ERROR_PREFIXES);
-        assert_eq!(f("ok", Some(true)), Outcome::Failed(None));
+        assert_eq!(f("ok", Some(true)), CallOutcome::Failed(None));
         assert_eq!(
             f("Error: element e15 is not clickable", None),
-            Outcome::Failed(None)
+            CallOutcome::Failed(None)
         );
         assert_eq!(
             f("\n  Traceback (most recent call last):", None),
-            Outcome::Failed(None)
+            CallOutcome::Failed(None)
         );
         assert_eq!(
             f("exit status 101\nerror[E0599]", None),
-            Outcome::Failed(Some(101))
+            CallOutcome::Failed(Some(101))
         );
         assert_eq!(
             f("<returncode>1</returncode>\n<output>", None),
-            Outcome::Failed(Some(1))
+            CallOutcome::Failed(Some(1))
         );
         assert_eq!(
             f("<returncode>0</returncode>\nerror: in output", None),
-            Outcome::Ok
+            CallOutcome::Ok
         );
-        assert_eq!(f("exit status 0", None), Outcome::Ok);
-        assert_eq!(f("All 14 tests passed", None), Outcome::Ok);
+        assert_eq!(f("exit status 0", None), CallOutcome::Ok);
+        assert_eq!(f("All 14 tests passed", None), CallOutcome::Ok);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use abridge_model::{Message, Part};
 
 use crate::facts::FactConfig;
 use crate::ident::is_identifier;
-use crate::outcome::{Outcome, outcome};
+use crate::outcome::{CallOutcome, outcome};
 use crate::progress::closed_item;
 use crate::tools::{ToolKind, classify};
 
@@ -55,7 +55,7 @@ pub(crate) fn successful_commands(messages: &[Message], cfg: &FactConfig) -> Vec
             Part::ToolResult(r) => {
                 if let Some(cmd) = commands.remove(r.call_id.as_str()) {
                     let text = r.text();
-                    if outcome(r, &text, &cfg.error_prefixes) == Outcome::Ok {
+                    if outcome(r, &text, &cfg.error_prefixes) == CallOutcome::Ok {
                         out.push((cmd, text));
                     }
                 }
@@ -74,7 +74,7 @@ const DETAIL_CHARS: usize = 3_000;
 /// output of the same program and subcommand run on something else,
 /// unless `progress` (the region's [`Facts::progress`](crate::Facts))
 /// records that item closed.
-pub fn task_details(
+pub(crate) fn task_details(
     messages: &[Message],
     task: &str,
     cfg: &FactConfig,

@@ -22,7 +22,7 @@ pub const IMAGE_TOKENS: usize = 1_600;
 const SCAN_CHARS: usize = 65_536;
 
 /// Tokens of one image part.
-pub fn image_tokens(kind: TokenizerKind, img: &ImagePart) -> usize {
+pub(crate) fn image_tokens(kind: TokenizerKind, img: &ImagePart) -> usize {
     let Some((w, h)) = dimensions(&img.source) else {
         return IMAGE_TOKENS;
     };

@@ -33,7 +33,7 @@ mod tokenizer;
 pub mod units;
 
 pub use counter::{TokenCounter, TokenCounts, content_hash};
-pub use image::{IMAGE_TOKENS, image_tokens};
+pub use image::IMAGE_TOKENS;
 pub use registry::{ModelInfo, PRICES_AS_OF, Price, Registry, Resolved};
 pub use tokenizer::{TokenizerKind, UnknownTokenizer, estimate};
 pub use units::{Calibrated, Counted, Reported};

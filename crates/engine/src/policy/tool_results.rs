@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use abridge_model::text::first_line;
 use abridge_model::{ContentForm, Message, Part, ToolResult};
-use abridge_summarize::{Outcome, outcome};
+use abridge_summarize::{CallOutcome, outcome};
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{TOOL_RESULT, failed_result, is_result_placeholder};
@@ -61,5 +61,8 @@ fn worth_clipping(r: &ToolResult, cfg: &PolicyConfig) -> bool {
 
 /// A result failed when its outcome (API flag, error word, exit code) says so.
 fn is_failure(r: &ToolResult, text: &str, cfg: &PolicyConfig) -> bool {
-    matches!(outcome(r, text, &cfg.error_prefixes), Outcome::Failed(_))
+    matches!(
+        outcome(r, text, &cfg.error_prefixes),
+        CallOutcome::Failed(_)
+    )
 }

@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 use abridge::model::validate;
 use abridge::model::{Conversation, Family, Role};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config, Event, Rung, Session};
+use abridge::{Compactor, Config, Event, History, Rung};
 
 type Events = Arc<Mutex<Vec<Event>>>;
 
 /// A session over the head of `conv`, recording every event.
-fn session(conv: &Conversation, config: Config) -> (Session, Events) {
+fn session(conv: &Conversation, config: Config) -> (History, Events) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let mut compactor = Compactor::new(config).unwrap();
     let sink = events.clone();
@@ -19,7 +19,7 @@ fn session(conv: &Conversation, config: Config) -> (Session, Events) {
     let head = abridge::model::head_len(&conv.messages);
     let mut start = Conversation::new(conv.family);
     start.messages = conv.messages[..head].to_vec();
-    (Session::new(compactor, start), events)
+    (History::new(compactor, start), events)
 }
 
 fn replay(conv: &Conversation, config: Config) -> (Vec<u64>, Vec<bool>, Vec<Event>) {

@@ -15,21 +15,21 @@ use crate::thread::Input;
 /// A conversation that grows turn by turn and compacts itself.
 ///
 /// ```
-/// use abridge::{Compactor, Config, Session, model::{Conversation, Family, Message, Role}, tokens::Counted};
+/// use abridge::{Compactor, Config, History, model::{Conversation, Family, Message, Role}, tokens::Counted};
 ///
 /// let config = Config::from_toml("[trigger]\nmax_tokens = 2000\n[budget]\nclear_at_least = 200")?;
-/// let mut session = Session::new(Compactor::new(config)?, Conversation::new(Family::OpenAi));
-/// session.push(Message::text(Role::User, "Summarise the logs."));
+/// let mut history = History::new(Compactor::new(config)?, Conversation::new(Family::OpenAi));
+/// history.push(Message::text(Role::User, "Summarise the logs."));
 /// for i in 0..60 {
-///     session.push(Message::text(Role::Assistant, format!("Reading part {i}.")));
-///     session.push(Message::text(Role::User, format!("[validation] part {i}: {}", "log line ".repeat(20))));
-///     let turn = session.turn(None)?;
+///     history.push(Message::text(Role::Assistant, format!("Reading part {i}.")));
+///     history.push(Message::text(Role::User, format!("[validation] part {i}: {}", "log line ".repeat(20))));
+///     let turn = history.turn(None)?;
 ///     assert!(turn.tokens <= Counted(2000));
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct Session {
+pub struct History {
     compactor: Compactor,
     conv: Conversation,
     tokens: Vec<Counted>,
@@ -57,12 +57,12 @@ impl TurnReport {
     }
 }
 
-impl Session {
+impl History {
     /// Starts from an existing conversation (counted once).
     pub fn new(mut compactor: Compactor, conv: Conversation) -> Self {
         let tokens = compactor.message_tokens(&conv.messages);
         let tools = compactor.count(&conv.clone_envelope());
-        Session {
+        History {
             total: tokens.iter().copied().sum::<Counted>() + tools,
             compactor,
             conv,
