@@ -121,6 +121,7 @@ fn offline_briefing_longest(b: Bencher) {
                 task: "",
                 region: &conv.messages,
                 previous: None,
+                previous_sheet: None,
                 tail: &[],
                 budget_tokens: tokens / 10,
                 tokenizer: kind,

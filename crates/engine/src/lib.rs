@@ -81,4 +81,4 @@ pub use ladder::{Degradation, Rung};
 pub use limits::Limits;
 pub use report::{Attempt, AttemptOutcome, Outcome, Reason, Report};
 pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
-pub use thread::{Input, Thread, ThreadState};
+pub use thread::{Input, KeptBriefing, Thread, ThreadState};

@@ -6,7 +6,7 @@ use abridge_tokens::Counted;
 use std::borrow::Cow;
 
 use abridge_model::Conversation;
-use abridge_summarize::{SummarizeError, Verification};
+use abridge_summarize::{Sheet, SummarizeError, Verification};
 use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
@@ -144,6 +144,10 @@ pub struct Report {
     /// before it was recorded read as the identity).
     #[serde(default)]
     pub calibration: Calibration,
+    /// The briefing as data, when its summarizer keeps any (the offline
+    /// sheet): what a chained compaction of this conversation merges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<Sheet>,
 }
 
 impl Report {

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
+use abridge_summarize::Sheet;
 use abridge_tokens::{Counted, TokenCounter};
 
 use crate::boundary::{old_region, tail_iterations, tail_start};
@@ -19,7 +20,7 @@ use crate::policy::{self, Policy, Step};
 use crate::report::{Attempt, Outcome, Report};
 use crate::snapshot::SnapshotData;
 use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
-use crate::thread::{Eval, unchanged};
+use crate::thread::{Eval, KeptBriefing, unchanged};
 
 /// Each policy advances over the old region in this many steps, oldest first.
 const STEPS: usize = 4;
@@ -35,6 +36,8 @@ pub(crate) struct Work {
     runs: Vec<PolicyRun>,
     attempts: Vec<Attempt>,
     summarizer: Option<String>,
+    /// The briefing as data, when its summarizer keeps any.
+    sheet: Option<Sheet>,
     /// Rungs of the floor ladder taken.
     pub(crate) degraded: Vec<Degradation>,
 }
@@ -64,6 +67,8 @@ pub(crate) struct Rewriter<'e> {
     pub(crate) counter: &'e mut TokenCounter,
     /// The thread's name, for its snapshots.
     pub(crate) name: Option<&'e str>,
+    /// The thread's last briefing as data.
+    pub(crate) kept: Option<&'e KeptBriefing>,
 }
 
 impl Rewriter<'_> {
@@ -102,6 +107,7 @@ impl Rewriter<'_> {
             runs: Vec::new(),
             attempts: Vec::new(),
             summarizer: None,
+            sheet: None,
             degraded: Vec::new(),
         }
     }
@@ -202,6 +208,7 @@ impl Rewriter<'_> {
             let now = self.tokens_of(work);
             work.record(PolicyKind::Summarize, b.replaced_iterations, now);
             work.summarizer = Some(b.summarizer);
+            work.sheet = b.sheet;
         }
         work.total <= target
     }
@@ -318,6 +325,7 @@ impl Rewriter<'_> {
             tokenizer: self.engine.limits.tokenizer,
             facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
+            kept: self.kept,
         };
         let summarizers = match only {
             Some(i) => &self.engine.summarizers[i..=i],
@@ -373,6 +381,7 @@ impl Rewriter<'_> {
             degraded: work.degraded,
             briefing: after.messages.iter().position(|m| m.meta.compact_summary),
             calibration: eval.calibration,
+            sheet: work.sheet,
         };
         self.snapshot(conv, &after, &mut report);
         Ok(Outcome {

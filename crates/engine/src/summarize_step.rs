@@ -11,14 +11,15 @@
 
 use std::time::Instant;
 
-use abridge_model::{Message, Role, head_len, iterations};
+use abridge_model::{Message, Role, fingerprint, head_len, iterations};
 use abridge_summarize::{
-    FactConfig, Request, SummarizeError, Summarizer, Verification, defuse, extract, leaks_wrapper,
-    task_text, unwrap, verify, wrap,
+    FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification, defuse, extract,
+    leaks_wrapper, task_text, unwrap, verify, wrap,
 };
 use abridge_tokens::TokenizerKind;
 
 use crate::report::{Attempt, AttemptOutcome};
+use crate::thread::KeptBriefing;
 
 /// The result of a successful step.
 pub(crate) struct Briefed {
@@ -28,6 +29,8 @@ pub(crate) struct Briefed {
     /// Index of the summarizer that wrote it, when calling it again is free
     /// ([`Summarizer::is_instant`]).
     pub(crate) instant: Option<usize>,
+    /// The briefing as data, when its summarizer keeps any.
+    pub(crate) sheet: Option<Sheet>,
 }
 
 /// What the step needs.
@@ -42,6 +45,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) tokenizer: TokenizerKind,
     pub(crate) facts: &'a FactConfig,
     pub(crate) focus: Option<&'a str>,
+    /// The thread's last briefing as data: used when the earlier briefing
+    /// in the head is that one.
+    pub(crate) kept: Option<&'a KeptBriefing>,
 }
 
 /// Shortest briefing accepted, in characters.
@@ -102,7 +108,13 @@ impl Region {
     }
 
     /// Head (without the earlier briefing), the briefing, pinned iterations, tail.
-    fn assemble(self, inp: &Inputs<'_>, text: &str, summarizer: String) -> Briefed {
+    fn assemble(
+        self,
+        inp: &Inputs<'_>,
+        text: &str,
+        summarizer: String,
+        sheet: Option<Sheet>,
+    ) -> Briefed {
         let orig = inp.original;
         let tail = &inp.work[inp.work.len() - inp.tail_len..];
         let mut note = Message::text(Role::User, wrap(&inp.facts.wrapper, text));
@@ -121,6 +133,7 @@ impl Region {
             summarizer,
             replaced_iterations: self.replaced_iterations,
             instant: None,
+            sheet,
         }
     }
 }
@@ -148,6 +161,12 @@ pub(crate) fn run(
     let region = Region::of(inp)?;
     let head = &inp.original[..region.head];
     let previous_text = region.previous_at.map(|i| head[i].text_content());
+    // The earlier briefing is the thread's own when its fingerprint says so.
+    let previous_sheet = region
+        .previous_at
+        .zip(inp.kept)
+        .filter(|(i, k)| fingerprint(&head[*i..=*i]) == k.fingerprint)
+        .map(|(_, k)| &k.sheet);
     let task = task_text(head, &inp.facts.wrapper);
     let req = Request {
         task: &task,
@@ -155,6 +174,7 @@ pub(crate) fn run(
         previous: previous_text
             .as_deref()
             .and_then(|t| unwrap(&inp.facts.wrapper, t)),
+        previous_sheet,
         tail: &inp.work[inp.work.len() - inp.tail_len..],
         budget_tokens: inp.budget,
         tokenizer: inp.tokenizer,
@@ -167,13 +187,13 @@ pub(crate) fn run(
         let ms = start.elapsed().as_millis() as u64;
         let summarizer = s.name();
         match result {
-            Ok((text, verification)) => {
+            Ok((text, verification, sheet)) => {
                 attempts.push(Attempt {
                     summarizer: summarizer.clone(),
                     ms,
                     outcome: AttemptOutcome::Used { verification },
                 });
-                let mut b = region.assemble(inp, &text, summarizer);
+                let mut b = region.assemble(inp, &text, summarizer, sheet);
                 b.instant = s.is_instant().then_some(i);
                 return Some(b);
             }
@@ -195,19 +215,21 @@ fn attempt(
     req: &Request<'_>,
     inp: &Inputs<'_>,
     region: &Region,
-) -> Result<(String, Option<Verification>), SummarizeError> {
+) -> Result<(String, Option<Verification>, Option<Sheet>), SummarizeError> {
     let quotes = s.quotes_verbatim();
-    let mut text = s.summarize(req)?;
+    let briefing = s.brief(req)?;
+    let mut text = briefing.text;
     if quotes {
         text = defuse(&inp.facts.wrapper, &text);
     }
     check(&text, inp, region.tokens, quotes)?;
     if quotes {
-        return Ok((text, None));
+        return Ok((text, None, briefing.sheet));
     }
     let facts = extract(&region.replaced, inp.facts);
     let (text, v) = verify(&text, &facts, inp.budget, inp.tokenizer);
-    Ok((text, Some(v)))
+    // Verification rewrote the text: data that says otherwise is not kept.
+    Ok((text, Some(v), None))
 }
 
 /// Rejects briefings that cannot be used.

@@ -35,6 +35,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use abridge_model::{Conversation, Message, Role, iterations};
+use abridge_summarize::Sheet;
 use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter};
 use serde::{Deserialize, Serialize};
 
@@ -152,6 +153,20 @@ pub struct ThreadState {
     /// What briefings should focus on.
     #[serde(default)]
     pub focus: Option<String>,
+    /// The last briefing this thread made, as data (the offline sheet): a
+    /// chained compaction merges it rather than parse its text back.
+    #[serde(default)]
+    pub briefing: Option<KeptBriefing>,
+}
+
+/// A briefing kept as data, and the fingerprint of the message that holds
+/// it (the compaction that finds that message in the head merges the data).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptBriefing {
+    /// [`fingerprint`](abridge_model::fingerprint) of the briefing message.
+    pub fingerprint: u64,
+    /// The sheet it renders.
+    pub sheet: Sheet,
 }
 
 impl ThreadState {
@@ -537,6 +552,7 @@ impl Thread {
             engine,
             counter: &mut self.counter,
             name: self.name.as_deref(),
+            kept: self.state.briefing.as_ref(),
         };
         let outcome = rewriter.rewrite(conv, plan, eval).inspect_err(|e| {
             engine.emit(&Event::CompactionFailed {
@@ -545,8 +561,28 @@ impl Thread {
         })?;
         if outcome.report.compacted {
             self.state.compacted_at = iterations(&outcome.conversation.messages).len();
+            self.keep_briefing(&outcome);
         }
         Ok(outcome)
+    }
+
+    /// Keeps a new briefing's data for the next chained compaction (a
+    /// briefing without data replaces the kept one; none keeps it).
+    fn keep_briefing(&mut self, outcome: &Outcome<'_>) {
+        let Some(i) = outcome.report.briefing else {
+            return;
+        };
+        let messages = &outcome.conversation.messages;
+        self.state.briefing =
+            outcome
+                .report
+                .sheet
+                .clone()
+                .zip(messages.get(i..=i))
+                .map(|(sheet, m)| KeptBriefing {
+                    fingerprint: abridge_model::fingerprint(m),
+                    sheet,
+                });
     }
 
     /// The `history_size` event for these figures.
@@ -604,6 +640,7 @@ pub(crate) fn unchanged<'a>(
             degraded: Vec::new(),
             briefing: None,
             calibration: eval.calibration,
+            sheet: None,
         },
         conversation: Cow::Borrowed(conv),
     }

@@ -262,7 +262,11 @@ fn session_round_trip(history: abridge::model::Conversation, wire: abridge::mode
 
     let mut store = Store::in_memory().unwrap();
     assert!(store.load_session("s1").unwrap().is_none());
-    let mut compactor = compactor();
+    // A briefing, so the thread keeps one as data.
+    let mut config = Config::default();
+    config.policies.pipeline = vec![abridge::PolicyKind::Summarize];
+    config.budget.min_iterations = 1;
+    let mut compactor = Compactor::new(config).unwrap();
     let out = compactor
         .turn(Input::compact_to(&history, Calibrated(600)).resent())
         .unwrap()
@@ -299,6 +303,21 @@ fn session_round_trip(history: abridge::model::Conversation, wire: abridge::mode
     );
     assert_eq!(loaded.thread.compacted_at, record.thread.compacted_at);
     assert_eq!(loaded.thread.last_sent, record.thread.last_sent);
+    // The briefing kept as data still names the carried message that holds
+    // it, as decoded from the stored body (a chained compaction merges it).
+    let kept = loaded
+        .thread
+        .briefing
+        .as_ref()
+        .expect("an offline briefing");
+    assert_eq!(Some(kept), record.thread.briefing.as_ref());
+    let carried = loaded.thread.carryover.as_ref().unwrap().messages();
+    assert!(
+        carried
+            .iter()
+            .any(|m| abridge::model::fingerprint(std::slice::from_ref(m)) == kept.fingerprint),
+        "{wire}"
+    );
     // What is sent comes back byte for byte, its turns as they were
     // (meta that is not sent, such as a briefing's mark, is not stored).
     let (a, b) = (

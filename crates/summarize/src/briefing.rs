@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::facts::{FactConfig, extract};
 use crate::progress::progress_of;
-use crate::sheet::{FOCUS_NOTE, render};
+use crate::sheet::{FOCUS_NOTE, Previous, Sheet, render};
 use crate::spec::{successful_commands, task_details};
 
 /// Default tag wrapped around a briefing: it marks the text as external
@@ -26,6 +26,9 @@ pub struct Request<'a> {
     pub region: &'a [Message],
     /// The previous briefing's text (unwrapped), when compactions chain.
     pub previous: Option<&'a str>,
+    /// The same briefing as data, when abridge kept it (an offline sheet
+    /// of this conversation): merged as data rather than parsed back.
+    pub previous_sheet: Option<&'a Sheet>,
     /// The kept tail, shown read-only so the briefing does not contradict it.
     pub tail: &'a [Message],
     /// Most tokens the briefing may take.
@@ -69,12 +72,30 @@ pub enum SummarizeError {
     NotConfigured(String),
 }
 
+/// A briefing: its text and, for the offline sheet, the same as data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Briefing {
+    /// The text (no wrapper tags).
+    pub text: String,
+    /// The sheet it renders, when the summarizer writes one.
+    pub sheet: Option<Sheet>,
+}
+
 /// Turns the messages before a boundary into one briefing text.
 pub trait Summarizer: Send + Sync {
     /// Name for reports (`offline`, `openai:gpt-4o-mini`…).
     fn name(&self) -> String;
     /// The briefing (plain text, no wrapper tags).
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError>;
+
+    /// The briefing with its data, when the summarizer keeps any (the
+    /// compactor calls this one; by default it is the text alone).
+    fn brief(&self, req: &Request<'_>) -> Result<Briefing, SummarizeError> {
+        Ok(Briefing {
+            text: self.summarize(req)?,
+            sheet: None,
+        })
+    }
 
     /// True for a summarizer that only quotes the history (the offline fact
     /// sheet): markup in its output is the user's data, not a model leaking
@@ -117,6 +138,10 @@ impl Summarizer for Offline {
     }
 
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
+        self.brief(req).map(|b| b.text)
+    }
+
+    fn brief(&self, req: &Request<'_>) -> Result<Briefing, SummarizeError> {
         let mut facts = extract(req.region, req.facts);
         // Progress the kept tail records counts too: a subtask closed there
         // needs no restating.
@@ -127,10 +152,18 @@ impl Summarizer for Offline {
                 .filter_map(|(cmd, _)| progress_of(cmd)),
         );
         facts.details = task_details(req.region, req.task, req.facts, &progress);
-        let sheet = render(&facts, req.previous, req.budget_tokens, req.tokenizer);
-        Ok(match req.focus {
-            Some(f) => format!("{FOCUS_NOTE}{}\n\n{sheet}", f.trim()),
-            None => sheet,
+        let previous = match (req.previous_sheet, req.previous) {
+            (Some(sheet), _) => Some(Previous::Sheet(sheet)),
+            (None, Some(text)) => Some(Previous::Text(text)),
+            (None, None) => None,
+        };
+        let (text, sheet) = render(&facts, previous, req.budget_tokens, req.tokenizer);
+        Ok(Briefing {
+            text: match req.focus {
+                Some(f) => format!("{FOCUS_NOTE}{}\n\n{text}", f.trim()),
+                None => text,
+            },
+            sheet: Some(sheet),
         })
     }
 

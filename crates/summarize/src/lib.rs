@@ -7,7 +7,8 @@
 //!   the last state. Nothing is marked done unless a tool result shows it.
 //! - [`Offline`]: the embedded default [`Summarizer`], a fact sheet fitted to
 //!   a token budget (oldest, least important items go first) and merged with
-//!   the previous briefing when compactions chain.
+//!   the previous briefing when compactions chain — as data ([`Sheet`]) when
+//!   abridge kept it, parsed back from its text otherwise.
 //! - [`wrap`] / [`unwrap`]: the `<compacted-history>` wrapper.
 //!
 //! ```
@@ -23,6 +24,7 @@
 //!     task: "Fix the CSV date format.",
 //!     region: &region,
 //!     previous: None,
+//!     previous_sheet: None,
 //!     tail: &[],
 //!     budget_tokens: 500,
 //!     tokenizer: TokenizerKind::O200kBase,
@@ -50,14 +52,14 @@ mod tools;
 mod verify;
 
 pub use briefing::{
-    AsyncSummarizer, BoxFuture, DEFAULT_WRAPPER, Offline, Request, SummarizeError, Summarizer,
-    defuse, leaks_wrapper, task_text, unwrap, wrap,
+    AsyncSummarizer, BoxFuture, Briefing, DEFAULT_WRAPPER, Offline, Request, SummarizeError,
+    Summarizer, defuse, leaks_wrapper, task_text, unwrap, wrap,
 };
 pub use facts::{FactConfig, Facts, FileFact, extract};
 pub use ident::{identifiers, mentions, prose_identifiers};
 pub use outcome::{CallOutcome, DEFAULT_ERROR_PREFIXES, outcome};
 pub use progress::CommandFact;
-pub use sheet::render;
+pub use sheet::{SectionKind, Sheet, SheetItem, SheetSection};
 pub use spec::Detail;
 pub use tools::{ToolKind, classify, first_string, split_arguments};
 pub use verify::{Verification, verify};

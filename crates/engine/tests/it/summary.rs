@@ -235,3 +235,95 @@ fn a_chained_compaction_re_condenses_the_earlier_briefing() {
         .to_string();
     assert!(e.contains("earlier briefing"), "{e}");
 }
+
+/// An OpenAI history in which the agent reads `files` (absolute paths
+/// under one deep directory), one call per iteration, each result long.
+fn file_session(files: &[&str], task: &str) -> Conversation {
+    let mut body = serde_json::json!({"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": task},
+    ]});
+    let messages = body["messages"].as_array_mut().unwrap();
+    for (i, path) in files.iter().enumerate() {
+        let tool = if i % 2 == 0 { "read_file" } else { "edit_file" };
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("c{i}"), "type": "function",
+            "function": {"name": tool, "arguments": serde_json::json!({"path": path}).to_string()}}]}));
+        messages.push(
+            serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"),
+            "content": format!("contents of {path}\n{}", "fn body() { let x = 1; }\n".repeat(60))}),
+        );
+    }
+    decode(body.to_string().as_bytes()).unwrap().remove(0)
+}
+
+/// A chained compaction merges the thread's own sheet as data: the files
+/// the first briefing listed come back by their absolute paths, each once,
+/// though its text showed them relative to their common directory (merged
+/// from that text, they would be keyed by the relative path and a file
+/// seen again would be listed twice).
+#[test]
+fn a_chained_compaction_merges_the_kept_sheet_as_data() {
+    let root = "/home/dev/work/shop/app";
+    let paths: Vec<String> = [
+        "a.rs", "b.rs", "c.rs", "d.rs", "a.rs", "b.rs", "e.rs", "f.rs", "a.rs", "g.rs",
+    ]
+    .iter()
+    .map(|f| format!("{root}/src/{f}"))
+    .collect();
+    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let full = file_session(&refs, "Fix the checkout.");
+    let mut cfg = Config {
+        model: Some("gpt-4o".into()),
+        ..Config::default()
+    };
+    cfg.policies.pipeline = vec![PolicyKind::Summarize];
+    cfg.budget.min_iterations = 1;
+    let mut c = Compactor::new(cfg).unwrap();
+    // The first cut after six iterations, then the rest, from the compacted history.
+    let first = Conversation {
+        messages: full.messages[..2 + 2 * 6].to_vec(),
+        ..full.clone_envelope()
+    };
+    let target = |c: &mut Compactor, conv: &Conversation| c.count(conv).get() * 2 / 5;
+    let t = abridge::tokens::Calibrated(target(&mut c, &first));
+    let out = c.compact_to(&first, t).unwrap();
+    let text = out
+        .report
+        .briefing_text(&out.conversation, "compacted-history")
+        .unwrap();
+    assert!(
+        text.contains(&format!("Paths below are relative to `{root}`")),
+        "{text}"
+    );
+    assert!(text.contains("- read · src/c.rs"), "{text}");
+    let mut history = out.conversation.into_owned();
+    history
+        .messages
+        .extend_from_slice(&full.messages[2 + 2 * 6..]);
+    let t = abridge::tokens::Calibrated(target(&mut c, &history));
+    let out = c.compact_to(&history, t).unwrap();
+    let sheet = out
+        .report
+        .sheet
+        .as_ref()
+        .expect("the offline sheet as data");
+    let files = sheet
+        .sections
+        .iter()
+        .find(|s| s.kind == abridge::summarize::SectionKind::Files)
+        .unwrap();
+    let keys: Vec<&str> = files.items.iter().map(|i| i.key()).collect();
+    assert!(
+        keys.contains(&format!("{root}/src/c.rs").as_str()),
+        "{keys:?}"
+    );
+    assert!(keys.iter().all(|k| k.starts_with(root)), "{keys:?}");
+    let mut unique = keys.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), keys.len(), "{keys:?}");
+    // The thread keeps it for the next compaction.
+    let kept = c.thread().state().briefing.as_ref().unwrap();
+    assert_eq!(&kept.sheet, sheet);
+}

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use abridge_model::text::clip;
 
-use super::{Kind, Section};
+use super::{Kind, Section, SheetItem};
 use crate::facts::{Facts, FileFact};
 use crate::ident::{function_of, mentions};
 use crate::progress::CommandFact;
@@ -20,7 +20,11 @@ const SYMBOLS: usize = 8;
 /// briefing is merged in and the whole is fitted).
 pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
     let detail_chars = budget * DETAIL_CHARS_PER_TOKEN / f.details.len().max(1);
-    let files: Vec<String> = f.files.iter().map(file_line).collect();
+    let files: Vec<SheetItem> = f
+        .files
+        .iter()
+        .map(|x| SheetItem::keyed(file_line(x), &x.path))
+        .collect();
     let todo = f
         .todo
         .as_ref()
@@ -29,7 +33,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
     let mut sections: Vec<Section> = Kind::ALL
         .into_iter()
         .map(|kind| {
-            let items = match kind {
+            let texts: Vec<String> = match kind {
                 // The task message stays verbatim above the briefing.
                 Kind::Task => Vec::new(),
                 Kind::Details => f
@@ -38,8 +42,8 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                     .map(|d| clip(&d.text(), detail_chars.max(200), 0))
                     .collect(),
                 Kind::Todo => todo.clone(),
+                Kind::Files => return Section::new(kind, files.clone()),
                 Kind::Decisions => f.decisions.clone(),
-                Kind::Files => files.clone(),
                 Kind::Progress => f.progress.clone(),
                 Kind::Narrative => f.narrative.clone(),
                 // A command is listed once: with its failure, or as run.
@@ -68,7 +72,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                 Kind::Earlier => Vec::new(),
                 Kind::Last => f.last_state.iter().cloned().collect(),
             };
-            Section::new(kind, items)
+            Section::new(kind, texts.into_iter().map(SheetItem::new).collect())
         })
         .collect();
     // Identifiers a section trimmed after this one already names are not
@@ -79,7 +83,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
         .iter()
         .filter(|s| s.priority() > ids_priority)
         .flat_map(|s| s.items.iter())
-        .map(String::as_str)
+        .map(|i| i.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
     if let Some(ids) = sections.iter_mut().find(|s| s.kind == Kind::Ids) {
@@ -93,7 +97,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                 seen.push(name);
                 new
             })
-            .cloned()
+            .map(SheetItem::new)
             .collect();
     }
     sections

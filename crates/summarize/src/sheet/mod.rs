@@ -1,38 +1,120 @@
 //! The offline briefing: a fact sheet rendered in sections, fitted to a token
 //! budget by dropping the oldest, least important items first, and merged
 //! with the previous briefing when compactions chain.
+//!
+//! The sheet is data — a [`Sheet`] of sections and items, each item with
+//! the key it merges by (a file's absolute path) — rendered to text. A
+//! chained compaction merges the previous sheet's data; only a briefing
+//! that abridge did not keep as data (an LLM's, one stored by an earlier
+//! release, one in a history the caller brought) is parsed back from its
+//! text, by heading.
 
 use abridge_model::text::clip;
 use abridge_tokens::TokenizerKind;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::Facts;
 
 mod content;
 use content::sections;
 
+/// A briefing sheet as data: what [`render`] wrote, before its paths were
+/// shortened for display.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Sheet {
+    /// Its sections, in the order they render (empty ones included).
+    pub sections: Vec<SheetSection>,
+}
+
+/// One section of a [`Sheet`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SheetSection {
+    /// What it holds.
+    pub kind: SectionKind,
+    /// Its items, oldest first.
+    pub items: Vec<SheetItem>,
+    /// Older items left out for space.
+    #[serde(default)]
+    pub omitted: usize,
+}
+
+/// One item of a section: its text and, when it is not the text itself,
+/// the key a later sheet's item replaces it by (a file's path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SheetItem {
+    /// The item as written (absolute paths).
+    pub text: String,
+    /// What identifies it across sheets, when not its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl SheetItem {
+    /// An item identified by its text.
+    pub fn new(text: impl Into<String>) -> Self {
+        SheetItem {
+            text: text.into(),
+            key: None,
+        }
+    }
+
+    /// An item identified by `key`.
+    pub fn keyed(text: impl Into<String>, key: impl Into<String>) -> Self {
+        SheetItem {
+            text: text.into(),
+            key: Some(key.into()),
+        }
+    }
+
+    /// What identifies it.
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or(&self.text)
+    }
+}
+
 /// What a section holds. The kind, not its heading, identifies a section:
 /// headings are presentation, and a heading renamed later still parses back
-/// through [`Kind::legacy_titles`], so briefings already stored keep merging.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+/// through [`SectionKind::legacy_titles`], so briefings already stored as
+/// text keep merging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionKind {
+    /// The task (written by older releases; dropped when a briefing merges them).
     /// Written by older releases; dropped when a briefing merges them.
     Task,
+    /// Output of the commands the task named.
     Details,
+    /// The task list as the agent last wrote it.
     Todo,
+    /// What the agent's commands record as done.
     Progress,
+    /// The agent's last words.
     Last,
+    /// Decisions and corrections from the user.
     Decisions,
+    /// What the agent said it did.
     Narrative,
+    /// Errors and what came of them.
     Errors,
+    /// Files and what was done to them.
     Files,
+    /// Commands run.
     Commands,
+    /// Other tool calls.
     Calls,
+    /// The latest error, verbatim.
     LatestError,
+    /// Identifiers the agent used.
     Ids,
+    /// Identifiers seen in tool results.
     ResultIds,
+    /// The user's messages.
     Users,
+    /// An earlier briefing's text that is not a known section.
     Earlier,
 }
+
+use SectionKind as Kind;
 
 /// How a section's items are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,10 +139,10 @@ enum Merge {
     Append,
 }
 
-impl Kind {
+impl SectionKind {
     /// Every kind, in the order the sheet renders them: the task, its
     /// progress and the current state first.
-    const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Task,
         Kind::Details,
         Kind::Todo,
@@ -79,7 +161,8 @@ impl Kind {
         Kind::Earlier,
     ];
 
-    fn title(self) -> &'static str {
+    /// Its heading.
+    pub fn title(self) -> &'static str {
         match self {
             Kind::Task => "Task",
             Kind::Details => "Task details (output of the commands the task named)",
@@ -165,17 +248,11 @@ impl Kind {
     }
 }
 
-/// One section of the sheet.
-#[derive(Debug, Clone)]
-struct Section {
-    kind: Kind,
-    items: Vec<String>,
-    omitted: usize,
-}
+type Section = SheetSection;
 
-impl Section {
-    fn new(kind: Kind, items: Vec<String>) -> Self {
-        Section {
+impl SheetSection {
+    fn new(kind: Kind, items: Vec<SheetItem>) -> Self {
+        SheetSection {
             kind,
             items,
             omitted: 0,
@@ -186,7 +263,8 @@ impl Section {
         self.kind.priority_and_keep().0
     }
 
-    fn render(&self, out: &mut String) {
+    /// Appends the section's text, its paths shown under `root`.
+    fn render(&self, root: &Root, out: &mut String) {
         if self.items.is_empty() {
             return;
         }
@@ -196,15 +274,20 @@ impl Section {
         if self.omitted > 0 {
             out.push_str(&format!("- ({} older items omitted)\n", self.omitted));
         }
+        let shown = |i: &SheetItem| root.show(self.kind, &i.text).into_owned();
         match self.kind.layout() {
             Layout::Inline => {
-                let ids: Vec<String> = self.items.iter().map(|i| format!("`{i}`")).collect();
+                let ids: Vec<String> = self
+                    .items
+                    .iter()
+                    .map(|i| format!("`{}`", shown(i)))
+                    .collect();
                 out.push_str(&ids.join(", "));
                 out.push('\n');
             }
             Layout::Lines => {
                 for i in &self.items {
-                    out.push_str(i);
+                    out.push_str(&shown(i));
                     out.push('\n');
                 }
             }
@@ -212,7 +295,7 @@ impl Section {
                 for i in &self.items {
                     out.push_str("- ");
                     // One line per item, so that a chained briefing parses back.
-                    out.push_str(&i.replace('\n', " ⏎ "));
+                    out.push_str(&shown(i).replace('\n', " ⏎ "));
                     out.push('\n');
                 }
             }
@@ -221,22 +304,41 @@ impl Section {
     }
 }
 
-/// Renders the facts as a sheet within `budget` tokens, merged with
-/// `previous` (an earlier briefing's text) when given. The task is not
-/// restated: its message stays verbatim above the briefing.
-pub fn render(facts: &Facts, previous: Option<&str>, budget: usize, kind: TokenizerKind) -> String {
+/// The previous briefing a sheet merges, when compactions chain.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Previous<'a> {
+    /// A sheet abridge kept as data.
+    Sheet(&'a Sheet),
+    /// A briefing's text (an LLM's, or one not kept as data): parsed back.
+    Text(&'a str),
+}
+
+/// Renders the facts as a sheet within `budget` tokens, merged with the
+/// `previous` briefing when given; the text, and the sheet as data. The
+/// task is not restated: its message stays verbatim above the briefing.
+pub(crate) fn render(
+    facts: &Facts,
+    previous: Option<Previous<'_>>,
+    budget: usize,
+    kind: TokenizerKind,
+) -> (String, Sheet) {
     let mut sections = sections(facts, budget);
-    if let Some(prev) = previous {
-        merge(&mut sections, prev);
+    match previous {
+        Some(Previous::Sheet(prev)) => merge(&mut sections, prev.sections.clone(), Vec::new()),
+        Some(Previous::Text(prev)) => {
+            let (known, foreign) = parse(prev);
+            merge(&mut sections, known, foreign);
+        }
+        None => {}
     }
-    let root = relativize(&mut sections);
-    fit(&mut sections, budget, kind);
+    let root = Root::of(&sections);
+    fit(&mut sections, &root, budget, kind);
     let mut out = String::new();
-    if let Some(root) = root {
-        out.push_str(&format!("{ROOT_NOTE}`{root}`.\n\n"));
+    if let Some(dir) = &root.0 {
+        out.push_str(&format!("{ROOT_NOTE}`{dir}`.\n\n"));
     }
     for s in &sections {
-        s.render(&mut out);
+        s.render(&root, &mut out);
     }
     let gone: Vec<String> = sections
         .iter()
@@ -246,7 +348,7 @@ pub fn render(facts: &Facts, previous: Option<&str>, budget: usize, kind: Tokeni
     if !gone.is_empty() {
         out.push_str(&format!("({OMITTED}{})\n", gone.join(", ")));
     }
-    out.trim_end().to_owned()
+    (out.trim_end().to_owned(), Sheet { sections })
 }
 
 const OMITTED: &str = "Left out for space: ";
@@ -256,72 +358,78 @@ const ROOT_NOTE: &str = "Paths below are relative to ";
 /// Opens a briefing written for an agent's `compact_history` focus.
 pub(crate) const FOCUS_NOTE: &str = "Focus requested by the agent: ";
 
-/// Writes absolute paths under the directory that most of them share
-/// relative to it (named once at the top): the same facts in fewer tokens.
-fn relativize(sections: &mut [Section]) -> Option<String> {
-    let is_path_section = |s: &Section| s.kind.holds_paths();
-    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
-    for item in sections
-        .iter()
-        .filter(|s| is_path_section(s))
-        .flat_map(|s| s.items.iter())
-    {
-        let path = item.rsplit(" · ").next().unwrap_or(item);
-        if !path.starts_with('/') {
-            continue;
-        }
-        // Every ancestor directory at least three levels deep.
-        for (pos, _) in path.match_indices('/').skip(3) {
-            *counts.entry(&path[..pos]).or_default() += 1;
-        }
-    }
-    // The directory that saves the most characters.
-    let (root, n) = counts
-        .into_iter()
-        .max_by_key(|(dir, n)| (dir.len() + 1) * n)?;
-    if n < 3 {
-        return None;
-    }
-    // Name the root's parent, so every relative path keeps its last two
-    // components (`app/mix.exs`, not a bare `mix.exs`).
-    let parent = root.rsplit_once('/')?.0.to_owned();
-    let prefix = format!("{parent}/");
-    for s in sections.iter_mut().filter(|s| is_path_section(s)) {
-        for item in &mut s.items {
-            if item.contains(&prefix) {
-                *item = item.replace(&prefix, "");
+/// The directory that most of the sheet's absolute paths share, named once
+/// at the top: paths under it are shown relative to it, the same facts in
+/// fewer tokens. The sheet's data keeps them absolute.
+struct Root(Option<String>);
+
+impl Root {
+    fn of(sections: &[Section]) -> Root {
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for item in sections
+            .iter()
+            .filter(|s| s.kind.holds_paths())
+            .flat_map(|s| s.items.iter())
+        {
+            let path = item.key();
+            if !path.starts_with('/') {
+                continue;
+            }
+            // Every ancestor directory at least three levels deep.
+            for (pos, _) in path.match_indices('/').skip(3) {
+                *counts.entry(&path[..pos]).or_default() += 1;
             }
         }
+        // The directory that saves the most characters.
+        let best = counts
+            .into_iter()
+            .max_by_key(|(dir, n)| (dir.len() + 1) * n)
+            .filter(|(_, n)| *n >= 3);
+        // Name the root's parent, so every relative path keeps its last two
+        // components (`app/mix.exs`, not a bare `mix.exs`).
+        Root(best.and_then(|(root, _)| Some(root.rsplit_once('/')?.0.to_owned())))
     }
-    Some(parent)
+
+    /// An item's text as shown: paths under the root relative to it.
+    fn show<'t>(&self, kind: Kind, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match &self.0 {
+            Some(dir) if kind.holds_paths() => {
+                let prefix = format!("{dir}/");
+                match text.contains(&prefix) {
+                    true => text.replace(&prefix, "").into(),
+                    false => text.into(),
+                }
+            }
+            _ => text.into(),
+        }
+    }
 }
 
-/// Folds a previous briefing in, section by section as [`Merge`] says.
-/// Text under headings this sheet does not know (an LLM briefing, or a
-/// section since removed) becomes the "Earlier briefing" section.
-fn merge(sections: &mut [Section], previous: &str) {
-    let (known, foreign) = parse(previous);
+/// Folds a previous briefing in, section by section as [`Merge`] says;
+/// `foreign` (text under headings this sheet does not know: an LLM
+/// briefing, or a section since removed) becomes the "Earlier briefing".
+fn merge(sections: &mut [Section], previous: Vec<Section>, foreign: Vec<SheetItem>) {
     if !foreign.is_empty()
         && let Some(s) = sections.iter_mut().find(|s| s.kind == Kind::Earlier)
     {
         s.items = foreign;
     }
-    for (kind, old) in known {
-        let Some(s) = sections.iter_mut().find(|s| s.kind == kind) else {
+    for old in previous {
+        let Some(s) = sections.iter_mut().find(|s| s.kind == old.kind) else {
             continue;
         };
-        match kind.merge() {
+        match old.kind.merge() {
             Merge::Drop => {}
             Merge::Newest => {
                 if s.items.is_empty() {
-                    s.items = old;
+                    s.items = old.items;
                 }
             }
             Merge::Append => {
-                let key = |i: &str| i.rsplit(" · ").next().unwrap_or(i).to_owned();
-                let mut merged: Vec<String> = old
+                let mut merged: Vec<SheetItem> = old
+                    .items
                     .into_iter()
-                    .filter(|o| !s.items.iter().any(|n| key(n) == key(o)))
+                    .filter(|o| !s.items.iter().any(|n| n.key() == o.key()))
                     .collect();
                 merged.append(&mut s.items);
                 s.items = merged;
@@ -330,18 +438,19 @@ fn merge(sections: &mut [Section], previous: &str) {
     }
 }
 
-/// A previous sheet: the items of each known section, and the non-empty
-/// lines of everything else (foreign headings included).
-fn parse(text: &str) -> (Vec<(Kind, Vec<String>)>, Vec<String>) {
-    let mut known: Vec<(Kind, Vec<String>)> = Vec::new();
-    let mut foreign: Vec<String> = Vec::new();
+/// A previous sheet's text: the items of each known section, and the
+/// non-empty lines of everything else (foreign headings included). A
+/// bullet written as `what · path` is keyed by its path.
+fn parse(text: &str) -> (Vec<Section>, Vec<SheetItem>) {
+    let mut known: Vec<Section> = Vec::new();
+    let mut foreign: Vec<SheetItem> = Vec::new();
     let mut current: Option<Kind> = None;
     for line in text.lines() {
         if let Some(heading) = line.strip_prefix("## ") {
             current = Kind::from_heading(heading);
             match current {
-                Some(kind) => known.push((kind, Vec::new())),
-                None => foreign.push(line.to_owned()),
+                Some(kind) => known.push(Section::new(kind, Vec::new())),
+                None => foreign.push(SheetItem::new(line)),
             }
             continue;
         }
@@ -354,29 +463,42 @@ fn parse(text: &str) -> (Vec<(Kind, Vec<String>)>, Vec<String>) {
         {
             continue;
         }
-        let (Some(kind), Some((_, items))) = (current, known.last_mut()) else {
-            foreign.push(line.to_owned());
+        let (Some(kind), Some(section)) = (current, known.last_mut()) else {
+            foreign.push(SheetItem::new(line));
             continue;
         };
+        let items = &mut section.items;
         match kind.layout() {
-            Layout::Inline => {
-                items.extend(line.split(", ").map(|i| i.trim_matches('`').to_owned()))
+            Layout::Inline => items.extend(
+                line.split(", ")
+                    .map(|i| SheetItem::new(i.trim_matches('`'))),
+            ),
+            Layout::Bullets => {
+                let item = line.strip_prefix("- ").unwrap_or(line);
+                items.push(match item.rsplit_once(" · ") {
+                    Some((_, path)) => SheetItem::keyed(item, path),
+                    None => SheetItem::new(item),
+                });
             }
-            Layout::Bullets => items.push(line.strip_prefix("- ").unwrap_or(line).to_owned()),
-            Layout::Lines => items.push(line.to_owned()),
+            Layout::Lines => items.push(SheetItem::new(line)),
         }
     }
     (known, foreign)
 }
 
-/// Makes the sheet fit: first the oldest items of the least important
-/// sections beyond their kept minimum, then the verbatim error and last
-/// state are shortened, then the minimums go too.
-fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
+/// Makes the sheet fit (as shown under `root`): first the oldest items of
+/// the least important sections beyond their kept minimum, then the
+/// verbatim error and last state are shortened, then the minimums go too.
+fn fit(sections: &mut [Section], root: &Root, budget: usize, kind: TokenizerKind) {
     let cost = |s: &str| kind.count(s) + 2;
     let mut costs: Vec<Vec<usize>> = sections
         .iter()
-        .map(|s| s.items.iter().map(|i| cost(i)).collect())
+        .map(|s| {
+            s.items
+                .iter()
+                .map(|i| cost(&root.show(s.kind, &i.text)))
+                .collect()
+        })
         .collect();
     let mut total: usize = sections
         .iter()
@@ -407,9 +529,9 @@ fn fit(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
             .filter(|s| matches!(s.kind, Kind::LatestError | Kind::Last))
         {
             for item in &mut s.items {
-                let short = clip(item, 200, 0);
-                total -= cost(item).saturating_sub(cost(&short));
-                *item = short;
+                let short = clip(&item.text, 200, 0);
+                total -= cost(&item.text).saturating_sub(cost(&short));
+                item.text = short;
             }
         }
     }
@@ -424,32 +546,100 @@ mod tests {
     fn every_section_parses_back_as_its_kind() {
         let sections: Vec<Section> = Kind::ALL
             .into_iter()
-            .map(|k| Section::new(k, vec!["src/lib.rs".into(), "APP-1432 done".into()]))
+            .map(|k| {
+                Section::new(
+                    k,
+                    vec![
+                        SheetItem::new("src/lib.rs"),
+                        SheetItem::new("APP-1432 done"),
+                    ],
+                )
+            })
             .collect();
         let mut text = String::new();
         for s in &sections {
-            s.render(&mut text);
+            s.render(&Root(None), &mut text);
         }
         let (known, foreign) = parse(&text);
         assert!(foreign.is_empty(), "{foreign:?}");
-        let kinds: Vec<Kind> = known.iter().map(|(k, _)| *k).collect();
+        let kinds: Vec<Kind> = known.iter().map(|s| s.kind).collect();
         assert_eq!(kinds, Kind::ALL);
-        for (kind, items) in known {
-            assert_eq!(items, ["src/lib.rs", "APP-1432 done"], "{kind:?}");
+        for s in known {
+            let texts: Vec<&str> = s.items.iter().map(|i| i.text.as_str()).collect();
+            assert_eq!(texts, ["src/lib.rs", "APP-1432 done"], "{:?}", s.kind);
         }
     }
 
     #[test]
     fn foreign_headings_become_the_earlier_briefing() {
         let mut sections = vec![
-            Section::new(Kind::Files, vec!["read · a.rs".into()]),
+            Section::new(Kind::Files, vec![SheetItem::keyed("read · a.rs", "a.rs")]),
             Section::new(Kind::Earlier, Vec::new()),
         ];
-        merge(
-            &mut sections,
-            "## Summary\nThe agent fixed APP-1.\n## Files\n- edited · b.rs\n",
+        let (known, foreign) =
+            parse("## Summary\nThe agent fixed APP-1.\n## Files\n- edited · b.rs\n");
+        merge(&mut sections, known, foreign);
+        let texts = |s: &Section| s.items.iter().map(|i| i.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&sections[0]), ["edited · b.rs", "read · a.rs"]);
+        assert_eq!(
+            texts(&sections[1]),
+            ["## Summary", "The agent fixed APP-1."]
         );
-        assert_eq!(sections[0].items, ["edited · b.rs", "read · a.rs"]);
-        assert_eq!(sections[1].items, ["## Summary", "The agent fixed APP-1."]);
+    }
+
+    /// Chained as data, a file seen in both compactions is listed once, in
+    /// its newest form, though the first sheet showed it relative to a root
+    /// (parsed back from text, the shown path would not match the new one).
+    #[test]
+    fn a_chained_sheet_merges_by_absolute_path() {
+        let file = |ops: &str, path: &str| SheetItem::keyed(format!("{ops} · {path}"), path);
+        let paths = [
+            "/home/u/proj/app/a.rs",
+            "/home/u/proj/app/b.rs",
+            "/home/u/proj/app/c.rs",
+        ];
+        let first = Sheet {
+            sections: vec![Section::new(
+                Kind::Files,
+                paths.iter().map(|p| file("read", p)).collect(),
+            )],
+        };
+        let mut text = String::new();
+        let root = Root::of(&first.sections);
+        assert_eq!(root.0.as_deref(), Some("/home/u/proj"));
+        first.sections[0].render(&root, &mut text);
+        assert!(text.contains("- read · app/a.rs"), "{text}");
+        let mut next = vec![Section::new(Kind::Files, vec![file("edited", paths[0])])];
+        merge(&mut next, first.sections.clone(), Vec::new());
+        let texts: Vec<&str> = next[0].items.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "read · /home/u/proj/app/b.rs",
+                "read · /home/u/proj/app/c.rs",
+                "edited · /home/u/proj/app/a.rs"
+            ]
+        );
+        let (known, _) = parse(&text);
+        let mut from_text = vec![Section::new(Kind::Files, vec![file("edited", paths[0])])];
+        merge(&mut from_text, known, Vec::new());
+        assert_eq!(
+            from_text[0].items.len(),
+            4,
+            "the text's relative path is another key"
+        );
+    }
+
+    #[test]
+    fn a_sheet_round_trips_as_json() {
+        let sheet = Sheet {
+            sections: vec![Section::new(
+                Kind::Files,
+                vec![SheetItem::keyed("read · /a.rs", "/a.rs")],
+            )],
+        };
+        let json = serde_json::to_string(&sheet).unwrap();
+        assert!(json.contains(r#""kind":"files""#), "{json}");
+        assert_eq!(serde_json::from_str::<Sheet>(&json).unwrap(), sheet);
     }
 }
