@@ -79,6 +79,21 @@ label_values! {
     }
 }
 
+label_values! {
+    /// What a wait on the store was for.
+    StoreOp {
+        /// A session's stored version or record.
+        Read => "read",
+        /// A session's save, or a snapshot whose id goes into a report.
+        Write => "write",
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    op: StoreOp,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecodedLabels {
     part: Decoded,
@@ -126,7 +141,7 @@ pub(crate) struct Metrics {
     tokens_saved: Counter,
     retries: Counter,
     disconnects: Counter,
-    store_timeouts: Counter,
+    store_timeouts: Family<StoreLabels, Counter>,
     store_dropped: Counter,
     added_latency: Histogram,
     upstream_latency: Histogram,
@@ -156,7 +171,7 @@ impl Metrics {
             tokens_saved: Counter::default(),
             retries: Counter::default(),
             disconnects: Counter::default(),
-            store_timeouts: Counter::default(),
+            store_timeouts: Family::default(),
             store_dropped: Counter::default(),
             // 50 µs … ~1.6 s
             added_latency: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
@@ -227,7 +242,7 @@ impl Metrics {
         );
         r.register(
             "store_timeouts",
-            "Waits on the store that ran out: the request went on with the session in memory",
+            "Waits on the store that ran out (op: read or write): the request went on with the session in memory",
             self.store_timeouts.clone(),
         );
         r.register(
@@ -321,8 +336,8 @@ impl Metrics {
     }
 
     /// A wait on the store ran out.
-    pub(crate) fn store_timeout(&self) {
-        self.store_timeouts.inc();
+    pub(crate) fn store_timeout(&self, op: StoreOp) {
+        self.store_timeouts.get_or_create(&StoreLabels { op }).inc();
     }
 
     /// A store write was dropped (its queue was full).

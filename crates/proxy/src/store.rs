@@ -1,5 +1,9 @@
-//! The store, kept off the request path: one thread owns it and works
-//! through a queue, so a slow or stopped database never stalls a request.
+//! The store, kept off the request path: one thread owns its writes and
+//! works through a queue, so a slow or stopped database never stalls a
+//! request. A pooled database (PostgreSQL) also answers reads on
+//! [`READERS`] threads of their own, each with a handle on the pool, so
+//! reads run beside the writes and beside each other; the embedded SQLite
+//! file reads on the writer's thread.
 //!
 //! The request log is queued and the request goes on. A read (a session's
 //! stored version, its record), a session's save and a snapshot whose id
@@ -7,7 +11,8 @@
 //! replica's save is in before its response goes, so the next request, on
 //! any replica, reads it. Past [`WAIT`], the request goes on with the state
 //! in memory and the job still runs when the database answers, in order.
-//! While a job has been running longer than [`WAIT`], nothing waits.
+//! While a write has been running longer than [`WAIT`], no write waits;
+//! while every reader is stuck that long, no read is sent.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -18,13 +23,16 @@ use abridge::model::Conversation;
 use abridge::{Config, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StoreOp};
 
 /// Longest a request waits on the store.
 pub(crate) const WAIT: Duration = Duration::from_millis(250);
 
 /// Jobs queued at most; past it, writes are dropped (and counted).
 const QUEUE: usize = 4096;
+
+/// Threads answering reads, when the store has handles for them.
+pub(crate) const READERS: usize = 4;
 
 /// A snapshot, owned, to be written on the store's thread.
 struct OwnedSnapshot {
@@ -40,28 +48,41 @@ type Reply<T> = SyncSender<abridge_store::Result<T>>;
 enum Job {
     Snapshot(Box<OwnedSnapshot>, Reply<SnapshotId>),
     Save(Box<SessionRecord>, Arc<AtomicI64>, Reply<()>),
-    Version(String, Reply<Option<i64>>),
-    Load(String, Reply<Option<SessionRecord>>),
+    Read(Read),
     Request(Box<RequestRecord>),
     /// Answered once every job queued before it is done.
     Flush(SyncSender<()>),
 }
 
-/// Whether a job may be skipped when the store is stalled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A read: answered from memory instead.
-    Read,
-    /// A write: always queued.
-    Write,
+/// A read: on a reader's thread when there are any, else the writer's.
+enum Read {
+    Version(String, Reply<Option<i64>>),
+    Load(String, Reply<Option<SessionRecord>>),
+}
+
+impl Read {
+    fn answer(self, store: &dyn SessionStore) {
+        match self {
+            Read::Version(id, reply) => {
+                let _ = reply.try_send(store.session_version(&id));
+            }
+            Read::Load(id, reply) => {
+                let _ = reply.try_send(store.load_session(&id));
+            }
+        }
+    }
 }
 
 /// The proxy's handle on its store.
 pub(crate) struct StoreWorker {
     jobs: SyncSender<Job>,
+    /// Where reads go, when they have threads of their own.
+    reads: Option<SyncSender<Read>>,
     shared: bool,
-    /// When the running job started (ms since `epoch`; 0: idle).
+    /// When the writer's running job started (ms since `epoch`; 0: idle).
     busy_since: Arc<AtomicU64>,
+    /// The same for each reader.
+    readers_busy: Vec<Arc<AtomicU64>>,
     epoch: Instant,
     metrics: Arc<Metrics>,
     /// Whether the last wait ran out (said once per stall in the log).
@@ -77,22 +98,41 @@ impl std::fmt::Debug for StoreWorker {
 }
 
 impl StoreWorker {
-    /// Moves `store` to a thread of its own.
+    /// Moves `store` to a thread of its own, and its readers (if it has
+    /// any) to theirs.
     pub(crate) fn start(store: Box<dyn SessionStore>, metrics: Arc<Metrics>) -> StoreWorker {
         let (jobs, queue) = sync_channel(QUEUE);
         let busy_since = Arc::new(AtomicU64::new(0));
         let epoch = Instant::now();
         let shared = store.shared();
+        let readers: Vec<Box<dyn SessionStore>> =
+            (0..READERS).map_while(|_| store.reader()).collect();
+        let (reads, readers_busy) = match readers.is_empty() {
+            true => (None, Vec::new()),
+            false => {
+                let (tx, rx) = sync_channel(QUEUE);
+                let rx = Arc::new(Mutex::new(rx));
+                let busy: Vec<Arc<AtomicU64>> = readers
+                    .iter()
+                    .map(|_| Arc::new(AtomicU64::new(0)))
+                    .collect();
+                for (i, (reader, b)) in readers.into_iter().zip(&busy).enumerate() {
+                    let (rx, b) = (rx.clone(), b.clone());
+                    spawn(&format!("abridge-store-read-{i}"), move || {
+                        read(reader, rx, b, epoch)
+                    });
+                }
+                (Some(tx), busy)
+            }
+        };
         let busy = busy_since.clone();
-        std::thread::Builder::new()
-            .name("abridge-store".into())
-            .spawn(move || work(store, queue, busy, epoch))
-            .map_err(|e| tracing::error!(error = %e, "cannot start the store's thread"))
-            .ok();
+        spawn("abridge-store", move || work(store, queue, busy, epoch));
         StoreWorker {
             jobs,
+            reads,
             shared,
             busy_since,
+            readers_busy,
             epoch,
             metrics,
             stalled: Mutex::new(false),
@@ -106,19 +146,19 @@ impl StoreWorker {
 
     /// The stored version of a session; `None` when the store did not answer in time.
     pub(crate) fn version(&self, id: &str) -> Option<abridge_store::Result<Option<i64>>> {
-        self.ask(|reply| Job::Version(id.to_owned(), reply), Kind::Read)
+        self.ask(|reply| Read::Version(id.to_owned(), reply))
     }
 
     /// A stored session; `None` when the store did not answer in time.
     pub(crate) fn load(&self, id: &str) -> Option<abridge_store::Result<Option<SessionRecord>>> {
-        self.ask(|reply| Job::Load(id.to_owned(), reply), Kind::Read)
+        self.ask(|reply| Read::Load(id.to_owned(), reply))
     }
 
     /// Saves a session, waiting at most [`WAIT`] for it to be written;
     /// `version` takes the stored version once it is.
     pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) {
         let job = |reply| Job::Save(Box::new(record), version, reply);
-        if self.ask(job, Kind::Write).is_none() {
+        if self.tell(job).is_none() {
             tracing::debug!("a session's save is queued behind a slow store");
         }
     }
@@ -148,43 +188,56 @@ impl StoreWorker {
         }
     }
 
-    /// Sends a job that answers, and waits for the answer at most [`WAIT`].
-    /// While the store is stalled on an earlier job nothing waits: a read
-    /// is not sent at all, a write is queued.
-    fn ask<T>(
-        &self,
-        job: impl FnOnce(Reply<T>) -> Job,
-        kind: Kind,
-    ) -> Option<abridge_store::Result<T>> {
-        let stalled = self.stalled_now();
-        if stalled && kind == Kind::Read {
-            self.metrics.store_timeout();
-            return None;
-        }
+    /// Sends a read and waits for its answer at most [`WAIT`]; while every
+    /// thread that could answer it is stuck, it is not sent at all.
+    fn ask<T>(&self, read: impl FnOnce(Reply<T>) -> Read) -> Option<abridge_store::Result<T>> {
+        let stuck = match &self.reads {
+            Some(_) => self.readers_busy.iter().all(|b| self.stuck(b)),
+            None => self.stuck(&self.busy_since),
+        };
         let (reply, answer) = sync_channel(1);
-        match kind {
-            Kind::Write => self.queue(job(reply)),
-            Kind::Read if self.jobs.try_send(job(reply)).is_err() => {
-                self.metrics.store_timeout();
-                return None;
-            }
-            Kind::Read => {}
-        }
-        if stalled {
-            self.metrics.store_timeout();
+        let sent = !stuck
+            && match &self.reads {
+                Some(reads) => reads.try_send(read(reply)).is_ok(),
+                None => self.jobs.try_send(Job::Read(read(reply))).is_ok(),
+            };
+        if !sent {
+            self.metrics.store_timeout(StoreOp::Read);
             return None;
         }
+        self.wait(&answer, StoreOp::Read)
+    }
+
+    /// Queues a write that answers, and waits for the answer at most
+    /// [`WAIT`] (not at all while the writer is stuck).
+    fn tell<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Option<abridge_store::Result<T>> {
+        let stuck = self.stuck(&self.busy_since);
+        let (reply, answer) = sync_channel(1);
+        self.queue(job(reply));
+        if stuck {
+            self.metrics.store_timeout(StoreOp::Write);
+            return None;
+        }
+        self.wait(&answer, StoreOp::Write)
+    }
+
+    fn wait<T>(
+        &self,
+        answer: &Receiver<abridge_store::Result<T>>,
+        op: StoreOp,
+    ) -> Option<abridge_store::Result<T>> {
         let answered = answer.recv_timeout(WAIT).ok();
         self.note(answered.is_some());
         if answered.is_none() {
-            self.metrics.store_timeout();
+            self.metrics.store_timeout(op);
         }
         answered
     }
 
-    /// True while a job has run longer than [`WAIT`].
-    fn stalled_now(&self) -> bool {
-        let since = self.busy_since.load(Ordering::Relaxed);
+    /// True while the thread whose job started at `busy` has run it
+    /// longer than [`WAIT`].
+    fn stuck(&self, busy: &AtomicU64) -> bool {
+        let since = busy.load(Ordering::Relaxed);
         let now = self.epoch.elapsed().as_millis() as u64;
         since != 0 && now.saturating_sub(since) > WAIT.as_millis() as u64
     }
@@ -203,6 +256,34 @@ impl StoreWorker {
                 );
             }
         }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .map_err(|e| tracing::error!(error = %e, thread = name, "cannot start a store thread"))
+        .ok();
+}
+
+/// A reader's thread: answers reads, taking turns with the other readers,
+/// until the proxy is gone.
+fn read(
+    store: Box<dyn SessionStore>,
+    reads: Arc<Mutex<Receiver<Read>>>,
+    busy: Arc<AtomicU64>,
+    epoch: Instant,
+) {
+    loop {
+        let next = reads.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(read) = next else { return };
+        busy.store(
+            (epoch.elapsed().as_millis() as u64).max(1),
+            Ordering::Relaxed,
+        );
+        read.answer(store.as_ref());
+        busy.store(0, Ordering::Relaxed);
     }
 }
 
@@ -237,12 +318,7 @@ fn work(
                 }
                 let _ = reply.try_send(saved.map(|_| ()));
             }
-            Job::Version(id, reply) => {
-                let _ = reply.try_send(store.session_version(&id));
-            }
-            Job::Load(id, reply) => {
-                let _ = reply.try_send(store.load_session(&id));
-            }
+            Job::Read(read) => read.answer(store.as_ref()),
             Job::Request(request) => {
                 if let Err(e) = store.record_request(&request) {
                     tracing::warn!(error = %e, "cannot log the request");
@@ -270,7 +346,7 @@ impl SnapshotSink for SessionSink {
             report: snapshot.report.clone(),
         };
         let job = |reply| Job::Snapshot(Box::new(owned), reply);
-        match self.0.ask(job, Kind::Write) {
+        match self.0.tell(job) {
             Some(Ok(id)) => Ok(id),
             Some(Err(e)) => Err(SnapshotError::new(e)),
             None => Err(SnapshotError::new(Late)),

@@ -68,7 +68,8 @@ CREATE INDEX IF NOT EXISTS abridge_requests_by_source ON abridge_requests (sourc
 ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_before BIGINT;
 ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_after BIGINT;";
 
-/// Sessions and snapshots in PostgreSQL.
+/// Sessions and snapshots in PostgreSQL. A clone shares the pool.
+#[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
     handle: Handle,
@@ -234,7 +235,7 @@ impl SessionStore for PgStore {
         Ok(())
     }
 
-    fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
+    fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
         let parts = self.run(async {
             let row = self
                 .client()
@@ -291,7 +292,7 @@ impl SessionStore for PgStore {
         })
     }
 
-    fn session_version(&mut self, id: &str) -> Result<Option<i64>> {
+    fn session_version(&self, id: &str) -> Result<Option<i64>> {
         self.run(async {
             let row = self
                 .client()
@@ -305,6 +306,10 @@ impl SessionStore for PgStore {
 
     fn shared(&self) -> bool {
         true
+    }
+
+    fn reader(&self) -> Option<Box<dyn SessionStore>> {
+        Some(Box::new(self.clone()))
     }
 }
 

@@ -34,11 +34,11 @@ pub trait SessionStore: Send {
     /// Records a compaction of session `source`.
     fn record_snapshot(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId>;
     /// The session with this id, if stored.
-    fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>>;
+    fn load_session(&self, id: &str) -> Result<Option<SessionRecord>>;
     /// Stores (or replaces) a session; returns its new version.
     fn save_session(&mut self, record: &SessionRecord) -> Result<i64>;
     /// The stored version of a session, if stored.
-    fn session_version(&mut self, id: &str) -> Result<Option<i64>>;
+    fn session_version(&self, id: &str) -> Result<Option<i64>>;
     /// Logs a request sent upstream (its `at` is set by the store).
     fn record_request(&mut self, request: &crate::RequestRecord) -> Result<()>;
     /// True when other processes write to the same store (replicas): a
@@ -46,6 +46,12 @@ pub trait SessionStore: Send {
     /// every request.
     fn shared(&self) -> bool {
         false
+    }
+    /// Another handle on the same database, for reads beside this one's
+    /// writes (a pooled database: PostgreSQL); `None` when reads share this
+    /// handle (the embedded SQLite file).
+    fn reader(&self) -> Option<Box<dyn SessionStore>> {
+        None
     }
 }
 
@@ -93,7 +99,7 @@ impl SessionStore for Store {
         self.insert_request(request)
     }
 
-    fn load_session(&mut self, id: &str) -> Result<Option<SessionRecord>> {
+    fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
         let row = self
             .conn
             .query_row(
@@ -118,7 +124,7 @@ impl SessionStore for Store {
         row.map(|parts| record_from(id, parts)).transpose()
     }
 
-    fn session_version(&mut self, id: &str) -> Result<Option<i64>> {
+    fn session_version(&self, id: &str) -> Result<Option<i64>> {
         self.conn
             .query_row(
                 "SELECT version FROM sessions WHERE id = ?1",

@@ -22,6 +22,6 @@ mod responses;
 mod script;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
-pub use postgres::Postgres;
+pub use postgres::{Held, Postgres};
 pub use provider::{Provider, ProviderOptions, ProviderReport, RequestCheck, body_hash};
 pub use script::{DONE, ShellScript, output_bytes};

@@ -107,6 +107,38 @@ impl Postgres {
         self.signal("-CONT")
     }
 
+    /// Opens a transaction in another client (`psql`), runs `sql` in it and
+    /// keeps it open — holding whatever locks `sql` took — until the
+    /// returned [`Held`] is released or dropped.
+    pub fn hold(&self, sql: &str) -> Result<Held, String> {
+        use std::io::{BufRead, Write};
+        let beside = self.bin.join("psql");
+        let psql = match beside.is_file() {
+            true => beside,
+            false => PathBuf::from("psql"),
+        };
+        let mut child = Command::new(psql)
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", &self.url])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("psql: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("psql: no stdin")?;
+        let stdout = child.stdout.take().ok_or("psql: no stdout")?;
+        writeln!(stdin, "BEGIN;\n{sql};\nSELECT 'abridge-held';").map_err(|e| e.to_string())?;
+        // Held once psql answers the marker: `sql` ran and its locks are taken.
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains("abridge-held"))
+            .ok_or_else(|| format!("psql did not run {sql:?}"))?;
+        Ok(Held {
+            child,
+            stdin: Some(stdin),
+        })
+    }
+
     fn signal(&self, sig: &str) -> Result<(), String> {
         let pid_file = self.dir.join("data").join("postmaster.pid");
         let text = std::fs::read_to_string(&pid_file).map_err(|e| e.to_string())?;
@@ -114,6 +146,34 @@ impl Postgres {
         let mut pids = vec![postmaster.clone()];
         pids.extend(children_of(&postmaster));
         run(Command::new("kill").arg(sig).args(&pids))
+    }
+}
+
+/// A transaction left open in another client by [`Postgres::hold`].
+#[derive(Debug)]
+pub struct Held {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl Held {
+    /// Ends the transaction (its locks go) and the client.
+    pub fn release(mut self) -> Result<(), String> {
+        self.end()
+    }
+
+    fn end(&mut self) -> Result<(), String> {
+        use std::io::Write;
+        if let Some(mut stdin) = self.stdin.take() {
+            writeln!(stdin, "ROLLBACK;\n\\q").map_err(|e| e.to_string())?;
+        }
+        self.child.wait().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let _ = self.end();
     }
 }
 

@@ -7,7 +7,7 @@ use abridge_store::{PgStore, SnapshotStore};
 use abridge_testkit::{Postgres, Provider, ProviderOptions};
 
 use crate::CONFIG;
-use crate::support::{LoopLog, OpenAiAgent, proxy_for};
+use crate::support::{LoopLog, OpenAiAgent, metric, metrics_text, proxy_for};
 
 /// A PostgreSQL server and a provider that checks requests against 6,000
 /// tokens; `None` (the test skips) where PostgreSQL is not installed.
@@ -258,4 +258,91 @@ async fn a_stopped_database_stalls_no_request_and_the_sessions_are_saved_after()
         "database stopped 5 s: {} requests answered, slowest {:?} (before: {baseline:?})",
         during.0, during.1
     );
+}
+
+/// A save stuck behind a lock another client holds on the sessions table
+/// holds up no read: the replica's reads (each request's version check)
+/// run on threads and pooled connections of their own, beside the stuck
+/// write, and are answered; the saves queue and land once the lock goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_stuck_on_a_lock_holds_up_no_read() {
+    use std::time::{Duration, Instant};
+
+    let Some((pg, provider)) = postgres_and_provider().await else {
+        return;
+    };
+    let store = Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>);
+    let (proxy, stop, done) = proxy_for(&provider.url, CONFIG, store).await;
+    let names = ["s0", "s1"];
+    let mut agents: Vec<OpenAiAgent> = names.iter().map(|_| OpenAiAgent::new(false)).collect();
+    let mut logs: Vec<LoopLog> = names.iter().map(|_| LoopLog::default()).collect();
+    let headers = |k: usize| {
+        [
+            ("x-abridge-session", names[k]),
+            ("x-fake-session", names[k]),
+        ]
+    };
+    // Until both sessions have compacted (and so been saved) once.
+    while logs.iter().any(|l| l.compacted == 0) {
+        for k in 0..agents.len() {
+            logs[k].note(&agents[k].step(&proxy, &headers(k)).await);
+        }
+    }
+    // Writes wait on the lock; plain reads do not.
+    let held = {
+        let pg = pg.clone();
+        tokio::task::spawn_blocking(move || {
+            pg.hold("LOCK TABLE abridge_sessions IN EXCLUSIVE MODE")
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    };
+    let timeouts = |text: &str, op: &str| {
+        metric(
+            text,
+            &format!("abridge_store_timeouts_total{{op=\"{op}\"}}"),
+        )
+    };
+    let before = metrics_text(&proxy).await;
+    let compacted = logs.iter().map(|l| l.compacted).sum::<usize>();
+    let start = Instant::now();
+    let mut slowest = Duration::ZERO;
+    while logs.iter().map(|l| l.compacted).sum::<usize>() < compacted + 2 {
+        for k in 0..agents.len() {
+            let t = Instant::now();
+            logs[k].note(&agents[k].step(&proxy, &headers(k)).await);
+            slowest = slowest.max(t.elapsed());
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no compaction while locked"
+        );
+    }
+    let during = metrics_text(&proxy).await;
+    tokio::task::spawn_blocking(move || held.release().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        timeouts(&during, "write") > timeouts(&before, "write"),
+        "the saves waited on the lock"
+    );
+    assert_eq!(
+        timeouts(&during, "read"),
+        timeouts(&before, "read"),
+        "no read waited on the stuck save"
+    );
+    assert!(
+        slowest < Duration::from_secs(1),
+        "slowest request {slowest:?}"
+    );
+    // Stopping flushes what was queued: every compaction's snapshot is stored.
+    let _ = stop.send(());
+    done.await.unwrap();
+    let check = PgStore::connect(&pg.url).await.unwrap();
+    let snapshots = tokio::task::spawn_blocking(move || check.list(usize::MAX).map(|l| l.len()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(snapshots, logs.iter().map(|l| l.compacted).sum::<usize>());
 }
