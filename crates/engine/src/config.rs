@@ -3,6 +3,7 @@
 //! Every field has a default; an empty file is a valid config. See
 //! `abridge.example.toml` at the repository root for all keys.
 
+use crate::trigger::TriggerConfig;
 use std::collections::BTreeMap;
 
 use abridge_model::Family;
@@ -116,34 +117,6 @@ impl SummarizerSpec {
     /// `kind:model`, as reports name it.
     pub fn name(&self) -> String {
         format!("{}:{}", self.kind, self.model)
-    }
-}
-
-/// When a turn triggers compaction; any condition that is set fires it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TriggerConfig {
-    /// Every this many iterations since the last compaction.
-    pub every_iterations: Option<usize>,
-    /// History tokens above this.
-    pub max_tokens: Option<u64>,
-    /// History tokens above this fraction of the model's window…
-    pub window_fraction: Option<f64>,
-    /// …capped at this many tokens (a 1M-token model triggers like a 200k one).
-    pub window_cap: u64,
-    /// Provider-reported prompt tokens of the last response above this.
-    pub usage_tokens: Option<u64>,
-}
-
-impl Default for TriggerConfig {
-    fn default() -> Self {
-        TriggerConfig {
-            every_iterations: None,
-            max_tokens: None,
-            window_fraction: Some(0.65),
-            window_cap: 200_000,
-            usage_tokens: None,
-        }
     }
 }
 
@@ -364,16 +337,7 @@ impl Config {
                     .into(),
             );
         }
-        if let Some(f) = self.trigger.window_fraction
-            && !(f > 0.0 && f <= 1.0)
-        {
-            return bad(format!(
-                "trigger.window_fraction must be in (0, 1], got {f}"
-            ));
-        }
-        if self.trigger.every_iterations == Some(0) {
-            return bad("trigger.every_iterations must be at least 1".into());
-        }
+        self.trigger.check().map_err(Error::Config)?;
         for (i, s) in self.summarizers.iter().enumerate() {
             if s.model.trim().is_empty() {
                 return bad(format!("summarizers[{i}].model must not be empty"));

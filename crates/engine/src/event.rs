@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyKind;
 use crate::ladder::Degradation;
-use crate::report::Reason;
+use crate::trigger::Reason;
 
 /// Something the engine observed or did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -62,6 +62,7 @@ mod snapshot;
 mod summarize_step;
 pub mod synth;
 mod thread;
+mod trigger;
 
 pub use abridge_model as model;
 pub use abridge_summarize as summarize;
@@ -71,7 +72,7 @@ pub use carryover::{Carryover, PrefixKey};
 pub use compactor::Compactor;
 pub use config::{
     BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, StoreConfig,
-    SummarizerSpec, SummaryConfig, TriggerConfig,
+    SummarizerSpec, SummaryConfig,
 };
 pub use engine::Engine;
 pub use error::{Error, Result};
@@ -79,6 +80,7 @@ pub use event::{Event, PolicyRun};
 pub use history::{History, TurnReport};
 pub use ladder::{Degradation, Rung};
 pub use limits::Limits;
-pub use report::{Attempt, AttemptOutcome, Outcome, Reason, Report};
+pub use report::{Attempt, AttemptOutcome, Outcome, Report};
 pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 pub use thread::{Input, KeptBriefing, Thread, ThreadState};
+pub use trigger::{Reason, TriggerConfig};

@@ -4,7 +4,7 @@ use abridge_tokens::{Calibrated, Counted, Price, Registry, Reported, TokenizerKi
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::report::Reason;
+use crate::trigger::Reason;
 
 /// The numbers the compactor works with, in the provider's units (the
 /// thread converts them to abridge's count through its calibration).
@@ -78,34 +78,6 @@ impl Limits {
             kept_budget: Calibrated(kept_budget),
             clear_at_least: Counted(b.clear_at_least),
         }
-    }
-
-    /// The trigger that fires for this turn, if any.
-    pub fn fired(
-        &self,
-        tokens: Calibrated,
-        iterations: usize,
-        compacted_at: usize,
-        usage: Option<Reported>,
-    ) -> Option<Reason> {
-        if self.trigger_tokens.is_some_and(|t| tokens > t) {
-            return Some(if self.trigger_from_window {
-                Reason::Window
-            } else {
-                Reason::Tokens
-            });
-        }
-        if let (Some(limit), Some(u)) = (self.usage_tokens, usage)
-            && u > limit
-        {
-            return Some(Reason::Usage);
-        }
-        if let Some(k) = self.every_iterations
-            && iterations >= compacted_at + k
-        {
-            return Some(Reason::Cadence);
-        }
-        None
     }
 
     /// The target for a compaction of this reason (the thread converts it

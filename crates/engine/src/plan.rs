@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::policy::{Policy, Step};
-use crate::report::Reason;
+use crate::trigger::Reason;
 
 /// One compaction to run.
 #[derive(Debug, Clone, PartialEq)]

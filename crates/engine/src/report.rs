@@ -13,41 +13,7 @@ use crate::calibration::Calibration;
 use crate::event::{Event, PolicyRun};
 use crate::ladder::Degradation;
 use crate::snapshot::SnapshotId;
-
-/// Why a compaction ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    /// Asked for directly ([`Compactor::compact`](crate::Compactor::compact)).
-    Forced,
-    /// History tokens above `trigger.max_tokens`.
-    Tokens,
-    /// History tokens above the window fraction.
-    Window,
-    /// Provider-reported usage above `trigger.usage_tokens`.
-    Usage,
-    /// `trigger.every_iterations` iterations since the last compaction.
-    Cadence,
-}
-
-impl Reason {
-    /// Lower-case name, as serialized.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Forced => "forced",
-            Reason::Tokens => "tokens",
-            Reason::Window => "window",
-            Reason::Usage => "usage",
-            Reason::Cadence => "cadence",
-        }
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::trigger::Reason;
 
 /// One summarizer attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -45,8 +45,9 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::Event;
 use crate::plan::Plan;
-use crate::report::{Outcome, Reason, Report};
+use crate::report::{Outcome, Report};
 use crate::rewrite::Rewriter;
+use crate::trigger::{Reason, TurnFacts};
 
 /// What a turn is given: a history, how it relates to the last turn's, and
 /// what to do with it.
@@ -457,12 +458,13 @@ impl Thread {
         let calibration = self.state.calibration;
         let plan = match action {
             Action::Evaluate => {
-                let fired = engine.limits.fired(
-                    calibration.apply(eval.tokens),
-                    eval.iterations,
-                    self.state.compacted_at,
+                let facts = TurnFacts {
+                    tokens: calibration.apply(eval.tokens),
+                    iterations: eval.iterations,
+                    compacted_at: self.state.compacted_at,
                     usage,
-                );
+                };
+                let fired = engine.config.trigger.fired(&engine.limits, &facts);
                 return match fired {
                     Some(reason) => self.compact_for(engine, conv, reason, eval),
                     None => Ok(unchanged(conv, None, eval)),
