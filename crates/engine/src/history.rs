@@ -2,7 +2,7 @@
 //! turn costs the new messages rather than the whole history.
 
 use std::borrow::Cow;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use abridge_model::{Conversation, Format, Message, continues_turn};
 use abridge_tokens::{Counted, Reported};
@@ -110,7 +110,6 @@ impl History {
     /// trigger fires. Without a compaction this costs the messages pushed
     /// since the last turn.
     pub fn turn(&mut self, usage: Option<Reported>) -> Result<TurnReport> {
-        let start = Instant::now();
         if let Some(u) = usage {
             self.compactor.thread_mut().reported(u);
         }
@@ -124,6 +123,7 @@ impl History {
             }
         };
         let report = outcome.report;
+        let duration = Duration::from_micros(report.duration_us);
         if let Cow::Owned(conv) = outcome.conversation {
             self.tokens = self.compactor.message_tokens(&conv.messages);
             self.total = self.tokens.iter().copied().sum::<Counted>() + self.tools;
@@ -133,7 +133,7 @@ impl History {
         Ok(TurnReport {
             tokens: self.total,
             report: report.reason.is_some().then_some(report),
-            duration: start.elapsed(),
+            duration,
         })
     }
 }

@@ -119,9 +119,10 @@ impl<'a> Input<'a> {
     }
 
     /// The caller knows the first `unchanged` messages are the last turn's
-    /// whole history (it compared the bytes, or only appended): nothing
-    /// before them is hashed or counted again, so the turn costs what the
-    /// added messages cost. Ignored when it does not match the last turn.
+    /// whole history, in the same envelope (it compared the bytes, or only
+    /// appended messages): nothing before them, nor the tool declarations,
+    /// is hashed or counted again, so the turn costs what the added
+    /// messages cost. Ignored when it does not match the last turn.
     pub fn extending(mut self, unchanged: usize) -> Self {
         self.extending = Some(unchanged);
         self
@@ -230,6 +231,8 @@ struct Seen {
     len: usize,
     tokens: Counted,
     iterations: usize,
+    /// Tokens of the tool declarations.
+    tools: Counted,
 }
 
 /// An evaluation under way: the history's tokens and iterations, the events
@@ -376,7 +379,10 @@ impl Thread {
                 (None, tokens, iterations(&history.messages).len())
             }
         };
-        let tools = self.tool_tokens(history);
+        let tools = match seen {
+            Some(s) => s.tools,
+            None => self.tool_tokens(history),
+        };
         let calibration = self.state.calibration;
         let eval_of = |tokens| Eval {
             tokens,
@@ -430,6 +436,7 @@ impl Thread {
             },
             tokens: sent_tokens,
             iterations: sent_its,
+            tools,
         });
         Ok(Outcome {
             conversation: out,
