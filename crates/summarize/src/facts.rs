@@ -112,7 +112,7 @@ pub struct Facts {
     pub decisions: Vec<String>,
     /// The last thing the assistant said before the boundary.
     pub last_state: Option<String>,
-    /// Output of the commands the task named (see [`task_details`](crate::task_details)).
+    /// Output of the commands the task named (see `task_details`).
     pub details: Vec<crate::spec::Detail>,
 }
 

@@ -20,7 +20,7 @@ use crate::tools::{ToolKind, classify};
 pub struct Detail {
     /// The command, as the agent ran it.
     pub command: String,
-    /// What it printed (clipped to [`DETAIL_CHARS`]).
+    /// What it printed (clipped to `DETAIL_CHARS`).
     pub output: String,
 }
 

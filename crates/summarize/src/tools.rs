@@ -66,7 +66,7 @@ const BODY_CHARS: usize = 400;
 
 /// A call's string arguments, sorted into those that refer to things (a
 /// path, a command, a pattern, an id) and the bodies the agent typed: what
-/// it writes into a file or edits, and any argument of [`BODY_CHARS`] or
+/// it writes into a file or edits, and any argument of `BODY_CHARS` or
 /// more. Names in bodies are the language's as much as the task's.
 pub fn split_arguments<'a>(name: &str, args: &'a Value) -> (Vec<&'a str>, Vec<&'a str>) {
     let path = match classify(name, args) {

@@ -18,7 +18,7 @@ use crate::facts::Facts;
 mod content;
 use content::sections;
 
-/// A briefing sheet as data: what [`render`] wrote, before its paths were
+/// A briefing sheet as data: what the offline summarizer rendered, before its paths were
 /// shortened for display.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Sheet {
@@ -74,7 +74,7 @@ impl SheetItem {
 
 /// What a section holds. The kind, not its heading, identifies a section:
 /// headings are presentation, and a heading renamed later still parses back
-/// through [`SectionKind::legacy_titles`], so briefings already stored as
+/// through its legacy titles, so briefings already stored as
 /// text keep merging.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
