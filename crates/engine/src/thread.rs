@@ -235,6 +235,19 @@ struct Seen {
     tools: Counted,
 }
 
+/// What a turn measured of its input (see [`Thread::measure`]).
+struct Measured {
+    /// The compaction carried over, taken out while the turn runs.
+    carry: Option<Carryover>,
+    /// The history as it goes out, when a carried prefix applies.
+    view: Option<Conversation>,
+    /// Tokens of its messages.
+    tokens: Counted,
+    iterations: usize,
+    /// Tokens of its tool declarations.
+    tools: Counted,
+}
+
 /// An evaluation under way: the history's tokens and iterations, the events
 /// so far, and when it started.
 pub(crate) struct Eval {
@@ -343,6 +356,51 @@ impl Thread {
     /// log if it still applies (the cached prefix stays), or the history.
     pub fn turn<'a>(&mut self, engine: &Engine, input: Input<'a>) -> Result<Outcome<'a>> {
         let start = Instant::now();
+        let m = self.measure(&input);
+        let eval = Eval {
+            tokens: m.tokens + m.tools,
+            calibration: self.state.calibration,
+            iterations: m.iterations,
+            events: Vec::new(),
+            start,
+        };
+        let conv = m.view.as_ref().unwrap_or(input.history);
+        match self.act(engine, conv, input.action, eval) {
+            Ok(outcome) => {
+                let report = outcome.report;
+                let rewritten = match outcome.conversation {
+                    Cow::Owned(c) => Some(c),
+                    Cow::Borrowed(_) => None,
+                };
+                // What goes out: the rewrite, else the carried prefix
+                // applied, else the caller's history, borrowed.
+                let conversation = match (rewritten, m.view) {
+                    (Some(c), _) => Cow::Owned(c),
+                    (None, Some(v)) => Cow::Owned(v),
+                    (None, None) => Cow::Borrowed(input.history),
+                };
+                let outcome = Outcome {
+                    conversation,
+                    report,
+                };
+                self.remember(&input, &outcome, m.carry, m.iterations, m.tools);
+                Ok(outcome)
+            }
+            Err(e) => {
+                if input.action == Action::Evaluate {
+                    // The history goes as it is.
+                    self.state.last_sent = Some(m.tokens + m.tools);
+                }
+                self.state.carryover = m.carry;
+                Err(e)
+            }
+        }
+    }
+
+    /// What the input adds to what the thread knows: the history as it goes
+    /// out (a carried prefix applied), its tokens and iterations, counting
+    /// only what the last turn did not.
+    fn measure(&mut self, input: &Input<'_>) -> Measured {
         let history = input.history;
         let seen = self
             .last
@@ -356,92 +414,71 @@ impl Thread {
                 .filter(|c| seen.is_some() || c.applies_to(history)),
             false => None,
         };
-        let (view, tokens, its) = match (&carry, seen) {
+        let (view, tokens, iterations) = match (&carry, seen) {
             (carry, Some(seen)) => {
                 let added = &history.messages[seen.len..];
-                let tokens = seen.tokens + self.sum_of(added);
                 let view = carry.as_ref().map(|c| c.apply_unchecked(history));
-                (
-                    view,
-                    tokens,
-                    seen.iterations + opened(seen.iterations, added),
-                )
+                let its = seen.iterations + opened(seen.iterations, added);
+                (view, seen.tokens + self.sum_of(added), its)
             }
             (Some(c), None) => {
                 let added = &history.messages[c.source().len..];
-                let tokens = c.tokens() + self.sum_of(added);
                 let view = c.apply_unchecked(history);
                 let its = iterations(&view.messages).len();
-                (Some(view), tokens, its)
+                (Some(view), c.tokens() + self.sum_of(added), its)
             }
             (None, None) => {
-                let tokens = self.sum_of(&history.messages);
-                (None, tokens, iterations(&history.messages).len())
+                let its = iterations(&history.messages).len();
+                (None, self.sum_of(&history.messages), its)
             }
         };
         let tools = match seen {
             Some(s) => s.tools,
             None => self.tool_tokens(history),
         };
-        let calibration = self.state.calibration;
-        let eval_of = |tokens| Eval {
+        Measured {
+            carry,
+            view,
             tokens,
-            calibration,
-            iterations: its,
-            events: Vec::new(),
-            start,
-        };
-        let conv = view.as_ref().unwrap_or(history);
-        let result = self.act(engine, conv, input.action, eval_of(tokens + tools));
-        let outcome = match result {
-            Ok(o) => o,
-            Err(e) => {
-                if input.action == Action::Evaluate {
-                    // The history goes as it is.
-                    self.state.last_sent = Some(tokens + tools);
-                }
-                self.state.carryover = carry;
-                return Err(e);
-            }
-        };
-        self.state.last_sent = Some(outcome.report.tokens_after);
-        let compacted = outcome.report.compacted;
-        let sent_its = match compacted {
-            true => iterations(&outcome.conversation.messages).len(),
-            false => its,
-        };
-        let sent_tokens = outcome.report.tokens_after.saturating_sub(tools);
-        let report = outcome.report;
-        let out = match outcome.conversation {
-            Cow::Owned(c) => Some(c),
-            Cow::Borrowed(_) => None,
-        };
-        let out: Cow<'a, Conversation> = match (out, view) {
-            (Some(c), _) => Cow::Owned(c),
-            (None, Some(v)) => Cow::Owned(v),
-            (None, None) => Cow::Borrowed(history),
-        };
-        self.state.carryover = match (input.resent, compacted) {
+            iterations,
+            tools,
+        }
+    }
+
+    /// Remembers what a turn sent: for the next usage report, the next
+    /// turn that extends it, and (a resent log's compaction) the carryover.
+    fn remember(
+        &mut self,
+        input: &Input<'_>,
+        outcome: &Outcome<'_>,
+        carry: Option<Carryover>,
+        its: usize,
+        tools: Counted,
+    ) {
+        let report = &outcome.report;
+        let sent = &outcome.conversation.messages;
+        let tokens = report.tokens_after.saturating_sub(tools);
+        self.state.last_sent = Some(report.tokens_after);
+        self.state.carryover = match (input.resent, report.compacted) {
             (true, true) => Some(Carryover::new(
-                &history.messages,
-                out.messages.clone(),
-                sent_tokens,
+                &input.history.messages,
+                sent.clone(),
+                tokens,
             )),
             _ => carry,
         };
         self.last = Some(Seen {
             len: match input.resent {
-                true => history.messages.len(),
-                false => out.messages.len(),
+                true => input.history.messages.len(),
+                false => sent.len(),
             },
-            tokens: sent_tokens,
-            iterations: sent_its,
+            tokens,
+            iterations: match report.compacted {
+                true => iterations(sent).len(),
+                false => its,
+            },
             tools,
         });
-        Ok(Outcome {
-            conversation: out,
-            report,
-        })
     }
 
     /// Does what the input asks with the history as it goes out (a carried
