@@ -178,22 +178,13 @@ impl ThreadState {
     /// Reads a stored state: this release's JSON, or the bare calibration
     /// that stores wrote before threads were persisted whole.
     pub fn from_json(json: &str) -> serde_json::Result<ThreadState> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Stored {
-            State(ThreadState),
-            Calibration(Calibration),
+        let state: ThreadState = serde_json::from_str(json)?;
+        if state.format > 0 {
+            return Ok(state);
         }
-        Ok(match serde_json::from_str(json)? {
-            Stored::State(s) if s.format > 0 => s,
-            Stored::State(_) => serde_json::from_str::<Calibration>(json).map(|c| ThreadState {
-                calibration: c,
-                ..ThreadState::default()
-            })?,
-            Stored::Calibration(c) => ThreadState {
-                calibration: c,
-                ..ThreadState::default()
-            },
+        Ok(ThreadState {
+            calibration: serde_json::from_str(json)?,
+            ..ThreadState::default()
         })
     }
 

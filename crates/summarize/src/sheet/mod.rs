@@ -334,7 +334,7 @@ pub(crate) fn render(
     let root = Root::of(&sections);
     fit(&mut sections, &root, budget, kind);
     let mut out = String::new();
-    if let Some(dir) = &root.0 {
+    if let Some(dir) = root.0.as_deref().map(|p| p.trim_end_matches('/')) {
         out.push_str(&format!("{ROOT_NOTE}`{dir}`.\n\n"));
     }
     for s in &sections {
@@ -361,6 +361,7 @@ pub(crate) const FOCUS_NOTE: &str = "Focus requested by the agent: ";
 /// The directory that most of the sheet's absolute paths share, named once
 /// at the top: paths under it are shown relative to it, the same facts in
 /// fewer tokens. The sheet's data keeps them absolute.
+/// Holds the directory with its trailing `/`, as paths are shown under it.
 struct Root(Option<String>);
 
 impl Root {
@@ -387,18 +388,14 @@ impl Root {
             .filter(|(_, n)| *n >= 3);
         // Name the root's parent, so every relative path keeps its last two
         // components (`app/mix.exs`, not a bare `mix.exs`).
-        Root(best.and_then(|(root, _)| Some(root.rsplit_once('/')?.0.to_owned())))
+        Root(best.and_then(|(root, _)| Some(format!("{}/", root.rsplit_once('/')?.0))))
     }
 
     /// An item's text as shown: paths under the root relative to it.
     fn show<'t>(&self, kind: Kind, text: &'t str) -> std::borrow::Cow<'t, str> {
         match &self.0 {
-            Some(dir) if kind.holds_paths() => {
-                let prefix = format!("{dir}/");
-                match text.contains(&prefix) {
-                    true => text.replace(&prefix, "").into(),
-                    false => text.into(),
-                }
+            Some(prefix) if kind.holds_paths() && text.contains(prefix.as_str()) => {
+                text.replace(prefix.as_str(), "").into()
             }
             _ => text.into(),
         }
@@ -606,7 +603,7 @@ mod tests {
         };
         let mut text = String::new();
         let root = Root::of(&first.sections);
-        assert_eq!(root.0.as_deref(), Some("/home/u/proj"));
+        assert_eq!(root.0.as_deref(), Some("/home/u/proj/"));
         first.sections[0].render(&root, &mut text);
         assert!(text.contains("- read · app/a.rs"), "{text}");
         let mut next = vec![Section::new(Kind::Files, vec![file("edited", paths[0])])];
