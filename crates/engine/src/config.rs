@@ -37,6 +37,9 @@ pub struct Config {
     pub summarizers: Vec<SummarizerSpec>,
     /// How long and how much the snapshot store keeps (`[store]`).
     pub store: StoreConfig,
+    /// Handles on what is replaced, the briefing's index and the recall
+    /// tool (`[recall]`).
+    pub recall: RecallConfig,
     /// Extra or overriding model registry entries, by name prefix.
     pub models: BTreeMap<String, ModelInfo>,
 }
@@ -276,6 +279,73 @@ impl Default for SummaryConfig {
     }
 }
 
+/// Recall of replaced content (`[recall]`): every placeholder and briefing
+/// names its original by a handle, the briefing lists what it replaced,
+/// and the model gets an original back with the recall tool. Originals are
+/// kept where snapshots are (and go with them under `[store]` retention),
+/// and in memory up to `memory_megabytes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecallConfig {
+    /// Handles, index and tool (`false`: placeholders as before, no tool).
+    pub enabled: bool,
+    /// The tool's name.
+    pub tool: String,
+    /// Characters of text per page of a recalled original.
+    pub page_chars: usize,
+    /// Most megabytes of originals kept in memory (per engine, or shared
+    /// by a proxy's engines).
+    pub memory_megabytes: u64,
+    /// Largest share of a briefing's tokens its index may take.
+    pub index_share: f64,
+    /// Most recall rounds a proxy answers within one client request before
+    /// it gives the model's response to the client as it is.
+    pub max_rounds: usize,
+}
+
+impl Default for RecallConfig {
+    fn default() -> Self {
+        RecallConfig {
+            enabled: true,
+            tool: "abridge_recall".to_owned(),
+            page_chars: 24_000,
+            memory_megabytes: 64,
+            index_share: 0.15,
+            max_rounds: 3,
+        }
+    }
+}
+
+impl RecallConfig {
+    fn check(&self) -> std::result::Result<(), String> {
+        let name_ok = !self.tool.is_empty()
+            && self.tool.len() <= 64
+            && self
+                .tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            return Err(format!(
+                "recall.tool must be 1 to 64 of [A-Za-z0-9_-] (what every API accepts as a tool name), got {:?}",
+                self.tool
+            ));
+        }
+        if self.page_chars < 1_000 {
+            return Err(format!(
+                "recall.page_chars must be at least 1000, got {}",
+                self.page_chars
+            ));
+        }
+        if !(self.index_share > 0.0 && self.index_share < 1.0) {
+            return Err(format!(
+                "recall.index_share must be in (0, 1), got {}",
+                self.index_share
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Messages that are never clipped, collapsed or dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -338,6 +408,7 @@ impl Config {
             );
         }
         self.trigger.check().map_err(Error::Config)?;
+        self.recall.check().map_err(Error::Config)?;
         for (i, s) in self.summarizers.iter().enumerate() {
             if s.model.trim().is_empty() {
                 return bad(format!("summarizers[{i}].model must not be empty"));

@@ -12,6 +12,9 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::event::Event;
 use crate::limits::Limits;
+use crate::recall::{
+    Answer, Found, Handle, Original, OriginalCache, RecallInput, RecallTool, answer,
+};
 use crate::snapshot::SnapshotSink;
 
 type Sink = Arc<Mutex<dyn FnMut(&Event) + Send>>;
@@ -27,6 +30,7 @@ pub struct Engine {
     pub(crate) summarizers: Vec<Arc<dyn Summarizer>>,
     store: Option<Arc<Mutex<Box<dyn SnapshotSink>>>>,
     sinks: Vec<Sink>,
+    originals: Arc<OriginalCache>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -38,6 +42,7 @@ impl std::fmt::Debug for Engine {
             .field("summarizers", &names)
             .field("store", &self.store.is_some())
             .field("sinks", &self.sinks.len())
+            .field("originals", &self.originals.size())
             .finish()
     }
 }
@@ -52,6 +57,9 @@ impl Engine {
     pub fn with_registry(config: Config, mut registry: Registry) -> Result<Self> {
         config.check()?;
         registry.extend(config.models.clone());
+        let originals = Arc::new(OriginalCache::new(
+            (config.recall.memory_megabytes as usize).saturating_mul(1_000_000),
+        ));
         let mut engine = Engine {
             limits: Limits::new(&config, &registry),
             facts: config.facts(),
@@ -59,6 +67,7 @@ impl Engine {
             summarizers: Vec::new(),
             store: None,
             sinks: Vec::new(),
+            originals,
         };
         engine.set_summarizers(Vec::new());
         Ok(engine)
@@ -81,6 +90,78 @@ impl Engine {
     /// still returns its result and the caller's history is untouched.
     pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
         self.store = Some(Arc::new(Mutex::new(store)));
+    }
+
+    /// Shares `cache` for the originals this engine keeps and recalls (the
+    /// engines of one proxy answer for each other).
+    pub fn share_originals(&mut self, cache: Arc<OriginalCache>) {
+        self.originals = cache;
+    }
+
+    /// The recall tool's declaration, when `[recall]` is on.
+    pub fn recall_tool(&self) -> Option<RecallTool> {
+        let r = &self.config.recall;
+        r.enabled.then(|| RecallTool::new(&r.tool))
+    }
+
+    /// The original a handle names: from memory, else from the store.
+    pub fn original(&self, handle: &Handle) -> Option<Arc<Original>> {
+        if let Some(o) = self.originals.get(handle) {
+            return Some(o);
+        }
+        let stored = self
+            .with_store(|s| s.recall(handle))
+            .and_then(|r| match r {
+                Ok(o) => o,
+                Err(e) => {
+                    self.emit(&Event::RecallFailed {
+                        handle: handle.clone(),
+                        error: e.to_string(),
+                    });
+                    None
+                }
+            })?;
+        self.originals.put(stored.clone());
+        Some(Arc::new(stored))
+    }
+
+    /// Answers one call of the recall tool, given its arguments.
+    pub fn recall(&self, arguments: &serde_json::Value) -> Answer {
+        let r = &self.config.recall;
+        let a = answer(
+            &r.tool,
+            RecallInput::parse(arguments),
+            |h| self.original(h),
+            r.page_chars,
+        );
+        self.emit(&Event::Recalled {
+            handle: a.handle.clone(),
+            found: !a.is_error,
+            bytes: a.bytes,
+            page: a.page,
+            pages: a.pages,
+        });
+        a
+    }
+
+    /// Keeps a compaction's originals in memory, each once; returns them
+    /// for the store.
+    pub(crate) fn keep_originals(&self, mut originals: Vec<Original>) -> Vec<Original> {
+        let mut seen = std::collections::HashSet::new();
+        originals.retain(|o| seen.insert(o.handle.clone()));
+        for o in &originals {
+            self.originals.put(o.clone());
+        }
+        originals
+    }
+
+    /// Where the clipping policies keep what they replace, when recall is on.
+    pub(crate) fn found<'a>(&'a self, originals: &'a mut Vec<Original>) -> Option<Found<'a>> {
+        let r = &self.config.recall;
+        r.enabled.then_some(Found {
+            tool: &r.tool,
+            originals,
+        })
     }
 
     /// Calls `f` with every event from now on.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyKind;
 use crate::ladder::Degradation;
+use crate::recall::Handle;
 use crate::trigger::Reason;
 
 /// Something the engine observed or did.
@@ -71,6 +72,27 @@ pub enum Event {
     /// The pre-compaction snapshot could not be stored; the compaction
     /// result stands and the caller still holds the original history.
     SnapshotFailed {
+        /// The store's error.
+        error: String,
+    },
+    /// The model called the recall tool.
+    Recalled {
+        /// The handle asked for, when the call named one.
+        handle: Option<Handle>,
+        /// Whether an original was given back.
+        found: bool,
+        /// Bytes of original content given back.
+        bytes: usize,
+        /// The page given (0 when none) of how many.
+        page: usize,
+        /// Pages of the original.
+        pages: usize,
+    },
+    /// The store could not be read for an original (it is then answered as
+    /// unknown).
+    RecallFailed {
+        /// The handle.
+        handle: Handle,
         /// The store's error.
         error: String,
     },

@@ -29,8 +29,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyConfig;
 use crate::event::Event;
-use crate::placeholder::TOOL_RESULT;
+use crate::placeholder::{result, with_handle};
 use crate::policy::{self, Policy};
+use crate::recall::{Handle, Original};
 use crate::rewrite::{Rewriter, Work};
 
 /// One rung of the ladder taken by a compaction.
@@ -114,7 +115,8 @@ impl Rewriter<'_> {
         };
         let mut items = 0;
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
-            items += policy::apply(p, &mut work.messages, region.clone(), &forced);
+            let found = self.engine.found(&mut work.originals);
+            items += policy::apply(p, &mut work.messages, region.clone(), &forced, found);
         }
         if items > 0 {
             work.total = self.total_of(&work.messages, work.tools);
@@ -177,10 +179,21 @@ impl Rewriter<'_> {
                     return changed;
                 }
                 let tokens = self.counter.count_text(&text) as u64;
+                let handle = self.engine.config.recall.enabled.then(|| {
+                    let call = work.messages[..i]
+                        .iter()
+                        .rev()
+                        .flat_map(Message::tool_calls)
+                        .find(|c| c.id == r.call_id);
+                    let o = Original::tool_result(r, call);
+                    let h = o.handle.clone();
+                    work.originals.push(o);
+                    h
+                });
                 let Part::ToolResult(r) = &mut work.messages[i].parts[j] else {
                     continue;
                 };
-                cut_to_fit(r, &text, tokens, over);
+                cut_to_fit(r, &text, tokens, over, handle.as_ref());
                 changed += 1;
                 work.total = self.total_of(&work.messages, work.tools);
             }
@@ -217,19 +230,20 @@ fn can_cut(r: &ToolResult, text: &str) -> bool {
 /// Cuts one result, whose `text` is `tokens` long, so that it loses about
 /// `excess` of them: its beginning and end are kept under a note of what
 /// was cut; when too little would be left, it becomes the placeholder.
-fn cut_to_fit(r: &mut ToolResult, text: &str, tokens: u64, excess: u64) {
+fn cut_to_fit(r: &mut ToolResult, text: &str, tokens: u64, excess: u64, handle: Option<&Handle>) {
     // Characters per token of this text; a margin so one cut is enough.
     let per_token = text.len() as f64 / tokens.max(1) as f64;
     let drop_chars = ((excess as f64 + 64.0) * per_token.max(1.0)) as usize;
     let keep = text.len().saturating_sub(drop_chars);
     let replacement = if keep < MIN_CUT_CHARS {
-        TOOL_RESULT.to_owned()
+        result(handle)
     } else {
         let kept = abridge_model::text::clip(text, keep, keep / 2);
-        format!(
-            "{CUT_NOTE}: its first and last {keep} of {} characters]\n{kept}",
-            text.len()
-        )
+        let note = with_handle(
+            &format!("its first and last {keep} of {} characters", text.len()),
+            handle,
+        );
+        format!("{CUT_NOTE}: {note}]\n{kept}")
     };
     r.parts = vec![Part::text(replacement)];
     if matches!(r.form, ContentForm::Absent | ContentForm::Null) {

@@ -56,6 +56,7 @@ mod limits;
 pub mod placeholder;
 mod plan;
 mod policy;
+pub mod recall;
 mod report;
 mod rewrite;
 mod snapshot;
@@ -71,8 +72,8 @@ pub use calibration::Calibration;
 pub use carryover::{Carryover, PrefixKey};
 pub use compactor::Compactor;
 pub use config::{
-    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, StoreConfig,
-    SummarizerSpec, SummaryConfig,
+    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, RecallConfig,
+    StoreConfig, SummarizerSpec, SummaryConfig,
 };
 pub use engine::Engine;
 pub use error::{Error, Result};

@@ -5,14 +5,16 @@
 //! provider's prompt cache, and they are recognised again so that compaction
 //! is idempotent and chains (a later drop adds to the earlier count).
 
-/// Body left inside a clipped `<EXTERNAL-CONTENT …>` block.
-pub const EXTERNAL_BODY: &str = "> [clipped for brevity]";
+use crate::recall::Handle;
 
-/// Text that replaces an old image.
-pub const IMAGE: &str = "[image clipped for brevity]";
+/// What a clipped `<EXTERNAL-CONTENT …>` block's body says.
+const EXTERNAL_NOTE: &str = "clipped for brevity";
 
-/// Text that replaces an old tool result.
-pub const TOOL_RESULT: &str = "[tool result clipped for brevity]";
+/// What replaces an old image.
+const IMAGE_NOTE: &str = "image clipped for brevity";
+
+/// What replaces an old tool result.
+const RESULT_NOTE: &str = "tool result clipped for brevity";
 
 /// Marker inside the JSON that replaces old tool-call arguments.
 pub const ARGS_NOTE: &str = "arguments clipped for brevity";
@@ -21,19 +23,55 @@ pub const ARGS_NOTE: &str = "arguments clipped for brevity";
 pub const ARGS_KEY: &str = "_abridged";
 
 /// The arguments placeholder as JSON text (valid JSON, so every API accepts it).
-pub fn args_json() -> String {
-    format!("{{\"{ARGS_KEY}\":\"{ARGS_NOTE}\"}}")
+pub fn args_json(handle: Option<&Handle>) -> String {
+    let mut m = serde_json::Map::new();
+    m.insert(ARGS_KEY.into(), with_handle(ARGS_NOTE, handle).into());
+    serde_json::Value::Object(m).to_string()
+}
+
+/// `text; recall abr_…` when there is a handle, else `text`: how every
+/// placeholder names its original.
+pub fn with_handle(text: &str, handle: Option<&Handle>) -> String {
+    match handle {
+        Some(h) => format!("{text}; recall {h}"),
+        None => text.to_owned(),
+    }
+}
+
+/// `[text; recall abr_…]`.
+fn bracketed(text: &str, handle: Option<&Handle>) -> String {
+    format!("[{}]", with_handle(text, handle))
+}
+
+/// Placeholder for an old tool result.
+pub fn result(handle: Option<&Handle>) -> String {
+    bracketed(RESULT_NOTE, handle)
 }
 
 /// Placeholder for a failed tool result: keeps its first line.
-pub fn failed_result(first_line: &str) -> String {
+pub fn failed_result(first_line: &str, handle: Option<&Handle>) -> String {
     let cut = abridge_model::text::clip(first_line.trim(), 300, 0);
-    format!("[tool result clipped for brevity; it failed: {cut}]")
+    bracketed(&format!("{RESULT_NOTE}; it failed: {cut}"), handle)
+}
+
+/// Placeholder for an old image.
+pub fn image(handle: Option<&Handle>) -> String {
+    bracketed(IMAGE_NOTE, handle)
+}
+
+/// Body left inside a clipped wrapped block.
+pub fn external_body(handle: Option<&Handle>) -> String {
+    format!("> {}", bracketed(EXTERNAL_NOTE, handle))
+}
+
+/// True for a body [`external_body`] wrote.
+pub fn is_external_body(body: &str) -> bool {
+    body.trim().starts_with(&format!("> [{EXTERNAL_NOTE}"))
 }
 
 /// True for any tool-result placeholder.
 pub fn is_result_placeholder(text: &str) -> bool {
-    text.starts_with("[tool result clipped for brevity")
+    text.starts_with(&format!("[{RESULT_NOTE}"))
 }
 
 /// `[N earlier iterations omitted]`.

@@ -17,6 +17,7 @@ use crate::event::{Event, PolicyRun};
 use crate::ladder::Degradation;
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
+use crate::recall::Original;
 use crate::report::{Attempt, Outcome, Report};
 use crate::snapshot::SnapshotData;
 use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
@@ -40,6 +41,8 @@ pub(crate) struct Work {
     sheet: Option<Sheet>,
     /// Rungs of the floor ladder taken.
     pub(crate) degraded: Vec<Degradation>,
+    /// What the placeholders and the briefing name by handle.
+    pub(crate) originals: Vec<Original>,
 }
 
 impl Work {
@@ -109,6 +112,7 @@ impl Rewriter<'_> {
             summarizer: None,
             sheet: None,
             degraded: Vec::new(),
+            originals: Vec::new(),
         }
     }
 
@@ -178,7 +182,14 @@ impl Rewriter<'_> {
         for step in 1..=STEPS {
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
-            let items = policy::apply(p, &mut work.messages, region, &self.engine.config.policies);
+            let found = self.engine.found(&mut work.originals);
+            let items = policy::apply(
+                p,
+                &mut work.messages,
+                region,
+                &self.engine.config.policies,
+                found,
+            );
             if items > 0 {
                 let now = self.tokens_of(work);
                 work.record(p.kind(), items, now);
@@ -209,6 +220,7 @@ impl Rewriter<'_> {
             work.record(PolicyKind::Summarize, b.replaced_iterations, now);
             work.summarizer = Some(b.summarizer);
             work.sheet = b.sheet;
+            work.originals.extend(b.originals);
         }
         work.total <= target
     }
@@ -326,6 +338,13 @@ impl Rewriter<'_> {
             facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
             kept: self.kept,
+            recall: self
+                .engine
+                .config
+                .recall
+                .enabled
+                .then_some(&self.engine.config.recall),
+            error_prefixes: &self.engine.config.policies.error_prefixes,
         };
         let summarizers = match only {
             Some(i) => &self.engine.summarizers[i..=i],
@@ -341,6 +360,7 @@ impl Rewriter<'_> {
         work: Work,
         mut eval: Eval,
     ) -> Result<Outcome<'a>> {
+        let originals = self.engine.keep_originals(work.originals);
         let after = Conversation {
             messages: work.messages,
             ..conv.clone_envelope()
@@ -383,7 +403,7 @@ impl Rewriter<'_> {
             calibration: eval.calibration,
             sheet: work.sheet,
         };
-        self.snapshot(conv, &after, &mut report);
+        self.snapshot(conv, &after, &originals, &mut report);
         Ok(Outcome {
             report,
             conversation: Cow::Owned(after),
@@ -391,7 +411,13 @@ impl Rewriter<'_> {
     }
 
     /// Records the snapshot; a failure becomes an event, not an error.
-    fn snapshot(&mut self, before: &Conversation, after: &Conversation, report: &mut Report) {
+    fn snapshot(
+        &mut self,
+        before: &Conversation,
+        after: &Conversation,
+        originals: &[Original],
+        report: &mut Report,
+    ) {
         let engine = self.engine;
         let recorded = engine.with_store(|store| {
             store.record(&SnapshotData {
@@ -400,6 +426,7 @@ impl Rewriter<'_> {
                 config: &engine.config,
                 report,
                 thread: self.name,
+                originals,
             })
         });
         match recorded {

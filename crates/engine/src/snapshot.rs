@@ -6,6 +6,7 @@ use abridge_model::Conversation;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::recall::{Handle, Original};
 use crate::report::Report;
 
 /// Everything about one compaction worth keeping.
@@ -22,6 +23,9 @@ pub struct SnapshotData<'a> {
     /// The conversation's name, when its [`Thread`](crate::Thread) has one
     /// (a proxy names each session's thread by the session's id).
     pub thread: Option<&'a str>,
+    /// What this compaction's placeholders and briefing name by handle
+    /// (each once), for the recall tool.
+    pub originals: &'a [Original],
 }
 
 /// Id of a stored snapshot.
@@ -59,4 +63,11 @@ impl SnapshotError {
 pub trait SnapshotSink: Send {
     /// Stores the snapshot and returns its id.
     fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError>;
+
+    /// The original a handle names, when this store keeps it (a store that
+    /// keeps none answers `None`).
+    fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
+        let _ = handle;
+        Ok(None)
+    }
 }

@@ -8,6 +8,11 @@
 //! in order; an attempt that fails or returns an unusable briefing (empty,
 //! too short, wrapper tags, not smaller than what it replaces, over budget)
 //! falls through to the next. Error text never becomes briefing text.
+//!
+//! With recall on, the briefing ends with the index of what it replaced
+//! (`recall::index`), which the engine writes whatever the summarizer:
+//! the summarizer sees an earlier briefing without its index, and the
+//! earlier index's lines are carried into the new one.
 
 use std::time::Instant;
 
@@ -18,6 +23,8 @@ use abridge_summarize::{
 };
 use abridge_tokens::TokenizerKind;
 
+use crate::config::RecallConfig;
+use crate::recall::{Original, index};
 use crate::report::{Attempt, AttemptOutcome};
 use crate::thread::KeptBriefing;
 
@@ -31,6 +38,8 @@ pub(crate) struct Briefed {
     pub(crate) instant: Option<usize>,
     /// The briefing as data, when its summarizer keeps any.
     pub(crate) sheet: Option<Sheet>,
+    /// What its index names.
+    pub(crate) originals: Vec<Original>,
 }
 
 /// What the step needs.
@@ -48,6 +57,9 @@ pub(crate) struct Inputs<'a> {
     /// The thread's last briefing as data: used when the earlier briefing
     /// in the head is that one.
     pub(crate) kept: Option<&'a KeptBriefing>,
+    /// `[recall]`, when it is on.
+    pub(crate) recall: Option<&'a RecallConfig>,
+    pub(crate) error_prefixes: &'a [String],
 }
 
 /// Shortest briefing accepted, in characters.
@@ -114,6 +126,7 @@ impl Region {
         text: &str,
         summarizer: String,
         sheet: Option<Sheet>,
+        originals: Vec<Original>,
     ) -> Briefed {
         let orig = inp.original;
         let tail = &inp.work[inp.work.len() - inp.tail_len..];
@@ -134,6 +147,7 @@ impl Region {
             replaced_iterations: self.replaced_iterations,
             instant: None,
             sheet,
+            originals,
         }
     }
 }
@@ -168,15 +182,40 @@ pub(crate) fn run(
         .filter(|(i, k)| fingerprint(&head[*i..=*i]) == k.fingerprint)
         .map(|(_, k)| &k.sheet);
     let task = task_text(head, &inp.facts.wrapper);
+    let (previous, previous_index) = previous_text
+        .as_deref()
+        .and_then(|t| unwrap(&inp.facts.wrapper, t))
+        .map_or((None, None), |t| {
+            let (text, index) = index::split(t);
+            (Some(text), index)
+        });
+    let recent = inp.recall.map(|_| {
+        let tail = &inp.work[inp.work.len() - inp.tail_len..];
+        let mut recent = task.clone();
+        for m in tail {
+            recent.push('\n');
+            recent.push_str(&m.text_content());
+            for c in m.tool_calls() {
+                recent.push('\n');
+                recent.push_str(&c.arguments.to_json_text());
+            }
+        }
+        recent
+    });
+    let indexing = Indexing {
+        previous: previous_index,
+        recent: recent.as_deref().unwrap_or(""),
+    };
     let req = Request {
         task: &task,
         region: &region.replaced,
-        previous: previous_text
-            .as_deref()
-            .and_then(|t| unwrap(&inp.facts.wrapper, t)),
+        previous,
         previous_sheet,
         tail: &inp.work[inp.work.len() - inp.tail_len..],
-        budget_tokens: inp.budget,
+        // The index's share is kept out of what the summarizer may fill.
+        budget_tokens: inp.recall.map_or(inp.budget, |r| {
+            (inp.budget as f64 * (1.0 - r.index_share)) as usize
+        }),
         tokenizer: inp.tokenizer,
         focus: inp.focus,
         facts: inp.facts,
@@ -187,13 +226,14 @@ pub(crate) fn run(
         let ms = start.elapsed().as_millis() as u64;
         let summarizer = s.name();
         match result {
-            Ok((text, verification, sheet)) => {
+            Ok((mut text, verification, sheet)) => {
+                let originals = with_index(&mut text, inp, &region, &indexing);
                 attempts.push(Attempt {
                     summarizer: summarizer.clone(),
                     ms,
                     outcome: AttemptOutcome::Used { verification },
                 });
-                let mut b = region.assemble(inp, &text, summarizer, sheet);
+                let mut b = region.assemble(inp, &text, summarizer, sheet, originals);
                 b.instant = s.is_instant().then_some(i);
                 return Some(b);
             }
@@ -205,6 +245,47 @@ pub(crate) fn run(
         }
     }
     None
+}
+
+/// What the index is built from besides the region.
+struct Indexing<'a> {
+    /// The earlier briefing's index.
+    previous: Option<&'a str>,
+    /// The task and the kept tail, where a mention ranks a line first.
+    recent: &'a str,
+}
+
+/// Appends the index of what the briefing replaced to `text`, when recall
+/// is on, in what is left of the budget and at most `index_share` of the
+/// whole; returns the originals it names.
+fn with_index(
+    text: &mut String,
+    inp: &Inputs<'_>,
+    region: &Region,
+    indexing: &Indexing<'_>,
+) -> Vec<Original> {
+    let Some(recall) = inp.recall else {
+        return Vec::new();
+    };
+    let tokens = inp.tokenizer.count(text);
+    let share = recall.index_share;
+    let budget = ((tokens as f64 * share / (1.0 - share)) as usize)
+        .min(inp.budget.saturating_sub(tokens))
+        .min(region.tokens.saturating_sub(tokens + 1));
+    let built = index::build(&index::IndexInputs {
+        replaced: &region.replaced,
+        previous: indexing.previous,
+        recent: indexing.recent,
+        tool: &recall.tool,
+        error_prefixes: inp.error_prefixes,
+        budget,
+        tokenizer: inp.tokenizer,
+    });
+    if !built.text.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(built.text.trim_end());
+    }
+    built.originals
 }
 
 /// One summarizer's briefing, checked; an LLM briefing is also verified

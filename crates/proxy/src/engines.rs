@@ -49,6 +49,9 @@ impl Engines {
         }
         let mut config = base.clone();
         config.model = model.clone();
+        // The proxy does not answer the recall tool yet: handles the model
+        // has no tool for would only cost tokens.
+        config.recall.enabled = false;
         let build = |summarizers| -> Result<Arc<Engine>, String> {
             let mut engine = Engine::new(config.clone()).map_err(|e| e.to_string())?;
             if let Some(summarizers) = summarizers {

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abridge::model::Conversation;
+use abridge::recall::{Handle, Original};
 use abridge::{Config, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
@@ -41,6 +42,7 @@ struct OwnedSnapshot {
     after: Conversation,
     config: Config,
     report: Report,
+    originals: Vec<Original>,
 }
 
 type Reply<T> = SyncSender<abridge_store::Result<T>>;
@@ -58,6 +60,7 @@ enum Job {
 enum Read {
     Version(String, Reply<Option<i64>>),
     Load(String, Reply<Option<SessionRecord>>),
+    Original(Handle, Reply<Option<Original>>),
 }
 
 impl Read {
@@ -68,6 +71,9 @@ impl Read {
             }
             Read::Load(id, reply) => {
                 let _ = reply.try_send(store.load_session(&id));
+            }
+            Read::Original(handle, reply) => {
+                let _ = reply.try_send(store.load_original(&handle));
             }
         }
     }
@@ -152,6 +158,14 @@ impl StoreWorker {
     /// A stored session; `None` when the store did not answer in time.
     pub(crate) fn load(&self, id: &str) -> Option<abridge_store::Result<Option<SessionRecord>>> {
         self.ask(|reply| Read::Load(id.to_owned(), reply))
+    }
+
+    /// A stored original; `None` when the store did not answer in time.
+    pub(crate) fn original(
+        &self,
+        handle: &Handle,
+    ) -> Option<abridge_store::Result<Option<Original>>> {
+        self.ask(|reply| Read::Original(handle.clone(), reply))
     }
 
     /// Saves a session, waiting at most [`WAIT`] for it to be written;
@@ -305,6 +319,7 @@ fn work(
                     config: &s.config,
                     report: &s.report,
                     thread: Some(&s.source),
+                    originals: &s.originals,
                 };
                 let _ = reply.try_send(store.record_snapshot(&s.source, &data));
             }
@@ -344,10 +359,19 @@ impl SnapshotSink for SessionSink {
             after: snapshot.after.clone(),
             config: snapshot.config.clone(),
             report: snapshot.report.clone(),
+            originals: snapshot.originals.to_vec(),
         };
         let job = |reply| Job::Snapshot(Box::new(owned), reply);
         match self.0.tell(job) {
             Some(Ok(id)) => Ok(id),
+            Some(Err(e)) => Err(SnapshotError::new(e)),
+            None => Err(SnapshotError::new(Late)),
+        }
+    }
+
+    fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
+        match self.0.original(handle) {
+            Some(Ok(o)) => Ok(o),
             Some(Err(e)) => Err(SnapshotError::new(e)),
             None => Err(SnapshotError::new(Late)),
         }

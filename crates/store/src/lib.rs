@@ -6,7 +6,9 @@
 //! [`Store`] and, with the `postgres` feature, `PgStore` for replicas.
 //!
 //! Every compaction recorded keeps the history before it (as its wire
-//! body), the body after, the config, the full report (every summarizer
+//! body), the originals its placeholders and briefing name by handle (for
+//! the recall tool; each goes with the newest snapshot that named it), the
+//! body after, the config, the full report (every summarizer
 //! attempt with its error and latency, the policies, the events, the
 //! briefing's index, the calibration), the briefing, and the token figures
 //! in abridge's count and in the provider's units. Stored values reload as
@@ -121,6 +123,14 @@ pub enum Error {
     /// No snapshot has that id.
     #[error("no snapshot with id {0}")]
     NotFound(SnapshotId),
+    /// A stored original is not what was written.
+    #[error("original {handle}: {what}")]
+    CorruptOriginal {
+        /// Its handle.
+        handle: String,
+        /// What is wrong.
+        what: String,
+    },
 }
 
 /// One line of `abridge log`.

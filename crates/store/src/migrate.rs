@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -70,6 +70,16 @@ CREATE INDEX requests_by_source ON requests (source, id);";
 const V5_PROVIDER_TOKENS: &str = "
 ALTER TABLE snapshots ADD COLUMN provider_tokens_before INTEGER;
 ALTER TABLE snapshots ADD COLUMN provider_tokens_after INTEGER;";
+
+const V6_ORIGINALS: &str = "
+CREATE TABLE originals (
+    handle   TEXT PRIMARY KEY,
+    snapshot INTEGER NOT NULL,
+    kind     TEXT NOT NULL,
+    label    TEXT NOT NULL,
+    body     TEXT NOT NULL
+);
+CREATE INDEX originals_by_snapshot ON originals (snapshot);";
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
@@ -127,6 +137,10 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     }
     if version == 4 {
         tx.execute_batch(V5_PROVIDER_TOKENS).map_err(sql)?;
+        version = 5;
+    }
+    if version == 5 {
+        tx.execute_batch(V6_ORIGINALS).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;

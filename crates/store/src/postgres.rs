@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use abridge::model::Family;
+use abridge::recall::{self, Original};
 use abridge::tokens::{Calibrated, Reported};
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -16,7 +17,7 @@ use tokio::runtime::Handle;
 use tokio_postgres::NoTls;
 
 use crate::requests::KEPT_REQUESTS;
-use crate::row::{SIZE, SnapshotRow, parse};
+use crate::row::{OriginalRow, SIZE, SnapshotRow, parse};
 use crate::session::{SessionRecord, SessionStore, StoredParts, record_from, stored_parts};
 use crate::{Entry, Error, Pruned, RequestRecord, RequestStats, Result, Snapshot, SnapshotStore};
 
@@ -66,7 +67,15 @@ CREATE TABLE IF NOT EXISTS abridge_requests (
 );
 CREATE INDEX IF NOT EXISTS abridge_requests_by_source ON abridge_requests (source, id);
 ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_before BIGINT;
-ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_after BIGINT;";
+ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS provider_tokens_after BIGINT;
+CREATE TABLE IF NOT EXISTS abridge_originals (
+    handle   TEXT PRIMARY KEY,
+    snapshot BIGINT NOT NULL,
+    kind     TEXT NOT NULL,
+    label    TEXT NOT NULL,
+    body     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS abridge_originals_by_snapshot ON abridge_originals (snapshot);";
 
 /// Sessions and snapshots in PostgreSQL. A clone shares the pool.
 #[derive(Clone)]
@@ -132,10 +141,11 @@ impl PgStore {
 
     fn insert(&self, source: Option<&str>, s: &SnapshotData<'_>) -> Result<SnapshotId> {
         let r = SnapshotRow::of(s)?;
+        let originals = OriginalRow::all(s)?;
         self.run(async {
-            let row = self
-                .client()
-                .await?
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(|e| pg(&self.shown, e))?;
+            let row = tx
                 .query_one(
                     "INSERT INTO abridge_snapshots (source, model, family, tokens_before,
                         tokens_after, target, summarizer, briefing, attempts, report, config,
@@ -164,8 +174,46 @@ impl PgStore {
                 )
                 .await
                 .map_err(|e| pg(&self.shown, e))?;
-            Ok(SnapshotId(row.get(0)))
+            let id: i64 = row.get(0);
+            // An original named again goes with the newest snapshot naming it.
+            for o in &originals {
+                tx.execute(
+                    "INSERT INTO abridge_originals (handle, snapshot, kind, label, body)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (handle) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+                        label = EXCLUDED.label",
+                    &[&o.handle, &id, &o.kind, &o.label, &o.body],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            }
+            tx.commit().await.map_err(|e| pg(&self.shown, e))?;
+            Ok(SnapshotId(id))
         })
+    }
+
+    /// The original a handle names, if kept.
+    pub fn original(&self, handle: &recall::Handle) -> Result<Option<Original>> {
+        let row = self.run(async {
+            self.client()
+                .await?
+                .query_opt(
+                    "SELECT handle, kind, label, body FROM abridge_originals WHERE handle = $1",
+                    &[&handle.as_str()],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })?;
+        row.map(|r| {
+            OriginalRow {
+                handle: r.get(0),
+                kind: r.get(1),
+                label: r.get(2),
+                body: r.get(3),
+            }
+            .into_original()
+        })
+        .transpose()
     }
 
     /// Runs one statement that returns nothing.
@@ -311,12 +359,20 @@ impl SessionStore for PgStore {
     fn reader(&self) -> Option<Box<dyn SessionStore>> {
         Some(Box::new(self.clone()))
     }
+
+    fn load_original(&self, handle: &recall::Handle) -> Result<Option<Original>> {
+        self.original(handle)
+    }
 }
 
 impl SnapshotSink for PgStore {
     fn record(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         self.insert(self.source.as_deref(), s)
             .map_err(SnapshotError::new)
+    }
+
+    fn recall(&mut self, handle: &recall::Handle) -> Result<Option<Original>, SnapshotError> {
+        self.original(handle).map_err(SnapshotError::new)
     }
 }
 
@@ -460,6 +516,13 @@ impl SnapshotStore for PgStore {
                                      FROM abridge_snapshots) t WHERE upto > $1)"
             );
             removed += self.execute(&sql, &[&((retention.max_megabytes * 1_000_000) as i64)])?;
+        }
+        if removed > 0 {
+            self.execute(
+                "DELETE FROM abridge_originals o WHERE NOT EXISTS
+                     (SELECT 1 FROM abridge_snapshots s WHERE s.id = o.snapshot)",
+                &[],
+            )?;
         }
         let row = self.run(async {
             self.client()

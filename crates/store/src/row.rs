@@ -2,6 +2,7 @@
 
 use abridge::SnapshotId;
 use abridge::model::{Conversation, encode};
+use abridge::recall::{Handle, Original, OriginalKind, Piece};
 use abridge::{PolicyKind, Report, SnapshotData};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -98,4 +99,50 @@ pub(crate) fn int(v: u64) -> i64 {
 /// A database integer as a count (a negative one, never written, as 0).
 pub(crate) fn count(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
+}
+
+/// One original's columns: its handle, kind, label and pieces (JSON).
+pub(crate) struct OriginalRow {
+    pub(crate) handle: String,
+    pub(crate) kind: String,
+    pub(crate) label: String,
+    pub(crate) body: String,
+}
+
+impl OriginalRow {
+    /// The columns of every original a snapshot names.
+    pub(crate) fn all(s: &SnapshotData<'_>) -> Result<Vec<OriginalRow>> {
+        s.originals
+            .iter()
+            .map(|o| {
+                Ok(OriginalRow {
+                    handle: o.handle.to_string(),
+                    kind: to_json("original kind", &o.kind)?
+                        .trim_matches('"')
+                        .to_owned(),
+                    label: o.label.clone(),
+                    body: to_json("original", &o.pieces)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The original back from its columns.
+    pub(crate) fn into_original(self) -> Result<Original> {
+        let corrupt = |what: String| Error::CorruptOriginal {
+            handle: self.handle.clone(),
+            what,
+        };
+        let handle = Handle::parse(&self.handle).ok_or_else(|| corrupt("not a handle".into()))?;
+        let kind: OriginalKind = serde_json::from_value(self.kind.clone().into())
+            .map_err(|e| corrupt(format!("kind {:?}: {e}", self.kind)))?;
+        let pieces: Vec<Piece> =
+            serde_json::from_str(&self.body).map_err(|e| corrupt(format!("content: {e}")))?;
+        Ok(Original {
+            handle,
+            kind,
+            label: self.label,
+            pieces,
+        })
+    }
 }

@@ -4,6 +4,7 @@
 //! compacted prefix.
 
 use abridge::model::{Conversation, Family, Wire, decode_value, encode};
+use abridge::recall::{Handle, Original};
 use abridge::tokens::Counted;
 use abridge::{Carryover, PrefixKey, SnapshotData, SnapshotId, ThreadState};
 use rusqlite::{OptionalExtension, params};
@@ -47,6 +48,8 @@ pub trait SessionStore: Send {
     fn shared(&self) -> bool {
         false
     }
+    /// The original a handle names, if kept (for the proxy's recall tool).
+    fn load_original(&self, handle: &Handle) -> Result<Option<Original>>;
     /// Another handle on the same database, for reads beside this one's
     /// writes (a pooled database: PostgreSQL); `None` when reads share this
     /// handle (the embedded SQLite file).
@@ -93,6 +96,10 @@ pub(crate) fn carryover_from(
 impl SessionStore for Store {
     fn record_snapshot(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId> {
         self.record_as(source, snapshot)
+    }
+
+    fn load_original(&self, handle: &Handle) -> Result<Option<Original>> {
+        self.original(handle)
     }
 
     fn record_request(&mut self, request: &crate::RequestRecord) -> Result<()> {

@@ -3,11 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use abridge::model::Family;
+use abridge::recall::{Handle, Original};
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::row::{SIZE, SnapshotRow, parse};
+use crate::row::{OriginalRow, SIZE, SnapshotRow, parse};
 use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
 
 /// A snapshot store in one SQLite file.
@@ -104,33 +105,51 @@ impl Store {
 
     fn insert(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId> {
         let r = SnapshotRow::of(s)?;
-        self.conn
-            .execute(
-                "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
+        let originals = OriginalRow::all(s)?;
+        let path = self.path.clone();
+        let sql = |cause| Error::Sqlite {
+            path: path.clone(),
+            cause,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
                     summarizer, briefing, attempts, report, config, before_body, after_body,
                     dropped_iterations, provider_tokens_before, provider_tokens_after)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                params![
-                    self.source,
-                    r.model,
-                    r.family,
-                    r.tokens_before,
-                    r.tokens_after,
-                    r.target,
-                    r.summarizer,
-                    r.briefing,
-                    r.attempts,
-                    r.report,
-                    r.config,
-                    r.before_body,
-                    r.after_body,
-                    r.dropped_iterations,
-                    r.provider_tokens_before,
-                    r.provider_tokens_after,
-                ],
+            params![
+                self.source,
+                r.model,
+                r.family,
+                r.tokens_before,
+                r.tokens_after,
+                r.target,
+                r.summarizer,
+                r.briefing,
+                r.attempts,
+                r.report,
+                r.config,
+                r.before_body,
+                r.after_body,
+                r.dropped_iterations,
+                r.provider_tokens_before,
+                r.provider_tokens_after,
+            ],
+        )
+        .map_err(sql)?;
+        let id = SnapshotId(tx.last_insert_rowid());
+        // An original named again goes with the newest snapshot naming it.
+        for o in &originals {
+            tx.execute(
+                "INSERT INTO originals (handle, snapshot, kind, label, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (handle) DO UPDATE SET snapshot = excluded.snapshot,
+                    label = excluded.label",
+                params![o.handle, id.0, o.kind, o.label, o.body],
             )
-            .map_err(|e| self.sql(e))?;
-        let id = SnapshotId(self.conn.last_insert_rowid());
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
         let retention = self.retention;
         // The snapshot is stored: a retention pass that fails now is tried
         // again after the next one, and never costs this one.
@@ -244,6 +263,12 @@ impl Store {
                 params![newest, max],
             )?;
         }
+        if removed > 0 {
+            tx.execute(
+                "DELETE FROM originals WHERE snapshot NOT IN (SELECT id FROM snapshots)",
+                [],
+            )?;
+        }
         tx.commit()?;
         Ok(removed)
     }
@@ -252,6 +277,33 @@ impl Store {
 impl SnapshotSink for Store {
     fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         self.insert(snapshot).map_err(SnapshotError::new)
+    }
+
+    fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
+        self.original(handle).map_err(SnapshotError::new)
+    }
+}
+
+impl Store {
+    /// The original a handle names, if kept.
+    pub fn original(&self, handle: &Handle) -> Result<Option<Original>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT handle, kind, label, body FROM originals WHERE handle = ?1",
+                params![handle.as_str()],
+                |r| {
+                    Ok(OriginalRow {
+                        handle: r.get(0)?,
+                        kind: r.get(1)?,
+                        label: r.get(2)?,
+                        body: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        row.map(OriginalRow::into_original).transpose()
     }
 }
 

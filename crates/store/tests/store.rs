@@ -446,6 +446,7 @@ fn entries_carry_the_provider_units_of_a_calibrated_compaction() {
         config: c.config(),
         report: &out.report,
         thread: Some("calibrated"),
+        originals: &[],
     };
     store.record(&data).unwrap();
     let e = &store.list(1).unwrap()[0];
@@ -453,4 +454,63 @@ fn entries_carry_the_provider_units_of_a_calibrated_compaction() {
     assert_eq!(e.provider_tokens_after, calibration.apply(e.tokens_after));
     assert_eq!(e.provider_tokens_before, calibration.apply(e.tokens_before));
     assert!(e.provider_tokens_after.get() > e.tokens_after.get());
+}
+
+#[test]
+fn originals_are_kept_with_their_snapshot_and_recalled_by_a_new_process() {
+    use abridge::StoreConfig;
+    use abridge::recall::Handle;
+    let dir = std::env::temp_dir().join(format!("abridge-store-orig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("o.sqlite");
+    let mut c = compactor_with(&path);
+    let history = conv();
+    let out = c.compact(&history).unwrap();
+    let body = abridge::model::encode(&out.conversation).unwrap().to_string();
+    let handles: Vec<Handle> = Handle::find_all(&body).collect();
+    assert!(!handles.is_empty(), "{body}");
+    // Another engine, no memory of this one: the store answers.
+    let fresh = compactor_with(&path);
+    for h in &handles {
+        let a = fresh
+            .engine()
+            .recall(&serde_json::json!({ "handle": h.as_str() }));
+        assert!(!a.is_error, "{h}: {}", a.text());
+    }
+    let store = Store::open(&path).unwrap();
+    let o = store.original(&handles[0]).unwrap().unwrap();
+    assert_eq!(o.handle, handles[0]);
+    // The same compaction again: the originals now go with snapshot 2, and
+    // pruning snapshot 1 keeps them.
+    compactor_with(&path).compact(&conv()).unwrap();
+    let mut store = Store::open(&path).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE snapshots SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = 1")
+        .unwrap();
+    let age = StoreConfig {
+        max_megabytes: 0,
+        max_age_days: 30,
+    };
+    assert_eq!(store.prune(&age).unwrap().removed, 1);
+    assert!(store.original(&handles[0]).unwrap().is_some());
+    // Once no snapshot names them, they go too.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO snapshots (source, family, tokens_before, tokens_after, attempts, report,
+                config, before_body, after_body) SELECT source, family, 1, 1, attempts, report,
+                config, '{}', '{}' FROM snapshots WHERE id = 2;
+             UPDATE snapshots SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = 2",
+        )
+        .unwrap();
+    assert_eq!(store.prune(&age).unwrap().removed, 1);
+    assert!(store.original(&handles[0]).unwrap().is_none());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn compactor_with(path: &std::path::Path) -> Compactor {
+    let mut c = compactor();
+    c.set_store(Box::new(Store::open(path).unwrap()));
+    c
 }

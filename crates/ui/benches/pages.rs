@@ -44,6 +44,7 @@ static FIXTURE: LazyLock<Option<Fixture>> = LazyLock::new(|| {
         config: &config,
         report: &outcome.report,
         thread: None,
+        originals: &[],
     };
     let mut last = 0;
     for i in 0..1_000 {

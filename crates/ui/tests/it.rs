@@ -51,6 +51,7 @@ fn filled(extra: usize) -> (tempdir::Dir, PathBuf) {
             config: &snap.config,
             report: &snap.report,
             thread: None,
+            originals: &[],
         };
         store
             .record_as(&format!("proxy-session-{i:04}"), &data)
@@ -265,6 +266,7 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
         config: &snap.config,
         report: &snap.report,
         thread: None,
+        originals: &[],
     };
     let mut compactions = 0;
     for i in 0..30u64 {

@@ -1,7 +1,7 @@
 //! `clip_external`: bodies of old wrapped blocks (`<EXTERNAL-CONTENT …>` …
 //! `</EXTERNAL-CONTENT>`, as browser agents wrap page snapshots) become
-//! `> [clipped for brevity]` with the tags kept; old images become a short
-//! text. The message holding the newest block of each tag, and the newest
+//! `> [clipped for brevity; recall abr_…]` with the tags kept; old images
+//! become a short text with their handle. The message holding the newest block of each tag, and the newest
 //! message with an image, are left whole.
 
 use std::ops::Range;
@@ -9,9 +9,15 @@ use std::ops::Range;
 use abridge_model::{ContentForm, Message, Part};
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{EXTERNAL_BODY, IMAGE};
+use crate::placeholder::{external_body, image, is_external_body};
+use crate::recall::{Found, Original, keep};
 
-pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &PolicyConfig) -> usize {
+pub(super) fn apply(
+    messages: &mut [Message],
+    region: Range<usize>,
+    cfg: &PolicyConfig,
+    mut found: Option<Found<'_>>,
+) -> usize {
     let newest_image = messages.iter().rposition(|m| has_image(&m.parts));
     let newest_block: Vec<Option<usize>> = cfg
         .external_tags
@@ -30,11 +36,11 @@ pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &Policy
         }
         for (tag, newest) in cfg.external_tags.iter().zip(&newest_block) {
             if *newest != Some(i) {
-                changed += clip_blocks_in(&mut m.parts, tag);
+                changed += clip_blocks_in(&mut m.parts, tag, &mut found);
             }
         }
         if newest_image != Some(i) {
-            changed += clip_images(&mut m.parts);
+            changed += clip_images(&mut m.parts, &mut found);
         }
     }
     changed
@@ -60,33 +66,34 @@ fn texts(parts: &[Part]) -> impl Iterator<Item = &str> {
         })
 }
 
-fn clip_blocks_in(parts: &mut [Part], tag: &str) -> usize {
+fn clip_blocks_in(parts: &mut [Part], tag: &str, found: &mut Option<Found<'_>>) -> usize {
     let mut changed = 0;
     for p in parts {
         match p {
             Part::Text(t) => {
-                if let Some(clipped) = clip_blocks(&t.text, tag) {
+                if let Some(clipped) = clip_blocks(&t.text, tag, found) {
                     t.text = clipped;
                     changed += 1;
                 }
             }
-            Part::ToolResult(r) => changed += clip_blocks_in(&mut r.parts, tag),
+            Part::ToolResult(r) => changed += clip_blocks_in(&mut r.parts, tag, found),
             _ => {}
         }
     }
     changed
 }
 
-fn clip_images(parts: &mut [Part]) -> usize {
+fn clip_images(parts: &mut [Part], found: &mut Option<Found<'_>>) -> usize {
     let mut changed = 0;
     for p in parts.iter_mut() {
         match p {
-            Part::Image(_) => {
-                *p = Part::text(IMAGE);
+            Part::Image(i) => {
+                let handle = keep(found, || Original::image(&i.source));
+                *p = Part::text(image(handle.as_ref()));
                 changed += 1;
             }
             Part::ToolResult(r) => {
-                let n = clip_images(&mut r.parts);
+                let n = clip_images(&mut r.parts, found);
                 if n > 0 && r.form != ContentForm::Blocks {
                     r.form = ContentForm::Blocks;
                 }
@@ -98,7 +105,8 @@ fn clip_images(parts: &mut [Part]) -> usize {
     changed
 }
 
-/// Byte ranges of the next block of `tag` at or after `from`: (body start, body end, close end).
+/// Byte ranges of the next block of `tag` at or after `from`: (body start,
+/// body end, close end).
 fn find_block(text: &str, tag: &str, from: usize) -> Option<(usize, usize, usize)> {
     let open = format!("<{tag}");
     let close = format!("</{tag}>");
@@ -117,18 +125,20 @@ fn find_block(text: &str, tag: &str, from: usize) -> Option<(usize, usize, usize
 }
 
 /// The text with every block body of `tag` clipped, or `None` when nothing changed.
-fn clip_blocks(text: &str, tag: &str) -> Option<String> {
+fn clip_blocks(text: &str, tag: &str, found: &mut Option<Found<'_>>) -> Option<String> {
     let mut out = String::new();
     let mut pos = 0;
     let mut changed = false;
     while let Some((body_start, body_end, close_end)) = find_block(text, tag, pos) {
         let body = &text[body_start..body_end];
         out.push_str(&text[pos..body_start]);
-        if body.trim() == EXTERNAL_BODY {
+        if is_external_body(body) {
             out.push_str(body);
         } else {
+            let open = &text[text[..body_start].rfind('<').unwrap_or(0)..body_start];
+            let handle = keep(found, || Original::external(open, body));
             out.push('\n');
-            out.push_str(EXTERNAL_BODY);
+            out.push_str(&external_body(handle.as_ref()));
             out.push('\n');
             changed = true;
         }
@@ -149,12 +159,12 @@ mod tests {
     #[test]
     fn clips_bodies_and_keeps_tags() {
         let t = "before <EXTERNAL-CONTENT source=\"a\">\nline 1\nline 2\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>x</EXTERNAL-CONTENT> end";
-        let c = clip_blocks(t, "EXTERNAL-CONTENT").unwrap();
+        let c = clip_blocks(t, "EXTERNAL-CONTENT", &mut None).unwrap();
         assert_eq!(
             c,
             "before <EXTERNAL-CONTENT source=\"a\">\n> [clipped for brevity]\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>\n> [clipped for brevity]\n</EXTERNAL-CONTENT> end"
         );
-        assert_eq!(clip_blocks(&c, "EXTERNAL-CONTENT"), None);
+        assert_eq!(clip_blocks(&c, "EXTERNAL-CONTENT", &mut None), None);
     }
 
     #[test]
@@ -162,18 +172,24 @@ mod tests {
         assert_eq!(
             clip_blocks(
                 "<EXTERNAL-CONTENTS>x</EXTERNAL-CONTENTS>",
-                "EXTERNAL-CONTENT"
+                "EXTERNAL-CONTENT",
+                &mut None
             ),
             None
         );
         assert_eq!(
-            clip_blocks("<EXTERNAL-CONTENT>never closed", "EXTERNAL-CONTENT"),
+            clip_blocks(
+                "<EXTERNAL-CONTENT>never closed",
+                "EXTERNAL-CONTENT",
+                &mut None
+            ),
             None
         );
         assert_eq!(
             clip_blocks(
                 "ünïcödé <EXTERNAL-CONTENT>é</EXTERNAL-CONTENT>",
-                "EXTERNAL-CONTENT"
+                "EXTERNAL-CONTENT",
+                &mut None
             )
             .unwrap(),
             "ünïcödé <EXTERNAL-CONTENT>\n> [clipped for brevity]\n</EXTERNAL-CONTENT>"

@@ -14,6 +14,7 @@ use std::ops::Range;
 use abridge_model::Message;
 
 use crate::config::{PolicyConfig, PolicyKind};
+use crate::recall::Found;
 
 /// A policy that rewrites the old region in place: every pipeline step but
 /// summarizing, which needs the original history and a summarizer.
@@ -61,7 +62,9 @@ impl Policy {
     }
 }
 
-/// Applies one policy to `messages[region]`; returns how many items it changed.
+/// Applies one policy to `messages[region]`; returns how many items it
+/// changed. With `found` (recall on), each placeholder names its original,
+/// kept there.
 ///
 /// `region` must start at the end of the head and end at the start of the
 /// kept tail (an iteration boundary). Policies that remove messages
@@ -72,15 +75,16 @@ pub(crate) fn apply(
     messages: &mut Vec<Message>,
     region: Range<usize>,
     cfg: &PolicyConfig,
+    found: Option<Found<'_>>,
 ) -> usize {
     if region.is_empty() {
         return 0;
     }
     match policy {
-        Policy::ClipExternal => external::apply(messages, region, cfg),
+        Policy::ClipExternal => external::apply(messages, region, cfg, found),
         Policy::CollapseFeedback => feedback::apply(messages, region, cfg),
-        Policy::ClipToolResults => tool_results::apply(messages, region, cfg),
-        Policy::ClipToolArgs => tool_args::apply(messages, region, cfg),
+        Policy::ClipToolResults => tool_results::apply(messages, region, cfg, found),
+        Policy::ClipToolArgs => tool_args::apply(messages, region, cfg, found),
         Policy::DropIterations => drop::apply(messages, region),
     }
 }

@@ -2,7 +2,7 @@
 //! name, the call id and short scalar arguments (a path, an id, a short
 //! command) stay, so pairing is intact, the API still accepts the call, and
 //! the agent still sees what it did: `{"file_path": "src/lib.rs",
-//! "_abridged": "2 long arguments clipped for brevity"}`.
+//! "_abridged": "2 long arguments clipped for brevity; recall abr_…"}`.
 
 use std::ops::Range;
 
@@ -10,12 +10,18 @@ use abridge_model::{Arguments, Message, Part, Role};
 use serde_json::{Map, Value};
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{ARGS_KEY, ARGS_NOTE, args_json};
+use crate::placeholder::{ARGS_KEY, ARGS_NOTE, args_json, with_handle};
+use crate::recall::{Found, Handle, Original, keep};
 
 /// Longest string argument kept as it is.
 const KEEP_CHARS: usize = 100;
 
-pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &PolicyConfig) -> usize {
+pub(super) fn apply(
+    messages: &mut [Message],
+    region: Range<usize>,
+    cfg: &PolicyConfig,
+    mut found: Option<Found<'_>>,
+) -> usize {
     let mut changed = 0;
     for m in &mut messages[region] {
         if m.meta.pinned || m.role != Role::Assistant {
@@ -27,15 +33,20 @@ pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &Policy
             if text.len() < cfg.min_args_chars || is_placeholder(&call.arguments) {
                 continue;
             }
+            let original = Original::arguments(call);
+            let h = found.is_some().then(|| original.handle.clone());
             let clipped = match &call.arguments {
                 Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
-                    Ok(v) => Arguments::Json(clip(&v).to_string()),
-                    Err(_) => Arguments::Json(args_json()),
+                    Ok(v) => Arguments::Json(clip(&v, h.as_ref()).to_string()),
+                    Err(_) => Arguments::Json(args_json(h.as_ref())),
                 },
-                Arguments::Value(v) => Arguments::Value(clip(v)),
-                Arguments::Custom(_) => Arguments::Custom(format!("[{ARGS_NOTE}]")),
+                Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref())),
+                Arguments::Custom(_) => {
+                    Arguments::Custom(format!("[{}]", with_handle(ARGS_NOTE, h.as_ref())))
+                }
             };
             if clipped.to_json_text().len() < text.len() {
+                keep(&mut found, || original);
                 call.arguments = clipped;
                 changed += 1;
             }
@@ -45,7 +56,7 @@ pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &Policy
 }
 
 /// Short scalars of an object kept, the rest replaced by a count.
-fn clip(v: &Value) -> Value {
+fn clip(v: &Value, handle: Option<&Handle>) -> Value {
     let mut out = Map::new();
     let mut dropped = 0;
     if let Value::Object(m) = v {
@@ -67,7 +78,10 @@ fn clip(v: &Value) -> Value {
         1 => "1 long argument clipped for brevity".to_owned(),
         n => format!("{n} long arguments clipped for brevity"),
     };
-    out.insert(ARGS_KEY.to_owned(), Value::String(note));
+    out.insert(
+        ARGS_KEY.to_owned(),
+        Value::String(with_handle(&note, handle)),
+    );
     Value::Object(out)
 }
 

@@ -1,48 +1,68 @@
-//! `clip_tool_results`: old tool results become a placeholder. A failed
-//! result keeps its first line, so the agent still knows the step failed.
-//! Results of tools named in `keep_results_of`, and results shorter than
-//! `min_result_chars`, are left alone.
+//! `clip_tool_results`: old tool results become a placeholder that names
+//! the original by its handle. A failed result keeps its first line, so
+//! the agent still knows the step failed. Results of tools named in
+//! `keep_results_of` and of the recall tool (what the model asked back is
+//! not taken away again), and results shorter than `min_result_chars`, are
+//! left alone.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
 use abridge_model::text::first_line;
-use abridge_model::{ContentForm, Message, Part, ToolResult};
+use abridge_model::{ContentForm, Message, Part, ToolCall, ToolResult};
 use abridge_summarize::{CallOutcome, outcome};
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{TOOL_RESULT, failed_result, is_result_placeholder};
+use crate::placeholder::{failed_result, is_result_placeholder, result};
+use crate::recall::{Found, Original, keep};
 
-pub(super) fn apply(messages: &mut [Message], region: Range<usize>, cfg: &PolicyConfig) -> usize {
-    let names: HashMap<String, String> = messages
+pub(super) fn apply(
+    messages: &mut [Message],
+    region: Range<usize>,
+    cfg: &PolicyConfig,
+    mut found: Option<Found<'_>>,
+) -> usize {
+    let calls: HashMap<&str, &ToolCall> = messages
         .iter()
         .flat_map(|m| m.tool_calls())
-        .map(|c| (c.id.clone(), c.name.clone()))
+        .map(|c| (c.id.as_str(), c))
         .collect();
-    let mut changed = 0;
-    for m in &mut messages[region] {
+    let recall_tool = found.as_ref().map(|f| f.tool);
+    // Decided over the whole history (calls come before their results),
+    // then written.
+    let mut clips: Vec<(usize, usize, String)> = Vec::new();
+    for i in region {
+        let m = &messages[i];
         if m.meta.pinned {
             continue;
         }
-        for p in &mut m.parts {
+        for (j, p) in m.parts.iter().enumerate() {
             let Part::ToolResult(r) = p else { continue };
-            let keep = names
-                .get(&r.call_id)
-                .is_some_and(|n| cfg.keep_results_of.iter().any(|k| k == n));
-            if keep || !worth_clipping(r, cfg) {
+            let call = calls.get(r.call_id.as_str()).copied();
+            let keep_it = call.is_some_and(|c| {
+                cfg.keep_results_of.contains(&c.name) || Some(c.name.as_str()) == recall_tool
+            });
+            if keep_it || !worth_clipping(r, cfg) {
                 continue;
             }
+            let handle = keep(&mut found, || Original::tool_result(r, call));
             let text = r.text();
             let placeholder = if is_failure(r, &text, cfg) {
-                failed_result(first_line(&text))
+                failed_result(first_line(&text), handle.as_ref())
             } else {
-                TOOL_RESULT.to_owned()
+                result(handle.as_ref())
             };
-            r.parts = vec![Part::text(placeholder)];
-            if r.form == ContentForm::Absent || r.form == ContentForm::Null {
-                r.form = ContentForm::Text;
-            }
-            changed += 1;
+            clips.push((i, j, placeholder));
+        }
+    }
+    let changed = clips.len();
+    for (i, j, placeholder) in clips {
+        let Part::ToolResult(r) = &mut messages[i].parts[j] else {
+            continue;
+        };
+        r.parts = vec![Part::text(placeholder)];
+        if r.form == ContentForm::Absent || r.form == ContentForm::Null {
+            r.form = ContentForm::Text;
         }
     }
     changed

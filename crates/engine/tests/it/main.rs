@@ -10,6 +10,7 @@ mod fuzz;
 mod history;
 mod policies;
 mod props;
+mod recall;
 mod responses;
 mod summary;
 mod support;

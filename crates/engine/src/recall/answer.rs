@@ -1,0 +1,354 @@
+//! The recall tool: its declaration, and its answer to one call — the
+//! original in pages when it is large, an error that says what to do
+//! when the call is malformed or the handle unknown.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::handle::Handle;
+use super::original::{Original, Piece};
+
+/// The tool's declaration, in no API's shape (each front end wraps it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallTool {
+    /// Its name (`[recall] tool`, `abridge_recall` by default).
+    pub name: String,
+    /// What the model reads about it.
+    pub description: String,
+    /// JSON Schema of its input.
+    pub parameters: Value,
+}
+
+impl RecallTool {
+    /// The declaration of the tool named `name`.
+    pub fn new(name: &str) -> RecallTool {
+        RecallTool {
+            name: name.to_owned(),
+            description: "Returns the original content that was clipped or summarized out of \
+                this conversation to save context: a tool result, tool-call arguments, a page \
+                snapshot, an image, or every message a briefing replaced. Pass the handle \
+                (abr_…) written in the placeholder or in the briefing's list of recallable \
+                originals. Large originals come in pages; the answer says how many."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "handle": {
+                        "type": "string",
+                        "description": "The handle, such as abr_k3j9x2m1q0."
+                    },
+                    "page": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Page of a large original (1 when absent)."
+                    }
+                },
+                "required": ["handle"]
+            }),
+        }
+    }
+}
+
+/// A call of the tool, as the model writes its input.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RecallInput {
+    /// The handle asked for.
+    pub handle: String,
+    /// The page (1-based; 1 when absent).
+    #[serde(default)]
+    pub page: Option<usize>,
+}
+
+impl RecallInput {
+    /// Reads a call's arguments, or says what is wrong with them.
+    pub fn parse(arguments: &Value) -> Result<RecallInput, String> {
+        serde_json::from_value(arguments.clone()).map_err(|e| {
+            format!(
+                "takes {{\"handle\": \"abr_…\", \"page\": 1}}; the arguments given do not fit: {e}"
+            )
+        })
+    }
+}
+
+/// The answer to one call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answer {
+    /// The handle asked for, when it was one.
+    pub handle: Option<Handle>,
+    /// What goes back to the model: a header line, then the page's content.
+    pub pieces: Vec<Piece>,
+    /// True when nothing was recalled (unknown handle, malformed call).
+    pub is_error: bool,
+    /// The page given (1-based) and how many there are (0 when none).
+    pub page: usize,
+    /// Pages of the original.
+    pub pages: usize,
+    /// Bytes of original content in this answer.
+    pub bytes: usize,
+}
+
+impl Answer {
+    /// The answer's text, images left out.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Text { text } => Some(text.as_str()),
+                Piece::Image { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+
+    fn error(handle: Option<Handle>, text: String) -> Answer {
+        Answer {
+            handle,
+            pieces: vec![Piece::Text { text }],
+            is_error: true,
+            page: 0,
+            pages: 0,
+            bytes: 0,
+        }
+    }
+}
+
+/// A text chunk or an image, as pages are cut.
+const IMAGE_CHARS: usize = 1_000;
+
+/// Answers a call of the tool named `tool` with `input` (its parsed
+/// arguments, or what was wrong with them), given the original `lookup`
+/// finds, with pages of at most `page_chars` characters of text.
+pub fn answer(
+    tool: &str,
+    input: Result<RecallInput, String>,
+    lookup: impl FnOnce(&Handle) -> Option<std::sync::Arc<Original>>,
+    page_chars: usize,
+) -> Answer {
+    let input = match input {
+        Ok(i) => i,
+        Err(why) => return Answer::error(None, format!("{tool} {why}")),
+    };
+    let Some(handle) = Handle::parse(&input.handle) else {
+        return Answer::error(
+            None,
+            format!(
+                "{tool}: {:?} is not a handle. Handles look like abr_k3j9x2m1q0; they are written in \
+                 clipped placeholders and in the briefing's list of recallable originals.",
+                input.handle
+            ),
+        );
+    };
+    let Some(original) = lookup(&handle) else {
+        return Answer::error(
+            Some(handle.clone()),
+            format!(
+                "{tool}: no original is kept for {handle}: the handle is unknown or its original \
+                 has expired. Work from the briefing and the current state of the files instead."
+            ),
+        );
+    };
+    let pages = paginate(&original.pieces, page_chars.max(1));
+    let n = pages.len().max(1);
+    let page = input.page.unwrap_or(1);
+    if page == 0 || page > n {
+        return Answer::error(
+            Some(handle.clone()),
+            format!("{tool}: {handle} has {n} page(s); page {page} does not exist."),
+        );
+    }
+    let body: Vec<Piece> = pages.into_iter().nth(page - 1).unwrap_or_default();
+    let bytes = body
+        .iter()
+        .map(|p| match p {
+            Piece::Text { text } => text.len(),
+            Piece::Image { url } => url.len(),
+        })
+        .sum();
+    let header = if n == 1 {
+        format!(
+            "[{handle} · {} · the original, {} bytes]",
+            original.label,
+            original.bytes()
+        )
+    } else {
+        let next = if page < n {
+            format!("; call {tool} with \"page\": {} for the next", page + 1)
+        } else {
+            "; this is the last page".to_owned()
+        };
+        format!(
+            "[{handle} · {} · the original, {} bytes · page {page} of {n}{next}]",
+            original.label,
+            original.bytes()
+        )
+    };
+    let mut pieces = vec![Piece::Text { text: header }];
+    pieces.extend(body);
+    Answer {
+        handle: Some(handle),
+        pieces,
+        is_error: false,
+        page,
+        pages: n,
+        bytes,
+    }
+}
+
+/// The original's pieces cut into pages of at most `chars` characters of
+/// text (an image counts as [`IMAGE_CHARS`]); text is cut at line ends when
+/// one is near.
+fn paginate(pieces: &[Piece], chars: usize) -> Vec<Vec<Piece>> {
+    let mut pages: Vec<Vec<Piece>> = vec![Vec::new()];
+    let mut room = chars;
+    for p in pieces {
+        match p {
+            Piece::Image { .. } => {
+                if room < IMAGE_CHARS && !pages.last().is_some_and(Vec::is_empty) {
+                    pages.push(Vec::new());
+                    room = chars;
+                }
+                if let Some(pg) = pages.last_mut() {
+                    pg.push(p.clone());
+                }
+                room = room.saturating_sub(IMAGE_CHARS);
+            }
+            Piece::Text { text } => {
+                let mut rest = text.as_str();
+                while !rest.is_empty() {
+                    if room == 0 {
+                        pages.push(Vec::new());
+                        room = chars;
+                    }
+                    let cut = cut_at(rest, room);
+                    let (this, next) = rest.split_at(cut);
+                    if let Some(pg) = pages.last_mut() {
+                        pg.push(Piece::Text { text: this.into() });
+                    }
+                    room -= this.chars().count().min(room);
+                    rest = next;
+                    if !rest.is_empty() {
+                        room = 0;
+                    }
+                }
+            }
+        }
+    }
+    pages.retain(|p| !p.is_empty());
+    pages
+}
+
+/// Byte index to cut `text` at so the first part has at most `chars`
+/// characters: the last line end in its final fifth when there is one.
+fn cut_at(text: &str, chars: usize) -> usize {
+    let Some((end, _)) = text.char_indices().nth(chars) else {
+        return text.len();
+    };
+    let floor = text[..end]
+        .char_indices()
+        .nth(chars * 4 / 5)
+        .map_or(0, |(i, _)| i);
+    match text[floor..end].rfind('\n') {
+        Some(nl) => floor + nl + 1,
+        None => end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::original::OriginalKind;
+    use super::*;
+    use std::sync::Arc;
+
+    fn original(text: &str) -> Arc<Original> {
+        Arc::new(Original::new(
+            OriginalKind::ToolResult,
+            "Read src/a.rs".into(),
+            vec![Piece::Text { text: text.into() }],
+        ))
+    }
+
+    fn call(handle: &str, page: Option<usize>) -> Result<RecallInput, String> {
+        Ok(RecallInput {
+            handle: handle.into(),
+            page,
+        })
+    }
+
+    #[test]
+    fn a_small_original_comes_whole() {
+        let o = original("fn main() {}\n");
+        let a = answer(
+            "abridge_recall",
+            call(o.handle.as_str(), None),
+            |_| Some(o.clone()),
+            100,
+        );
+        assert!(!a.is_error);
+        assert_eq!((a.page, a.pages), (1, 1));
+        assert!(
+            a.text()
+                .starts_with(&format!("[{} · Read src/a.rs", o.handle))
+        );
+        assert!(a.text().ends_with("fn main() {}\n"));
+    }
+
+    #[test]
+    fn a_large_original_comes_in_pages_that_join_back() {
+        let text: String = (0..200)
+            .map(|i| format!("line {i} of the file\n"))
+            .collect();
+        let o = original(&text);
+        let first = answer(
+            "r",
+            call(o.handle.as_str(), None),
+            |_| Some(o.clone()),
+            1000,
+        );
+        assert!(first.pages > 1);
+        assert!(first.text().contains(&format!("page 1 of {}", first.pages)));
+        assert!(first.text().contains("\"page\": 2 for the next"));
+        let mut joined = String::new();
+        for page in 1..=first.pages {
+            let a = answer(
+                "r",
+                call(o.handle.as_str(), Some(page)),
+                |_| Some(o.clone()),
+                1000,
+            );
+            assert!(!a.is_error);
+            let body: String = a.pieces[1..]
+                .iter()
+                .map(|p| match p {
+                    Piece::Text { text } => text.clone(),
+                    Piece::Image { .. } => String::new(),
+                })
+                .collect();
+            assert!(body.chars().count() <= 1000);
+            joined.push_str(&body);
+        }
+        assert_eq!(joined, text);
+        let past = answer(
+            "r",
+            call(o.handle.as_str(), Some(99)),
+            |_| Some(o.clone()),
+            1000,
+        );
+        assert!(past.is_error && past.text().contains("does not exist"));
+    }
+
+    #[test]
+    fn unknown_handles_and_bad_calls_say_what_to_do() {
+        let a = answer("r", call("abr_zzzzzzzzzz", None), |_| None, 1000);
+        assert!(a.is_error && a.text().contains("unknown or its original has expired"));
+        let a = answer("r", call("src/a.rs", None), |_| None, 1000);
+        assert!(a.is_error && a.text().contains("is not a handle"));
+        let a = answer(
+            "r",
+            RecallInput::parse(&json!({"path": "x"})),
+            |_| None,
+            1000,
+        );
+        assert!(a.is_error && a.text().contains("takes {\"handle\""));
+    }
+}

@@ -1,0 +1,291 @@
+//! The index of what a briefing replaced: one line per recallable original
+//! — the tool and its naming argument, size, outcome, handle — ranked and
+//! cut to a budget, appended to the briefing under one heading. A chained
+//! briefing carries the earlier index's lines forward: what was recallable
+//! stays recallable.
+
+use std::collections::{HashMap, HashSet};
+
+use abridge_model::{Message, ToolCall};
+use abridge_summarize::{CallOutcome, outcome};
+use abridge_tokens::TokenizerKind;
+
+use super::handle::Handle;
+use super::original::Original;
+
+/// The heading the index goes under; the rest of its line names the tool.
+const HEADING: &str = "## Recallable originals";
+
+/// An index line, before it is chosen.
+struct Line {
+    /// What it names (the label): one line per name, the newest.
+    key: String,
+    /// The naming argument, looked for in the recent history.
+    argument: String,
+    text: String,
+}
+
+/// The index of `replaced` (with the lines of an earlier index, from
+/// `previous`), within `budget` tokens, and the originals it names. Lines
+/// whose naming argument `recent` mentions come first, then the newest.
+/// The line for the whole region is always there.
+pub(crate) struct Index {
+    /// The section, or empty when there is nothing to recall.
+    pub(crate) text: String,
+    /// Every original of the region (listed or not: the region's
+    /// transcript holds them all).
+    pub(crate) originals: Vec<Original>,
+}
+
+/// What an index is built from.
+pub(crate) struct IndexInputs<'a> {
+    pub(crate) replaced: &'a [Message],
+    /// The earlier briefing's index section, if it had one.
+    pub(crate) previous: Option<&'a str>,
+    /// Text of the task and the kept tail.
+    pub(crate) recent: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) error_prefixes: &'a [String],
+    pub(crate) budget: usize,
+    pub(crate) tokenizer: TokenizerKind,
+}
+
+pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
+    let mut originals = Vec::new();
+    let mut lines = Vec::new();
+    let calls: HashMap<&str, &ToolCall> = inp
+        .replaced
+        .iter()
+        .flat_map(Message::tool_calls)
+        .map(|c| (c.id.as_str(), c))
+        .collect();
+    for r in inp.replaced.iter().flat_map(Message::tool_results) {
+        let o = Original::tool_result(r, calls.get(r.call_id.as_str()).copied());
+        if o.pieces.is_empty() {
+            continue;
+        }
+        let failed = matches!(
+            outcome(r, &r.text(), inp.error_prefixes),
+            CallOutcome::Failed(_)
+        );
+        lines.push(Line {
+            key: o.label.clone(),
+            argument: argument_of(&o.label).to_owned(),
+            text: format!(
+                "- {} · {}{} · {}",
+                o.label,
+                size(o.bytes()),
+                if failed { " · failed" } else { "" },
+                o.handle
+            ),
+        });
+        originals.push(o);
+    }
+    let region = (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced));
+    // Newest first: this region's lines, then the earlier index's.
+    lines.reverse();
+    lines.extend(inp.previous.into_iter().flat_map(parse).map(|text| {
+        let key = text
+            .rsplit_once(" · ")
+            .map_or(text.as_str(), |(k, _)| k)
+            .trim_start_matches("- ")
+            .to_owned();
+        Line {
+            argument: argument_of(&key).to_owned(),
+            key,
+            text,
+        }
+    }));
+    let mut seen = HashSet::new();
+    lines.retain(|l| seen.insert(l.key.clone()));
+    // Stable: mentioned lines first, each group newest first.
+    lines.sort_by_key(|l| !(l.argument.len() >= 3 && inp.recent.contains(&l.argument)));
+
+    let mut text = format!("{HEADING} (call {} with a handle)\n", inp.tool);
+    if let Some(r) = &region {
+        text.push_str(&format!(
+            "- {} · {} · {}\n",
+            r.label,
+            size(r.bytes()),
+            r.handle
+        ));
+    }
+    let mut used = inp.tokenizer.count(&text);
+    for l in &lines {
+        let cost = inp.tokenizer.count(&l.text) + 1;
+        if used + cost > inp.budget {
+            break;
+        }
+        used += cost;
+        text.push_str(&l.text);
+        text.push('\n');
+    }
+    if region.is_none() && !text.contains(super::handle::PREFIX) {
+        text.clear();
+    }
+    originals.extend(region);
+    Index { text, originals }
+}
+
+/// Splits a briefing into its text and its index section (the index is
+/// always last).
+pub(crate) fn split(briefing: &str) -> (&str, Option<&str>) {
+    match briefing.find(HEADING) {
+        Some(at) if at == 0 || briefing[..at].ends_with('\n') => {
+            (briefing[..at].trim_end(), Some(&briefing[at..]))
+        }
+        _ => (briefing, None),
+    }
+}
+
+/// The lines of an index section that name a handle.
+fn parse(section: &str) -> impl Iterator<Item = String> + '_ {
+    section
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("- ") && Handle::find_all(l).next().is_some())
+        .map(str::to_owned)
+}
+
+/// The part of a label after the tool's name: a path, a command, a URL.
+fn argument_of(label: &str) -> &str {
+    label
+        .split_once(' ')
+        .map_or("", |(_, rest)| rest)
+        .trim_start_matches([' ', '"'])
+        .trim_end_matches(['"', ')'])
+        .trim_end_matches(" (arguments")
+}
+
+/// `840 B`, `12 KB`, `3.4 MB`.
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b < 1_000 => format!("{b} B"),
+        b if b < 1_000_000 => format!("{} KB", b.div_ceil(1_000)),
+        b => format!("{:.1} MB", b as f64 / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abridge_model::{Arguments, ContentForm, Part, Role, ToolResult};
+
+    fn exchange(id: &str, name: &str, args: &str, result: &str) -> [Message; 2] {
+        let call = Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: Arguments::Json(args.into()),
+                extra: Default::default(),
+                function_extra: Default::default(),
+            })],
+            ..Default::default()
+        };
+        let res = Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                parts: vec![Part::text(result)],
+                form: ContentForm::Text,
+                is_error: None,
+                extra: Default::default(),
+            })],
+            ..Default::default()
+        };
+        [call, res]
+    }
+
+    fn inputs<'a>(replaced: &'a [Message], recent: &'a str, budget: usize) -> IndexInputs<'a> {
+        IndexInputs {
+            replaced,
+            previous: None,
+            recent,
+            tool: "abridge_recall",
+            error_prefixes: &[],
+            budget,
+            tokenizer: TokenizerKind::O200kBase,
+        }
+    }
+
+    #[test]
+    fn lists_results_newest_and_mentioned_first_within_the_budget() {
+        let mut msgs = Vec::new();
+        msgs.extend(exchange(
+            "1",
+            "Read",
+            r#"{"file_path":"src/a.rs"}"#,
+            "fn a() {}",
+        ));
+        msgs.extend(exchange(
+            "2",
+            "Bash",
+            r#"{"command":"cargo test"}"#,
+            "exit code 1\nfailed",
+        ));
+        msgs.extend(exchange(
+            "3",
+            "Read",
+            r#"{"file_path":"src/b.rs"}"#,
+            "fn b() {}",
+        ));
+        msgs.extend(exchange(
+            "4",
+            "Read",
+            r#"{"file_path":"src/a.rs"}"#,
+            "fn a2() {}",
+        ));
+        let idx = build(&inputs(&msgs, "now edit src/b.rs", 1_000));
+        let lines: Vec<&str> = idx.text.lines().collect();
+        assert!(lines[0].starts_with(HEADING));
+        assert!(lines[1].starts_with("- all 8 messages the briefing replaced"));
+        assert!(
+            lines[2].starts_with("- Read src/b.rs · 9 B · abr_"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[3].starts_with("- Read src/a.rs"),
+            "newest read of a.rs only"
+        );
+        assert!(
+            lines[4].starts_with("- Bash: cargo test · 18 B · failed · abr_"),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 5);
+        assert_eq!(idx.originals.len(), 5, "four results and the region");
+        // Every handle listed names one of the originals.
+        let kept: HashSet<_> = idx.originals.iter().map(|o| o.handle.clone()).collect();
+        assert!(Handle::find_all(&idx.text).all(|h| kept.contains(&h)));
+
+        let small = build(&inputs(&msgs, "now edit src/b.rs", 40));
+        assert!(small.text.lines().count() < 5);
+        assert!(small.text.contains("messages the briefing replaced"));
+    }
+
+    #[test]
+    fn a_chained_index_keeps_the_earlier_lines_after_the_new_ones() {
+        let first: Vec<Message> =
+            exchange("1", "Read", r#"{"file_path":"src/a.rs"}"#, "fn a() {}").into();
+        let one = build(&inputs(&first, "", 1_000));
+        let briefing = format!("## Task\nfix it\n\n{}", one.text);
+        let (text, section) = split(&briefing);
+        assert_eq!(text, "## Task\nfix it");
+        let second: Vec<Message> =
+            exchange("2", "Read", r#"{"file_path":"src/c.rs"}"#, "fn c() {}").into();
+        let two = build(&IndexInputs {
+            previous: section,
+            ..inputs(&second, "", 1_000)
+        });
+        let lines: Vec<&str> = two.text.lines().collect();
+        assert!(lines[2].starts_with("- Read src/c.rs"));
+        assert!(lines.iter().any(|l| l.starts_with("- Read src/a.rs")));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("- the 1 message") || l.starts_with("- all")),
+            "the earlier region's line is carried: {lines:?}"
+        );
+        assert_eq!(Handle::find_all(&two.text).count(), 4);
+    }
+}

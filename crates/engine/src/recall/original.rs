@@ -1,0 +1,208 @@
+//! What a handle names: the content a placeholder or a briefing replaced,
+//! with a label that says what it was the way the agent would look for it.
+
+use abridge_model::{Arguments, ImageSource, Message, Part, ToolCall, ToolResult};
+use abridge_summarize::{ToolKind, classify, first_string};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::handle::Handle;
+
+/// What kind of content an original is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OriginalKind {
+    /// A tool result that became a placeholder or was summarized.
+    ToolResult,
+    /// Tool-call arguments that were clipped.
+    Arguments,
+    /// The body of a wrapped block (a page snapshot).
+    External,
+    /// An image.
+    Image,
+    /// Every message a briefing replaced, as a transcript.
+    Region,
+}
+
+impl OriginalKind {
+    fn tag(self) -> &'static str {
+        match self {
+            OriginalKind::ToolResult => "tool_result",
+            OriginalKind::Arguments => "arguments",
+            OriginalKind::External => "external",
+            OriginalKind::Image => "image",
+            OriginalKind::Region => "region",
+        }
+    }
+}
+
+/// A piece of an original: text, or an image (as a URL; inline images as
+/// `data:` URLs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Piece {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image.
+    Image {
+        /// Its URL or `data:` URL.
+        url: String,
+    },
+}
+
+impl Piece {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Text { text } => text.as_bytes(),
+            Piece::Image { url } => url.as_bytes(),
+        }
+    }
+}
+
+/// Replaced content, kept so the model can recall it by its handle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Original {
+    /// Its handle (derived from `kind` and `pieces`).
+    pub handle: Handle,
+    /// What it is.
+    pub kind: OriginalKind,
+    /// What it was, the way the agent would look for it: the tool and its
+    /// naming argument (`Read src/app.rs`, `Bash: cargo test`).
+    pub label: String,
+    /// The content.
+    pub pieces: Vec<Piece>,
+}
+
+impl Original {
+    /// An original of `kind`; its handle comes from the content.
+    pub(crate) fn new(kind: OriginalKind, label: String, pieces: Vec<Piece>) -> Original {
+        let bytes: Vec<&[u8]> = pieces.iter().map(Piece::bytes).collect();
+        let handle = Handle::derive(kind.tag(), &bytes);
+        Original {
+            handle,
+            kind,
+            label,
+            pieces,
+        }
+    }
+
+    /// A tool result, labelled by its call when the call is known.
+    pub(crate) fn tool_result(r: &ToolResult, call: Option<&ToolCall>) -> Original {
+        let label = call.map_or_else(|| format!("result of {}", r.call_id), label_of);
+        Original::new(OriginalKind::ToolResult, label, pieces_of(&r.parts))
+    }
+
+    /// A call's full arguments.
+    pub(crate) fn arguments(call: &ToolCall) -> Original {
+        let text = call.arguments.to_json_text().into_owned();
+        let label = format!("{} (arguments)", label_of(call));
+        Original::new(OriginalKind::Arguments, label, vec![Piece::Text { text }])
+    }
+
+    /// The body of a wrapped block, labelled by its opening tag.
+    pub(crate) fn external(open_tag: &str, body: &str) -> Original {
+        let label = abridge_model::text::clip(open_tag.trim(), 160, 0);
+        let pieces = vec![Piece::Text { text: body.into() }];
+        Original::new(OriginalKind::External, label, pieces)
+    }
+
+    /// An image.
+    pub(crate) fn image(source: &ImageSource) -> Original {
+        let url = source.to_url();
+        let label = match source {
+            ImageSource::Base64 { media_type, .. } => format!("image ({media_type})"),
+            ImageSource::Url(u) if u.starts_with("data:") => "image (inline)".to_owned(),
+            ImageSource::Url(u) => format!("image {}", abridge_model::text::clip(u, 120, 0)),
+        };
+        Original::new(OriginalKind::Image, label, vec![Piece::Image { url }])
+    }
+
+    /// The messages a briefing replaced, as one transcript.
+    pub(crate) fn region(messages: &[Message]) -> Original {
+        let text = transcript(messages);
+        let label = match messages.len() {
+            1 => "the 1 message the briefing replaced".to_owned(),
+            n => format!("all {n} messages the briefing replaced"),
+        };
+        Original::new(OriginalKind::Region, label, vec![Piece::Text { text }])
+    }
+
+    /// Size of its content in bytes.
+    pub fn bytes(&self) -> usize {
+        self.pieces.iter().map(|p| p.bytes().len()).sum()
+    }
+}
+
+/// `Read src/app.rs`, `Bash: cargo test`, `Grep "TODO"`, or the tool and
+/// its first short string argument (a URL, an id).
+pub(crate) fn label_of(call: &ToolCall) -> String {
+    let args = call.arguments.to_value();
+    let short = |s: &str| abridge_model::text::clip(s.lines().next().unwrap_or(""), 100, 0);
+    match classify(&call.name, &args) {
+        ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
+            format!("{} {}", call.name, short(p))
+        }
+        ToolKind::Shell(c) => format!("{}: {}", call.name, short(c)),
+        ToolKind::Search(p) => format!("{} {:?}", call.name, short(p)),
+        ToolKind::Ask | ToolKind::Other => match first_short_string(&args) {
+            Some(s) => format!("{} {}", call.name, short(s)),
+            None => call.name.clone(),
+        },
+    }
+}
+
+fn first_short_string(v: &Value) -> Option<&str> {
+    match v {
+        Value::Object(m) => m
+            .values()
+            .filter_map(Value::as_str)
+            .find(|s| s.len() <= 200 && !s.contains('\n'))
+            .or_else(|| first_string(v)),
+        _ => first_string(v),
+    }
+}
+
+fn pieces_of(parts: &[Part]) -> Vec<Piece> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Image(i) => Some(Piece::Image {
+                url: i.source.to_url(),
+            }),
+            other => other.as_text().map(|t| Piece::Text { text: t.to_owned() }),
+        })
+        .collect()
+}
+
+/// `role: text`, tool calls with their arguments and results in full, one
+/// block per part.
+fn transcript(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        for p in &m.parts {
+            let line = match p {
+                Part::Text(t) => format!("{}: {}", m.role.as_str(), t.text),
+                Part::ToolCall(c) => format!(
+                    "{} called {} ({}): {}",
+                    m.role.as_str(),
+                    c.name,
+                    c.id,
+                    match &c.arguments {
+                        Arguments::Custom(s) => s.clone(),
+                        a => a.to_json_text().into_owned(),
+                    }
+                ),
+                Part::ToolResult(r) => format!("result of {}:\n{}", r.call_id, r.text()),
+                Part::Image(_) => format!("{}: [image]", m.role.as_str()),
+                _ => continue,
+            };
+            out.push_str(&line);
+            out.push_str("\n\n");
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out
+}

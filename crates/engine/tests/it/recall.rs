@@ -1,0 +1,215 @@
+//! Nothing clipped is lost: every handle a compaction writes recalls the
+//! content it replaced, the prefix is the same on every compaction, and
+//! what the model recalled is not clipped again.
+
+use abridge::model::{Arguments, Conversation, Message, Part, Role, ToolCall, ToolResult, decode};
+use abridge::recall::{Handle, OriginalKind, Piece};
+use abridge::{Compactor, Config};
+use serde_json::json;
+
+fn example(name: &str) -> Conversation {
+    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    decode(&std::fs::read(path).unwrap()).unwrap().remove(0)
+}
+
+fn config(target: u64) -> Config {
+    let mut c = Config::default();
+    c.budget.target_tokens = Some(target);
+    c.budget.min_iterations = 1;
+    c.budget.kept_cap = 0;
+    c
+}
+
+/// Every text the history holds: message text, arguments, results.
+fn texts(conv: &Conversation) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in &conv.messages {
+        for p in &m.parts {
+            match p {
+                Part::Text(t) => out.push(t.text.clone()),
+                Part::ToolCall(c) => out.push(c.arguments.to_json_text().into_owned()),
+                Part::ToolResult(r) => out.push(r.text()),
+                Part::Image(i) => out.push(i.source.to_url()),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn handles(conv: &Conversation) -> Vec<Handle> {
+    let mut hs: Vec<Handle> = texts(conv)
+        .iter()
+        .flat_map(|t| Handle::find_all(t).collect::<Vec<_>>())
+        .collect();
+    hs.sort();
+    hs.dedup();
+    hs
+}
+
+#[test]
+fn every_handle_written_recalls_what_it_replaced() {
+    for (file, target) in [
+        ("coding-agent.openai.json", 900),
+        ("web-agent.anthropic.json", 1800),
+    ] {
+        let conv = example(file);
+        let mut c = Compactor::new(config(target)).unwrap();
+        let out = c.compact(&conv).unwrap();
+        let after = out.conversation.into_owned();
+        let hs = handles(&after);
+        assert!(hs.len() >= 2, "{file}: {hs:?}");
+        let before = texts(&conv);
+        for h in &hs {
+            let o = c
+                .engine()
+                .original(h)
+                .unwrap_or_else(|| panic!("{file}: {h} is not kept"));
+            assert_eq!(&o.handle, h);
+            match o.kind {
+                OriginalKind::Region => {}
+                _ => {
+                    for p in &o.pieces {
+                        let piece = match p {
+                            Piece::Text { text } => text,
+                            Piece::Image { url } => url,
+                        };
+                        assert!(
+                            before.iter().any(|t| t.contains(piece.as_str())),
+                            "{file}: {h} ({:?}) holds what the history did not",
+                            o.kind
+                        );
+                    }
+                }
+            }
+            let a = c.engine().recall(&json!({"handle": h.as_str()}));
+            assert!(!a.is_error, "{file}: {}", a.text());
+        }
+        // The same history compacts to the same bytes: handles do not move.
+        let again = Compactor::new(config(target))
+            .unwrap()
+            .compact(&conv)
+            .unwrap();
+        assert_eq!(again.conversation.as_ref(), &after, "{file}");
+    }
+}
+
+#[test]
+fn the_briefing_lists_what_it_replaced_within_its_share() {
+    let conv = example("coding-agent.openai.json");
+    for share in [0.15, 0.5] {
+        let mut cfg = config(1100);
+        cfg.policies.pipeline = vec![abridge::PolicyKind::Summarize];
+        cfg.recall.index_share = share;
+        let mut c = Compactor::new(cfg).unwrap();
+        let out = c.compact(&conv).unwrap();
+        let after = out.conversation.as_ref();
+        let i = out.report.briefing.expect("a briefing");
+        let briefing = after.messages[i].text_content();
+        let (body, index) = briefing
+            .split_once("## Recallable originals")
+            .expect("an index");
+        assert!(index.contains("messages the briefing replaced"), "{index}");
+        let kind = abridge::tokens::TokenizerKind::O200kBase;
+        let taken = kind.count(index) as f64 / kind.count(&briefing) as f64;
+        // The region's line is always there; the items share what is left.
+        let region_line = index.lines().nth(1).map_or(0, |l| kind.count(l)) as f64;
+        assert!(
+            taken <= share + region_line / kind.count(&briefing) as f64,
+            "share {share}: the index takes {taken:.2} of the briefing\n{index}"
+        );
+        if share > 0.4 {
+            assert!(index.contains("read_file src/"), "{index}");
+        }
+        assert!(!body.is_empty());
+        for h in Handle::find_all(index) {
+            assert!(c.engine().original(&h).is_some(), "{h}");
+        }
+    }
+}
+
+#[test]
+fn a_recalled_original_is_not_clipped_again() {
+    let mut conv = example("coding-agent.openai.json");
+    // The model recalled a long original early on: a call and its result.
+    let recalled = "fn main() {}\n".repeat(200);
+    let at = 3;
+    conv.messages.insert(
+        at,
+        Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall(ToolCall {
+                id: "call_r".into(),
+                name: "abridge_recall".into(),
+                arguments: Arguments::Json(r#"{"handle":"abr_0000000000"}"#.into()),
+                extra: Default::default(),
+                function_extra: Default::default(),
+            })],
+            ..Default::default()
+        },
+    );
+    conv.messages.insert(
+        at + 1,
+        Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: "call_r".into(),
+                parts: vec![Part::text(recalled.clone())],
+                form: abridge::model::ContentForm::Text,
+                is_error: None,
+                extra: Default::default(),
+            })],
+            ..Default::default()
+        },
+    );
+    let mut cfg = config(1700);
+    cfg.policies.pipeline = vec![abridge::PolicyKind::ClipToolResults];
+    cfg.policies.min_result_chars = 10;
+    let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
+    assert!(out.report.compacted);
+    assert!(texts(&out.conversation).contains(&recalled));
+    // With recall off, the tool is nobody's: its result is clipped as any.
+    cfg.recall.enabled = false;
+    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+    assert!(!texts(&out.conversation).contains(&recalled));
+}
+
+#[test]
+fn with_recall_off_placeholders_carry_no_handle() {
+    let conv = example("web-agent.anthropic.json");
+    let mut cfg = config(2500);
+    cfg.recall.enabled = false;
+    let mut c = Compactor::new(cfg).unwrap();
+    let out = c.compact(&conv).unwrap();
+    assert!(out.report.compacted);
+    assert!(handles(&out.conversation).is_empty());
+    assert!(c.engine().recall_tool().is_none());
+    let body = texts(&out.conversation).join("\n");
+    assert!(body.contains("> [clipped for brevity]"), "{body}");
+}
+
+#[test]
+fn the_recall_tool_is_declared_and_answers_in_pages() {
+    let conv = example("coding-agent.openai.json");
+    let mut cfg = config(900);
+    cfg.policies.pipeline = vec![abridge::PolicyKind::Summarize];
+    cfg.recall.page_chars = 1_000;
+    let mut c = Compactor::new(cfg).unwrap();
+    let out = c.compact(&conv).unwrap();
+    let tool = c.engine().recall_tool().unwrap();
+    assert_eq!(tool.name, "abridge_recall");
+    assert_eq!(tool.parameters["required"], json!(["handle"]));
+    // The region transcript is the largest original: it comes in pages.
+    let region = handles(&out.conversation)
+        .into_iter()
+        .find(|h| c.engine().original(h).unwrap().kind == OriginalKind::Region)
+        .expect("a region original");
+    let first = c.engine().recall(&json!({"handle": region.as_str()}));
+    assert!(first.pages > 1, "{}", first.text());
+    let last = c
+        .engine()
+        .recall(&json!({"handle": region.as_str(), "page": first.pages}));
+    assert!(last.text().contains("this is the last page"));
+    let unknown = c.engine().recall(&json!({"handle": "abr_zzzzzzzzzz"}));
+    assert!(unknown.is_error);
+}
