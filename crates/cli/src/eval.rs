@@ -125,8 +125,17 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
         }
         writeln!(
             out,
-            "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>10} {:>9}",
-            "strategy", "tokens", "kept", "valid", "recall", "with code", "precision", "briefing"
+            "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>12} {:>10} {:>9} {:>6}",
+            "strategy",
+            "tokens",
+            "kept",
+            "valid",
+            "recall",
+            "with code",
+            "recoverable",
+            "precision",
+            "briefing",
+            "index"
         )?;
         for x in &r.results {
             if let Some(e) = &x.error {
@@ -135,15 +144,17 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
             }
             writeln!(
                 out,
-                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>10} {:>9}{}",
+                "  {:<26} {:>9} {:>7} {:>6} {:>8} {:>10} {:>12} {:>10} {:>9} {:>6}{}",
                 x.strategy.label(),
                 x.tokens,
                 pct(x.kept),
                 if x.valid { "yes" } else { "no" },
                 pct(x.recall),
                 pct(x.recall_with_code),
+                x.recoverable.map_or("—".into(), pct),
                 x.precision.map_or("—".into(), pct),
                 x.briefing_tokens.map_or("—".into(), |t| t.to_string()),
+                index_share(x).map_or("—".into(), pct),
                 x.probe_score
                     .map_or(String::new(), |p| format!("  probes {}", pct(p)))
             )?;
@@ -166,13 +177,32 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
         };
         writeln!(
             out,
-            "  {:<26} kept {:>6}  recall {:>6}  with code {:>6}  precision {:>6}",
+            "  {:<26} kept {:>6}  recall {:>6}  with code {:>6}  recoverable {:>6} (lowest {:>6})  precision {:>6}  index {:>6} (highest {:>6})",
             s.label(),
             mean(&|x| Some(x.kept)).map_or("—".into(), pct),
             mean(&|x| Some(x.recall)).map_or("—".into(), pct),
             mean(&|x| Some(x.recall_with_code)).map_or("—".into(), pct),
-            mean(&|x| x.precision).map_or("—".into(), pct)
+            mean(&|x| x.recoverable).map_or("—".into(), pct),
+            extreme(&rs, |x| x.recoverable, f64::min).map_or("—".into(), pct),
+            mean(&|x| x.precision).map_or("—".into(), pct),
+            mean(&|x| index_share(x)).map_or("—".into(), pct),
+            extreme(&rs, index_share, f64::max).map_or("—".into(), pct),
         )?;
     }
     Ok(())
+}
+
+/// The index's share of the briefing's tokens.
+fn index_share(x: &abridge_eval::StrategyResult) -> Option<f64> {
+    let (index, briefing) = (x.index_tokens?, x.briefing_tokens?);
+    Some(index as f64 / briefing.max(1) as f64)
+}
+
+/// The lowest (or highest) of a figure over the results that have it.
+fn extreme(
+    rs: &[&abridge_eval::StrategyResult],
+    f: impl Fn(&abridge_eval::StrategyResult) -> Option<f64>,
+    pick: fn(f64, f64) -> f64,
+) -> Option<f64> {
+    rs.iter().filter_map(|x| f(x)).reduce(pick)
 }

@@ -90,6 +90,9 @@ impl Options {
             Some(ConfigSource::Value(v)) => serde_json::from_value(v.clone())
                 .map_err(|e| Error::Options(format!("config: {e}")))?,
         };
+        // The packages do not hand the agent the recall tool yet: handles
+        // it has no tool for would only cost tokens.
+        config.recall.enabled = false;
         if let Some(m) = &self.model {
             config.model = Some(m.clone());
         } else if config.model.is_none() {

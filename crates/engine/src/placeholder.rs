@@ -74,22 +74,28 @@ pub fn is_result_placeholder(text: &str) -> bool {
     text.starts_with(&format!("[{RESULT_NOTE}"))
 }
 
-/// `[N earlier iterations omitted]`.
-pub fn iterations(n: usize) -> String {
-    if n == 1 {
-        "[1 earlier iteration omitted]".to_owned()
+/// `[N earlier iterations omitted; recall abr_…]`.
+pub fn iterations(n: usize, handle: Option<&Handle>) -> String {
+    let text = if n == 1 {
+        "1 earlier iteration omitted".to_owned()
     } else {
-        format!("[{n} earlier iterations omitted]")
-    }
+        format!("{n} earlier iterations omitted")
+    };
+    bracketed(&text, handle)
 }
 
 /// The count in an iterations placeholder, if `text` is one.
 pub fn parse_iterations(text: &str) -> Option<usize> {
-    let rest = text.strip_prefix('[')?;
+    let rest = text.strip_prefix('[')?.strip_suffix(']')?;
     let (n, tail) = rest.split_once(' ')?;
+    let tail = match tail.split_once("; recall ") {
+        Some((t, h)) if Handle::parse(h).is_some() => t,
+        Some(_) => return None,
+        None => tail,
+    };
     matches!(
         tail,
-        "earlier iteration omitted]" | "earlier iterations omitted]"
+        "earlier iteration omitted" | "earlier iterations omitted"
     )
     .then(|| n.parse().ok())
     .flatten()

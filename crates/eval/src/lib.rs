@@ -15,6 +15,11 @@
 //!   out; **recall with code** counts them too, for comparison. In prose,
 //!   hyphenated English (`end-to-end`) is not an identifier, and neither is
 //!   a quantity (`16-byte`, `200ms`);
+//! - **recoverable recall** (strategies that keep originals): the same
+//!   share, counting an identifier the compacted history lost as kept when
+//!   one of its handles (in a placeholder or the briefing's index) leads
+//!   to an original that holds it — what the model can get back with the
+//!   recall tool; and the index's tokens beside the briefing's;
 //! - **precision** (strategies that write a briefing): of the identifiers
 //!   the briefing names that appear before the cut, the share the agent
 //!   writes after it;
@@ -121,6 +126,14 @@ pub struct StrategyResult {
     /// The same, counting the names in the code the agent typed later too.
     #[serde(default)]
     pub recall_with_code: f64,
+    /// Share of the later-used identifiers the compacted history holds or
+    /// leads to: present, or in an original one of its handles recalls
+    /// (strategies that keep originals).
+    #[serde(default)]
+    pub recoverable: Option<f64>,
+    /// Tokens of the briefing's index of recallable originals.
+    #[serde(default)]
+    pub index_tokens: Option<u64>,
     /// Share of the briefing's identifiers the agent uses later (briefings only).
     pub precision: Option<f64>,
     /// Later-used identifiers the compacted history lost.

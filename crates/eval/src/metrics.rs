@@ -61,7 +61,7 @@ impl Written {
     }
 }
 
-fn text_of(conv: &Conversation) -> String {
+pub(crate) fn text_of(conv: &Conversation) -> String {
     encode(conv).map(|v| v.to_string()).unwrap_or_default()
 }
 
@@ -82,6 +82,9 @@ fn share_of_named(named: usize, unused: &[String]) -> f64 {
 }
 
 /// Share of `ids` that `text` mentions (1 when there are none).
+/// Where a briefing's index of recallable originals starts.
+const INDEX_HEADING: &str = "## Recallable originals";
+
 fn share_kept(ids: &[String], text: &str) -> f64 {
     if ids.is_empty() {
         return 1.0;
@@ -199,6 +202,8 @@ impl Targets {
                 valid: false,
                 recall: 0.0,
                 recall_with_code: 0.0,
+                recoverable: None,
+                index_tokens: None,
                 precision: None,
                 missed: self.used.clone(),
                 unused: Vec::new(),
@@ -222,6 +227,15 @@ impl Targets {
             valid,
             recall: self.recall_missing(missed.len()),
             recall_with_code: self.recall_with_code(&text),
+            recoverable: applied.recallable.as_deref().map(|more| {
+                let lost = missed.iter().filter(|id| !mentions(more, id)).count();
+                self.recall_missing(lost)
+            }),
+            index_tokens: applied
+                .briefing
+                .as_deref()
+                .and_then(|b| b.split_once(INDEX_HEADING))
+                .map(|(_, index)| kind.count(index) as u64),
             missed,
             precision: judged
                 .as_ref()

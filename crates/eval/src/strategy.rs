@@ -3,7 +3,10 @@
 use abridge::model::{Conversation, Message, Part, Role};
 use abridge::summarize::Summarizer;
 use abridge::tokens::{TokenCounter, TokenizerKind};
-use abridge::{Compactor, PolicyKind};
+use std::collections::HashSet;
+
+use abridge::recall::{Handle, Piece};
+use abridge::{Compactor, Engine, PolicyKind};
 use serde::{Deserialize, Serialize};
 
 use crate::EvalOptions;
@@ -65,6 +68,9 @@ pub(crate) struct Applied {
     pub(crate) conversation: Option<Conversation>,
     pub(crate) briefing: Option<String>,
     pub(crate) error: Option<String>,
+    /// The text of every original the compacted history's handles lead to
+    /// (and the handles in those, in turn), when the strategy keeps any.
+    pub(crate) recallable: Option<String>,
 }
 
 /// Tokens of a history with `kind`.
@@ -123,6 +129,7 @@ impl Run<'_> {
             conversation: Some(conv),
             briefing,
             error: None,
+            recallable: None,
         }
     }
 
@@ -141,23 +148,53 @@ impl Run<'_> {
             cfg.policies.pipeline = p;
         }
         let wrapper = cfg.summary.wrapper.clone();
+        let recall = cfg.recall.enabled;
         let result = Compactor::new(cfg).and_then(|mut c| {
             c.set_summarizers(summarizers);
             c.compact(self.pre).map(|o| {
                 let conv = o.conversation.into_owned();
                 let briefing = o.report.briefing_text(&conv, &wrapper);
-                (conv, briefing)
+                let recallable = recall.then(|| recallable(c.engine(), &conv));
+                (conv, briefing, recallable)
             })
         });
         match result {
-            Ok((conv, briefing)) => self.done(conv, briefing),
+            Ok((conv, briefing, recallable)) => Applied {
+                recallable,
+                ..self.done(conv, briefing)
+            },
             Err(e) => Applied {
                 conversation: None,
                 briefing: None,
                 error: Some(e.to_string()),
+                recallable: None,
             },
         }
     }
+}
+
+/// The text of every original a handle in `conv` leads to, following the
+/// handles inside recalled originals too (the model can recall those).
+fn recallable(engine: &Engine, conv: &Conversation) -> String {
+    let mut seen = HashSet::new();
+    let mut todo: Vec<Handle> = Handle::find_all(&crate::metrics::text_of(conv)).collect();
+    let mut out = String::new();
+    while let Some(h) = todo.pop() {
+        if !seen.insert(h.clone()) {
+            continue;
+        }
+        let Some(o) = engine.original(&h) else {
+            continue;
+        };
+        for p in &o.pieces {
+            if let Piece::Text { text } = p {
+                todo.extend(Handle::find_all(text));
+                out.push_str(text);
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// Every tool output but the last [`MASK_KEEP`] replaced by a placeholder.

@@ -466,7 +466,9 @@ fn originals_are_kept_with_their_snapshot_and_recalled_by_a_new_process() {
     let mut c = compactor_with(&path);
     let history = conv();
     let out = c.compact(&history).unwrap();
-    let body = abridge::model::encode(&out.conversation).unwrap().to_string();
+    let body = abridge::model::encode(&out.conversation)
+        .unwrap()
+        .to_string();
     let handles: Vec<Handle> = Handle::find_all(&body).collect();
     assert!(!handles.is_empty(), "{body}");
     // Another engine, no memory of this one: the store answers.

@@ -3,14 +3,21 @@
 //! iterations leaves one user message `[N earlier iterations omitted]`. A
 //! placeholder right before the run is absorbed, so repeated compactions keep
 //! one running count. Iterations holding a pinned message are kept whole.
+//! With recall on, the placeholder names the removed messages by a handle
+//! (an absorbed placeholder is among them, so earlier runs stay reachable).
 
 use std::ops::Range;
 
 use abridge_model::{Message, Role, iterations};
 
 use crate::placeholder::{iterations as placeholder, parse_iterations};
+use crate::recall::{Found, Original, keep};
 
-pub(super) fn apply(messages: &mut Vec<Message>, region: Range<usize>) -> usize {
+pub(super) fn apply(
+    messages: &mut Vec<Message>,
+    region: Range<usize>,
+    mut found: Option<Found<'_>>,
+) -> usize {
     let its: Vec<Range<usize>> = iterations(messages)
         .into_iter()
         .map(|it| it.range())
@@ -40,7 +47,8 @@ pub(super) fn apply(messages: &mut Vec<Message>, region: Range<usize>) -> usize 
             start -= 1;
             count += prev;
         }
-        let mut note = Message::text(Role::User, placeholder(count));
+        let handle = keep(&mut found, || Original::region(&messages[start..span.end]));
+        let mut note = Message::text(Role::User, placeholder(count, handle.as_ref()));
         note.meta.compact_summary = true;
         messages.splice(start..span.end, std::iter::once(note));
         dropped += n;

@@ -85,6 +85,6 @@ pub(crate) fn apply(
         Policy::CollapseFeedback => feedback::apply(messages, region, cfg),
         Policy::ClipToolResults => tool_results::apply(messages, region, cfg, found),
         Policy::ClipToolArgs => tool_args::apply(messages, region, cfg, found),
-        Policy::DropIterations => drop::apply(messages, region),
+        Policy::DropIterations => drop::apply(messages, region, found),
     }
 }

@@ -16,6 +16,9 @@ use super::original::Original;
 /// The heading the index goes under; the rest of its line names the tool.
 const HEADING: &str = "## Recallable originals";
 
+/// How a region's label ends (`the 12 replaced messages`).
+const REGION: &str = " replaced message";
+
 /// An index line, before it is chosen.
 struct Line {
     /// What it names (the label): one line per name, the newest.
@@ -90,6 +93,11 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
             .map_or(text.as_str(), |(k, _)| k)
             .trim_start_matches("- ")
             .to_owned();
+        // Earlier regions are each their own, whatever their labels say.
+        let key = match key.contains(REGION) {
+            true => text.clone(),
+            false => key,
+        };
         Line {
             argument: argument_of(&key).to_owned(),
             key,
@@ -101,7 +109,7 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     // Stable: mentioned lines first, each group newest first.
     lines.sort_by_key(|l| !(l.argument.len() >= 3 && inp.recent.contains(&l.argument)));
 
-    let mut text = format!("{HEADING} (call {} with a handle)\n", inp.tool);
+    let mut text = format!("{HEADING} ({})\n", inp.tool);
     if let Some(r) = &region {
         text.push_str(&format!(
             "- {} · {} · {}\n",
@@ -239,7 +247,7 @@ mod tests {
         let idx = build(&inputs(&msgs, "now edit src/b.rs", 1_000));
         let lines: Vec<&str> = idx.text.lines().collect();
         assert!(lines[0].starts_with(HEADING));
-        assert!(lines[1].starts_with("- all 8 messages the briefing replaced"));
+        assert!(lines[1].starts_with("- the 8 replaced messages"));
         assert!(
             lines[2].starts_with("- Read src/b.rs · 9 B · abr_"),
             "{lines:?}"
@@ -260,7 +268,7 @@ mod tests {
 
         let small = build(&inputs(&msgs, "now edit src/b.rs", 40));
         assert!(small.text.lines().count() < 5);
-        assert!(small.text.contains("messages the briefing replaced"));
+        assert!(small.text.contains("replaced messages"));
     }
 
     #[test]
@@ -280,10 +288,12 @@ mod tests {
         let lines: Vec<&str> = two.text.lines().collect();
         assert!(lines[2].starts_with("- Read src/c.rs"));
         assert!(lines.iter().any(|l| l.starts_with("- Read src/a.rs")));
-        assert!(
+        assert_eq!(
             lines
                 .iter()
-                .any(|l| l.starts_with("- the 1 message") || l.starts_with("- all")),
+                .filter(|l| l.starts_with("- the 2 replaced messages"))
+                .count(),
+            2,
             "the earlier region's line is carried: {lines:?}"
         );
         assert_eq!(Handle::find_all(&two.text).count(), 4);

@@ -124,8 +124,8 @@ impl Original {
     pub(crate) fn region(messages: &[Message]) -> Original {
         let text = transcript(messages);
         let label = match messages.len() {
-            1 => "the 1 message the briefing replaced".to_owned(),
-            n => format!("all {n} messages the briefing replaced"),
+            1 => "the 1 replaced message".to_owned(),
+            n => format!("the {n} replaced messages"),
         };
         Original::new(OriginalKind::Region, label, vec![Piece::Text { text }])
     }

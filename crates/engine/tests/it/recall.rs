@@ -109,7 +109,7 @@ fn the_briefing_lists_what_it_replaced_within_its_share() {
         let (body, index) = briefing
             .split_once("## Recallable originals")
             .expect("an index");
-        assert!(index.contains("messages the briefing replaced"), "{index}");
+        assert!(index.contains("replaced messages"), "{index}");
         let kind = abridge::tokens::TokenizerKind::O200kBase;
         let taken = kind.count(index) as f64 / kind.count(&briefing) as f64;
         // The region's line is always there; the items share what is left.
