@@ -24,6 +24,30 @@ export interface Options {
   store?: string
   /** The name compactions are recorded under (default `abridge-embed`). */
   source?: string
+  /** Handles on replaced content and the recall tool (default: the config's `[recall] enabled`, on). */
+  recall?: boolean
+}
+
+/** The recall tool's declaration. */
+export interface RecallTool {
+  name: string
+  description: string
+  /** JSON Schema of its input, `{ handle, page? }`. */
+  parameters: Record<string, unknown>
+}
+
+/** The answer to one call of the recall tool. */
+export interface RecallAnswer {
+  /** What goes back to the model (images left out). */
+  text: string
+  /** Text and images (`{ type: 'image', url }`). */
+  pieces: Array<{ type: 'text'; text: string } | { type: 'image'; url: string }>
+  /** Nothing was recalled: an unknown or expired handle, or a malformed call. */
+  isError: boolean
+  page: number
+  pages: number
+  bytes: number
+  handle: string | null
 }
 
 /** One policy's work in a compaction. */
@@ -98,6 +122,12 @@ export class Session<M = unknown> {
   readonly tokens: number
   /** Calls `listener` with every engine event. */
   onEvent(listener: (event: AbridgeEvent) => void): this
+  /** The recall tool's declaration, or null with `[recall]` off. */
+  recallTool(): RecallTool | null
+  /** The recall tool as a plain function: the original a handle names, or why there is none. */
+  recall(handle: string, page?: number): string
+  /** Answers a call of the recall tool given its arguments (an object or the JSON a model wrote). */
+  recallAnswer(args: { handle: string; page?: number } | string): RecallAnswer
 }
 
 /** Options of `abridgePrepareStep`. */
@@ -114,6 +144,8 @@ export function abridgePrepareStep<M = unknown>(
 ): ((step: { messages: M[] }) => Promise<{ messages: M[] } | undefined>) & {
   /** Sessions started (1 unless the history was edited), messages read, compactions. */
   readonly stats: { sessions: number; messagesRead: number; compactions: number }
+  /** The recall tool as an AI SDK `tool()` under its name (`{}` with recall off), to spread into the agent's tools. */
+  tools(): Record<string, unknown>
 }
 
 /** Base class of abridge's errors; `code` names the kind. */

@@ -39,7 +39,7 @@ function call(f) {
   }
 }
 
-const OPTION_KEYS = ['format', 'targetTokens', 'triggerTokens', 'config', 'model', 'tokenizer', 'store', 'source']
+const OPTION_KEYS = ['format', 'targetTokens', 'triggerTokens', 'config', 'model', 'tokenizer', 'store', 'source', 'recall']
 
 /** The options the engine reads, as JSON; other keys are the caller's. */
 function optionsJson(options, format) {
@@ -136,6 +136,46 @@ class Session {
     return this.#native.tokens
   }
 
+  /**
+   * The recall tool's declaration, `{ name, description, parameters }` (a
+   * JSON Schema), or null with `[recall]` off. Placeholders and briefings
+   * name what they replaced by a handle (`abr_…`): give the model this tool
+   * and answer its calls with `recall`.
+   */
+  recallTool() {
+    const text = call(() => this.#native.recallTool())
+    return text === null || text === undefined ? null : JSON.parse(text)
+  }
+
+  /** The recall tool as a plain function: the original `handle` names (in pages when large), or why there is none. */
+  recall(handle, page) {
+    return this.recallAnswer(page === undefined ? { handle } : { handle, page }).text
+  }
+
+  /** Answers a call given its arguments (an object or the JSON a model wrote): `{ text, pieces, isError, page, pages, bytes, handle }`. */
+  recallAnswer(args) {
+    let text = typeof args === 'string' ? args : JSON.stringify(args)
+    if (typeof args === 'string') {
+      try {
+        JSON.parse(args)
+      } catch {
+        // Not JSON: answered as a malformed call, not thrown.
+        text = JSON.stringify({ unparsed: args })
+      }
+    }
+    const a = JSON.parse(call(() => this.#native.recall(text)))
+    this.#flush()
+    return {
+      text: a.pieces.filter((p) => p.type === 'text').map((p) => p.text).join('\n'),
+      pieces: a.pieces,
+      isError: a.is_error,
+      page: a.page,
+      pages: a.pages,
+      bytes: a.bytes,
+      handle: a.handle,
+    }
+  }
+
   /** Calls `listener` with every engine event (`history_size`, `history_compacted`, …). */
   onEvent(listener) {
     this.#listeners.push(listener)
@@ -158,6 +198,11 @@ class Session {
  * read, and the compacted prefix stays the same from step to step (prompt
  * caches hold). `options`: `triggerTokens`, `targetTokens`, `model`,
  * `config`, `tokenizer`, and `onCompact(report)`.
+ *
+ * `prepareStep.tools()` is the recall tool as an AI SDK `tool()` under its
+ * name, to spread into the agent's tools: placeholders and briefings name
+ * what they replaced by a handle, and the model gets an original back by
+ * calling it (`{}` with `[recall]` off).
  */
 function abridgePrepareStep(options = {}) {
   let session = null
@@ -175,6 +220,7 @@ function abridgePrepareStep(options = {}) {
     }
   }
   prepareStep.stats = stats
+  prepareStep.tools = () => recallTools(() => session, options)
   return prepareStep
 
   function step(messages) {
@@ -198,6 +244,24 @@ function abridgePrepareStep(options = {}) {
     }
     return compactedOnce ? { messages: session.messages } : undefined
   }
+}
+
+/** The recall tool as AI SDK tools (`{ [name]: tool }`) answering from `current()`'s session. */
+function recallTools(current, options) {
+  const declaration = new Session(null, { ...options, format: 'ai-sdk' }).recallTool()
+  if (!declaration) return {}
+  // The AI SDK is the caller's: it is loaded only when its tool is asked for.
+  const { tool, jsonSchema } = require('ai')
+  const recall = tool({
+    description: declaration.description,
+    inputSchema: jsonSchema(declaration.parameters),
+    execute: async (input) => {
+      const session = current()
+      if (!session) return 'No original is kept yet: nothing has been compacted.'
+      return session.recallAnswer(input).text
+    },
+  })
+  return { [declaration.name]: recall }
 }
 
 /** Deep equality of message values; keys holding `undefined` count as absent. */

@@ -155,6 +155,24 @@ impl NativeSession {
         i64::try_from(self.inner.tokens().get()).unwrap_or(i64::MAX)
     }
 
+    /// The recall tool's declaration as JSON (`{name, description,
+    /// parameters}`), or null when `[recall]` is off.
+    #[napi(js_name = "recallTool")]
+    pub fn recall_tool(&self) -> Result<Option<String>, String> {
+        self.inner
+            .recall_tool()
+            .map(|t| to_text(&serde_json::to_value(t).unwrap_or_default()))
+            .transpose()
+    }
+
+    /// Answers a call of the recall tool (its arguments as JSON): the
+    /// answer as JSON.
+    #[napi]
+    pub fn recall(&self, arguments: String) -> Result<String, String> {
+        let arguments = parse(&arguments)?;
+        to_text(&serde_json::to_value(self.inner.recall(&arguments)).unwrap_or_default())
+    }
+
     /// Events since the last call, as JSON texts.
     #[napi(js_name = "takeEvents")]
     pub fn take_events(&self) -> Vec<String> {

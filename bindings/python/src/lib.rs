@@ -170,6 +170,25 @@ impl Session {
         self.with(|s| Ok(s.tokens().get()))
     }
 
+    /// The recall tool's declaration as JSON (`{name, description,
+    /// parameters}`), or `None` when `[recall]` is off.
+    fn recall_tool(&self) -> PyResult<Option<String>> {
+        self.with(|s| {
+            s.recall_tool()
+                .map(|t| to_text(&serde_json::to_value(t).unwrap_or_default()))
+                .transpose()
+        })
+    }
+
+    /// Answers a call of the recall tool (its arguments as JSON), without
+    /// the GIL (the store may be read): the answer as JSON.
+    fn recall(&self, py: Python<'_>, arguments: &str) -> PyResult<String> {
+        let arguments = parse(arguments).map_err(py_err)?;
+        py.detach(|| {
+            self.with(|s| to_text(&serde_json::to_value(s.recall(&arguments)).unwrap_or_default()))
+        })
+    }
+
     /// Events since the last call, as JSON texts.
     fn take_events(&self) -> Vec<String> {
         self.events

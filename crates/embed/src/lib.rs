@@ -48,8 +48,16 @@ pub struct Compacted {
 
 /// Compacts a body or a list of messages to the target of `options`.
 /// A history already under it comes back as given.
+///
+/// One call keeps nothing to recall from once it returns: unless a store
+/// keeps the originals (or `recall` is asked for), placeholders carry no
+/// handles.
 pub fn compact(value: Value, options: &Options) -> Result<Compacted> {
     let input = Decoded::read(value, options.format)?;
+    let mut options = options.clone();
+    if options.store.is_none() {
+        options.recall = Some(options.recall.unwrap_or(false));
+    }
     let mut compactor = options.compactor(&input.conversation)?;
     let outcome = compactor.compact(&input.conversation)?;
     Ok(Compacted {

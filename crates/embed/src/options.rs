@@ -42,6 +42,9 @@ pub struct Options {
     /// `open_calibrated`, `estimate`; default: the model's own).
     #[serde(deserialize_with = "tokenizer")]
     pub tokenizer: Option<TokenizerKind>,
+    /// Handles on replaced content and the recall tool (sets `recall.enabled`;
+    /// an integration that cannot give the model the tool turns it off).
+    pub recall: Option<bool>,
 }
 
 /// Where the engine config comes from.
@@ -90,9 +93,6 @@ impl Options {
             Some(ConfigSource::Value(v)) => serde_json::from_value(v.clone())
                 .map_err(|e| Error::Options(format!("config: {e}")))?,
         };
-        // The packages do not hand the agent the recall tool yet: handles
-        // it has no tool for would only cost tokens.
-        config.recall.enabled = false;
         if let Some(m) = &self.model {
             config.model = Some(m.clone());
         } else if config.model.is_none() {
@@ -110,6 +110,9 @@ impl Options {
         }
         if self.tokenizer.is_some() {
             config.tokenizer = self.tokenizer;
+        }
+        if let Some(on) = self.recall {
+            config.recall.enabled = on;
         }
         config.check()?;
         Ok(config)

@@ -1,6 +1,7 @@
 //! A history that an agent loop grows message by message.
 
 use abridge::Event;
+use abridge::recall::{Answer, RecallTool};
 use abridge::tokens::{Counted, Reported};
 use abridge_model::{Conversation, decode_wire_messages};
 use serde::Serialize;
@@ -84,6 +85,19 @@ impl Session {
     /// Tokens of the history now.
     pub fn tokens(&self) -> Counted {
         self.inner.tokens()
+    }
+
+    /// The recall tool's declaration (name, description, JSON Schema), when
+    /// `[recall]` is on: give it to the model beside the agent's tools, and
+    /// answer its calls with [`recall`](Session::recall).
+    pub fn recall_tool(&self) -> Option<RecallTool> {
+        self.inner.compactor().engine().recall_tool()
+    }
+
+    /// Answers a call of the recall tool, given its arguments
+    /// (`{"handle": "abr_…", "page": 2}`): the original the handle names.
+    pub fn recall(&self, arguments: &Value) -> Answer {
+        self.inner.compactor().engine().recall(arguments)
     }
 
     /// Calls `f` with every engine event (sizes, triggers, compactions).

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use abridge_model::{FunctionTool, Message, Tool};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
 
@@ -31,6 +32,9 @@ pub struct Engine {
     store: Option<Arc<Mutex<Box<dyn SnapshotSink>>>>,
     sinks: Vec<Sink>,
     originals: Arc<OriginalCache>,
+    /// The caller adds the recall tool to what it sends (a proxy): its
+    /// declaration is counted with the history's tools.
+    declares_recall: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -68,6 +72,7 @@ impl Engine {
             store: None,
             sinks: Vec::new(),
             originals,
+            declares_recall: false,
         };
         engine.set_summarizers(Vec::new());
         Ok(engine)
@@ -98,10 +103,45 @@ impl Engine {
         self.originals = cache;
     }
 
+    /// Says that the caller adds the recall tool's declaration to the tools
+    /// of every history it sends that has tools (as the proxy does), so
+    /// that budgets count it.
+    pub fn declare_recall_tool(&mut self) {
+        self.declares_recall = true;
+    }
+
     /// The recall tool's declaration, when `[recall]` is on.
     pub fn recall_tool(&self) -> Option<RecallTool> {
         let r = &self.config.recall;
         r.enabled.then(|| RecallTool::new(&r.tool))
+    }
+
+    /// Tokens of the recall tool's declaration when the caller adds it to
+    /// `tools` ([`declare_recall_tool`](Self::declare_recall_tool)): for a
+    /// history that has tools of its own and not one of that name (an agent
+    /// that declares it itself has it counted with its tools).
+    pub(crate) fn recall_tool_tokens(
+        &self,
+        counter: &mut TokenCounter,
+        tools: Option<&[Tool]>,
+    ) -> u64 {
+        let Some(tool) = self.recall_tool().filter(|_| self.declares_recall) else {
+            return 0;
+        };
+        let Some(tools) = tools.filter(|t| !t.is_empty()) else {
+            return 0;
+        };
+        if tools.iter().any(|t| t.name() == Some(tool.name.as_str())) {
+            return 0;
+        }
+        let declared = Tool::Function(FunctionTool {
+            name: tool.name,
+            description: Some(tool.description),
+            parameters: Some(tool.parameters),
+            extra: Default::default(),
+            function_extra: Default::default(),
+        });
+        counter.count_tools(Some(&[declared])) as u64
     }
 
     /// The original a handle names: from memory, else from the store.
@@ -156,11 +196,16 @@ impl Engine {
     }
 
     /// Where the clipping policies keep what they replace, when recall is on.
-    pub(crate) fn found<'a>(&'a self, originals: &'a mut Vec<Original>) -> Option<Found<'a>> {
+    pub(crate) fn found<'a>(
+        &'a self,
+        originals: &'a mut Vec<Original>,
+        input: &'a [Message],
+    ) -> Option<Found<'a>> {
         let r = &self.config.recall;
         r.enabled.then_some(Found {
             tool: &r.tool,
             originals,
+            input,
         })
     }
 

@@ -101,6 +101,11 @@ impl History {
         &self.tokens
     }
 
+    /// The compactor (its engine answers the recall tool).
+    pub fn compactor(&self) -> &Compactor {
+        &self.compactor
+    }
+
     /// The compactor, e.g. to subscribe to events.
     pub fn compactor_mut(&mut self) -> &mut Compactor {
         &mut self.compactor

@@ -23,7 +23,7 @@
 //! the target, the error carries the smallest valid history, so a proxy
 //! can send it rather than the whole.
 
-use abridge_model::{ContentForm, Message, Part, ToolResult, head_len, iterations};
+use abridge_model::{ContentForm, Conversation, Message, Part, ToolResult, head_len, iterations};
 use abridge_tokens::Counted;
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +92,7 @@ impl Rewriter<'_> {
     pub(crate) fn degrade(
         &mut self,
         run_steps: &mut dyn FnMut(&mut Rewriter<'_>, &mut Work, u64) -> bool,
+        conv: &Conversation,
         work: &mut Work,
         target: u64,
         ceiling: Option<u64>,
@@ -115,7 +116,7 @@ impl Rewriter<'_> {
         };
         let mut items = 0;
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
-            let found = self.engine.found(&mut work.originals);
+            let found = self.engine.found(&mut work.originals, &conv.messages);
             items += policy::apply(p, &mut work.messages, region.clone(), &forced, found);
         }
         if items > 0 {

@@ -106,7 +106,10 @@ impl Rewriter<'_> {
             messages,
             tail_n,
             total: tokens,
-            tools: self.counter.count_tools(conv.tools.as_deref()) as u64,
+            tools: self.counter.count_tools(conv.tools.as_deref()) as u64
+                + self
+                    .engine
+                    .recall_tool_tokens(self.counter, conv.tools.as_deref()),
             runs: Vec::new(),
             attempts: Vec::new(),
             summarizer: None,
@@ -132,7 +135,7 @@ impl Rewriter<'_> {
                     };
                     c.run_steps(conv, &plan, w)
                 };
-                if plan.degrade && self.degrade(&mut steps, work, target, plan.ceiling) {
+                if plan.degrade && self.degrade(&mut steps, conv, work, target, plan.ceiling) {
                     return Ok(());
                 }
                 return Err(self.cannot_shrink(conv, work, target));
@@ -154,7 +157,7 @@ impl Rewriter<'_> {
                 false
             }
             Step::Summarize => self.summarize(conv, plan, work),
-            Step::Policy(p) => self.clip(p, plan.target, work),
+            Step::Policy(p) => self.clip(p, conv, plan.target, work),
         })
     }
 
@@ -177,12 +180,18 @@ impl Rewriter<'_> {
     /// than the target needs; true once the target is reached. The region is
     /// named by how many iterations it leaves at the end, which stays true
     /// when a step removes messages.
-    fn clip(&mut self, p: Policy, target: Option<u64>, work: &mut Work) -> bool {
+    fn clip(
+        &mut self,
+        p: Policy,
+        conv: &Conversation,
+        target: Option<u64>,
+        work: &mut Work,
+    ) -> bool {
         let old = iterations(&work.messages).len().saturating_sub(work.tail_n);
         for step in 1..=STEPS {
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
-            let found = self.engine.found(&mut work.originals);
+            let found = self.engine.found(&mut work.originals, &conv.messages);
             let items = policy::apply(
                 p,
                 &mut work.messages,

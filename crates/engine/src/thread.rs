@@ -237,6 +237,12 @@ struct Measured {
     iterations: usize,
     /// Tokens of its tool declarations.
     tools: Counted,
+    /// Tokens of the recall tool's declaration when the caller adds it
+    /// ([`Engine::declare_recall_tool`]): to every rewritten history.
+    recall_tool: Counted,
+    /// The same when this history goes out rewritten (a carried prefix
+    /// applied), else none.
+    declared: Counted,
 }
 
 /// An evaluation under way: the history's tokens and iterations, the events
@@ -347,9 +353,9 @@ impl Thread {
     /// log if it still applies (the cached prefix stays), or the history.
     pub fn turn<'a>(&mut self, engine: &Engine, input: Input<'a>) -> Result<Outcome<'a>> {
         let start = Instant::now();
-        let m = self.measure(&input);
+        let m = self.measure(engine, &input);
         let eval = Eval {
-            tokens: m.tokens + m.tools,
+            tokens: m.tokens + m.tools + m.declared,
             calibration: self.state.calibration,
             iterations: m.iterations,
             events: Vec::new(),
@@ -374,13 +380,18 @@ impl Thread {
                     conversation,
                     report,
                 };
-                self.remember(&input, &outcome, m.carry, m.iterations, m.tools);
+                // What the report's figures hold besides the messages.
+                let beside = match outcome.report.compacted {
+                    true => m.tools + m.recall_tool,
+                    false => m.tools + m.declared,
+                };
+                self.remember(&input, &outcome, m.carry, m.iterations, m.tools, beside);
                 Ok(outcome)
             }
             Err(e) => {
                 if input.action == Action::Evaluate {
                     // The history goes as it is.
-                    self.state.last_sent = Some(m.tokens + m.tools);
+                    self.state.last_sent = Some(m.tokens + m.tools + m.declared);
                 }
                 self.state.carryover = m.carry;
                 Err(e)
@@ -391,7 +402,7 @@ impl Thread {
     /// What the input adds to what the thread knows: the history as it goes
     /// out (a carried prefix applied), its tokens and iterations, counting
     /// only what the last turn did not.
-    fn measure(&mut self, input: &Input<'_>) -> Measured {
+    fn measure(&mut self, engine: &Engine, input: &Input<'_>) -> Measured {
         let history = input.history;
         let seen = self
             .last
@@ -427,12 +438,20 @@ impl Thread {
             Some(s) => s.tools,
             None => self.tool_tokens(history),
         };
+        let recall_tool =
+            Counted(engine.recall_tool_tokens(&mut self.counter, history.tools.as_deref()));
+        let declared = match view {
+            Some(_) => recall_tool,
+            None => Counted::ZERO,
+        };
         Measured {
             carry,
             view,
             tokens,
             iterations,
             tools,
+            recall_tool,
+            declared,
         }
     }
 
@@ -445,10 +464,11 @@ impl Thread {
         carry: Option<Carryover>,
         its: usize,
         tools: Counted,
+        beside: Counted,
     ) {
         let report = &outcome.report;
         let sent = &outcome.conversation.messages;
-        let tokens = report.tokens_after.saturating_sub(tools);
+        let tokens = report.tokens_after.saturating_sub(beside);
         self.state.last_sent = Some(report.tokens_after);
         self.state.carryover = match (input.resent, report.compacted) {
             (true, true) => Some(Carryover::new(

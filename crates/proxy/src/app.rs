@@ -13,9 +13,10 @@ use axum::routing::{get, post};
 
 use crate::config::ProxyConfig;
 use crate::engines::Engines;
-use crate::forward::{OnUsage, Upstream, family_of_headers, proxy_error, relay};
+use crate::forward::{OnUsage, Upstream, family_of_headers, is_event_stream, proxy_error, relay};
 use crate::metrics::{Metrics, Route};
 use crate::prepare::{Context, Prepared, SharedStore};
+use crate::recall::{self, Resend};
 use crate::session::{SESSION_HEADER, Sessions};
 
 /// Shared by every request.
@@ -145,7 +146,7 @@ async fn compact_and_send(
     bytes: Bytes,
     start: Instant,
 ) -> Response<Body> {
-    let prepared = {
+    let mut prepared = {
         let (app, headers, bytes) = (app.clone(), headers.clone(), bytes.clone());
         tokio::task::spawn_blocking(move || app.context().prepare(wire, &headers, &bytes))
             .await
@@ -189,22 +190,39 @@ async fn compact_and_send(
         let Some(body) = retry else {
             return buffered(status, &head, text, extra);
         };
+        // The retried body is compacted anew, without the recall tool.
+        prepared.recall = None;
         extra.push((
             HeaderName::from_static("x-abridge-retried"),
             HeaderValue::from_static("overflow"),
         ));
-        upstream = match app.upstream.send(method, &url, &headers, body, true).await {
+        upstream = match app
+            .upstream
+            .send(method.clone(), &url, &headers, body, true)
+            .await
+        {
             Ok(r) => r,
             Err(e) => return upstream_failed(family, &e),
         };
     }
-    relay(
-        upstream,
-        family,
-        app.metrics.clone(),
-        on_usage(app, &prepared),
-        extra,
-    )
+    let on_usage = on_usage(app, &prepared);
+    match prepared.recall.take() {
+        Some(r) if upstream.status().is_success() => {
+            let resend = Resend {
+                upstream: app.upstream.clone(),
+                method,
+                url,
+                headers,
+            };
+            let metrics = app.metrics.clone();
+            if is_event_stream(upstream.headers()) {
+                recall::streamed(r, upstream, resend, metrics, on_usage, extra)
+            } else {
+                recall::whole(r, upstream, resend, metrics, on_usage, extra).await
+            }
+        }
+        _ => relay(upstream, family, app.metrics.clone(), on_usage, extra),
+    }
 }
 
 /// The headers that tell the client what the proxy did.

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use abridge::model::Conversation;
+use abridge::model::{Conversation, Format};
+use abridge::recall::OriginalCache;
 use abridge::{Config, Engine};
 
 use crate::prepare::SharedStore;
@@ -26,11 +27,16 @@ pub(crate) struct ModelEngines {
     pub(crate) background: Option<Arc<Engine>>,
 }
 
-/// Engines by model.
+/// Engines by model, and by whether the proxy answers the recall tool for
+/// the wire (not yet for the Responses API: handles there would name
+/// originals the model has no tool to reach).
 #[derive(Debug, Default)]
 pub(crate) struct Engines {
-    by_model: Mutex<HashMap<Option<String>, Arc<ModelEngines>>>,
+    by_model: Mutex<HashMap<EngineKey, Arc<ModelEngines>>>,
 }
+
+/// A model (the config's or the request's), and whether recall is on.
+type EngineKey = (Option<String>, bool);
 
 impl Engines {
     /// The engines for a conversation: the config's, with the request's
@@ -43,17 +49,24 @@ impl Engines {
         handle: &tokio::runtime::Handle,
     ) -> Result<Arc<ModelEngines>, String> {
         let model = base.model.clone().or_else(|| conv.model.clone());
+        let recall = base.recall.enabled && conv.format != Format::Responses;
+        let key = (model.clone(), recall);
         let mut map = self.by_model.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = map.get(&model) {
+        if let Some(e) = map.get(&key) {
             return Ok(e.clone());
         }
         let mut config = base.clone();
-        config.model = model.clone();
-        // The proxy does not answer the recall tool yet: handles the model
-        // has no tool for would only cost tokens.
-        config.recall.enabled = false;
+        config.model = model;
+        config.recall.enabled = recall;
+        // One memory of originals for both: a background briefing's
+        // handles are answered like the request path's.
+        let originals = Arc::new(OriginalCache::new(
+            (config.recall.memory_megabytes as usize).saturating_mul(1_000_000),
+        ));
         let build = |summarizers| -> Result<Arc<Engine>, String> {
             let mut engine = Engine::new(config.clone()).map_err(|e| e.to_string())?;
+            engine.share_originals(originals.clone());
+            engine.declare_recall_tool();
             if let Some(summarizers) = summarizers {
                 engine.set_summarizers(summarizers);
             }
@@ -76,7 +89,7 @@ impl Engines {
         if map.len() >= MODELS {
             map.clear();
         }
-        map.insert(model, engines.clone());
+        map.insert(key, engines.clone());
         Ok(engines)
     }
 }

@@ -33,6 +33,7 @@ mod forward;
 mod metrics;
 mod prepare;
 mod raw;
+mod recall;
 mod session;
 mod store;
 mod usage;

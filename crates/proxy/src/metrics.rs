@@ -143,6 +143,10 @@ pub(crate) struct Metrics {
     disconnects: Counter,
     store_timeouts: Family<StoreLabels, Counter>,
     store_dropped: Counter,
+    recalls: Family<OutcomeLabels, Counter>,
+    recall_bytes: Counter,
+    recall_rounds: Counter,
+    recall_exhausted: Counter,
     added_latency: Histogram,
     upstream_latency: Histogram,
     active_sessions: Gauge,
@@ -173,6 +177,10 @@ impl Metrics {
             disconnects: Counter::default(),
             store_timeouts: Family::default(),
             store_dropped: Counter::default(),
+            recalls: Family::default(),
+            recall_bytes: Counter::default(),
+            recall_rounds: Counter::default(),
+            recall_exhausted: Counter::default(),
             // 50 µs … ~1.6 s
             added_latency: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
             // 1 ms … ~65 s
@@ -251,6 +259,26 @@ impl Metrics {
             self.store_dropped.clone(),
         );
         r.register(
+            "recalls",
+            "Calls of the recall tool the proxy answered, by outcome (found; missing: unknown or expired handle, or a malformed call)",
+            self.recalls.clone(),
+        );
+        r.register(
+            "recall_bytes",
+            "Bytes of original content the recall tool gave back",
+            self.recall_bytes.clone(),
+        );
+        r.register(
+            "recall_rounds",
+            "Upstream calls continued after the proxy answered the recall tool",
+            self.recall_rounds.clone(),
+        );
+        r.register(
+            "recall_rounds_exhausted",
+            "Responses still calling the recall tool after [recall] max_rounds rounds, given to the client without those calls",
+            self.recall_exhausted.clone(),
+        );
+        r.register(
             "client_disconnects",
             "Responses the client stopped reading before their end",
             self.disconnects.clone(),
@@ -278,6 +306,23 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// The proxy answered a call of the recall tool.
+    pub(crate) fn recall(&self, found: bool, bytes: usize) {
+        let outcome = if found { "found" } else { "missing" }.to_owned();
+        self.recalls.get_or_create(&OutcomeLabels { outcome }).inc();
+        self.recall_bytes.inc_by(bytes as u64);
+    }
+
+    /// An upstream call went on after a recall round.
+    pub(crate) fn recall_round(&self) {
+        self.recall_rounds.inc();
+    }
+
+    /// A response still called the recall tool when the rounds ran out.
+    pub(crate) fn recall_rounds_exhausted(&self) {
+        self.recall_exhausted.inc();
     }
 
     /// A response went back to the client.

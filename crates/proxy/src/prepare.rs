@@ -21,6 +21,7 @@ use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::metrics::{Decoded, Metrics, Passthrough};
 use crate::raw::{messages_from, same_post};
+use crate::recall::{self, Recalling};
 use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
 };
@@ -54,6 +55,8 @@ pub(crate) struct Prepared {
     pub(crate) request: Option<RequestRecord>,
     /// The provider's own compaction is in charge of this history.
     pub(crate) handover: bool,
+    /// The body declares the recall tool: what answering it needs.
+    pub(crate) recall: Option<Recalling>,
 }
 
 /// Everything a request needs from the running proxy.
@@ -346,7 +349,10 @@ impl Context<'_> {
             p.poll(conv, s.thread.calibrated(sent));
         }
         self.account(s, report.as_ref());
-        let body = out.and_then(|c| self.encode(c));
+        let (body, recall) = match out {
+            Some(c) => self.encode_recalling(s, c),
+            None => (None, None),
+        };
         if body.is_none() && warning.is_none() {
             self.metrics.passthrough(Passthrough::Unchanged);
         }
@@ -371,8 +377,37 @@ impl Context<'_> {
             report,
             warning,
             request: Some(request),
+            recall,
             ..Prepared::default()
         }
+    }
+
+    /// The compacted history to send, with the recall tool declared when
+    /// the session's engine keeps originals, and what answering it needs.
+    fn encode_recalling(
+        &self,
+        s: &SessionState,
+        mut conv: Conversation,
+    ) -> (Option<Bytes>, Option<Recalling>) {
+        let Some(tool) = s.engine.recall_tool() else {
+            return (self.encode(conv), None);
+        };
+        if !recall::declare(&mut conv, s.wire, &tool) {
+            return (self.encode(conv), None);
+        }
+        cap_breakpoints(&mut conv);
+        let Ok(value) = encode(&conv) else {
+            return (self.encode(conv), None);
+        };
+        let bytes = serde_json::to_vec(&value).ok().map(Bytes::from);
+        let recalling = bytes.is_some().then(|| Recalling {
+            engine: s.engine.clone(),
+            tool: tool.name,
+            max_rounds: s.engine.config().recall.max_rounds,
+            family: s.wire.family(),
+            body: value,
+        });
+        (bytes, recalling)
     }
 
     /// Compacts a session's history harder after the upstream refused

@@ -12,7 +12,7 @@ use std::time::Duration;
 use abridge_model::{Family, Format, Role, decode_as, validate};
 use abridge_tokens::{TokenCounter, TokenizerKind};
 
-use crate::reply::{Api, Event, Reply};
+use crate::reply::{Api, Event, RECALL_TOOL, Reply};
 use crate::script::ShellScript;
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -92,6 +92,16 @@ pub struct RequestCheck {
     /// provider never issued: a reasoning item that was edited on its way.
     #[serde(default)]
     pub altered_reasoning: usize,
+    /// Whether it declares the recall tool the proxy answers.
+    #[serde(default)]
+    pub recall_declared: bool,
+    /// The texts of the recall tool's results in its last message (a
+    /// request the proxy continued after answering the tool).
+    #[serde(default)]
+    pub recalled: Vec<String>,
+    /// Calls of the recall tool anywhere in its history.
+    #[serde(default)]
+    pub recall_calls: usize,
 }
 
 /// A hash of a request body, to tell whether it arrived byte for byte.
@@ -297,6 +307,36 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
             .get("include")
             .and_then(Value::as_array)
             .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
+    // `x-fake-recall`: the model calls the recall tool the proxy declared,
+    // with the first handle it reads — `alone`, `beside` its tool call,
+    // with an `unknown` handle, or `always` (even right after an answer).
+    let recall_mode = headers
+        .get("x-fake-recall")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let just_answered = s
+        .seen
+        .lock()
+        .unwrap()
+        .report
+        .requests
+        .last()
+        .is_some_and(|c| !c.recalled.is_empty());
+    if api != Api::Responses
+        && declares(&request, RECALL_TOOL)
+        && (recall_mode == "always" || (!recall_mode.is_empty() && !just_answered))
+    {
+        let handle = match recall_mode {
+            "unknown" => Some("abr_zzzzzzzzzz".to_owned()),
+            _ => first_handle(body),
+        };
+        if let Some(h) = handle {
+            reply.recall = Some(json!({"handle": h}));
+            if recall_mode != "beside" {
+                reply.call = None;
+            }
+        }
+    }
     let body = reply.body(api, tokens);
     if reply.reasoning {
         let issued = body["output"].as_array().into_iter().flatten();
@@ -327,9 +367,18 @@ fn check(
         Api::Messages => Format::Anthropic,
     };
     let stream = request.get("stream") == Some(&Value::Bool(true));
+    let mut recalled = Vec::new();
+    let mut recall_calls = 0;
     let (tokens, violations, messages) = match decode_as(body, Some(format)) {
         Ok(mut convs) if convs.len() == 1 => {
             let conv = convs.remove(0);
+            recalled = recall_results(&conv);
+            recall_calls = conv
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_calls())
+                .filter(|c| c.name == RECALL_TOOL)
+                .count();
             let tokens = TokenCounter::new(s.options.tokenizer).count_conversation(&conv) as u64;
             let v = validate(&conv).iter().map(|v| v.to_string()).collect();
             let user = conv
@@ -367,7 +416,12 @@ fn check(
         .last
         .get(&key)
         .map(|prev| raw.len() >= prev.len() && raw[..prev.len()] == prev[..]);
-    seen.last.insert(key.clone(), raw);
+    // A request the proxy continued after answering the recall tool is
+    // compared with the client's request before it, and leaves it in place:
+    // the client's next request goes on from its own history.
+    if recalled.is_empty() {
+        seen.last.insert(key.clone(), raw);
+    }
     let check = RequestCheck {
         path: api.path().to_owned(),
         first_user,
@@ -386,8 +440,50 @@ fn check(
             .iter()
             .filter(|r| !seen.reasoning.contains(*r))
             .count(),
+        recall_declared: declares(request, RECALL_TOOL),
+        recalled,
+        recall_calls,
     };
     (check, key)
+}
+
+/// The texts of the recall tool's results in the last message.
+fn recall_results(conv: &abridge_model::Conversation) -> Vec<String> {
+    let recall_ids: Vec<&str> = conv
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .filter(|c| c.name == RECALL_TOOL)
+        .map(|c| c.id.as_str())
+        .collect();
+    conv.messages
+        .last()
+        .into_iter()
+        .flat_map(|m| m.tool_results())
+        .filter(|r| recall_ids.contains(&r.call_id.as_str()))
+        .map(|r| r.text())
+        .collect()
+}
+
+/// Whether a request declares a tool of this name.
+fn declares(request: &Value, name: &str) -> bool {
+    request["tools"].as_array().is_some_and(|tools| {
+        tools.iter().any(|t| {
+            t["name"].as_str() == Some(name) || t["function"]["name"].as_str() == Some(name)
+        })
+    })
+}
+
+/// The first recall handle written in a body (`abr_` and ten of `[0-9a-z]`).
+fn first_handle(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    text.match_indices("abr_").find_map(|(at, _)| {
+        let tail: String = text[at + 4..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+            .collect();
+        (tail.len() == 10).then(|| format!("abr_{tail}"))
+    })
 }
 
 /// What must come back unchanged of a reasoning item.

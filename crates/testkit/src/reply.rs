@@ -47,7 +47,13 @@ pub(crate) struct Reply {
     /// Whether a Responses answer starts with an encrypted reasoning item
     /// (the client asked for `reasoning.encrypted_content`).
     pub(crate) reasoning: bool,
+    /// The arguments of a call of the recall tool made before the tool
+    /// call (Chat Completions and Messages).
+    pub(crate) recall: Option<Value>,
 }
+
+/// The recall tool the proxy declares.
+pub(crate) const RECALL_TOOL: &str = "abridge_recall";
 
 impl Reply {
     /// A short text answer, for benchmarks.
@@ -58,6 +64,7 @@ impl Reply {
             text: "ok".into(),
             call: None,
             reasoning: false,
+            recall: None,
         };
         reply.body(api, 0)
     }
@@ -88,6 +95,7 @@ impl Reply {
             text: format!("Step {turn}: looking at the next file."),
             call,
             reasoning: false,
+            recall: None,
         }
     }
 
@@ -119,6 +127,7 @@ impl Reply {
             text,
             call,
             reasoning: false,
+            recall: None,
         }
     }
 
@@ -129,9 +138,16 @@ impl Reply {
             Api::Chat => {
                 let mut message = json!({"role": "assistant", "content": self.text});
                 let mut finish = "stop";
-                if let Some((name, args)) = &self.call {
-                    message["tool_calls"] = json!([{"id": format!("call_{n}"), "type": "function",
-                        "function": {"name": name, "arguments": args.to_string()}}]);
+                let calls: Vec<Value> = self
+                    .calls()
+                    .into_iter()
+                    .map(|(id, name, args)| {
+                        json!({"id": format!("call_{id}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}})
+                    })
+                    .collect();
+                if !calls.is_empty() {
+                    message["tool_calls"] = Value::Array(calls);
                     finish = "tool_calls";
                 }
                 json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
@@ -141,8 +157,8 @@ impl Reply {
             Api::Messages => {
                 let mut content = vec![json!({"type": "text", "text": self.text})];
                 let mut stop = "end_turn";
-                if let Some((name, args)) = &self.call {
-                    content.push(json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}));
+                for (id, name, args) in self.calls() {
+                    content.push(json!({"type": "tool_use", "id": format!("toolu_{id}"), "name": name, "input": args}));
                     stop = "tool_use";
                 }
                 json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": self.model,
@@ -152,15 +168,22 @@ impl Reply {
         }
     }
 
+    /// Its calls: `(id suffix, tool, arguments)`, the recall call first.
+    fn calls(&self) -> Vec<(String, String, Value)> {
+        let n = self.turn;
+        let mut out = Vec::new();
+        if let Some(args) = &self.recall {
+            out.push((format!("{n}_recall"), RECALL_TOOL.to_owned(), args.clone()));
+        }
+        if let Some((name, args)) = &self.call {
+            out.push((n.to_string(), name.clone(), args.clone()));
+        }
+        out
+    }
+
     /// The stream: `(event name, data)` pairs.
     pub(crate) fn events(&self, api: Api, tokens: u64, usage: bool) -> Vec<Event> {
         let n = self.turn;
-        let args = self
-            .call
-            .as_ref()
-            .map(|(_, a)| a.to_string())
-            .unwrap_or_default();
-        let (a1, a2) = halves(&args);
         match api {
             Api::Responses => self.response_events(tokens),
             Api::Chat => {
@@ -174,12 +197,14 @@ impl Reply {
                 )];
                 out.push(chunk(json!({"content": self.text}), Value::Null));
                 let mut finish = "stop";
-                if let Some((name, _)) = &self.call {
-                    out.push(chunk(json!({"tool_calls": [{"index": 0, "id": format!("call_{n}"), "type": "function",
+                for (i, (id, name, args)) in self.calls().into_iter().enumerate() {
+                    let args = args.to_string();
+                    let (a1, a2) = halves(&args);
+                    out.push(chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{id}"), "type": "function",
                         "function": {"name": name, "arguments": ""}}]}), Value::Null));
                     for part in [a1, a2] {
                         out.push(chunk(
-                            json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                            json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
                             Value::Null,
                         ));
                     }
@@ -209,19 +234,22 @@ impl Reply {
                     json!({"type": "content_block_stop", "index": 0}),
                 ));
                 let mut stop = "end_turn";
-                if let Some((name, _)) = &self.call {
-                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 1,
-                        "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}})));
+                for (i, (id, name, args)) in self.calls().into_iter().enumerate() {
+                    let index = i + 1;
+                    let args = args.to_string();
+                    let (a1, a2) = halves(&args);
+                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "tool_use", "id": format!("toolu_{id}"), "name": name, "input": {}}})));
                     for part in [a1, a2] {
                         out.push(ev(
                             "content_block_delta",
-                            json!({"type": "content_block_delta", "index": 1,
+                            json!({"type": "content_block_delta", "index": index,
                             "delta": {"type": "input_json_delta", "partial_json": part}}),
                         ));
                     }
                     out.push(ev(
                         "content_block_stop",
-                        json!({"type": "content_block_stop", "index": 1}),
+                        json!({"type": "content_block_stop", "index": index}),
                     ));
                     stop = "tool_use";
                 }

@@ -125,6 +125,7 @@ class Session:
         tokenizer: Optional[str] = None,
         store: Optional[Union[str, "os.PathLike[str]"]] = None,
         source: Optional[str] = None,
+        recall: Optional[bool] = None,
     ) -> None:
         opts = _options(
             format=format,
@@ -135,6 +136,7 @@ class Session:
             tokenizer=tokenizer,
             store=store,
             source=source,
+            recall=recall,
         )
         self._native = _native.Session(None if initial is None else json.dumps(initial), opts)
         self._callbacks: List[Callable[[Dict[str, Any]], None]] = []
@@ -170,6 +172,45 @@ class Session:
     def tokens(self) -> int:
         """Tokens of the history now."""
         return self._native.tokens
+
+    def recall_tool(self) -> Optional[Dict[str, Any]]:
+        """The recall tool's declaration, ``{"name", "description",
+        "parameters"}`` (a JSON Schema), or ``None`` with ``[recall]`` off.
+        Placeholders and briefings name what they replaced by a handle
+        (``abr_…``); give the model this tool beside the agent's own and
+        answer its calls with ``recall``. As an OpenAI tool:
+        ``{"type": "function", "function": session.recall_tool()}``."""
+        text = self._native.recall_tool()
+        return None if text is None else json.loads(text)
+
+    def recall(self, handle: str, page: Optional[int] = None) -> str:
+        """The recall tool as a plain function: the original ``handle``
+        names (in pages when it is large; the answer says so), or a message
+        that says why there is none. Images are left out of the text (see
+        ``recall_answer``)."""
+        args: Dict[str, Any] = {"handle": handle}
+        if page is not None:
+            args["page"] = page
+        return self.recall_answer(args)["text"]
+
+    def recall_answer(self, arguments: Union[str, Dict[str, Any]]) -> Dict[str, Any]:
+        """Answers a call of the recall tool given its arguments (a dict or
+        the JSON text a model wrote): ``{"text", "pieces", "is_error",
+        "page", "pages", "bytes", "handle"}``; ``pieces`` holds the images
+        too, as ``{"type": "image", "url": …}``."""
+        if isinstance(arguments, str):
+            try:
+                json.loads(arguments)
+                text = arguments
+            except ValueError:
+                # Not JSON: answered as a malformed call, not raised.
+                text = json.dumps({"unparsed": arguments})
+        else:
+            text = json.dumps(arguments)
+        answer = json.loads(self._native.recall(text))
+        answer["text"] = "\n".join(p["text"] for p in answer["pieces"] if p["type"] == "text")
+        self._flush()
+        return answer
 
     def on_event(self, callback: Callable[[Dict[str, Any]], None]) -> "Session":
         """Calls ``callback`` with every engine event (``history_size``,

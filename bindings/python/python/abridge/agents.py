@@ -16,6 +16,10 @@ items added since its last call, so a call costs the new items; when the
 input does not extend the last one (a new run), it starts a new session.
 The instructions go as the SDK built them. If abridge cannot read the
 input, the input goes as it was and the error is kept in ``last_error``.
+
+A filter cannot add tools to the agent, so handles on what was replaced
+(and the index in briefings) are off unless the agent has the recall tool:
+``Agent(tools=[..., input_filter.recall_tool()])``.
 """
 
 from __future__ import annotations
@@ -54,13 +58,37 @@ class AbridgeInputFilter:
             raise TypeError("AbridgeInputFilter sends Responses input items: no format option")
         # Checked now, not at the first model call: an unknown name is a TypeError.
         Session(format="responses", **session_options)
-        self._options: Dict[str, Any] = session_options
+        self._options: Dict[str, Any] = {"recall": False, **session_options}
         self._session: Optional[Session] = None
         self._seen = 0
         self._last: Optional[str] = None
         self.last_turn: Optional[Dict[str, Any]] = None
         self.last_error: Optional[AbridgeError] = None
         self.compactions = 0
+
+    def recall_tool(self) -> Any:
+        """The ``abridge_recall`` tool as an Agents SDK ``FunctionTool``, for
+        the agent's tools; once it is asked for, the filter's compactions
+        name what they replace by handles the tool answers."""
+        from agents import FunctionTool
+
+        self._options["recall"] = True
+        declaration = Session(format="responses", **self._options).recall_tool()
+        if declaration is None:
+            raise AbridgeError("recall is off in the config ([recall] enabled = false)")
+
+        async def invoke(_ctx: Any, arguments: str) -> str:
+            if self._session is None:
+                return "No original is kept yet: nothing has been compacted."
+            return self._session.recall_answer(arguments)["text"]
+
+        return FunctionTool(
+            name=declaration["name"],
+            description=declaration["description"],
+            params_json_schema=declaration["parameters"],
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
 
     def __call__(self, data: Any) -> Any:
         from agents.run_config import ModelInputData

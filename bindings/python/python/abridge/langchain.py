@@ -7,7 +7,9 @@
 The middleware compacts the model's input before each call (the agent's
 state keeps every message); only the messages added since the last call
 are read, and the compacted prefix stays the same from call to call, so
-prompt caches hold.
+prompt caches hold. It also gives the agent the ``abridge_recall`` tool:
+placeholders and briefings name what they replaced by a handle, and the
+model gets an original back by calling the tool with it.
 """
 
 from __future__ import annotations
@@ -52,8 +54,10 @@ class AbridgeMiddleware(AgentMiddleware):
         if "format" in session_options:
             raise TypeError("AbridgeMiddleware sends LangChain messages: no format option")
         # Checked now, not at the first model call: an unknown name is a TypeError.
-        Session(**session_options)
+        declaration = Session(**session_options).recall_tool()
         self._options = session_options
+        #: The recall tool (registered with the agent by ``create_agent``).
+        self.tools = [] if declaration is None else [self._recall_tool(declaration)]
         self._on_compact = on_compact
         self._lock = threading.Lock()
         self._session: Optional[Session] = None
@@ -62,6 +66,23 @@ class AbridgeMiddleware(AgentMiddleware):
         self._current: Optional[List[BaseMessage]] = None
         #: Sessions started (1 unless the history was edited), messages read, compactions.
         self.stats = {"sessions": 0, "messages_read": 0, "compactions": 0}
+
+    def _recall_tool(self, declaration: Dict[str, Any]) -> Any:
+        from langchain_core.tools import StructuredTool
+
+        def recall(handle: str, page: Optional[int] = None) -> str:
+            with self._lock:
+                session = self._session
+            if session is None:
+                return "No original is kept yet: nothing has been compacted."
+            return session.recall(handle, page)
+
+        return StructuredTool.from_function(
+            func=recall,
+            name=declaration["name"],
+            description=declaration["description"],
+            args_schema=declaration["parameters"],
+        )
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         compacted = self._prepare(request.messages)

@@ -28,6 +28,17 @@ pub(super) fn apply(
         .map(|c| (c.id.as_str(), c))
         .collect();
     let recall_tool = found.as_ref().map(|f| f.tool);
+    // What each result was before this compaction touched it.
+    let given: HashMap<&str, &ToolResult> = found
+        .as_ref()
+        .map(|f| {
+            f.input
+                .iter()
+                .flat_map(Message::tool_results)
+                .map(|r| (r.call_id.as_str(), r))
+                .collect()
+        })
+        .unwrap_or_default();
     // Decided over the whole history (calls come before their results),
     // then written.
     let mut clips: Vec<(usize, usize, String)> = Vec::new();
@@ -45,7 +56,8 @@ pub(super) fn apply(
             if keep_it || !worth_clipping(r, cfg) {
                 continue;
             }
-            let handle = keep(&mut found, || Original::tool_result(r, call));
+            let before = given.get(r.call_id.as_str()).copied().unwrap_or(r);
+            let handle = keep(&mut found, || Original::tool_result(before, call));
             let text = r.text();
             let placeholder = if is_failure(r, &text, cfg) {
                 failed_result(first_line(&text), handle.as_ref())

@@ -35,7 +35,7 @@ impl RecallTool {
                 "properties": {
                     "handle": {
                         "type": "string",
-                        "description": "The handle, such as abr_k3j9x2m1q0."
+                        "description": "The handle: abr_ and the letters and digits after it, as written."
                     },
                     "page": {
                         "type": "integer",
@@ -133,7 +133,7 @@ pub fn answer(
         return Answer::error(
             None,
             format!(
-                "{tool}: {:?} is not a handle. Handles look like abr_k3j9x2m1q0; they are written in \
+                "{tool}: {:?} is not a handle. Handles are abr_ and ten letters and digits; they are written in \
                  clipped placeholders and in the briefing's list of recallable originals.",
                 input.handle
             ),

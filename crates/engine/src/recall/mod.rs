@@ -21,6 +21,9 @@ pub(crate) struct Found<'a> {
     /// The recall tool: its results are never clipped again.
     pub(crate) tool: &'a str,
     pub(crate) originals: &'a mut Vec<Original>,
+    /// The history as the compaction got it: a result an earlier step
+    /// already clipped in part is kept as it was there.
+    pub(crate) input: &'a [abridge_model::Message],
 }
 
 /// Keeps `original` in `found` and returns its handle, when recall is on.

@@ -5,6 +5,7 @@
 mod failures;
 mod loops;
 mod persist;
+mod recall;
 mod replicas;
 mod responses;
 mod support;

@@ -18,7 +18,8 @@ async fn a_restarted_proxy_resumes_the_session_with_the_same_prefix() {
     })
     .await;
 
-    // 30 turns, then the proxy stops; the agent goes on through a new one.
+    // At least 20 turns, up to one that compacted (so the next is not due
+    // to compact), then the proxy stops; the agent goes on through a new one.
     let (url, stop, done) = proxy_for(
         &provider.url,
         CONFIG,
@@ -27,8 +28,12 @@ async fn a_restarted_proxy_resumes_the_session_with_the_same_prefix() {
     .await;
     let mut agent = OpenAiAgent::new(false);
     let mut first = LoopLog::default();
-    for _ in 0..30 {
+    for turn in 0..60 {
+        let before = first.compacted;
         first.note(&agent.step(&url, &[]).await);
+        if turn >= 20 && first.compacted > before {
+            break;
+        }
     }
     assert!(first.compacted > 0);
     let _ = stop.send(());

@@ -1,0 +1,617 @@
+//! A streamed response: events pass to the client as they come — text and
+//! thinking at once, tool calls held until the model's turn ends (a turn
+//! that calls the recall tool continues without them) — and each round
+//! after the first continues the same stream: its start is not repeated,
+//! its blocks are numbered on, and the end carries the usage summed.
+
+use std::sync::Arc;
+
+use abridge::model::Family;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderName, HeaderValue, Response, header};
+use futures_util::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::{Call, Recalling, Resend, add_usage, exhausted_note};
+use crate::forward::{OnUsage, forwarded_headers};
+use crate::metrics::Metrics;
+use crate::usage::UsageTap;
+
+/// The client's stream: the rounds of `first` and its continuations.
+pub(crate) fn streamed(
+    r: Recalling,
+    first: reqwest::Response,
+    resend: Resend,
+    metrics: Arc<Metrics>,
+    on_usage: Option<OnUsage>,
+    extra: Vec<(HeaderName, HeaderValue)>,
+) -> Response<Body> {
+    let status = first.status();
+    let mut headers = forwarded_headers(first.headers());
+    headers.remove(header::CONTENT_LENGTH);
+    for (k, v) in extra {
+        headers.insert(k, v);
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+    tokio::spawn(run(r, first, resend, metrics, on_usage, tx));
+    let body =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+type Sender = tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>;
+
+async fn run(
+    mut r: Recalling,
+    first: reqwest::Response,
+    resend: Resend,
+    metrics: Arc<Metrics>,
+    mut on_usage: Option<OnUsage>,
+    tx: Sender,
+) {
+    let mut machine: Box<dyn Round> = match r.family {
+        Family::Anthropic => Box::new(Anthropic::new(&r.tool)),
+        Family::OpenAi => Box::new(Chat::new(&r.tool)),
+    };
+    let mut response = first;
+    let mut rounds = 0;
+    loop {
+        let mut tap = on_usage.is_some().then(|| UsageTap::new(r.family, true));
+        let mut events = SseReader::default();
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let Ok(chunk) = chunk else {
+                // The upstream went away mid-stream: so does the client's.
+                let _ = tx
+                    .send(Err(std::io::Error::other("upstream stream ended early")))
+                    .await;
+                return;
+            };
+            if let Some(t) = tap.as_mut() {
+                t.feed(&chunk);
+            }
+            for (name, data) in events.feed(&chunk) {
+                for out in machine.event(name.as_deref(), &data) {
+                    if tx.send(Ok(out)).await.is_err() {
+                        metrics.disconnect();
+                        return;
+                    }
+                }
+            }
+        }
+        if let (Some(t), Some(done)) = (tap, on_usage.take()) {
+            done(t.finish());
+        }
+        let calls = machine.recall_calls();
+        let last = calls.is_empty() || rounds == r.max_rounds;
+        let next = if last {
+            None
+        } else {
+            rounds += 1;
+            metrics.recall_round();
+            let answers = r.answer(calls, &metrics).await;
+            r.continue_with(machine.turn(), &answers);
+            match resend.send(&r.body).await {
+                Ok(next) if next.status().is_success() => Some(next),
+                Ok(next) => {
+                    tracing::warn!(status = %next.status(), "the upstream refused a recall round");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the upstream failed on a recall round");
+                    None
+                }
+            }
+        };
+        let Some(next) = next else {
+            if last && !machine.recall_calls().is_empty() {
+                metrics.recall_rounds_exhausted();
+            }
+            for out in machine.finish(&exhausted_note(rounds)) {
+                if tx.send(Ok(out)).await.is_err() {
+                    return;
+                }
+            }
+            return;
+        };
+        machine.next_round();
+        response = next;
+    }
+}
+
+/// Server-sent events out of a byte stream: `(event name, data)`.
+#[derive(Default)]
+struct SseReader {
+    buf: Vec<u8>,
+}
+
+impl SseReader {
+    fn feed(&mut self, chunk: &[u8]) -> Vec<(Option<String>, String)> {
+        self.buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        while let Some((end, skip)) = block_end(&self.buf) {
+            let block: Vec<u8> = self.buf.drain(..end + skip).take(end).collect();
+            let text = String::from_utf8_lossy(&block);
+            let mut name = None;
+            let mut data: Vec<&str> = Vec::new();
+            for line in text.lines() {
+                if let Some(n) = line.strip_prefix("event:") {
+                    name = Some(n.trim().to_owned());
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push(d.strip_prefix(' ').unwrap_or(d));
+                }
+            }
+            if !data.is_empty() || name.is_some() {
+                out.push((name, data.join("\n")));
+            }
+        }
+        out
+    }
+}
+
+/// Where the first event of `buf` ends (a blank line) and the length of
+/// that separator.
+fn block_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One API's stream, round after round.
+trait Round: Send {
+    /// What the client gets of one upstream event.
+    fn event(&mut self, name: Option<&str>, data: &str) -> Vec<Bytes>;
+    /// The recall calls of the round that ended.
+    fn recall_calls(&self) -> Vec<Call>;
+    /// The model's turn as it continues: its text and its recall calls.
+    fn turn(&self) -> Value;
+    /// Starts the next round.
+    fn next_round(&mut self);
+    /// The end of the client's stream: the held tool calls (recall calls
+    /// left out), the stop and the usage summed; `note` when nothing was said.
+    fn finish(&mut self, note: &str) -> Vec<Bytes>;
+}
+
+fn sse(name: Option<&str>, data: &Value) -> Bytes {
+    Bytes::from(match name {
+        Some(n) => format!("event: {n}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    })
+}
+
+/// A content block of an Anthropic stream.
+struct Block {
+    /// Its content as it grew (`content_block` with the deltas applied).
+    json: Value,
+    /// A tool call's input as it came.
+    partial: String,
+    /// Its events, while it is held.
+    held: Vec<Value>,
+    shown: Option<usize>,
+    recall: bool,
+}
+
+/// Anthropic Messages: `message_start`, content blocks, `message_delta`,
+/// `message_stop`.
+struct Anthropic {
+    tool: String,
+    round: usize,
+    /// Index of the next block the client sees.
+    next: usize,
+    blocks: Vec<(u64, Block)>,
+    usage: Map<String, Value>,
+    delta: Option<Value>,
+}
+
+impl Anthropic {
+    fn new(tool: &str) -> Self {
+        Anthropic {
+            tool: tool.to_owned(),
+            round: 0,
+            next: 0,
+            blocks: Vec::new(),
+            usage: Map::new(),
+            delta: None,
+        }
+    }
+
+    fn block(&mut self, v: &Value) -> Option<&mut Block> {
+        let i = v["index"].as_u64()?;
+        self.blocks
+            .iter_mut()
+            .find(|(j, _)| *j == i)
+            .map(|(_, b)| b)
+    }
+
+    fn shown(n: usize, mut v: Value) -> Bytes {
+        v["index"] = json!(n);
+        let name = v["type"]
+            .as_str()
+            .unwrap_or("content_block_delta")
+            .to_owned();
+        sse(Some(&name), &v)
+    }
+}
+
+impl Round for Anthropic {
+    fn event(&mut self, name: Option<&str>, data: &str) -> Vec<Bytes> {
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
+            return vec![Bytes::from(format!(
+                "{}data: {data}\n\n",
+                name.map(|n| format!("event: {n}\n")).unwrap_or_default()
+            ))];
+        };
+        match v["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                // Its output count is a placeholder; the delta's is the one.
+                let mut start = v["message"]["usage"].clone();
+                if let Some(m) = start.as_object_mut() {
+                    m.remove("output_tokens");
+                }
+                add_usage(&mut self.usage, &start);
+                if self.round == 0 {
+                    return vec![sse(Some("message_start"), &v)];
+                }
+                Vec::new()
+            }
+            "content_block_start" => {
+                let cb = v["content_block"].clone();
+                let tool_use = cb["type"] == "tool_use";
+                let recall = tool_use && cb["name"] == self.tool.as_str();
+                let shown = (!tool_use).then(|| {
+                    self.next += 1;
+                    self.next - 1
+                });
+                let mut block = Block {
+                    json: cb,
+                    partial: String::new(),
+                    held: Vec::new(),
+                    shown,
+                    recall,
+                };
+                let out = match shown {
+                    Some(n) => vec![Self::shown(n, v.clone())],
+                    None => {
+                        if !recall {
+                            block.held.push(v.clone());
+                        }
+                        Vec::new()
+                    }
+                };
+                if let Some(i) = v["index"].as_u64() {
+                    self.blocks.push((i, block));
+                }
+                out
+            }
+            "content_block_delta" | "content_block_stop" => {
+                let Some(b) = self.block(&v) else {
+                    return vec![sse(name, &v)];
+                };
+                grow(b, &v["delta"]);
+                match (b.shown, b.recall) {
+                    (Some(n), _) => vec![Self::shown(n, v)],
+                    (None, false) => {
+                        b.held.push(v);
+                        Vec::new()
+                    }
+                    (None, true) => Vec::new(),
+                }
+            }
+            "message_delta" => {
+                add_usage(&mut self.usage, &v["usage"]);
+                self.delta = Some(v);
+                Vec::new()
+            }
+            "message_stop" => Vec::new(),
+            _ => vec![sse(name, &v)],
+        }
+    }
+
+    fn recall_calls(&self) -> Vec<Call> {
+        self.blocks
+            .iter()
+            .filter(|(_, b)| b.recall)
+            .map(|(_, b)| Call {
+                id: b.json["id"].as_str().unwrap_or_default().to_owned(),
+                arguments: input_of(b),
+            })
+            .collect()
+    }
+
+    fn turn(&self) -> Value {
+        let content: Vec<Value> = self
+            .blocks
+            .iter()
+            .filter(|(_, b)| b.shown.is_some() || b.recall)
+            .map(|(_, b)| {
+                let mut j = b.json.clone();
+                if b.recall {
+                    j["input"] = input_of(b);
+                }
+                j
+            })
+            .collect();
+        json!({"role": "assistant", "content": content})
+    }
+
+    fn next_round(&mut self) {
+        self.round += 1;
+        self.blocks.clear();
+        self.delta = None;
+    }
+
+    fn finish(&mut self, note: &str) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let mut calls = 0;
+        for (_, b) in &self.blocks {
+            if b.held.is_empty() {
+                continue;
+            }
+            calls += 1;
+            let n = self.next;
+            self.next += 1;
+            out.extend(b.held.iter().cloned().map(|e| Self::shown(n, e)));
+        }
+        if self.next == 0 {
+            let n = self.next;
+            self.next += 1;
+            out.push(Self::shown(n, json!({"type": "content_block_start", "content_block": {"type": "text", "text": ""}})));
+            out.push(Self::shown(n, json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": note}})));
+            out.push(Self::shown(n, json!({"type": "content_block_stop"})));
+        }
+        let mut delta = self.delta.take().unwrap_or_else(
+            || json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}}),
+        );
+        if calls == 0 && delta["delta"]["stop_reason"] == "tool_use" {
+            delta["delta"]["stop_reason"] = json!("end_turn");
+        }
+        if self.round > 0 {
+            delta["usage"] = Value::Object(self.usage.clone());
+        }
+        out.push(sse(Some("message_delta"), &delta));
+        out.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+        out
+    }
+}
+
+/// Applies a content block's delta to what it holds so far.
+fn grow(b: &mut Block, delta: &Value) {
+    let append = |field: &str, j: &mut Value, more: &Value| {
+        if let Some(more) = more.as_str() {
+            let now = j[field].as_str().unwrap_or_default().to_owned();
+            j[field] = json!(now + more);
+        }
+    };
+    match delta["type"].as_str().unwrap_or_default() {
+        "text_delta" => append("text", &mut b.json, &delta["text"]),
+        "thinking_delta" => append("thinking", &mut b.json, &delta["thinking"]),
+        "signature_delta" => b.json["signature"] = delta["signature"].clone(),
+        "input_json_delta" => b
+            .partial
+            .push_str(delta["partial_json"].as_str().unwrap_or_default()),
+        "citations_delta" => {
+            let list = b.json["citations"].as_array().cloned().unwrap_or_default();
+            let mut list = list;
+            list.push(delta["citation"].clone());
+            b.json["citations"] = Value::Array(list);
+        }
+        _ => {}
+    }
+}
+
+fn input_of(b: &Block) -> Value {
+    match b.partial.trim() {
+        "" => b.json.get("input").cloned().unwrap_or_else(|| json!({})),
+        p => serde_json::from_str(p).unwrap_or_else(|_| json!({})),
+    }
+}
+
+/// A tool call of a Chat Completions stream, as its deltas built it.
+#[derive(Default, Clone)]
+struct ChatCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Chat Completions: chunks, then `[DONE]`.
+struct Chat {
+    tool: String,
+    round: usize,
+    /// The first chunk, whose id, model and creation time every chunk the
+    /// proxy writes repeats.
+    template: Option<Value>,
+    text: String,
+    calls: Vec<(u64, ChatCall)>,
+    finish: Option<Value>,
+    usage: Map<String, Value>,
+    saw_usage: bool,
+    said: bool,
+}
+
+impl Chat {
+    fn new(tool: &str) -> Self {
+        Chat {
+            tool: tool.to_owned(),
+            round: 0,
+            template: None,
+            text: String::new(),
+            calls: Vec::new(),
+            finish: None,
+            usage: Map::new(),
+            saw_usage: false,
+            said: false,
+        }
+    }
+
+    fn chunk(&self, delta: Value, finish: Value) -> Value {
+        let mut c = self
+            .template
+            .clone()
+            .unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
+        c["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": finish}]);
+        c
+    }
+}
+
+impl Round for Chat {
+    fn event(&mut self, _: Option<&str>, data: &str) -> Vec<Bytes> {
+        if data.trim() == "[DONE]" {
+            return Vec::new();
+        }
+        let Ok(mut v) = serde_json::from_str::<Value>(data) else {
+            return vec![Bytes::from(format!("data: {data}\n\n"))];
+        };
+        if self.template.is_none() {
+            let mut t = v.clone();
+            if let Some(m) = t.as_object_mut() {
+                m.remove("choices");
+                m.remove("usage");
+            }
+            self.template = Some(t);
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            add_usage(&mut self.usage, u);
+            self.saw_usage = true;
+        }
+        let Some(choice) = v["choices"].get_mut(0) else {
+            // The usage chunk: it goes at the end, summed.
+            return Vec::new();
+        };
+        if !choice["finish_reason"].is_null() {
+            self.finish = Some(choice["finish_reason"].take());
+        }
+        let delta = &mut choice["delta"];
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for c in calls {
+                let i = c["index"].as_u64().unwrap_or(0);
+                let at = match self.calls.iter().position(|(j, _)| *j == i) {
+                    Some(at) => at,
+                    None => {
+                        self.calls.push((i, ChatCall::default()));
+                        self.calls.len() - 1
+                    }
+                };
+                let call = &mut self.calls[at].1;
+                if let Some(id) = c["id"].as_str() {
+                    call.id = id.to_owned();
+                }
+                if let Some(n) = c["function"]["name"].as_str() {
+                    call.name.push_str(n);
+                }
+                if let Some(a) = c["function"]["arguments"].as_str() {
+                    call.arguments.push_str(a);
+                }
+            }
+        }
+        let Some(d) = delta.as_object_mut() else {
+            return Vec::new();
+        };
+        d.remove("tool_calls");
+        if self.round > 0 {
+            d.remove("role");
+        }
+        if let Some(t) = d.get("content").and_then(Value::as_str) {
+            self.text.push_str(t);
+        }
+        let says = d.iter().any(|(k, v)| match k.as_str() {
+            "content" => v.as_str().is_some_and(|t| !t.is_empty()) || self.round == 0,
+            _ => !v.is_null(),
+        });
+        if !says {
+            return Vec::new();
+        }
+        self.said |= d
+            .get("content")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty());
+        if let Some(m) = v.as_object_mut() {
+            m.remove("usage");
+        }
+        vec![sse(None, &v)]
+    }
+
+    fn recall_calls(&self) -> Vec<Call> {
+        self.calls
+            .iter()
+            .filter(|(_, c)| c.name == self.tool)
+            .map(|(_, c)| Call {
+                id: c.id.clone(),
+                arguments: serde_json::from_str(&c.arguments).unwrap_or(Value::Null),
+            })
+            .collect()
+    }
+
+    fn turn(&self) -> Value {
+        let calls: Vec<Value> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.name == self.tool)
+            .map(|(_, c)| {
+                json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        let content = match self.text.is_empty() {
+            true => Value::Null,
+            false => json!(self.text),
+        };
+        json!({"role": "assistant", "content": content, "tool_calls": calls})
+    }
+
+    fn next_round(&mut self) {
+        self.round += 1;
+        self.text.clear();
+        self.calls.clear();
+        self.finish = None;
+    }
+
+    fn finish(&mut self, note: &str) -> Vec<Bytes> {
+        let own: Vec<Value> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.name != self.tool)
+            .enumerate()
+            .map(|(i, (_, c))| {
+                json!({"index": i, "id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        let mut out = Vec::new();
+        if own.is_empty() && !self.said && self.round > 0 {
+            out.push(sse(
+                None,
+                &self.chunk(json!({"content": note}), Value::Null),
+            ));
+        }
+        let finish = match (own.is_empty(), self.finish.take()) {
+            (false, _) => json!("tool_calls"),
+            (true, Some(f)) if f != "tool_calls" => f,
+            _ => json!("stop"),
+        };
+        if !own.is_empty() {
+            out.push(sse(
+                None,
+                &self.chunk(json!({"tool_calls": own}), Value::Null),
+            ));
+        }
+        out.push(sse(None, &self.chunk(json!({}), finish)));
+        if self.saw_usage {
+            let mut u = self.template.clone().unwrap_or_default();
+            u["choices"] = json!([]);
+            u["usage"] = Value::Object(self.usage.clone());
+            out.push(sse(None, &u));
+        }
+        out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        out
+    }
+}

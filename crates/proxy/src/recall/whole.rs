@@ -1,0 +1,261 @@
+//! A whole (not streamed) response: read, answered while it calls the
+//! recall tool, and merged into one response for the client.
+
+use std::sync::Arc;
+
+use abridge::model::{Family, Usage};
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderName, HeaderValue, Response, header};
+use serde_json::{Map, Value, json};
+
+use super::{Call, Recalling, Resend, add_usage, exhausted_note};
+use crate::forward::{OnUsage, forwarded_headers};
+use crate::metrics::Metrics;
+
+/// Answers the recall calls of `first` (and of the responses after it)
+/// and gives the client one response without them.
+pub(crate) async fn whole(
+    mut r: Recalling,
+    first: reqwest::Response,
+    resend: Resend,
+    metrics: Arc<Metrics>,
+    on_usage: Option<OnUsage>,
+    extra: Vec<(HeaderName, HeaderValue)>,
+) -> Response<Body> {
+    let mut on_usage = on_usage;
+    let mut response = first;
+    let mut earlier = Earlier::default();
+    let mut rounds = 0;
+    loop {
+        let status = response.status();
+        let head = response.headers().clone();
+        let bytes = response.bytes().await.unwrap_or_default();
+        let parsed = serde_json::from_slice::<Value>(&bytes).ok();
+        if let Some(done) = on_usage.take() {
+            // The first round's usage is what the sent history cost.
+            done(parsed.as_ref().and_then(|v| usage_of(r.family, v)));
+        }
+        let Some(v) = parsed.filter(|_| status.is_success()) else {
+            return reply(status, &head, bytes, &extra, rounds);
+        };
+        let calls = calls_of(r.family, &v, &r.tool);
+        if calls.is_empty() || rounds == r.max_rounds {
+            if !calls.is_empty() {
+                metrics.recall_rounds_exhausted();
+            }
+            let merged = earlier.merge(r.family, v, &r.tool, rounds, &exhausted_note(rounds));
+            let body = Bytes::from(merged.to_string());
+            return reply(status, &head, body, &extra, rounds);
+        }
+        rounds += 1;
+        metrics.recall_round();
+        let answers = r.answer(calls, &metrics).await;
+        let turn = earlier.take(r.family, &v, &r.tool);
+        r.continue_with(turn, &answers);
+        response = match resend.send(&r.body).await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::warn!(error = %e, "the upstream failed on a recall round");
+                let note =
+                    "[abridge: the upstream failed while the proxy answered the model's recall]";
+                let body = Bytes::from(
+                    earlier
+                        .merge(r.family, v, &r.tool, rounds, note)
+                        .to_string(),
+                );
+                return reply(status, &head, body, &extra, rounds);
+            }
+        };
+    }
+}
+
+/// What the client's response gathers from the rounds before the last.
+#[derive(Default)]
+struct Earlier {
+    /// Text the model wrote (Anthropic text blocks; Chat content).
+    texts: Vec<String>,
+    usage: Map<String, Value>,
+}
+
+impl Earlier {
+    /// Keeps a round's text and usage; returns the model's turn as it
+    /// continues: its text and thinking, and its recall calls only.
+    fn take(&mut self, family: Family, v: &Value, tool: &str) -> Value {
+        add_usage(&mut self.usage, &v["usage"]);
+        match family {
+            Family::Anthropic => {
+                let content: Vec<Value> = blocks(v)
+                    .iter()
+                    .filter(|b| b["type"] != "tool_use" || b["name"] == tool)
+                    .cloned()
+                    .collect();
+                self.texts.extend(
+                    content
+                        .iter()
+                        .filter(|b| b["type"] == "text")
+                        .filter_map(|b| b["text"].as_str().map(str::to_owned)),
+                );
+                json!({"role": "assistant", "content": content})
+            }
+            Family::OpenAi => {
+                let mut message = v["choices"][0]["message"].clone();
+                if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+                    self.texts.push(text.to_owned());
+                }
+                let recall: Vec<Value> = tool_calls(&message)
+                    .into_iter()
+                    .filter(|c| c["function"]["name"] == tool)
+                    .collect();
+                message["tool_calls"] = Value::Array(recall);
+                message
+            }
+        }
+    }
+
+    /// The last response with the earlier rounds' text before its own,
+    /// its recall calls gone and the usage summed.
+    /// `note` stands in for a response left with nothing to say.
+    fn merge(
+        mut self,
+        family: Family,
+        mut v: Value,
+        tool: &str,
+        rounds: usize,
+        note: &str,
+    ) -> Value {
+        add_usage(&mut self.usage, &v["usage"]);
+        if rounds > 0 {
+            v["usage"] = Value::Object(std::mem::take(&mut self.usage));
+        }
+        match family {
+            Family::Anthropic => {
+                let mut content: Vec<Value> = blocks(&v)
+                    .iter()
+                    .filter(|b| !(b["type"] == "tool_use" && b["name"] == tool))
+                    .cloned()
+                    .collect();
+                let dropped = content.len() < blocks(&v).len();
+                // Thinking leads an assistant turn: earlier text goes after it.
+                let at = content
+                    .iter()
+                    .take_while(|b| {
+                        matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
+                    })
+                    .count();
+                for (i, t) in self.texts.iter().enumerate() {
+                    content.insert(at + i, json!({"type": "text", "text": t}));
+                }
+                if content.is_empty() {
+                    content.push(json!({"type": "text", "text": note}));
+                }
+                if dropped && !content.iter().any(|b| b["type"] == "tool_use") {
+                    v["stop_reason"] = json!("end_turn");
+                }
+                v["content"] = Value::Array(content);
+            }
+            Family::OpenAi => {
+                let message = &mut v["choices"][0]["message"];
+                let own: Vec<Value> = tool_calls(message)
+                    .into_iter()
+                    .filter(|c| c["function"]["name"] != tool)
+                    .collect();
+                let had = !tool_calls(message).is_empty();
+                let mut text = self.texts.join("\n\n");
+                if let Some(t) = message["content"].as_str().filter(|t| !t.is_empty()) {
+                    if !text.is_empty() {
+                        text.push_str("\n\n");
+                    }
+                    text.push_str(t);
+                }
+                if own.is_empty() && had && text.is_empty() {
+                    text = note.to_owned();
+                }
+                if !text.is_empty() {
+                    message["content"] = json!(text);
+                }
+                if had {
+                    if own.is_empty() {
+                        if let Some(m) = message.as_object_mut() {
+                            m.remove("tool_calls");
+                        }
+                        v["choices"][0]["finish_reason"] = json!("stop");
+                    } else {
+                        message["tool_calls"] = Value::Array(own);
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+fn blocks(v: &Value) -> Vec<Value> {
+    v["content"].as_array().cloned().unwrap_or_default()
+}
+
+fn tool_calls(message: &Value) -> Vec<Value> {
+    message["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The recall calls in a whole response.
+fn calls_of(family: Family, v: &Value, tool: &str) -> Vec<Call> {
+    match family {
+        Family::Anthropic => blocks(v)
+            .into_iter()
+            .filter(|b| b["type"] == "tool_use" && b["name"] == tool)
+            .map(|b| Call {
+                id: b["id"].as_str().unwrap_or_default().to_owned(),
+                arguments: b["input"].clone(),
+            })
+            .collect(),
+        Family::OpenAi => tool_calls(&v["choices"][0]["message"])
+            .into_iter()
+            .filter(|c| c["function"]["name"] == tool)
+            .map(|c| Call {
+                id: c["id"].as_str().unwrap_or_default().to_owned(),
+                arguments: c["function"]["arguments"]
+                    .as_str()
+                    .and_then(|a| serde_json::from_str(a).ok())
+                    .unwrap_or(Value::Null),
+            })
+            .collect(),
+    }
+}
+
+fn usage_of(family: Family, v: &Value) -> Option<Usage> {
+    let u = v.get("usage")?;
+    Some(match family {
+        Family::Anthropic => Usage::from_anthropic(u),
+        Family::OpenAi => Usage::from_openai(u),
+    })
+}
+
+/// The client's response: the upstream's status and headers (a new
+/// length), the proxy's own headers and how many recall rounds it took.
+fn reply(
+    status: reqwest::StatusCode,
+    head: &axum::http::HeaderMap,
+    body: Bytes,
+    extra: &[(HeaderName, HeaderValue)],
+    rounds: usize,
+) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    let mut h = forwarded_headers(head);
+    h.remove(header::CONTENT_LENGTH);
+    h.remove(header::CONTENT_ENCODING);
+    for (k, v) in extra {
+        h.insert(k.clone(), v.clone());
+    }
+    if rounds > 0 {
+        h.insert(
+            HeaderName::from_static("x-abridge-recalled"),
+            HeaderValue::from(rounds),
+        );
+    }
+    *r.headers_mut() = h;
+    r
+}

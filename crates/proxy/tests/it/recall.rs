@@ -1,0 +1,137 @@
+//! The recall tool answered by the proxy: after a compaction the model
+//! recalls an original by the handle it read, the proxy answers it from
+//! what it kept and continues the upstream call, and the client sees one
+//! response without the tool, streamed or not, Chat Completions or
+//! Anthropic.
+
+use abridge_testkit::{ProviderOptions, ProviderReport};
+
+use crate::CONFIG;
+use crate::support::{anthropic_loop, file_content, metric, metrics_text, openai_loop, start};
+
+const TURNS: usize = 14;
+
+#[derive(Clone, Copy, Debug)]
+enum Api {
+    Chat,
+    Anthropic,
+}
+
+async fn run(api: Api, stream: bool, mode: &str, toml: &str) -> (ProviderReport, String) {
+    let setup = start(toml, ProviderOptions::default(), None).await;
+    let headers = [("x-fake-recall", mode)];
+    let log = match api {
+        Api::Chat => openai_loop(&setup.proxy, TURNS, stream, &headers).await,
+        Api::Anthropic => anthropic_loop(&setup.proxy, TURNS, stream, &headers).await,
+    };
+    assert!(log.compacted > 0, "{api:?}: the loop should have compacted");
+    let metrics = metrics_text(&setup.proxy).await;
+    (setup.provider.report(), metrics)
+}
+
+/// Requests the proxy continued (their last message answers the recall
+/// tool), and the client's own.
+fn split(
+    report: &ProviderReport,
+) -> (
+    Vec<&abridge_testkit::RequestCheck>,
+    Vec<&abridge_testkit::RequestCheck>,
+) {
+    report.requests.iter().partition(|r| !r.recalled.is_empty())
+}
+
+fn assert_valid_and_untraced(report: &ProviderReport, what: &str) {
+    for (i, r) in report.requests.iter().enumerate() {
+        assert!(
+            r.violations.is_empty(),
+            "{what}: request {i}: {:?}",
+            r.violations
+        );
+    }
+    let (continued, own) = split(report);
+    assert!(!continued.is_empty(), "{what}: no recall was answered");
+    // The client never saw the tool: nothing it sent holds a call of it.
+    assert!(
+        own.iter().all(|r| r.recall_calls == 0),
+        "{what}: a client request holds a recall call"
+    );
+    // Declared from the first compacted request on, and only with handles to use.
+    assert!(continued.iter().all(|r| r.recall_declared));
+    // A continued request extends the client's request before it.
+    assert!(
+        continued.iter().all(|r| r.prefix_kept == Some(true)),
+        "{what}: a continued request rewrote the client's history"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recalled_original_reaches_the_model_and_never_the_client() {
+    for api in [Api::Chat, Api::Anthropic] {
+        for stream in [false, true] {
+            let what = format!("{api:?}, stream {stream}");
+            let (report, metrics) = run(api, stream, "alone", CONFIG).await;
+            assert_valid_and_untraced(&report, &what);
+            // The original bytes came back: a whole file the agent read,
+            // which the compacted history only names by its handle.
+            let (continued, _) = split(&report);
+            for r in &continued {
+                let text = &r.recalled[0];
+                assert!(
+                    (0..TURNS).any(|k| text.contains(&file_content(k))),
+                    "{what}: the recall answer holds no original: {text:.300}"
+                );
+            }
+            assert!(
+                metric(&metrics, "abridge_recalls_total{outcome=\"found\"}") >= 1.0,
+                "{metrics}"
+            );
+            assert!(metric(&metrics, "abridge_recall_bytes_total") > 1000.0);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recall_beside_the_clients_own_call_is_answered_first() {
+    for api in [Api::Chat, Api::Anthropic] {
+        for stream in [false, true] {
+            let what = format!("{api:?}, stream {stream}, beside");
+            let (report, _) = run(api, stream, "beside", CONFIG).await;
+            assert_valid_and_untraced(&report, &what);
+            // The loop went on: the model re-issued its own call after
+            // reading, and the client ran it.
+            let (_, own) = split(&report);
+            assert_eq!(own.len(), TURNS, "{what}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_handles_and_a_model_that_keeps_recalling_are_bounded() {
+    let (report, metrics) = run(Api::Anthropic, true, "unknown", CONFIG).await;
+    assert_valid_and_untraced(&report, "unknown handle");
+    let (continued, _) = split(&report);
+    assert!(
+        continued
+            .iter()
+            .all(|r| r.recalled[0].contains("no original is kept"))
+    );
+    assert!(metric(&metrics, "abridge_recalls_total{outcome=\"missing\"}") >= 1.0);
+
+    let toml = format!("{CONFIG}[recall]\nmax_rounds = 2\n");
+    for api in [Api::Chat, Api::Anthropic] {
+        for stream in [false, true] {
+            let what = format!("{api:?}, stream {stream}, always");
+            let (report, metrics) = run(api, stream, "always", &toml).await;
+            assert_valid_and_untraced(&report, &what);
+            // Two rounds per client request at most, then the response
+            // goes to the client without its recall calls.
+            let (continued, own) = split(&report);
+            let recalling = own.iter().filter(|r| r.recall_declared).count();
+            assert!(continued.len() <= 2 * recalling, "{what}");
+            assert!(
+                metric(&metrics, "abridge_recall_rounds_exhausted_total") >= 1.0,
+                "{what}: {metrics}"
+            );
+        }
+    }
+}
