@@ -64,6 +64,30 @@ impl Calibration {
         self.samples += 1;
     }
 
+    /// This calibration for a history of `now` tokens that extends one the
+    /// provider counted as `reported` where abridge counted `last`: the
+    /// provider's count of the prefix stands and only what was added is
+    /// estimated, so a history riding just under a limit is not misjudged
+    /// by the smoothed factor's error on all of it. What the provider has
+    /// not counted yet is never taken for less than abridge counts it: the
+    /// factor is an average, and new content (a log, a page) may count
+    /// above it.
+    pub fn anchored(&self, now: Counted, last: Counted, reported: Reported) -> Calibration {
+        let (now, last, reported) = (now.get(), last.get(), reported.get());
+        if now < last || now < MIN_TOKENS || reported == 0 {
+            return *self;
+        }
+        let estimate = reported as f64 + (now - last) as f64 * self.factor.max(1.0);
+        let factor = estimate / now as f64;
+        if !(0.25..=4.0).contains(&(factor / self.factor)) {
+            return *self;
+        }
+        Calibration {
+            factor,
+            samples: self.samples,
+        }
+    }
+
     /// abridge's count in the provider's units (rounded up).
     pub fn apply(&self, counted: Counted) -> Calibrated {
         Calibrated((counted.get() as f64 * self.factor).ceil() as u64)
@@ -97,5 +121,26 @@ mod tests {
             Calibrated((100_000.0 * f).ceil() as u64)
         );
         assert!(c.apply(c.unapply(Calibrated(60_000))) <= Calibrated(60_001));
+    }
+
+    #[test]
+    fn an_anchored_calibration_keeps_the_providers_count_of_the_prefix() {
+        let mut c = Calibration::default();
+        c.observe(Counted(20_000), Reported(20_000));
+        // The provider counted the last prompt 1% over the factor's guess.
+        let a = c.anchored(Counted(25_000), Counted(20_000), Reported(20_200));
+        assert_eq!(a.apply(Counted(25_000)), Calibrated(25_200));
+        // Where abridge counts more than the provider, what was added is
+        // still taken at abridge's count.
+        let mut over = Calibration::default();
+        over.observe(Counted(20_000), Reported(14_000));
+        let a = over.anchored(Counted(25_000), Counted(20_000), Reported(14_000));
+        assert_eq!(a.apply(Counted(25_000)), Calibrated(19_000));
+        assert_eq!(a.samples(), c.samples());
+        // A history that does not grow from it says nothing of it.
+        assert_eq!(
+            c.anchored(Counted(15_000), Counted(20_000), Reported(20_200)),
+            c
+        );
     }
 }

@@ -243,6 +243,9 @@ struct Measured {
     /// The same when this history goes out rewritten (a carried prefix
     /// applied), else none.
     declared: Counted,
+    /// It extends what the last turn sent: the provider's count of that
+    /// is a count of its prefix.
+    extends: bool,
 }
 
 /// An evaluation under way: the history's tokens and iterations, the events
@@ -362,7 +365,7 @@ impl Thread {
             start,
         };
         let conv = m.view.as_ref().unwrap_or(input.history);
-        match self.act(engine, conv, input.action, eval) {
+        match self.act(engine, conv, input.action, eval, m.extends) {
             Ok(outcome) => {
                 let report = outcome.report;
                 let rewritten = match outcome.conversation {
@@ -416,6 +419,7 @@ impl Thread {
                 .filter(|c| seen.is_some() || c.applies_to(history)),
             false => None,
         };
+        let extends = seen.is_some();
         let (view, tokens, iterations) = match (&carry, seen) {
             (carry, Some(seen)) => {
                 let added = &history.messages[seen.len..];
@@ -452,6 +456,7 @@ impl Thread {
             tools,
             recall_tool,
             declared,
+            extends,
         }
     }
 
@@ -500,17 +505,26 @@ impl Thread {
         conv: &'c Conversation,
         action: Action,
         mut eval: Eval,
+        extends: bool,
     ) -> Result<Outcome<'c>> {
         let usage = self.reported.take();
+        let last_sent = self.state.last_sent;
         if let Some(reported) = usage {
-            let counted = self.state.last_sent.unwrap_or(eval.tokens);
+            let counted = last_sent.unwrap_or(eval.tokens);
             self.state.calibration.observe(counted, reported);
         }
-        eval.calibration = self.state.calibration;
+        // Extending what the provider just counted, its count of that prefix
+        // stands for this turn; only what was added is estimated.
+        eval.calibration = match (usage, last_sent) {
+            (Some(reported), Some(last)) if extends => {
+                self.state.calibration.anchored(eval.tokens, last, reported)
+            }
+            _ => self.state.calibration,
+        };
         let size = self.size_event(engine, eval.tokens, conv.messages.len(), eval.iterations);
         engine.emit(&size);
         eval.events.push(size);
-        let calibration = self.state.calibration;
+        let calibration = eval.calibration;
         let plan = match action {
             Action::Evaluate => {
                 let facts = TurnFacts {
@@ -529,7 +543,7 @@ impl Thread {
                 let target = target
                     .or(engine.limits.target)
                     .map(|t| calibration.unapply(t).get());
-                self.plan(engine, Reason::Forced, target)
+                self.plan(engine, calibration, Reason::Forced, target)
             }
             Action::Requested { keep_iterations } => {
                 Plan::on_request(eval.tokens.get(), keep_iterations, self.state.focus.clone())
@@ -547,7 +561,7 @@ impl Thread {
         reason: Reason,
         eval: Eval,
     ) -> Result<Outcome<'c>> {
-        let calibration = self.state.calibration;
+        let calibration = eval.calibration;
         let target = engine
             .limits
             .target_for(reason)
@@ -555,7 +569,7 @@ impl Thread {
         // The cadence counts from this evaluation, whatever it does.
         self.state.compacted_at = eval.iterations;
         let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
-        let mut plan = self.plan(engine, reason, target);
+        let mut plan = self.plan(engine, calibration, reason, target);
         plan.ceiling = engine
             .limits
             .trigger_tokens
@@ -586,8 +600,14 @@ impl Thread {
     }
 
     /// The configured plan for `reason`, aiming at `target` (abridge's count).
-    fn plan(&self, engine: &Engine, reason: Reason, target: Option<u64>) -> Plan {
-        let kept_budget = self.state.calibration.unapply(engine.limits.kept_budget);
+    fn plan(
+        &self,
+        engine: &Engine,
+        calibration: Calibration,
+        reason: Reason,
+        target: Option<u64>,
+    ) -> Plan {
+        let kept_budget = calibration.unapply(engine.limits.kept_budget);
         Plan::configured(
             &engine.config,
             kept_budget.get(),

@@ -83,7 +83,8 @@ pub struct RequestCheck {
     pub cache_breakpoints: usize,
     /// [`body_hash`] of the system prompt and tool declarations as
     /// received (Anthropic `system` and `tools`; OpenAI leading system
-    /// messages and `tools`), to tell whether they went byte for byte.
+    /// messages and `tools`; the recall tool a proxy adds left out), to
+    /// tell whether the client's went byte for byte.
     pub head_hash: u64,
     /// Reasoning items in the request (Responses `input`).
     #[serde(default)]
@@ -491,8 +492,17 @@ fn reasoning_payload(item: &Value) -> String {
     json!([item.get("summary"), item.get("encrypted_content")]).to_string()
 }
 
-/// [`RequestCheck::head_hash`].
+/// [`RequestCheck::head_hash`]: the client's own tools (the recall tool a
+/// proxy adds is left out).
 fn head_hash(request: &Value) -> u64 {
+    let tools: Option<Vec<&Value>> = request.get("tools").and_then(Value::as_array).map(|t| {
+        t.iter()
+            .filter(|t| {
+                t["name"].as_str() != Some(RECALL_TOOL)
+                    && t["function"]["name"].as_str() != Some(RECALL_TOOL)
+            })
+            .collect()
+    });
     let leading = request
         .get("messages")
         .or_else(|| request.get("input"))
@@ -510,7 +520,7 @@ fn head_hash(request: &Value) -> u64 {
     let head = json!([
         request.get("system"),
         request.get("instructions"),
-        request.get("tools"),
+        tools,
         leading
     ]);
     body_hash(head.to_string().as_bytes())
