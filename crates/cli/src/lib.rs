@@ -65,6 +65,8 @@ enum Command {
     Show(snapshots::ShowArgs),
     /// Print the history a snapshot was taken of, as a request body.
     Restore(snapshots::IdArgs),
+    /// Print the original a handle (abr_…) names, as the recall tool answers it.
+    Recall(snapshots::RecallArgs),
     /// Re-run a stored compaction with another summarizer or prompt and compare.
     Replay(snapshots::ReplayArgs),
     /// Remove old snapshots beyond the retention and give the space back.
@@ -152,6 +154,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Log(args) => snapshots::log(&args, &mut out),
         Command::Show(args) => snapshots::show(&args, &mut out),
         Command::Restore(args) => snapshots::restore(&args, &mut out),
+        Command::Recall(args) => snapshots::recall(&args, &mut out),
         Command::Replay(args) => snapshots::replay(&args, &mut out),
         Command::Prune(args) => snapshots::prune(&args, &mut out),
         Command::Ui(args) => ui::run(&args, &mut out),

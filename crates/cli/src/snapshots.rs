@@ -229,6 +229,21 @@ pub(crate) struct IdArgs {
     store: StoreArgs,
 }
 
+/// Arguments of `abridge recall`.
+#[derive(Debug, Args)]
+pub(crate) struct RecallArgs {
+    /// The handle, as a placeholder or a briefing's index writes it.
+    handle: String,
+    /// Page of a large original (1 when absent).
+    #[arg(long)]
+    page: Option<usize>,
+    /// Characters of text per page.
+    #[arg(long, default_value_t = abridge::RecallConfig::default().page_chars)]
+    page_chars: usize,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
 /// Arguments of `abridge replay`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
@@ -397,6 +412,38 @@ pub(crate) fn restore(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
     serde_json::to_writer_pretty(&mut *out, &s.before)?;
     writeln!(out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `abridge recall`: the original from the store, in pages; exit 1 when
+/// there is none.
+pub(crate) fn recall(args: &RecallArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut store = args.store.read()?;
+    let mut failed = None;
+    let input = abridge::recall::RecallInput {
+        handle: args.handle.clone(),
+        page: args.page,
+    };
+    let answer = abridge::recall::answer(
+        "abridge recall",
+        Ok(input),
+        |h| match store.recall(h) {
+            Ok(o) => o.map(std::sync::Arc::new),
+            Err(e) => {
+                failed = Some(e.to_string());
+                None
+            }
+        },
+        args.page_chars,
+    );
+    if let Some(e) = failed {
+        return Err(anyhow!("cannot read the store: {e}"));
+    }
+    writeln!(out, "{}", answer.text())?;
+    Ok(if answer.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// One side of `replay`: which summarizer, what it made, how each attempt went.

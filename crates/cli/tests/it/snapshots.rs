@@ -194,3 +194,35 @@ fn a_postgres_store_records_lists_shows_restores_and_prunes() {
         text(&prune.stdout)
     );
 }
+
+#[test]
+fn recall_prints_what_a_handle_names_from_the_store() {
+    let dir = std::env::temp_dir().join(format!("abridge-recall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("s.sqlite");
+    let db = db.to_str().unwrap();
+    let out = compact_into(db, "1000");
+    let body = text(&out.stdout);
+    let handle = body
+        .match_indices("abr_")
+        .map(|(at, _)| &body[at..at + 14])
+        .find(|h| h[4..].bytes().all(|b| b.is_ascii_alphanumeric()))
+        .expect("a handle in the compacted body")
+        .to_owned();
+    let recalled = abridge(&["recall", &handle, "--store", db]);
+    assert!(recalled.status.success(), "{}", text(&recalled.stderr));
+    let printed = text(&recalled.stdout);
+    assert!(printed.starts_with(&format!("[{handle} · ")), "{printed}");
+    let original = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/coding-agent.openai.json"),
+    )
+    .unwrap();
+    // The body of the original is a string of the example, as it was.
+    let content: String = printed.lines().skip(1).collect::<Vec<_>>().join("\n");
+    let quoted = serde_json::to_string(&content).unwrap();
+    assert!(original.contains(quoted.trim_matches('"')), "{printed}");
+    let unknown = abridge(&["recall", "abr_zzzzzzzzzz", "--store", db]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(text(&unknown.stdout).contains("no original is kept"));
+    std::fs::remove_dir_all(&dir).ok();
+}
