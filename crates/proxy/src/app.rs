@@ -272,6 +272,7 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
 fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
     let slot = p.usage.clone();
     let log = app.store.clone().zip(p.request.clone());
+    let recalls = p.recall.as_ref().map(|r| r.answered.clone());
     if slot.is_none() && log.is_none() {
         return None;
     }
@@ -282,6 +283,7 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
         }
         if let Some((store, mut request)) = log {
             request.usage = prompt;
+            request.recalls = recalls.map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed));
             store.log_request(request);
         }
     }))

@@ -368,6 +368,7 @@ impl Context<'_> {
             snapshot: report.as_ref().and_then(|r| r.snapshot),
             trigger: limits.trigger_tokens,
             target: limits.target,
+            recalls: 0,
         };
         Prepared {
             body,
@@ -406,6 +407,7 @@ impl Context<'_> {
             max_rounds: s.engine.config().recall.max_rounds,
             family: s.wire.family(),
             body: value,
+            answered: Arc::default(),
         });
         (bytes, recalling)
     }

@@ -79,7 +79,8 @@ CREATE TABLE originals (
     label    TEXT NOT NULL,
     body     TEXT NOT NULL
 );
-CREATE INDEX originals_by_snapshot ON originals (snapshot);";
+CREATE INDEX originals_by_snapshot ON originals (snapshot);
+ALTER TABLE requests ADD COLUMN recalls INTEGER NOT NULL DEFAULT 0;";
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {

@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS abridge_originals (
     label    TEXT NOT NULL,
     body     TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS abridge_originals_by_snapshot ON abridge_originals (snapshot);";
+CREATE INDEX IF NOT EXISTS abridge_originals_by_snapshot ON abridge_originals (snapshot);
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS recalls BIGINT NOT NULL DEFAULT 0;";
 
 /// Sessions and snapshots in PostgreSQL. A clone shares the pool.
 #[derive(Clone)]
@@ -264,11 +265,11 @@ impl SessionStore for PgStore {
                 .client()
                 .await?
                 .query_one(
-                    "INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot, trigger_tokens, target)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                    "INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
                     &[&r.source, &r.model, &int(Some(r.tokens.get())), &int(r.usage.map(Reported::get)),
                       &r.compacted, &r.snapshot.map(|s| s.0), &int(r.trigger.map(Calibrated::get)),
-                      &int(r.target.map(Calibrated::get))],
+                      &int(r.target.map(Calibrated::get)), &i64::from(r.recalls)],
                 )
                 .await
                 .map_err(|e| pg(&self.shown, e))?;
@@ -399,7 +400,7 @@ fn entry(shown: &str, r: &tokio_postgres::Row) -> Result<Entry> {
 }
 
 const REQUEST_COLUMNS: &str = "source, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
-     model, tokens, usage, compacted, snapshot, trigger_tokens, target";
+     model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls";
 
 fn request(r: &tokio_postgres::Row) -> RequestRecord {
     let n = |i| r.get::<_, Option<i64>>(i).map(|v| v.max(0) as u64);
@@ -413,6 +414,7 @@ fn request(r: &tokio_postgres::Row) -> RequestRecord {
         snapshot: r.get::<_, Option<i64>>(6).map(SnapshotId),
         trigger: n(7).map(Calibrated),
         target: n(8).map(Calibrated),
+        recalls: u32::try_from(n(9).unwrap_or(0)).unwrap_or(u32::MAX),
     }
 }
 
@@ -448,7 +450,7 @@ impl SnapshotStore for PgStore {
             .iter()
             .map(|r| {
                 let last = request(r);
-                let n: i64 = r.get(9);
+                let n: i64 = r.get(10);
                 (
                     last.source.clone(),
                     RequestStats {

@@ -37,6 +37,8 @@ pub struct RequestRecord {
     pub trigger: Option<Calibrated>,
     /// The session's target.
     pub target: Option<Calibrated>,
+    /// Calls of the recall tool the proxy answered for it.
+    pub recalls: u32,
 }
 
 /// A session's requests in short: how many, and the last one.
@@ -49,7 +51,7 @@ pub struct RequestStats {
 }
 
 const COLUMNS: &str =
-    "source, at, model, tokens, usage, compacted, snapshot, trigger_tokens, target";
+    "source, at, model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRecord> {
     let n = |i| -> rusqlite::Result<Option<u64>> {
@@ -65,6 +67,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRecord> {
         snapshot: r.get::<_, Option<i64>>(6)?.map(SnapshotId),
         trigger: n(7)?.map(Calibrated),
         target: n(8)?.map(Calibrated),
+        recalls: u32::try_from(n(9)?.unwrap_or(0)).unwrap_or(u32::MAX),
     })
 }
 
@@ -79,7 +82,7 @@ impl Store {
             .conn
             .query_row(
                 &format!(
-                    "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id"
+                    "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id"
                 ),
                 params![
                     r.source,
@@ -89,7 +92,8 @@ impl Store {
                     r.compacted,
                     r.snapshot.map(|s| s.0),
                     int(r.trigger.map(Calibrated::get)),
-                    int(r.target.map(Calibrated::get))
+                    int(r.target.map(Calibrated::get)),
+                    r.recalls
                 ],
                 |row| row.get::<_, i64>(0),
             )
@@ -127,7 +131,7 @@ impl Store {
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((row(r)?, r.get::<_, i64>(9)?)))
+            .query_map([], |r| Ok((row(r)?, r.get::<_, i64>(10)?)))
             .map_err(|e| self.sql(e))?;
         let mut out = HashMap::new();
         for pair in rows {

@@ -357,6 +357,7 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
         snapshot: None,
         trigger: Some(Calibrated(60_000)),
         target: Some(Calibrated(40_000)),
+        recalls: u32::from(compacted) * 3,
     };
     for (i, t) in [10_000, 30_000, 61_000].into_iter().enumerate() {
         store
@@ -374,6 +375,11 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
     );
     assert_eq!(a[2].usage, Some(Reported(61_100)));
     assert!(a[2].compacted && !a[0].compacted);
+    assert_eq!(
+        (a[2].recalls, a[0].recalls),
+        (3, 0),
+        "recalls kept with the request"
+    );
     assert!(a[0].at.ends_with('Z') && a[0].at <= a[2].at, "{}", a[0].at);
     assert_eq!(
         store.requests("a", 2).unwrap()[0].tokens,

@@ -78,6 +78,7 @@ static MANY: LazyLock<Option<(Ui, PathBuf)>> = LazyLock::new(|| {
             snapshot: None,
             trigger: Some(Calibrated(60_000)),
             target: Some(Calibrated(40_000)),
+            recalls: 0,
         };
         store.record_request(&r).ok()?;
     }

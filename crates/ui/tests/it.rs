@@ -283,6 +283,8 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
             snapshot,
             trigger: Some(Calibrated(6_000)),
             target: Some(Calibrated(3_600)),
+            // The model recalled originals on two requests.
+            recalls: u32::from(i == 12 || i == 20) * 2,
         };
         store.record_request(&request).unwrap();
     }
@@ -304,6 +306,13 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
     self_contained(&html);
     assert!(html.contains("id=\"abridge-line\"") && html.contains("id=\"usage-line\""));
     assert_eq!(html.matches("class=\"marker\"").count(), compactions);
+    assert_eq!(
+        html.matches("class=\"recall\"").count(),
+        2,
+        "each request that recalled is marked"
+    );
+    assert!(html.contains("request 13: 2 originals recalled"));
+    assert!(html.contains("Recalled<b"));
     assert!(html.contains("trigger 6,000") && html.contains("target 3,600"));
     assert!(
         html.contains("Estimated cost<b>$") && html.contains("Estimated saving<b>$"),

@@ -17,6 +17,7 @@ mod stream;
 mod whole;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use abridge::Engine;
 use abridge::model::{Conversation, Family, FunctionTool, Tool, Wire};
@@ -43,6 +44,8 @@ pub(crate) struct Recalling {
     pub(crate) family: Family,
     /// The body sent upstream, continued round by round.
     pub(crate) body: Value,
+    /// Calls answered for this request (for its request log row).
+    pub(crate) answered: Arc<AtomicU32>,
 }
 
 /// How to send a continued request: where the first one went.
@@ -110,6 +113,8 @@ impl Recalling {
         for (_, a) in &answered {
             metrics.recall(!a.is_error, a.bytes);
         }
+        self.answered
+            .fetch_add(answered.len() as u32, Ordering::Relaxed);
         answered
     }
 

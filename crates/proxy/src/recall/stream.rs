@@ -49,9 +49,16 @@ async fn run(
     first: reqwest::Response,
     resend: Resend,
     metrics: Arc<Metrics>,
-    mut on_usage: Option<OnUsage>,
+    on_usage: Option<OnUsage>,
     tx: Sender,
 ) {
+    // The first round's usage is what the sent history cost; it is
+    // reported when the stream ends, however it ends, with how many calls
+    // were answered.
+    let mut usage = Report {
+        done: on_usage,
+        first: None,
+    };
     let mut machine: Box<dyn Round> = match r.family {
         Family::Anthropic => Box::new(Anthropic::new(&r.tool)),
         Family::OpenAi => Box::new(Chat::new(&r.tool)),
@@ -59,7 +66,7 @@ async fn run(
     let mut response = first;
     let mut rounds = 0;
     loop {
-        let mut tap = on_usage.is_some().then(|| UsageTap::new(r.family, true));
+        let mut tap = (rounds == 0).then(|| UsageTap::new(r.family, true));
         let mut events = SseReader::default();
         let mut body = response.bytes_stream();
         while let Some(chunk) = body.next().await {
@@ -82,8 +89,8 @@ async fn run(
                 }
             }
         }
-        if let (Some(t), Some(done)) = (tap, on_usage.take()) {
-            done(t.finish());
+        if let Some(t) = tap {
+            usage.first = t.finish();
         }
         let calls = machine.recall_calls();
         let last = calls.is_empty() || rounds == r.max_rounds;
@@ -110,6 +117,7 @@ async fn run(
             if last && !machine.recall_calls().is_empty() {
                 metrics.recall_rounds_exhausted();
             }
+            drop(usage);
             for out in machine.finish(&exhausted_note(rounds)) {
                 if tx.send(Ok(out)).await.is_err() {
                     return;
@@ -119,6 +127,20 @@ async fn run(
         };
         machine.next_round();
         response = next;
+    }
+}
+
+/// Hands the first round's usage on when dropped.
+struct Report {
+    done: Option<OnUsage>,
+    first: Option<abridge::model::Usage>,
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            done(self.first.take());
+        }
     }
 }
 

@@ -22,7 +22,15 @@ pub(crate) async fn whole(
     on_usage: Option<OnUsage>,
     extra: Vec<(HeaderName, HeaderValue)>,
 ) -> Response<Body> {
+    // The first round's usage is what the sent history cost; it is
+    // reported once the rounds are over, with how many calls were answered.
+    let mut first_usage = None;
     let mut on_usage = on_usage;
+    let mut report = |usage| {
+        if let Some(done) = on_usage.take() {
+            done(usage);
+        }
+    };
     let mut response = first;
     let mut earlier = Earlier::default();
     let mut rounds = 0;
@@ -31,11 +39,11 @@ pub(crate) async fn whole(
         let head = response.headers().clone();
         let bytes = response.bytes().await.unwrap_or_default();
         let parsed = serde_json::from_slice::<Value>(&bytes).ok();
-        if let Some(done) = on_usage.take() {
-            // The first round's usage is what the sent history cost.
-            done(parsed.as_ref().and_then(|v| usage_of(r.family, v)));
+        if rounds == 0 {
+            first_usage = parsed.as_ref().and_then(|v| usage_of(r.family, v));
         }
         let Some(v) = parsed.filter(|_| status.is_success()) else {
+            report(first_usage);
             return reply(status, &head, bytes, &extra, rounds);
         };
         let calls = calls_of(r.family, &v, &r.tool);
@@ -45,6 +53,7 @@ pub(crate) async fn whole(
             }
             let merged = earlier.merge(r.family, v, &r.tool, rounds, &exhausted_note(rounds));
             let body = Bytes::from(merged.to_string());
+            report(first_usage);
             return reply(status, &head, body, &extra, rounds);
         }
         rounds += 1;
@@ -63,6 +72,7 @@ pub(crate) async fn whole(
                         .merge(r.family, v, &r.tool, rounds, note)
                         .to_string(),
                 );
+                report(first_usage);
                 return reply(status, &head, body, &extra, rounds);
             }
         };

@@ -135,3 +135,29 @@ async fn unknown_handles_and_a_model_that_keeps_recalling_are_bounded() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_log_counts_the_recalls_for_the_dashboard() {
+    use abridge_store::{SnapshotStore, Store};
+    let dir = std::env::temp_dir().join(format!("abridge-proxy-recall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let store = Store::open(&path).unwrap();
+    let setup = start(CONFIG, ProviderOptions::default(), Some(Box::new(store))).await;
+    let log = anthropic_loop(&setup.proxy, TURNS, true, &[("x-fake-recall", "alone")]).await;
+    let session = log.sessions[0].clone();
+    let report = setup.provider.report();
+    setup.stop().await;
+    let (continued, _) = split(&report);
+    let store = Store::open(&path).unwrap();
+    let requests = store.requests(&session, 100).unwrap();
+    assert_eq!(requests.len(), TURNS);
+    let recalls: u32 = requests.iter().map(|r| r.recalls).sum();
+    assert_eq!(
+        recalls as usize,
+        continued.len(),
+        "one answered call per continued request"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

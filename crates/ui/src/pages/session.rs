@@ -86,6 +86,11 @@ fn requests_chart(d: &SessionDetail) -> Markup {
         (frame(d, &s, &format!("{} requests", r.len())))
         (polyline(r.iter().enumerate().map(|(i, q)| (s.x(i), s.y(q.tokens))), "abridge-line", "#2f6fdf"))
         (polyline(r.iter().enumerate().filter_map(|(i, q)| Some((s.x(i), s.y(reported(q)?)))), "usage-line", "#8b5cf6"))
+        @for (i, q) in r.iter().enumerate().filter(|(_, q)| q.recalls > 0) {
+            rect.recall x=(s.x(i) - 4.0) y=(s.y(q.tokens) - 4.0) width="8" height="8" fill="#0f766e" {
+                title { (format!("request {}: {} recalled", i + 1, originals(q.recalls))) }
+            }
+        }
         @for (i, q) in r.iter().enumerate() {
             @if let Some(id) = q.snapshot {
                 a href=(format!("/ui/compactions/{id}")) {
@@ -120,6 +125,14 @@ fn compactions_chart(d: &SessionDetail) -> Markup {
     })
 }
 
+/// `1 original`, `3 originals`.
+fn originals(n: u32) -> String {
+    match n {
+        1 => "1 original".to_owned(),
+        n => format!("{n} originals"),
+    }
+}
+
 fn dollars(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_owned(), |d| format!("${d:.4}"))
 }
@@ -133,6 +146,7 @@ pub(crate) fn render(d: &SessionDetail) -> Markup {
             div.cards {
                 div.card { "Requests" b #requests { (d.requests.len()) } }
                 div.card { "Sent compacted" b { (compacted) } }
+                div.card { "Recalled" b #recalled { (d.requests.iter().map(|r| r.recalls).sum::<u32>()) } }
                 div.card { "Compactions" b { (d.entries.len()) } }
                 div.card { "Estimated cost" b { (dollars(d.cost)) } }
                 div.card { "Estimated saving" b { (dollars(d.saving)) } }
