@@ -232,6 +232,8 @@ struct Anthropic {
     blocks: Vec<(u64, Block)>,
     usage: Map<String, Value>,
     delta: Option<Value>,
+    /// The upstream sent an `error` event: the stream ends there.
+    failed: bool,
 }
 
 impl Anthropic {
@@ -243,6 +245,7 @@ impl Anthropic {
             blocks: Vec::new(),
             usage: Map::new(),
             delta: None,
+            failed: false,
         }
     }
 
@@ -255,7 +258,9 @@ impl Anthropic {
     }
 
     fn shown(n: usize, mut v: Value) -> Bytes {
-        v["index"] = json!(n);
+        if let Some(m) = v.as_object_mut() {
+            m.insert("index".into(), json!(n));
+        }
         let name = v["type"]
             .as_str()
             .unwrap_or("content_block_delta")
@@ -334,11 +339,18 @@ impl Round for Anthropic {
                 Vec::new()
             }
             "message_stop" => Vec::new(),
+            "error" => {
+                self.failed = true;
+                vec![sse(name, &v)]
+            }
             _ => vec![sse(name, &v)],
         }
     }
 
     fn recall_calls(&self) -> Vec<Call> {
+        if self.failed {
+            return Vec::new();
+        }
         self.blocks
             .iter()
             .filter(|(_, b)| b.recall)
@@ -372,6 +384,9 @@ impl Round for Anthropic {
     }
 
     fn finish(&mut self, note: &str) -> Vec<Bytes> {
+        if self.failed {
+            return Vec::new();
+        }
         let mut out = Vec::new();
         let mut calls = 0;
         for (_, b) in &self.blocks {
@@ -407,6 +422,9 @@ impl Round for Anthropic {
 
 /// Applies a content block's delta to what it holds so far.
 fn grow(b: &mut Block, delta: &Value) {
+    if !b.json.is_object() {
+        return;
+    }
     let append = |field: &str, j: &mut Value, more: &Value| {
         if let Some(more) = more.as_str() {
             let now = j[field].as_str().unwrap_or_default().to_owned();
@@ -505,9 +523,15 @@ impl Round for Chat {
             add_usage(&mut self.usage, u);
             self.saw_usage = true;
         }
-        let Some(choice) = v["choices"].get_mut(0) else {
-            // The usage chunk: it goes at the end, summed.
-            return Vec::new();
+        let Some(choice) = v.get_mut("choices").and_then(|c| c.get_mut(0)) else {
+            // The usage chunk goes at the end, summed; anything else (an
+            // error) goes on as it came.
+            if v.get("choices").is_some_and(Value::is_array)
+                && v.get("usage").is_some_and(Value::is_object)
+            {
+                return Vec::new();
+            }
+            return vec![sse(None, &v)];
         };
         if !choice["finish_reason"].is_null() {
             self.finish = Some(choice["finish_reason"].take());
@@ -635,5 +659,194 @@ impl Round for Chat {
         }
         out.push(Bytes::from_static(b"data: [DONE]\n\n"));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(machine: &mut dyn Round, sse: &[(&str, Value)]) -> Vec<Value> {
+        sse.iter()
+            .flat_map(|(name, v)| machine.event(Some(name), &v.to_string()))
+            .map(|b| data(&b))
+            .collect()
+    }
+
+    fn data(b: &Bytes) -> Value {
+        let text = String::from_utf8_lossy(b);
+        let line = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        serde_json::from_str(line).unwrap_or(Value::String(line.into()))
+    }
+
+    fn block(i: u64, cb: Value) -> (&'static str, Value) {
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": i, "content_block": cb}),
+        )
+    }
+
+    fn delta(i: u64, d: Value) -> (&'static str, Value) {
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": i, "delta": d}),
+        )
+    }
+
+    fn stop(i: u64) -> (&'static str, Value) {
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        )
+    }
+
+    #[test]
+    fn events_split_anywhere_read_the_same() {
+        let text = "event: a\ndata: {\"x\":1}\n\nevent: b\r\ndata: 2\r\n\r\ndata: [DONE]\n\n";
+        for cut in 0..text.len() {
+            let mut r = SseReader::default();
+            let mut got = r.feed(&text.as_bytes()[..cut]);
+            got.extend(r.feed(&text.as_bytes()[cut..]));
+            assert_eq!(
+                got,
+                [
+                    (Some("a".into()), "{\"x\":1}".into()),
+                    (Some("b".into()), "2".into()),
+                    (None, "[DONE]".into())
+                ],
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_anthropic_turn_that_recalls_continues_as_one_message() {
+        let mut m = Anthropic::new("abridge_recall");
+        let start = (
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 100, "output_tokens": 1}}}),
+        );
+        let mut out = events(
+            &mut m,
+            &[
+                start.clone(),
+                block(0, json!({"type": "thinking", "thinking": ""})),
+                delta(
+                    0,
+                    json!({"type": "thinking_delta", "thinking": "Need the file."}),
+                ),
+                delta(0, json!({"type": "signature_delta", "signature": "sig"})),
+                stop(0),
+                block(
+                    1,
+                    json!({"type": "tool_use", "id": "t1", "name": "read", "input": {}}),
+                ),
+                delta(
+                    1,
+                    json!({"type": "input_json_delta", "partial_json": "{\"p\":1}"}),
+                ),
+                stop(1),
+                block(
+                    2,
+                    json!({"type": "tool_use", "id": "r1", "name": "abridge_recall", "input": {}}),
+                ),
+                delta(
+                    2,
+                    json!({"type": "input_json_delta", "partial_json": "{\"handle\":"}),
+                ),
+                delta(
+                    2,
+                    json!({"type": "input_json_delta", "partial_json": "\"abr_0123456789\"}"}),
+                ),
+                stop(2),
+                (
+                    "message_delta",
+                    json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}}),
+                ),
+                ("message_stop", json!({"type": "message_stop"})),
+            ],
+        );
+        // Only the start and the thinking went out; the calls are held.
+        assert_eq!(out.len(), 5);
+        let calls = m.recall_calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].arguments, json!({"handle": "abr_0123456789"}));
+        let turn = m.turn();
+        assert_eq!(turn["content"][0]["thinking"], "Need the file.");
+        assert_eq!(turn["content"][0]["signature"], "sig");
+        assert_eq!(turn["content"][1]["name"], "abridge_recall");
+        assert_eq!(
+            turn["content"].as_array().unwrap().len(),
+            2,
+            "the client's call is not continued"
+        );
+        m.next_round();
+        out.extend(events(
+            &mut m,
+            &[
+                ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 900, "output_tokens": 1}}})),
+                block(0, json!({"type": "text", "text": ""})),
+                delta(0, json!({"type": "text_delta", "text": "Read it."})),
+                stop(0),
+                block(1, json!({"type": "tool_use", "id": "t2", "name": "read", "input": {}})),
+                delta(1, json!({"type": "input_json_delta", "partial_json": "{}"})),
+                stop(1),
+                ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 12}})),
+            ],
+        ));
+        assert!(m.recall_calls().is_empty());
+        out.extend(m.finish("").iter().map(data));
+        // One start; blocks numbered 0, 1, 2 in the order sent; the
+        // client's call from the last round only; usage summed.
+        assert_eq!(
+            out.iter().filter(|e| e["type"] == "message_start").count(),
+            1
+        );
+        let indices: Vec<u64> = out
+            .iter()
+            .filter(|e| e["type"] == "content_block_start")
+            .map(|e| e["index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(indices, [0, 1, 2]);
+        assert!(!out.iter().any(|e| e.to_string().contains("abridge_recall")));
+        assert!(out.iter().any(|e| e["content_block"]["id"] == "t2"));
+        assert!(!out.iter().any(|e| e["content_block"]["id"] == "t1"));
+        let end = out.iter().find(|e| e["type"] == "message_delta").unwrap();
+        assert_eq!(end["delta"]["stop_reason"], "tool_use");
+        assert_eq!(end["usage"]["input_tokens"], 1000);
+        assert_eq!(end["usage"]["output_tokens"], 42);
+        assert_eq!(out.last().unwrap()["type"], "message_stop");
+    }
+
+    #[test]
+    fn a_chat_stream_keeps_errors_and_renumbers_the_clients_calls() {
+        let mut m = Chat::new("abridge_recall");
+        let chunk = |delta: Value, finish: Value| json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        let sent = |m: &mut Chat, v: Value| m.event(None, &v.to_string());
+        assert_eq!(
+            sent(
+                &mut m,
+                chunk(json!({"role": "assistant", "content": ""}), Value::Null)
+            )
+            .len(),
+            1
+        );
+        assert!(sent(&mut m, chunk(json!({"tool_calls": [{"index": 0, "id": "r", "function": {"name": "abridge_recall", "arguments": "{\"handle\":\"abr_0123456789\"}"}}]}), Value::Null)).is_empty());
+        assert!(sent(&mut m, chunk(json!({"tool_calls": [{"index": 1, "id": "k", "function": {"name": "read", "arguments": "{}"}}]}), Value::Null)).is_empty());
+        assert!(sent(&mut m, chunk(json!({}), json!("tool_calls"))).is_empty());
+        let error = json!({"error": {"message": "overloaded"}});
+        assert_eq!(
+            data(&sent(&mut m, error.clone())[0]),
+            error,
+            "an error chunk goes on"
+        );
+        assert_eq!(m.recall_calls().len(), 1);
+        let out: Vec<Value> = m.finish("").iter().map(data).collect();
+        let calls = &out[0]["choices"][0]["delta"]["tool_calls"];
+        assert_eq!(calls.as_array().unwrap().len(), 1);
+        assert_eq!(calls[0]["index"], 0);
+        assert_eq!(calls[0]["function"]["name"], "read");
+        assert_eq!(out[1]["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(out.last().unwrap(), &json!("[DONE]"));
     }
 }

@@ -47,6 +47,11 @@ pub(crate) async fn whole(
             return reply(status, &head, bytes, &extra, rounds);
         };
         let calls = calls_of(r.family, &v, &r.tool);
+        if calls.is_empty() && rounds == 0 {
+            // Nothing to answer: the response goes as it came, byte for byte.
+            report(first_usage);
+            return reply(status, &head, bytes, &extra, rounds);
+        }
         if calls.is_empty() || rounds == r.max_rounds {
             if !calls.is_empty() {
                 metrics.recall_rounds_exhausted();
@@ -133,6 +138,9 @@ impl Earlier {
         rounds: usize,
         note: &str,
     ) -> Value {
+        if !v.is_object() {
+            return v;
+        }
         add_usage(&mut self.usage, &v["usage"]);
         if rounds > 0 {
             v["usage"] = Value::Object(std::mem::take(&mut self.usage));
@@ -164,7 +172,14 @@ impl Earlier {
                 v["content"] = Value::Array(content);
             }
             Family::OpenAi => {
-                let message = &mut v["choices"][0]["message"];
+                let Some(message) = v
+                    .get_mut("choices")
+                    .and_then(|c| c.get_mut(0))
+                    .and_then(|c| c.get_mut("message"))
+                    .filter(|m| m.is_object())
+                else {
+                    return v;
+                };
                 let own: Vec<Value> = tool_calls(message)
                     .into_iter()
                     .filter(|c| c["function"]["name"] != tool)
