@@ -20,7 +20,8 @@
 //!   one of its handles (in a placeholder or the briefing's index) leads
 //!   to an original that holds it — what the model can get back with the
 //!   recall tool; and the index's tokens beside the briefing's;
-//! - **precision** (strategies that write a briefing): of the identifiers
+//! - **precision** (strategies that write a briefing; its index of
+//!   recallable originals left out): of the identifiers
 //!   the briefing names that appear before the cut, the share the agent
 //!   writes after it;
 //! - tokens kept (share of the pre-cut tokens), validity, briefing size.

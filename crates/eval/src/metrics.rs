@@ -216,7 +216,12 @@ impl Targets {
         let tokens = count(&conv, kind);
         let text = text_of(&conv);
         let missed = self.missed(&text);
-        let judged = applied.briefing.as_deref().map(|b| self.judge(b));
+        // Precision judges what the briefing says, not its index of
+        // recallable originals (a catalog, whose cost is its tokens).
+        let judged = applied
+            .briefing
+            .as_deref()
+            .map(|b| self.judge(b.split_once(INDEX_HEADING).map_or(b, |(said, _)| said)));
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
