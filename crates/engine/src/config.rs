@@ -279,6 +279,15 @@ impl Default for SummaryConfig {
     }
 }
 
+/// `name must be in (0, 1)` unless `value` is.
+fn within_unit(name: &str, value: f64) -> std::result::Result<(), String> {
+    if value > 0.0 && value < 1.0 {
+        Ok(())
+    } else {
+        Err(format!("{name} must be in (0, 1), got {value}"))
+    }
+}
+
 /// Recall of replaced content (`[recall]`): every placeholder and briefing
 /// names its original by a handle, the briefing lists what it replaced,
 /// and the model gets an original back with the recall tool. Originals are
@@ -336,13 +345,7 @@ impl RecallConfig {
                 self.page_chars
             ));
         }
-        if !(self.index_share > 0.0 && self.index_share < 1.0) {
-            return Err(format!(
-                "recall.index_share must be in (0, 1), got {}",
-                self.index_share
-            ));
-        }
-        Ok(())
+        within_unit("recall.index_share", self.index_share)
     }
 }
 
@@ -386,18 +389,8 @@ impl Config {
     pub fn check(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         let b = &self.budget;
-        if !(b.target_ratio > 0.0 && b.target_ratio < 1.0) {
-            return bad(format!(
-                "budget.target_ratio must be in (0, 1), got {}",
-                b.target_ratio
-            ));
-        }
-        if !(b.kept_fraction > 0.0 && b.kept_fraction < 1.0) {
-            return bad(format!(
-                "budget.kept_fraction must be in (0, 1), got {}",
-                b.kept_fraction
-            ));
-        }
+        within_unit("budget.target_ratio", b.target_ratio).map_err(Error::Config)?;
+        within_unit("budget.kept_fraction", b.kept_fraction).map_err(Error::Config)?;
         if b.target_tokens == Some(0) {
             return bad("budget.target_tokens must be at least 1".into());
         }
