@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use abridge_model::{FunctionTool, Message, Tool};
+use abridge_model::{Message, Tool};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
 
@@ -32,9 +32,9 @@ pub struct Engine {
     store: Option<Arc<Mutex<Box<dyn SnapshotSink>>>>,
     sinks: Vec<Sink>,
     originals: Arc<OriginalCache>,
-    /// The caller adds the recall tool to what it sends (a proxy): its
-    /// declaration is counted with the history's tools.
-    declares_recall: bool,
+    /// The caller adds the recall tool to what it sends (a proxy): the
+    /// tokens of its declaration, counted with the history's tools.
+    declares_recall: Option<u64>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -72,7 +72,7 @@ impl Engine {
             store: None,
             sinks: Vec::new(),
             originals,
-            declares_recall: false,
+            declares_recall: None,
         };
         engine.set_summarizers(Vec::new());
         Ok(engine)
@@ -107,7 +107,9 @@ impl Engine {
     /// of every history it sends that has tools (as the proxy does), so
     /// that budgets count it.
     pub fn declare_recall_tool(&mut self) {
-        self.declares_recall = true;
+        self.declares_recall = self
+            .recall_tool()
+            .map(|t| self.counter().count_tools(Some(&[t.to_tool()])) as u64);
     }
 
     /// The recall tool's declaration, when `[recall]` is on.
@@ -120,28 +122,15 @@ impl Engine {
     /// `tools` ([`declare_recall_tool`](Self::declare_recall_tool)): for a
     /// history that has tools of its own and not one of that name (an agent
     /// that declares it itself has it counted with its tools).
-    pub(crate) fn recall_tool_tokens(
-        &self,
-        counter: &mut TokenCounter,
-        tools: Option<&[Tool]>,
-    ) -> u64 {
-        let Some(tool) = self.recall_tool().filter(|_| self.declares_recall) else {
+    pub(crate) fn recall_tool_tokens(&self, tools: Option<&[Tool]>) -> u64 {
+        let Some(tokens) = self.declares_recall else {
             return 0;
         };
-        let Some(tools) = tools.filter(|t| !t.is_empty()) else {
-            return 0;
-        };
-        if tools.iter().any(|t| t.name() == Some(tool.name.as_str())) {
-            return 0;
+        let name = self.config.recall.tool.as_str();
+        match tools {
+            Some(t) if !t.is_empty() && !t.iter().any(|t| t.name() == Some(name)) => tokens,
+            _ => 0,
         }
-        let declared = Tool::Function(FunctionTool {
-            name: tool.name,
-            description: Some(tool.description),
-            parameters: Some(tool.parameters),
-            extra: Default::default(),
-            function_extra: Default::default(),
-        });
-        counter.count_tools(Some(&[declared])) as u64
     }
 
     /// The original a handle names: from memory, else from the store.
@@ -161,8 +150,9 @@ impl Engine {
                     None
                 }
             })?;
+        let stored = Arc::new(stored);
         self.originals.put(stored.clone());
-        Some(Arc::new(stored))
+        Some(stored)
     }
 
     /// Answers one call of the recall tool, given its arguments.
@@ -186,13 +176,17 @@ impl Engine {
 
     /// Keeps a compaction's originals in memory, each once; returns them
     /// for the store.
-    pub(crate) fn keep_originals(&self, mut originals: Vec<Original>) -> Vec<Original> {
+    pub(crate) fn keep_originals(&self, originals: Vec<Original>) -> Vec<Arc<Original>> {
         let mut seen = std::collections::HashSet::new();
-        originals.retain(|o| seen.insert(o.handle.clone()));
-        for o in &originals {
+        let kept: Vec<Arc<Original>> = originals
+            .into_iter()
+            .filter(|o| seen.insert(o.handle.clone()))
+            .map(Arc::new)
+            .collect();
+        for o in &kept {
             self.originals.put(o.clone());
         }
-        originals
+        kept
     }
 
     /// Where the clipping policies keep what they replace, when recall is on.

@@ -107,9 +107,7 @@ impl Rewriter<'_> {
             tail_n,
             total: tokens,
             tools: self.counter.count_tools(conv.tools.as_deref()) as u64
-                + self
-                    .engine
-                    .recall_tool_tokens(self.counter, conv.tools.as_deref()),
+                + self.engine.recall_tool_tokens(conv.tools.as_deref()),
             runs: Vec::new(),
             attempts: Vec::new(),
             summarizer: None,
@@ -424,7 +422,7 @@ impl Rewriter<'_> {
         &mut self,
         before: &Conversation,
         after: &Conversation,
-        originals: &[Original],
+        originals: &[std::sync::Arc<Original>],
         report: &mut Report,
     ) {
         let engine = self.engine;

@@ -25,7 +25,7 @@ pub struct SnapshotData<'a> {
     pub thread: Option<&'a str>,
     /// What this compaction's placeholders and briefing name by handle
     /// (each once), for the recall tool.
-    pub originals: &'a [Original],
+    pub originals: &'a [std::sync::Arc<Original>],
 }
 
 /// Id of a stored snapshot.

@@ -442,8 +442,7 @@ impl Thread {
             Some(s) => s.tools,
             None => self.tool_tokens(history),
         };
-        let recall_tool =
-            Counted(engine.recall_tool_tokens(&mut self.counter, history.tools.as_deref()));
+        let recall_tool = Counted(engine.recall_tool_tokens(history.tools.as_deref()));
         let declared = match view {
             Some(_) => recall_tool,
             None => Counted::ZERO,

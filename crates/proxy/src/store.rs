@@ -42,7 +42,7 @@ struct OwnedSnapshot {
     after: Conversation,
     config: Config,
     report: Report,
-    originals: Vec<Original>,
+    originals: Vec<Arc<Original>>,
 }
 
 type Reply<T> = SyncSender<abridge_store::Result<T>>;

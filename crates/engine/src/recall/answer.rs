@@ -49,6 +49,19 @@ impl RecallTool {
     }
 }
 
+impl RecallTool {
+    /// The declaration as a function tool of a history.
+    pub fn to_tool(&self) -> abridge_model::Tool {
+        abridge_model::Tool::Function(abridge_model::FunctionTool {
+            name: self.name.clone(),
+            description: Some(self.description.clone()),
+            parameters: Some(self.parameters.clone()),
+            extra: Default::default(),
+            function_extra: Default::default(),
+        })
+    }
+}
+
 /// A call of the tool, as the model writes its input.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct RecallInput {

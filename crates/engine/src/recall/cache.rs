@@ -37,7 +37,7 @@ impl OriginalCache {
     }
 
     /// Keeps `original` (again: it becomes the newest).
-    pub fn put(&self, original: Original) {
+    pub fn put(&self, original: Arc<Original>) {
         let size = original.bytes();
         if size > self.max_bytes {
             return;
@@ -50,8 +50,7 @@ impl OriginalCache {
             g.order.remove(&at);
             g.bytes -= old.bytes();
         }
-        g.by_handle
-            .insert(handle.clone(), (Arc::new(original), seq));
+        g.by_handle.insert(handle.clone(), (original, seq));
         g.order.insert(seq, handle);
         g.bytes += size;
         while g.bytes > self.max_bytes {
@@ -82,12 +81,12 @@ mod tests {
     use super::super::original::{OriginalKind, Piece};
     use super::*;
 
-    fn text(s: &str) -> Original {
-        Original::new(
+    fn text(s: &str) -> Arc<Original> {
+        Arc::new(Original::new(
             OriginalKind::ToolResult,
             "t".into(),
             vec![Piece::Text { text: s.into() }],
-        )
+        ))
     }
 
     #[test]

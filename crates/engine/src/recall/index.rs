@@ -107,7 +107,14 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     let mut seen = HashSet::new();
     lines.retain(|l| seen.insert(l.key.clone()));
     // Stable: mentioned lines first, each group newest first.
-    lines.sort_by_key(|l| !(l.argument.len() >= 3 && inp.recent.contains(&l.argument)));
+    // Mentions are looked up by word (one pass over the recent text, not
+    // one per line): a path or a command's first word, as written there.
+    let words = words(inp.recent);
+    let mentioned = |l: &Line| {
+        let first = l.argument.split_whitespace().next().unwrap_or("");
+        first.len() >= 3 && words.contains(first)
+    };
+    lines.sort_by_key(|l| !mentioned(l));
 
     let mut text = format!("{HEADING} ({})\n", inp.tool);
     if let Some(r) = &region {
@@ -133,6 +140,14 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     }
     originals.extend(region);
     Index { text, originals }
+}
+
+/// The words of `text` that could name something: runs of letters,
+/// digits and `_ . / - : ~ @`.
+fn words(text: &str) -> HashSet<&str> {
+    text.split(|c: char| !(c.is_alphanumeric() || "_./-:~@".contains(c)))
+        .filter(|w| w.len() >= 3)
+        .collect()
 }
 
 /// Splits a briefing into its text and its index section (the index is

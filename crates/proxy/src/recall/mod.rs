@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use abridge::Engine;
-use abridge::model::{Conversation, Family, FunctionTool, Tool, Wire};
+use abridge::model::{Conversation, Family, Wire};
 use abridge::recall::{Answer, Piece, RecallTool};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method};
@@ -88,13 +88,7 @@ pub(crate) fn declare(conv: &mut Conversation, wire: Wire, tool: &RecallTool) ->
         // The client has a tool of that name: it is the client's.
         return false;
     }
-    tools.push(Tool::Function(FunctionTool {
-        name: tool.name.clone(),
-        description: Some(tool.description.clone()),
-        parameters: Some(tool.parameters.clone()),
-        extra: Default::default(),
-        function_extra: Default::default(),
-    }));
+    tools.push(tool.to_tool());
     true
 }
 
