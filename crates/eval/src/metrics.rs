@@ -1,6 +1,7 @@
 //! Recall and precision of identifiers against what the agent wrote later.
 
 use abridge::model::{Conversation, Message, Role, encode, validate};
+use abridge::recall::split_index;
 use abridge::summarize::{identifiers, mentions, prose_identifiers, split_arguments};
 use abridge::tokens::TokenizerKind;
 
@@ -82,9 +83,6 @@ fn share_of_named(named: usize, unused: &[String]) -> f64 {
 }
 
 /// Share of `ids` that `text` mentions (1 when there are none).
-/// Where a briefing's index of recallable originals starts.
-const INDEX_HEADING: &str = "## Recallable originals";
-
 fn share_kept(ids: &[String], text: &str) -> f64 {
     if ids.is_empty() {
         return 1.0;
@@ -221,7 +219,7 @@ impl Targets {
         let judged = applied
             .briefing
             .as_deref()
-            .map(|b| self.judge(b.split_once(INDEX_HEADING).map_or(b, |(said, _)| said)));
+            .map(|b| self.judge(split_index(b).0));
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
@@ -239,8 +237,8 @@ impl Targets {
             index_tokens: applied
                 .briefing
                 .as_deref()
-                .and_then(|b| b.split_once(INDEX_HEADING))
-                .map(|(_, index)| kind.count(index) as u64),
+                .and_then(|b| split_index(b).1)
+                .map(|index| kind.count(index) as u64),
             missed,
             precision: judged
                 .as_ref()

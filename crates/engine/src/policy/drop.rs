@@ -47,7 +47,9 @@ pub(super) fn apply(
             start -= 1;
             count += prev;
         }
-        let handle = keep(&mut found, || Original::region(&messages[start..span.end]));
+        let handle = keep(&mut found, || {
+            Original::region(&messages[start..span.end], None)
+        });
         let mut note = Message::text(Role::User, placeholder(count, handle.as_ref()));
         note.meta.compact_summary = true;
         messages.splice(start..span.end, std::iter::once(note));

@@ -84,26 +84,32 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         });
         originals.push(o);
     }
-    let region = (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced));
+    let region = (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced, inp.previous));
     // Newest first: this region's lines, then the earlier index's.
     lines.reverse();
-    lines.extend(inp.previous.into_iter().flat_map(parse).map(|text| {
-        let key = text
-            .rsplit_once(" · ")
-            .map_or(text.as_str(), |(k, _)| k)
-            .trim_start_matches("- ")
-            .to_owned();
-        // Earlier regions are each their own, whatever their labels say.
-        let key = match key.contains(REGION) {
-            true => text.clone(),
-            false => key,
-        };
-        Line {
-            argument: argument_of(&key).to_owned(),
-            key,
-            text,
-        }
-    }));
+    lines.extend(
+        inp.previous
+            .map(parse)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|text| {
+                let key = text
+                    .rsplit_once(" · ")
+                    .map_or(text.as_str(), |(k, _)| k)
+                    .trim_start_matches("- ")
+                    .to_owned();
+                // Earlier regions are each their own, whatever their labels say.
+                let key = match key.contains(REGION) {
+                    true => text.clone(),
+                    false => key,
+                };
+                Line {
+                    argument: argument_of(&key).to_owned(),
+                    key,
+                    text,
+                }
+            }),
+    );
     let mut seen = HashSet::new();
     lines.retain(|l| seen.insert(l.key.clone()));
     // Stable: mentioned lines first, each group newest first.
@@ -126,6 +132,12 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         ));
     }
     let mut used = inp.tokenizer.count(&text);
+    if let Some(r) = region.as_ref().filter(|_| used > inp.budget) {
+        // Too small a briefing for a list: one line names everything.
+        let text = format!("({}: recall {})\n", r.label, r.handle);
+        originals.extend(region);
+        return Index { text, originals };
+    }
     for l in &lines {
         let cost = inp.tokenizer.count(&l.text) + 1;
         if used + cost > inp.budget {
@@ -136,7 +148,15 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         text.push('\n');
     }
     if region.is_none() && !text.contains(super::handle::PREFIX) {
-        text.clear();
+        // Only an earlier briefing was condensed again: its region line
+        // stays whatever the budget, or nothing it replaced is reachable.
+        match lines.iter().find(|l| l.key.contains(REGION)) {
+            Some(l) => {
+                text.push_str(&l.text);
+                text.push('\n');
+            }
+            None => text.clear(),
+        }
     }
     originals.extend(region);
     Index { text, originals }
@@ -151,8 +171,13 @@ fn words(text: &str) -> HashSet<&str> {
 }
 
 /// Splits a briefing into its text and its index section (the index is
-/// always last).
+/// always last: a list under its heading, or its one-line form).
 pub(crate) fn split(briefing: &str) -> (&str, Option<&str>) {
+    if let Some(at) = briefing.trim_end().rfind('\n').map(|i| i + 1)
+        && compact_line(briefing[at..].trim_end()).is_some()
+    {
+        return (briefing[..at].trim_end(), Some(&briefing[at..]));
+    }
     match briefing.find(HEADING) {
         Some(at) if at == 0 || briefing[..at].ends_with('\n') => {
             (briefing[..at].trim_end(), Some(&briefing[at..]))
@@ -161,13 +186,26 @@ pub(crate) fn split(briefing: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The lines of an index section that name a handle.
-fn parse(section: &str) -> impl Iterator<Item = String> + '_ {
+/// The lines of an index section that name a handle (its one-line form
+/// read as the list's region line).
+fn parse(section: &str) -> Vec<String> {
+    if let Some((label, handle)) = compact_line(section.trim()) {
+        return vec![format!("- {label} · {handle}")];
+    }
     section
         .lines()
         .skip(1)
         .filter(|l| l.starts_with("- ") && Handle::find_all(l).next().is_some())
         .map(str::to_owned)
+        .collect()
+}
+
+/// `(the 104 replaced messages: recall abr_…)`: its label and handle.
+fn compact_line(line: &str) -> Option<(&str, Handle)> {
+    let inner = line.strip_prefix('(')?.strip_suffix(')')?;
+    let (label, handle) = inner.rsplit_once(": recall ")?;
+    (label.contains(REGION) && !label.contains('\n')).then_some(())?;
+    Some((label, Handle::parse(handle)?))
 }
 
 /// The part of a label after the tool's name: a path, a command, a URL.
@@ -284,6 +322,41 @@ mod tests {
         let small = build(&inputs(&msgs, "now edit src/b.rs", 40));
         assert!(small.text.lines().count() < 5);
         assert!(small.text.contains("replaced messages"));
+    }
+
+    #[test]
+    fn a_briefing_too_small_for_a_list_names_everything_in_one_line() {
+        let mut msgs = Vec::new();
+        msgs.extend(exchange(
+            "1",
+            "Read",
+            r#"{"file_path":"src/a.rs"}"#,
+            "fn a() {}",
+        ));
+        let idx = build(&inputs(&msgs, "", 5));
+        let (label, handle) = compact_line(idx.text.trim()).expect(&idx.text);
+        assert_eq!(label, "the 2 replaced messages");
+        assert!(idx.originals.iter().any(|o| o.handle == handle));
+        let briefing = format!("## Task\nfix it\n\n{}", idx.text);
+        let (text, section) = split(&briefing);
+        assert_eq!(text, "## Task\nfix it");
+        // Chained, the one line comes back as the list's region line, and
+        // the new region's original holds it too.
+        let second: Vec<Message> =
+            exchange("2", "Read", r#"{"file_path":"src/c.rs"}"#, "fn c() {}").into();
+        let two = build(&IndexInputs {
+            previous: section,
+            ..inputs(&second, "", 1_000)
+        });
+        assert!(two.text.contains(handle.as_str()), "{}", two.text);
+        let region = two
+            .originals
+            .iter()
+            .find(|o| o.kind == super::super::OriginalKind::Region)
+            .unwrap();
+        assert!(
+            matches!(&region.pieces[0], super::super::Piece::Text { text } if text.contains(handle.as_str()))
+        );
     }
 
     #[test]

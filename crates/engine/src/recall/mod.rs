@@ -15,6 +15,12 @@ pub use cache::OriginalCache;
 pub use handle::Handle;
 pub use original::{Original, OriginalKind, Piece};
 
+/// A briefing's text and its index of recallable originals (the index is
+/// always last), when it has one.
+pub fn split_index(briefing: &str) -> (&str, Option<&str>) {
+    index::split(briefing)
+}
+
 /// What the clipping policies collect as they replace content, when
 /// recall is on (off: placeholders carry no handle).
 pub(crate) struct Found<'a> {

@@ -120,9 +120,15 @@ impl Original {
         Original::new(OriginalKind::Image, label, vec![Piece::Image { url }])
     }
 
-    /// The messages a briefing replaced, as one transcript.
-    pub(crate) fn region(messages: &[Message]) -> Original {
-        let text = transcript(messages);
+    /// The messages a briefing replaced, as one transcript, with the index
+    /// of the briefing before it (so what that one listed stays reachable
+    /// whatever the new index has room for).
+    pub(crate) fn region(messages: &[Message], earlier: Option<&str>) -> Original {
+        let mut text = transcript(messages);
+        if let Some(index) = earlier {
+            text.push_str("\n\nThe earlier briefing's index:\n");
+            text.push_str(index.trim_end());
+        }
         let label = match messages.len() {
             1 => "the 1 replaced message".to_owned(),
             n => format!("the {n} replaced messages"),
