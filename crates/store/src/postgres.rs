@@ -176,14 +176,25 @@ impl PgStore {
                 .await
                 .map_err(|e| pg(&self.shown, e))?;
             let id: i64 = row.get(0);
-            // An original named again goes with the newest snapshot naming it.
-            for o in &originals {
+            // An original named again goes with the newest snapshot naming
+            // it; all of them in one statement (one round trip).
+            if !originals.is_empty() {
+                let column = |f: fn(&OriginalRow) -> &str| -> Vec<&str> {
+                    originals.iter().map(f).collect()
+                };
                 tx.execute(
                     "INSERT INTO abridge_originals (handle, snapshot, kind, label, body)
-                     VALUES ($1, $2, $3, $4, $5)
+                     SELECT h, $2, k, l, b FROM UNNEST($1::text[], $3::text[], $4::text[], $5::text[])
+                        AS o(h, k, l, b)
                      ON CONFLICT (handle) DO UPDATE SET snapshot = EXCLUDED.snapshot,
                         label = EXCLUDED.label",
-                    &[&o.handle, &id, &o.kind, &o.label, &o.body],
+                    &[
+                        &column(|o| &o.handle),
+                        &id,
+                        &column(|o| &o.kind),
+                        &column(|o| &o.label),
+                        &column(|o| &o.body),
+                    ],
                 )
                 .await
                 .map_err(|e| pg(&self.shown, e))?;

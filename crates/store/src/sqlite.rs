@@ -139,15 +139,20 @@ impl Store {
         .map_err(sql)?;
         let id = SnapshotId(tx.last_insert_rowid());
         // An original named again goes with the newest snapshot naming it.
-        for o in &originals {
-            tx.execute(
-                "INSERT INTO originals (handle, snapshot, kind, label, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (handle) DO UPDATE SET snapshot = excluded.snapshot,
-                    label = excluded.label",
-                params![o.handle, id.0, o.kind, o.label, o.body],
-            )
-            .map_err(sql)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO originals (handle, snapshot, kind, label, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (handle) DO UPDATE SET snapshot = excluded.snapshot,
+                        label = excluded.label",
+                )
+                .map_err(sql)?;
+            for o in &originals {
+                insert
+                    .execute(params![o.handle, id.0, o.kind, o.label, o.body])
+                    .map_err(sql)?;
+            }
         }
         tx.commit().map_err(sql)?;
         let retention = self.retention;

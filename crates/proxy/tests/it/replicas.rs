@@ -346,3 +346,33 @@ async fn a_save_stuck_on_a_lock_holds_up_no_read() {
         .unwrap();
     assert_eq!(snapshots, logs.iter().map(|l| l.compacted).sum::<usize>());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_answers_the_recall_of_an_original_another_one_kept() {
+    let Some((pg, provider)) = postgres_and_provider().await else {
+        return;
+    };
+    let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
+    let a = proxy_for(&provider.url, CONFIG, store().await).await;
+    let b = proxy_for(&provider.url, CONFIG, store().await).await;
+    let mut agent = OpenAiAgent::new(false);
+    let mut log = LoopLog::default();
+    let recall = [("x-fake-recall", "alone")];
+    for turn in 0..24 {
+        let proxy = if turn % 2 == 0 { &a.0 } else { &b.0 };
+        log.note(&agent.step(proxy, &recall).await);
+    }
+    assert!(log.compacted > 0);
+    let requests = provider.report().requests;
+    let answered: Vec<&String> = requests.iter().flat_map(|r| &r.recalled).collect();
+    // Each replica answered (the one that did not compact has the
+    // originals only in the database), and every answer found its original.
+    assert!(answered.len() >= 2, "{answered:?}");
+    assert!(
+        answered.iter().all(|t| !t.contains("no original is kept")),
+        "{answered:?}"
+    );
+    let found = "abridge_recalls_total{outcome=\"found\"}";
+    assert!(metric(&metrics_text(&a.0).await, found) >= 1.0);
+    assert!(metric(&metrics_text(&b.0).await, found) >= 1.0);
+}
