@@ -27,14 +27,26 @@ async fn postgres_and_provider() -> Option<(std::sync::Arc<Postgres>, Provider)>
     Some((pg, provider))
 }
 
+/// A proxy in front of `provider` on the PostgreSQL store of `pg`.
+async fn replica(
+    pg: &Postgres,
+    provider: &Provider,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let store = PgStore::connect(&pg.url).await.unwrap();
+    proxy_for(&provider.url, CONFIG, Some(Box::new(store))).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_on_postgres_send_the_same_prefixes() {
     let Some((pg, provider)) = postgres_and_provider().await else {
         return;
     };
-    let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
-    let a = proxy_for(&provider.url, CONFIG, store().await).await;
-    let b = proxy_for(&provider.url, CONFIG, store().await).await;
+    let a = replica(&pg, &provider).await;
+    let b = replica(&pg, &provider).await;
     let mut agent = OpenAiAgent::new(false);
     let mut log = LoopLog::default();
     for turn in 0..40 {
@@ -65,7 +77,7 @@ async fn two_replicas_on_postgres_send_the_same_prefixes() {
     // Replica B restarts mid-session; requests go on alternating.
     let _ = b.1.send(());
     b.2.await.unwrap();
-    let b = proxy_for(&provider.url, CONFIG, store().await).await;
+    let b = replica(&pg, &provider).await;
     for turn in 0..8 {
         let before = log.compacted;
         let proxy = if turn % 2 == 0 { &b.0 } else { &a.0 };
@@ -159,11 +171,7 @@ async fn a_stopped_database_stalls_no_request_and_the_sessions_are_saved_after()
     let Some((pg, provider)) = postgres_and_provider().await else {
         return;
     };
-    let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
-    let replicas = [
-        proxy_for(&provider.url, CONFIG, store().await).await,
-        proxy_for(&provider.url, CONFIG, store().await).await,
-    ];
+    let replicas = [replica(&pg, &provider).await, replica(&pg, &provider).await];
     let names = ["s0", "s1", "s2", "s3"];
     let mut agents: Vec<OpenAiAgent> = names.iter().map(|_| OpenAiAgent::new(false)).collect();
     let mut logs: Vec<LoopLog> = names.iter().map(|_| LoopLog::default()).collect();
@@ -228,7 +236,7 @@ async fn a_stopped_database_stalls_no_request_and_the_sessions_are_saved_after()
 
     // A new replica takes every session up where it was: its stored state
     // is the latest, so the next request extends the last one sent.
-    let c = proxy_for(&provider.url, CONFIG, store().await).await;
+    let c = replica(&pg, &provider).await;
     for k in 0..agents.len() {
         let before = logs[k].compacted;
         logs[k].note(&agents[k].step(&c.0, &headers(k)).await);
@@ -352,9 +360,8 @@ async fn a_replica_answers_the_recall_of_an_original_another_one_kept() {
     let Some((pg, provider)) = postgres_and_provider().await else {
         return;
     };
-    let store = || async { Some(Box::new(PgStore::connect(&pg.url).await.unwrap()) as Box<_>) };
-    let a = proxy_for(&provider.url, CONFIG, store().await).await;
-    let b = proxy_for(&provider.url, CONFIG, store().await).await;
+    let a = replica(&pg, &provider).await;
+    let b = replica(&pg, &provider).await;
     let mut agent = OpenAiAgent::new(false);
     let mut log = LoopLog::default();
     let recall = [("x-fake-recall", "alone")];
