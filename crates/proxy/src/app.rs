@@ -324,12 +324,7 @@ fn buffered(
     body: Bytes,
     extra: Vec<(HeaderName, HeaderValue)>,
 ) -> Response<Body> {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = status;
-    let mut h = crate::forward::forwarded_headers(headers);
-    h.extend(extra.into_iter().map(|(k, v)| (Some(k), v)));
-    *r.headers_mut() = h;
-    r
+    crate::forward::to_client(status, headers, extra, Body::from(body))
 }
 
 fn is_overflow_status(s: reqwest::StatusCode) -> bool {

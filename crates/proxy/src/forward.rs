@@ -134,14 +134,10 @@ pub(crate) fn relay(
     extra: Vec<(HeaderName, HeaderValue)>,
 ) -> Response<Body> {
     let status = upstream.status();
-    let mut headers = forwarded_headers(upstream.headers());
-    if let Some(len) = upstream.headers().get(header::CONTENT_LENGTH) {
-        headers.insert(header::CONTENT_LENGTH, len.clone());
-    }
-    for (k, v) in extra {
-        headers.insert(k, v);
-    }
-    let stream = is_event_stream(upstream.headers());
+    let head = upstream.headers().clone();
+    // The body goes as it came: so does its length.
+    let length = head.get(header::CONTENT_LENGTH).cloned();
+    let stream = is_event_stream(&head);
     let body = Tapped {
         remaining: upstream.content_length(),
         inner: Box::pin(upstream.bytes_stream()),
@@ -149,7 +145,27 @@ pub(crate) fn relay(
         metrics,
         ended: false,
     };
-    let mut response = Response::new(Body::from_stream(body));
+    let mut response = to_client(status, &head, extra, Body::from_stream(body));
+    if let Some(len) = length {
+        response.headers_mut().insert(header::CONTENT_LENGTH, len);
+    }
+    response
+}
+
+/// The client's response: the upstream's status and end-to-end headers
+/// (not its length: that is the body's the client gets), the proxy's own
+/// headers, and `body`.
+pub(crate) fn to_client(
+    status: reqwest::StatusCode,
+    upstream: &HeaderMap,
+    extra: impl IntoIterator<Item = (HeaderName, HeaderValue)>,
+    body: Body,
+) -> Response<Body> {
+    let mut headers = forwarded_headers(upstream);
+    for (k, v) in extra {
+        headers.insert(k, v);
+    }
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response

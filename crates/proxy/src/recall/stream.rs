@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use abridge::model::Family;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderName, HeaderValue, Response, header};
+use axum::http::{HeaderName, HeaderValue, Response};
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 
 use super::{Call, Recalling, Resend, add_usage, exhausted_note};
-use crate::forward::{OnUsage, forwarded_headers};
+use crate::forward::{OnUsage, to_client};
 use crate::metrics::Metrics;
 use crate::usage::UsageTap;
 
@@ -26,20 +26,12 @@ pub(crate) fn streamed(
     on_usage: Option<OnUsage>,
     extra: Vec<(HeaderName, HeaderValue)>,
 ) -> Response<Body> {
-    let status = first.status();
-    let mut headers = forwarded_headers(first.headers());
-    headers.remove(header::CONTENT_LENGTH);
-    for (k, v) in extra {
-        headers.insert(k, v);
-    }
+    let (status, head) = (first.status(), first.headers().clone());
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     tokio::spawn(run(r, first, resend, metrics, on_usage, tx));
     let body =
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
-    let mut response = Response::new(Body::from_stream(body));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    response
+    to_client(status, &head, extra, Body::from_stream(body))
 }
 
 type Sender = tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use abridge::model::{Family, Usage};
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderName, HeaderValue, Response, header};
+use axum::http::{HeaderName, HeaderValue, Response};
 use serde_json::{Map, Value, json};
 
 use super::{Call, Recalling, Resend, add_usage, exhausted_note};
-use crate::forward::{OnUsage, forwarded_headers};
+use crate::forward::{OnUsage, to_client};
 use crate::metrics::Metrics;
 
 /// Answers the recall calls of `first` (and of the responses after it)
@@ -267,20 +267,12 @@ fn reply(
     extra: &[(HeaderName, HeaderValue)],
     rounds: usize,
 ) -> Response<Body> {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = status;
-    let mut h = forwarded_headers(head);
-    h.remove(header::CONTENT_LENGTH);
-    h.remove(header::CONTENT_ENCODING);
-    for (k, v) in extra {
-        h.insert(k.clone(), v.clone());
-    }
-    if rounds > 0 {
-        h.insert(
+    let recalled = (rounds > 0).then(|| {
+        (
             HeaderName::from_static("x-abridge-recalled"),
             HeaderValue::from(rounds),
-        );
-    }
-    *r.headers_mut() = h;
-    r
+        )
+    });
+    let extra = extra.iter().cloned().chain(recalled);
+    to_client(status, head, extra, Body::from(body))
 }
