@@ -390,18 +390,14 @@ impl Context<'_> {
         s: &SessionState,
         mut conv: Conversation,
     ) -> (Option<Bytes>, Option<Recalling>) {
-        let Some(tool) = s.engine.recall_tool() else {
-            return (self.encode(conv), None);
+        let tool = s
+            .engine
+            .recall_tool()
+            .filter(|t| recall::declare(&mut conv, s.wire, t));
+        let Some((bytes, value)) = self.encoded(conv) else {
+            return (None, None);
         };
-        if !recall::declare(&mut conv, s.wire, &tool) {
-            return (self.encode(conv), None);
-        }
-        cap_breakpoints(&mut conv);
-        let Ok(value) = encode(&conv) else {
-            return (self.encode(conv), None);
-        };
-        let bytes = serde_json::to_vec(&value).ok().map(Bytes::from);
-        let recalling = bytes.is_some().then(|| Recalling {
+        let recalling = tool.map(|tool| Recalling {
             engine: s.engine.clone(),
             tool: tool.name,
             max_rounds: s.engine.config().recall.max_rounds,
@@ -409,7 +405,7 @@ impl Context<'_> {
             body: value,
             answered: Arc::default(),
         });
-        (bytes, recalling)
+        (Some(bytes), recalling)
     }
 
     /// Compacts a session's history harder after the upstream refused
@@ -477,13 +473,19 @@ impl Context<'_> {
         store.save(state.record(), state.version.clone());
     }
 
-    fn encode(&self, mut conv: Conversation) -> Option<Bytes> {
+    fn encode(&self, conv: Conversation) -> Option<Bytes> {
+        self.encoded(conv).map(|(bytes, _)| bytes)
+    }
+
+    /// The body of a history to send, and its JSON (to continue it by).
+    fn encoded(&self, mut conv: Conversation) -> Option<(Bytes, serde_json::Value)> {
         cap_breakpoints(&mut conv);
-        let bytes = encode(&conv)
-            .map_err(|e| e.to_string())
-            .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string()));
-        match bytes {
-            Ok(b) => Some(Bytes::from(b)),
+        let encoded = encode(&conv).map_err(|e| e.to_string()).and_then(|v| {
+            let bytes = serde_json::to_vec(&v).map_err(|e| e.to_string())?;
+            Ok((Bytes::from(bytes), v))
+        });
+        match encoded {
+            Ok(e) => Some(e),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot encode the compacted history; sending it as sent");
                 None
