@@ -146,6 +146,7 @@ pub(crate) struct Metrics {
     recalls: Family<OutcomeLabels, Counter>,
     recall_bytes: Counter,
     recall_rounds: Counter,
+    recall_store_reads: Family<OutcomeLabels, Counter>,
     recall_exhausted: Counter,
     added_latency: Histogram,
     upstream_latency: Histogram,
@@ -180,6 +181,7 @@ impl Metrics {
             recalls: Family::default(),
             recall_bytes: Counter::default(),
             recall_rounds: Counter::default(),
+            recall_store_reads: Family::default(),
             recall_exhausted: Counter::default(),
             // 50 µs … ~1.6 s
             added_latency: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
@@ -269,6 +271,11 @@ impl Metrics {
             self.recall_bytes.clone(),
         );
         r.register(
+            "recall_store_reads",
+            "Originals the recall tool looked up in the store (not in this replica's memory), by outcome (found, missing)",
+            self.recall_store_reads.clone(),
+        );
+        r.register(
             "recall_rounds",
             "Upstream calls continued after the proxy answered the recall tool",
             self.recall_rounds.clone(),
@@ -313,6 +320,14 @@ impl Metrics {
         let outcome = if found { "found" } else { "missing" }.to_owned();
         self.recalls.get_or_create(&OutcomeLabels { outcome }).inc();
         self.recall_bytes.inc_by(bytes as u64);
+    }
+
+    /// An original was looked up in the store.
+    pub(crate) fn recall_from_store(&self, found: bool) {
+        let outcome = if found { "found" } else { "missing" }.to_owned();
+        self.recall_store_reads
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// An upstream call went on after a recall round.

@@ -371,7 +371,10 @@ impl SnapshotSink for SessionSink {
 
     fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
         match self.0.original(handle) {
-            Some(Ok(o)) => Ok(o),
+            Some(Ok(o)) => {
+                self.0.metrics.recall_from_store(o.is_some());
+                Ok(o)
+            }
             Some(Err(e)) => Err(SnapshotError::new(e)),
             None => Err(SnapshotError::new(Late)),
         }
