@@ -324,6 +324,19 @@ mod tests {
         assert!(small.text.contains("replaced messages"));
     }
 
+    /// The index of a second region, after a briefing that ended with `first`.
+    fn chained(first: &Index) -> Index {
+        let briefing = format!("## Task\nfix it\n\n{}", first.text);
+        let (text, section) = split(&briefing);
+        assert_eq!(text, "## Task\nfix it");
+        let second: Vec<Message> =
+            exchange("2", "Read", r#"{"file_path":"src/c.rs"}"#, "fn c() {}").into();
+        build(&IndexInputs {
+            previous: section,
+            ..inputs(&second, "", 1_000)
+        })
+    }
+
     #[test]
     fn a_briefing_too_small_for_a_list_names_everything_in_one_line() {
         let mut msgs = Vec::new();
@@ -337,17 +350,9 @@ mod tests {
         let (label, handle) = compact_line(idx.text.trim()).expect(&idx.text);
         assert_eq!(label, "the 2 replaced messages");
         assert!(idx.originals.iter().any(|o| o.handle == handle));
-        let briefing = format!("## Task\nfix it\n\n{}", idx.text);
-        let (text, section) = split(&briefing);
-        assert_eq!(text, "## Task\nfix it");
         // Chained, the one line comes back as the list's region line, and
         // the new region's original holds it too.
-        let second: Vec<Message> =
-            exchange("2", "Read", r#"{"file_path":"src/c.rs"}"#, "fn c() {}").into();
-        let two = build(&IndexInputs {
-            previous: section,
-            ..inputs(&second, "", 1_000)
-        });
+        let two = chained(&idx);
         assert!(two.text.contains(handle.as_str()), "{}", two.text);
         let region = two
             .originals
@@ -364,15 +369,7 @@ mod tests {
         let first: Vec<Message> =
             exchange("1", "Read", r#"{"file_path":"src/a.rs"}"#, "fn a() {}").into();
         let one = build(&inputs(&first, "", 1_000));
-        let briefing = format!("## Task\nfix it\n\n{}", one.text);
-        let (text, section) = split(&briefing);
-        assert_eq!(text, "## Task\nfix it");
-        let second: Vec<Message> =
-            exchange("2", "Read", r#"{"file_path":"src/c.rs"}"#, "fn c() {}").into();
-        let two = build(&IndexInputs {
-            previous: section,
-            ..inputs(&second, "", 1_000)
-        });
+        let two = chained(&one);
         let lines: Vec<&str> = two.text.lines().collect();
         assert!(lines[2].starts_with("- Read src/c.rs"));
         assert!(lines.iter().any(|l| l.starts_with("- Read src/a.rs")));
