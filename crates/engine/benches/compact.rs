@@ -48,6 +48,10 @@ fn corpus() -> &'static Corpus {
 }
 
 fn compactor_for(conv: &Conversation, ratio: f64) -> Compactor {
+    compactor_with(conv, ratio, true)
+}
+
+fn compactor_with(conv: &Conversation, ratio: f64, recall: bool) -> Compactor {
     let mut probe = Compactor::new(Config::default()).unwrap_or_else(|_| unreachable!());
     let tokens = probe.count(conv).get();
     let mut c = Config {
@@ -56,6 +60,7 @@ fn compactor_for(conv: &Conversation, ratio: f64) -> Compactor {
     };
     c.budget.target_tokens = Some((tokens as f64 * ratio) as u64);
     c.budget.min_iterations = 1;
+    c.recall.enabled = recall;
     Compactor::new(c).unwrap_or_else(|_| unreachable!())
 }
 
@@ -74,6 +79,15 @@ fn compact_longest_cold(b: Bencher) {
 fn compact_longest_warm(b: Bencher) {
     let conv = &corpus().longest;
     let mut c = compactor_for(conv, 0.3);
+    let _ = c.compact(conv);
+    b.bench_local(|| c.compact(conv).map(|o| o.report.tokens_after).ok());
+}
+
+/// The same without handles, originals and the index: what recall costs.
+#[divan::bench]
+fn compact_longest_warm_without_recall(b: Bencher) {
+    let conv = &corpus().longest;
+    let mut c = compactor_with(conv, 0.3, false);
     let _ = c.compact(conv);
     b.bench_local(|| c.compact(conv).map(|o| o.report.tokens_after).ok());
 }

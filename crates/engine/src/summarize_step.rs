@@ -226,14 +226,16 @@ pub(crate) fn run(
         let ms = start.elapsed().as_millis() as u64;
         let summarizer = s.name();
         match result {
-            Ok((mut text, verification, sheet)) => {
-                let originals = with_index(&mut text, inp, &region, &indexing);
+            Ok(mut w) => {
+                let originals = with_index(&mut w, inp, &region, &indexing);
                 attempts.push(Attempt {
                     summarizer: summarizer.clone(),
                     ms,
-                    outcome: AttemptOutcome::Used { verification },
+                    outcome: AttemptOutcome::Used {
+                        verification: w.verification,
+                    },
                 });
-                let mut b = region.assemble(inp, &text, summarizer, sheet, originals);
+                let mut b = region.assemble(inp, &w.text, summarizer, w.sheet, originals);
                 b.instant = s.is_instant().then_some(i);
                 return Some(b);
             }
@@ -259,7 +261,7 @@ struct Indexing<'a> {
 /// is on, in what is left of the budget and at most `index_share` of the
 /// whole; returns the originals it names.
 fn with_index(
-    text: &mut String,
+    w: &mut Written,
     inp: &Inputs<'_>,
     region: &Region,
     indexing: &Indexing<'_>,
@@ -267,7 +269,8 @@ fn with_index(
     let Some(recall) = inp.recall else {
         return Vec::new();
     };
-    let tokens = inp.tokenizer.count(text);
+    let tokens = w.tokens.unwrap_or_else(|| inp.tokenizer.count(&w.text));
+    let text = &mut w.text;
     let share = recall.index_share;
     let budget = ((tokens as f64 * share / (1.0 - share)) as usize)
         .min(inp.budget.saturating_sub(tokens))
@@ -288,6 +291,15 @@ fn with_index(
     built.originals
 }
 
+/// A briefing that passed its checks.
+struct Written {
+    text: String,
+    verification: Option<Verification>,
+    sheet: Option<Sheet>,
+    /// Its tokens, when the check's count of it still holds.
+    tokens: Option<usize>,
+}
+
 /// One summarizer's briefing, checked; an LLM briefing is also verified
 /// against the facts of the same history (lost facts appended, unsupported
 /// claims flagged).
@@ -296,30 +308,40 @@ fn attempt(
     req: &Request<'_>,
     inp: &Inputs<'_>,
     region: &Region,
-) -> Result<(String, Option<Verification>, Option<Sheet>), SummarizeError> {
+) -> Result<Written, SummarizeError> {
     let quotes = s.quotes_verbatim();
     let briefing = s.brief(req)?;
     let mut text = briefing.text;
     if quotes {
         text = defuse(&inp.facts.wrapper, &text);
     }
-    check(&text, inp, region.tokens, quotes)?;
+    let tokens = check(&text, inp, region.tokens, quotes)?;
     if quotes {
-        return Ok((text, None, briefing.sheet));
+        return Ok(Written {
+            text,
+            verification: None,
+            sheet: briefing.sheet,
+            tokens: Some(tokens),
+        });
     }
     let facts = extract(&region.replaced, inp.facts);
     let (text, v) = verify(&text, &facts, inp.budget, inp.tokenizer);
     // Verification rewrote the text: data that says otherwise is not kept.
-    Ok((text, Some(v), None))
+    Ok(Written {
+        text,
+        verification: Some(v),
+        sheet: None,
+        tokens: None,
+    })
 }
 
-/// Rejects briefings that cannot be used.
+/// Rejects briefings that cannot be used; the tokens of one that can.
 fn check(
     text: &str,
     inp: &Inputs<'_>,
     region_tokens: usize,
     quotes: bool,
-) -> Result<(), SummarizeError> {
+) -> Result<usize, SummarizeError> {
     let reject = |why: String| Err(SummarizeError::Rejected(why));
     let trimmed = text.trim();
     if trimmed.chars().count() < MIN_CHARS {
@@ -346,5 +368,5 @@ fn check(
     if tokens > inp.budget + inp.budget / 10 {
         return reject(format!("over budget ({tokens} > {} tokens)", inp.budget));
     }
-    Ok(())
+    Ok(tokens)
 }

@@ -48,7 +48,7 @@ pub(super) fn apply(
             count += prev;
         }
         let handle = keep(&mut found, || {
-            Original::region(&messages[start..span.end], None)
+            Original::region(&messages[start..span.end], None, &Default::default())
         });
         let mut note = Message::text(Role::User, placeholder(count, handle.as_ref()));
         note.meta.compact_summary = true;

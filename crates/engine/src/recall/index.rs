@@ -54,8 +54,9 @@ pub(crate) struct IndexInputs<'a> {
 }
 
 pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
-    let mut originals = Vec::new();
+    let mut originals: Vec<Original> = Vec::new();
     let mut lines = Vec::new();
+    let mut by_call: Vec<(&str, usize)> = Vec::new();
     let calls: HashMap<&str, &ToolCall> = inp
         .replaced
         .iter()
@@ -82,9 +83,15 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
                 o.handle
             ),
         });
+        by_call.push((r.call_id.as_str(), originals.len()));
         originals.push(o);
     }
-    let region = (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced, inp.previous));
+    let results: HashMap<&str, &Handle> = by_call
+        .iter()
+        .map(|(id, i)| (*id, &originals[*i].handle))
+        .collect();
+    let region =
+        (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced, inp.previous, &results));
     // Newest first: this region's lines, then the earlier index's.
     lines.reverse();
     lines.extend(

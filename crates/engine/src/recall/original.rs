@@ -1,6 +1,8 @@
 //! What a handle names: the content a placeholder or a briefing replaced,
 //! with a label that says what it was the way the agent would look for it.
 
+use std::collections::HashMap;
+
 use abridge_model::{Arguments, ImageSource, Message, Part, ToolCall, ToolResult};
 use abridge_summarize::{ToolKind, classify, first_string};
 use serde::{Deserialize, Serialize};
@@ -122,9 +124,15 @@ impl Original {
 
     /// The messages a briefing replaced, as one transcript, with the index
     /// of the briefing before it (so what that one listed stays reachable
-    /// whatever the new index has room for).
-    pub(crate) fn region(messages: &[Message], earlier: Option<&str>) -> Original {
-        let mut text = transcript(messages);
+    /// whatever the new index has room for). A result kept as an original
+    /// of its own (`results`, by call id) is named by its handle, not
+    /// copied.
+    pub(crate) fn region(
+        messages: &[Message],
+        earlier: Option<&str>,
+        results: &HashMap<&str, &Handle>,
+    ) -> Original {
+        let mut text = transcript(messages, results);
         if let Some(index) = earlier {
             text.push_str("\n\nThe earlier briefing's index:\n");
             text.push_str(index.trim_end());
@@ -183,9 +191,9 @@ fn pieces_of(parts: &[Part]) -> Vec<Piece> {
         .collect()
 }
 
-/// `role: text`, tool calls with their arguments and results in full, one
-/// block per part.
-fn transcript(messages: &[Message]) -> String {
+/// `role: text`, tool calls with their arguments, results in full or by
+/// handle, one block per part.
+fn transcript(messages: &[Message], results: &HashMap<&str, &Handle>) -> String {
     let mut out = String::new();
     for m in messages {
         for p in &m.parts {
@@ -201,7 +209,10 @@ fn transcript(messages: &[Message]) -> String {
                         a => a.to_json_text().into_owned(),
                     }
                 ),
-                Part::ToolResult(r) => format!("result of {}:\n{}", r.call_id, r.text()),
+                Part::ToolResult(r) => match results.get(r.call_id.as_str()) {
+                    Some(h) => format!("result of {}: recall {h}", r.call_id),
+                    None => format!("result of {}:\n{}", r.call_id, r.text()),
+                },
                 Part::Image(_) => format!("{}: [image]", m.role.as_str()),
                 _ => continue,
             };
