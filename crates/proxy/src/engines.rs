@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use abridge::model::{Conversation, Format};
+use abridge::model::Conversation;
 use abridge::recall::OriginalCache;
 use abridge::{Config, Engine};
 
@@ -27,16 +27,14 @@ pub(crate) struct ModelEngines {
     pub(crate) background: Option<Arc<Engine>>,
 }
 
-/// Engines by model, and by whether the proxy answers the recall tool for
-/// the wire (not yet for the Responses API: handles there would name
-/// originals the model has no tool to reach).
+/// Engines by model.
 #[derive(Debug, Default)]
 pub(crate) struct Engines {
     by_model: Mutex<HashMap<EngineKey, Arc<ModelEngines>>>,
 }
 
-/// A model (the config's or the request's), and whether recall is on.
-type EngineKey = (Option<String>, bool);
+/// A model (the config's or the request's).
+type EngineKey = Option<String>;
 
 impl Engines {
     /// The engines for a conversation: the config's, with the request's
@@ -49,15 +47,13 @@ impl Engines {
         handle: &tokio::runtime::Handle,
     ) -> Result<Arc<ModelEngines>, String> {
         let model = base.model.clone().or_else(|| conv.model.clone());
-        let recall = base.recall.enabled && conv.format != Format::Responses;
-        let key = (model.clone(), recall);
+        let key = model.clone();
         let mut map = self.by_model.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = map.get(&key) {
             return Ok(e.clone());
         }
         let mut config = base.clone();
         config.model = model;
-        config.recall.enabled = recall;
         // One memory of originals for both: a background briefing's
         // handles are answered like the request path's.
         let originals = Arc::new(OriginalCache::new(

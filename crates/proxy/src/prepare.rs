@@ -397,11 +397,12 @@ impl Context<'_> {
         let Some((bytes, value)) = self.encoded(conv) else {
             return (None, None);
         };
-        let recalling = tool.map(|tool| Recalling {
+        let api = recall::Api::of(s.wire);
+        let recalling = tool.zip(api).map(|(tool, api)| Recalling {
             engine: s.engine.clone(),
             tool: tool.name,
             max_rounds: s.engine.config().recall.max_rounds,
-            family: s.wire.family(),
+            api,
             body: value,
             answered: Arc::default(),
         });

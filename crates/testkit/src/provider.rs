@@ -323,8 +323,7 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
         .requests
         .last()
         .is_some_and(|c| !c.recalled.is_empty());
-    if api != Api::Responses
-        && declares(&request, RECALL_TOOL)
+    if declares(&request, RECALL_TOOL)
         && (recall_mode == "always" || (!recall_mode.is_empty() && !just_answered))
     {
         let handle = match recall_mode {
@@ -475,16 +474,32 @@ fn declares(request: &Value, name: &str) -> bool {
     })
 }
 
-/// The first recall handle written in a body (`abr_` and ten of `[0-9a-z]`).
+/// The first recall handle written in a body (`abr_` and ten of
+/// `[0-9a-z]`) that names one original rather than a whole replaced
+/// region, as a model looking for a file would pick it; else the first.
 fn first_handle(body: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(body);
-    text.match_indices("abr_").find_map(|(at, _)| {
-        let tail: String = text[at + 4..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
-            .collect();
-        (tail.len() == 10).then(|| format!("abr_{tail}"))
-    })
+    let handles: Vec<(usize, String)> = text
+        .match_indices("abr_")
+        .filter_map(|(at, _)| {
+            let tail: String = text[at + 4..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+                .collect();
+            (tail.len() == 10).then(|| (at, format!("abr_{tail}")))
+        })
+        .collect();
+    let region = |at: usize| {
+        // The line it is on, in the body's JSON text (lines escaped as `\n`).
+        let start = text[..at].rfind("\\n").map_or(0, |i| i + 2);
+        text[start..at].contains("replaced message")
+    };
+    let first = handles.first().map(|(_, h)| h.clone());
+    handles
+        .into_iter()
+        .find(|(at, _)| !region(*at))
+        .map(|(_, h)| h)
+        .or(first)
 }
 
 /// What must come back unchanged of a reasoning item.

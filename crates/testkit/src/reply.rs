@@ -169,7 +169,7 @@ impl Reply {
     }
 
     /// Its calls: `(id suffix, tool, arguments)`, the recall call first.
-    fn calls(&self) -> Vec<(String, String, Value)> {
+    pub(crate) fn calls(&self) -> Vec<(String, String, Value)> {
         let n = self.turn;
         let mut out = Vec::new();
         if let Some(args) = &self.recall {

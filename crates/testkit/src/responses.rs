@@ -1,6 +1,7 @@
 //! The fake provider's answers on the OpenAI Responses API: output items
-//! (an encrypted reasoning item when asked for, a message, a function
-//! call), as a whole `response` object or as its event stream.
+//! (an encrypted reasoning item when asked for, a message, function calls:
+//! the recall tool's first when it is asked for), as a whole `response`
+//! object or as its event stream.
 
 use serde_json::{Value, json};
 
@@ -21,9 +22,9 @@ impl Reply {
             "status": "completed", "content": [{"type": "output_text", "text": self.text,
             "annotations": [], "logprobs": []}]}),
         );
-        if let Some((name, args)) = &self.call {
-            items.push(json!({"id": format!("fc_{n}"), "type": "function_call",
-                "status": "completed", "call_id": format!("call_{n}"), "name": name,
+        for (id, name, args) in self.calls() {
+            items.push(json!({"id": format!("fc_{id}"), "type": "function_call",
+                "status": "completed", "call_id": format!("call_{id}"), "name": name,
                 "arguments": args.to_string()}));
         }
         items

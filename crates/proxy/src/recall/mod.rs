@@ -13,6 +13,7 @@
 //! it (the client never sees calls it did not run). When the rounds run
 //! out, the last response goes to the client without its recall calls.
 
+mod items;
 mod stream;
 mod whole;
 
@@ -41,11 +42,41 @@ pub(crate) struct Recalling {
     pub(crate) tool: String,
     /// Most rounds answered for one client request.
     pub(crate) max_rounds: usize,
-    pub(crate) family: Family,
+    pub(crate) api: Api,
     /// The body sent upstream, continued round by round.
     pub(crate) body: Value,
     /// Calls answered for this request (for its request log row).
     pub(crate) answered: Arc<AtomicU32>,
+}
+
+/// The APIs the proxy answers the recall tool on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// OpenAI Chat Completions.
+    Chat,
+    /// Anthropic Messages.
+    Messages,
+    /// The OpenAI Responses API.
+    Responses,
+}
+
+impl Api {
+    /// The API a request of `wire` speaks, if the proxy answers on it.
+    pub(crate) fn of(wire: Wire) -> Option<Api> {
+        match wire {
+            Wire::OpenAi => Some(Api::Chat),
+            Wire::Anthropic => Some(Api::Messages),
+            Wire::Responses => Some(Api::Responses),
+            Wire::AiSdk => None,
+        }
+    }
+
+    fn family(self) -> Family {
+        match self {
+            Api::Messages => Family::Anthropic,
+            Api::Chat | Api::Responses => Family::OpenAi,
+        }
+    }
 }
 
 /// How to send a continued request: where the first one went.
@@ -78,7 +109,7 @@ pub(crate) struct Call {
 /// true when it did. The declaration goes last, so the client's tools keep
 /// their place.
 pub(crate) fn declare(conv: &mut Conversation, wire: Wire, tool: &RecallTool) -> bool {
-    if wire == Wire::Responses {
+    if Api::of(wire).is_none() {
         return false;
     }
     let Some(tools) = conv.tools.as_mut().filter(|t| !t.is_empty()) else {
@@ -112,20 +143,25 @@ impl Recalling {
         answered
     }
 
-    /// Appends the model's turn and the answers to its calls to the body.
-    fn continue_with(&mut self, assistant: Value, answers: &[(String, Answer)]) {
+    /// Appends the model's turn (an assistant message; the Responses API's
+    /// output items) and the answers to its calls to the body.
+    fn continue_with(&mut self, turn: Value, answers: &[(String, Answer)]) {
+        if self.api == Api::Responses {
+            items::continue_input(&mut self.body, turn, answers);
+            return;
+        }
         let Some(messages) = self.body.get_mut("messages").and_then(Value::as_array_mut) else {
             return;
         };
-        messages.push(assistant);
-        match self.family {
-            Family::OpenAi => {
+        messages.push(turn);
+        match self.api {
+            Api::Chat | Api::Responses => {
                 for (id, a) in answers {
                     messages
                         .push(json!({"role": "tool", "tool_call_id": id, "content": chat_text(a)}));
                 }
             }
-            Family::Anthropic => {
+            Api::Messages => {
                 let results: Vec<Value> = answers
                     .iter()
                     .map(|(id, a)| {

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use abridge::model::{Family, Usage};
+use abridge::model::Usage;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, Response};
 use serde_json::{Map, Value, json};
 
-use super::{Call, Recalling, Resend, add_usage, exhausted_note};
+use super::{Api, Call, Recalling, Resend, add_usage, exhausted_note, items};
 use crate::forward::{OnUsage, to_client};
 use crate::metrics::Metrics;
 
@@ -40,13 +40,13 @@ pub(crate) async fn whole(
         let bytes = response.bytes().await.unwrap_or_default();
         let parsed = serde_json::from_slice::<Value>(&bytes).ok();
         if rounds == 0 {
-            first_usage = parsed.as_ref().and_then(|v| usage_of(r.family, v));
+            first_usage = parsed.as_ref().and_then(|v| usage_of(r.api, v));
         }
         let Some(v) = parsed.filter(|_| status.is_success()) else {
             report(first_usage);
             return reply(status, &head, bytes, &extra, rounds);
         };
-        let calls = calls_of(r.family, &v, &r.tool);
+        let calls = calls_of(r.api, &v, &r.tool);
         if calls.is_empty() && rounds == 0 {
             // Nothing to answer: the response goes as it came, byte for byte.
             report(first_usage);
@@ -56,7 +56,7 @@ pub(crate) async fn whole(
             if !calls.is_empty() {
                 metrics.recall_rounds_exhausted();
             }
-            let merged = earlier.merge(r.family, v, &r.tool, rounds, &exhausted_note(rounds));
+            let merged = earlier.merge(r.api, v, &r.tool, rounds, &exhausted_note(rounds));
             let body = Bytes::from(merged.to_string());
             report(first_usage);
             return reply(status, &head, body, &extra, rounds);
@@ -64,7 +64,7 @@ pub(crate) async fn whole(
         rounds += 1;
         metrics.recall_round();
         let answers = r.answer(calls, &metrics).await;
-        let turn = earlier.take(r.family, &v, &r.tool);
+        let turn = earlier.take(r.api, &v, &r.tool);
         r.continue_with(turn, &answers);
         response = match resend.send(&r.body).await {
             Ok(next) => next,
@@ -72,11 +72,7 @@ pub(crate) async fn whole(
                 tracing::warn!(error = %e, "the upstream failed on a recall round");
                 let note =
                     "[abridge: the upstream failed while the proxy answered the model's recall]";
-                let body = Bytes::from(
-                    earlier
-                        .merge(r.family, v, &r.tool, rounds, note)
-                        .to_string(),
-                );
+                let body = Bytes::from(earlier.merge(r.api, v, &r.tool, rounds, note).to_string());
                 report(first_usage);
                 return reply(status, &head, body, &extra, rounds);
             }
@@ -89,16 +85,26 @@ pub(crate) async fn whole(
 struct Earlier {
     /// Text the model wrote (Anthropic text blocks; Chat content).
     texts: Vec<String>,
+    /// Output items the client is shown (the Responses API).
+    items: Vec<Value>,
     usage: Map<String, Value>,
 }
 
 impl Earlier {
     /// Keeps a round's text and usage; returns the model's turn as it
     /// continues: its text and thinking, and its recall calls only.
-    fn take(&mut self, family: Family, v: &Value, tool: &str) -> Value {
+    fn take(&mut self, api: Api, v: &Value, tool: &str) -> Value {
         add_usage(&mut self.usage, &v["usage"]);
-        match family {
-            Family::Anthropic => {
+        match api {
+            Api::Responses => {
+                let output = output(v);
+                self.items
+                    .extend(items::select(&output, |i| !items::is_call(i)));
+                let turn =
+                    items::select(&output, |i| !items::is_call(i) || items::is_recall(i, tool));
+                Value::Array(turn)
+            }
+            Api::Messages => {
                 let content: Vec<Value> = blocks(v)
                     .iter()
                     .filter(|b| b["type"] != "tool_use" || b["name"] == tool)
@@ -112,7 +118,7 @@ impl Earlier {
                 );
                 json!({"role": "assistant", "content": content})
             }
-            Family::OpenAi => {
+            Api::Chat => {
                 let mut message = v["choices"][0]["message"].clone();
                 if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
                     self.texts.push(text.to_owned());
@@ -130,14 +136,7 @@ impl Earlier {
     /// The last response with the earlier rounds' text before its own,
     /// its recall calls gone and the usage summed.
     /// `note` stands in for a response left with nothing to say.
-    fn merge(
-        mut self,
-        family: Family,
-        mut v: Value,
-        tool: &str,
-        rounds: usize,
-        note: &str,
-    ) -> Value {
+    fn merge(mut self, api: Api, mut v: Value, tool: &str, rounds: usize, note: &str) -> Value {
         if !v.is_object() {
             return v;
         }
@@ -145,8 +144,17 @@ impl Earlier {
         if rounds > 0 {
             v["usage"] = Value::Object(std::mem::take(&mut self.usage));
         }
-        match family {
-            Family::Anthropic => {
+        match api {
+            Api::Responses => {
+                let output = output(&v);
+                let mut shown = std::mem::take(&mut self.items);
+                shown.extend(items::select(&output, |i| !items::is_recall(i, tool)));
+                if shown.is_empty() && !output.is_empty() {
+                    shown.push(items::note(note));
+                }
+                v["output"] = Value::Array(shown);
+            }
+            Api::Messages => {
                 let mut content: Vec<Value> = blocks(&v)
                     .iter()
                     .filter(|b| !(b["type"] == "tool_use" && b["name"] == tool))
@@ -171,7 +179,7 @@ impl Earlier {
                 }
                 v["content"] = Value::Array(content);
             }
-            Family::OpenAi => {
+            Api::Chat => {
                 let Some(message) = v
                     .get_mut("choices")
                     .and_then(|c| c.get_mut(0))
@@ -226,9 +234,10 @@ fn tool_calls(message: &Value) -> Vec<Value> {
 }
 
 /// The recall calls in a whole response.
-fn calls_of(family: Family, v: &Value, tool: &str) -> Vec<Call> {
-    match family {
-        Family::Anthropic => blocks(v)
+fn calls_of(api: Api, v: &Value, tool: &str) -> Vec<Call> {
+    match api {
+        Api::Responses => items::recall_calls(&output(v), tool),
+        Api::Messages => blocks(v)
             .into_iter()
             .filter(|b| b["type"] == "tool_use" && b["name"] == tool)
             .map(|b| Call {
@@ -236,7 +245,7 @@ fn calls_of(family: Family, v: &Value, tool: &str) -> Vec<Call> {
                 arguments: b["input"].clone(),
             })
             .collect(),
-        Family::OpenAi => tool_calls(&v["choices"][0]["message"])
+        Api::Chat => tool_calls(&v["choices"][0]["message"])
             .into_iter()
             .filter(|c| c["function"]["name"] == tool)
             .map(|c| Call {
@@ -250,12 +259,17 @@ fn calls_of(family: Family, v: &Value, tool: &str) -> Vec<Call> {
     }
 }
 
-fn usage_of(family: Family, v: &Value) -> Option<Usage> {
-    let u = v.get("usage")?;
-    Some(match family {
-        Family::Anthropic => Usage::from_anthropic(u),
-        Family::OpenAi => Usage::from_openai(u),
+fn usage_of(api: Api, v: &Value) -> Option<Usage> {
+    let u = v.get("usage").filter(|u| u.is_object())?;
+    Some(match api {
+        Api::Messages => Usage::from_anthropic(u),
+        Api::Chat | Api::Responses => Usage::from_openai(u),
     })
+}
+
+/// A Responses API response's output items.
+fn output(v: &Value) -> Vec<Value> {
+    v["output"].as_array().cloned().unwrap_or_default()
 }
 
 /// The client's response: the upstream's status and headers (a new

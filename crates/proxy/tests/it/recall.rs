@@ -1,12 +1,13 @@
 //! The recall tool answered by the proxy: after a compaction the model
 //! recalls an original by the handle it read, the proxy answers it from
 //! what it kept and continues the upstream call, and the client sees one
-//! response without the tool, streamed or not, Chat Completions or
-//! Anthropic.
+//! response without the tool, streamed or not, Chat Completions,
+//! Anthropic or the Responses API.
 
 use abridge_testkit::{ProviderOptions, ProviderReport};
 
 use crate::CONFIG;
+use crate::responses::responses_loop;
 use crate::support::{anthropic_loop, file_content, metric, metrics_text, openai_loop, start};
 
 const TURNS: usize = 14;
@@ -15,7 +16,10 @@ const TURNS: usize = 14;
 enum Api {
     Chat,
     Anthropic,
+    Responses,
 }
+
+const APIS: [Api; 3] = [Api::Chat, Api::Anthropic, Api::Responses];
 
 async fn run(api: Api, stream: bool, mode: &str, toml: &str) -> (ProviderReport, String) {
     let setup = start(toml, ProviderOptions::default(), None).await;
@@ -23,6 +27,7 @@ async fn run(api: Api, stream: bool, mode: &str, toml: &str) -> (ProviderReport,
     let log = match api {
         Api::Chat => openai_loop(&setup.proxy, TURNS, stream, &headers).await,
         Api::Anthropic => anthropic_loop(&setup.proxy, TURNS, stream, &headers).await,
+        Api::Responses => responses_loop(&setup.proxy, TURNS, stream, &headers).await,
     };
     assert!(log.compacted > 0, "{api:?}: the loop should have compacted");
     let metrics = metrics_text(&setup.proxy).await;
@@ -47,6 +52,9 @@ fn assert_valid_and_untraced(report: &ProviderReport, what: &str) {
             "{what}: request {i}: {:?}",
             r.violations
         );
+        // Encrypted reasoning (the Responses API) goes back as it came,
+        // in the client's requests and in the proxy's continuations.
+        assert_eq!(r.altered_reasoning, 0, "{what}: request {i}");
     }
     let (continued, own) = split(report);
     assert!(!continued.is_empty(), "{what}: no recall was answered");
@@ -66,7 +74,7 @@ fn assert_valid_and_untraced(report: &ProviderReport, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recalled_original_reaches_the_model_and_never_the_client() {
-    for api in [Api::Chat, Api::Anthropic] {
+    for api in APIS {
         for stream in [false, true] {
             let what = format!("{api:?}, stream {stream}");
             let (report, metrics) = run(api, stream, "alone", CONFIG).await;
@@ -92,7 +100,7 @@ async fn a_recalled_original_reaches_the_model_and_never_the_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recall_beside_the_clients_own_call_is_answered_first() {
-    for api in [Api::Chat, Api::Anthropic] {
+    for api in APIS {
         for stream in [false, true] {
             let what = format!("{api:?}, stream {stream}, beside");
             let (report, _) = run(api, stream, "beside", CONFIG).await;
@@ -118,7 +126,7 @@ async fn unknown_handles_and_a_model_that_keeps_recalling_are_bounded() {
     assert!(metric(&metrics, "abridge_recalls_total{outcome=\"missing\"}") >= 1.0);
 
     let toml = format!("{CONFIG}[recall]\nmax_rounds = 2\n");
-    for api in [Api::Chat, Api::Anthropic] {
+    for api in APIS {
         for stream in [false, true] {
             let what = format!("{api:?}, stream {stream}, always");
             let (report, metrics) = run(api, stream, "always", &toml).await;

@@ -22,21 +22,23 @@ fn options() -> ProviderOptions {
 /// instructions as input items, its output items appended whole (reasoning
 /// with its `encrypted_content` included), each call answered by a
 /// `function_call_output`.
-struct ResponsesAgent {
+pub(crate) struct ResponsesAgent {
     input: Vec<Value>,
     cache_key: String,
+    stream: bool,
     turn: usize,
     http: reqwest::Client,
 }
 
 impl ResponsesAgent {
-    fn new(cache_key: &str) -> Self {
+    pub(crate) fn new(cache_key: &str) -> Self {
         ResponsesAgent {
             input: vec![
                 json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a careful coding agent. Read files one by one."}]}),
                 json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Read every module of the crate and report on each."}]}),
             ],
             cache_key: cache_key.to_owned(),
+            stream: true,
             turn: 0,
             http: client(),
         }
@@ -45,7 +47,7 @@ impl ResponsesAgent {
     fn body(&self) -> Value {
         let tools = json!([{"type": "function", "name": "read_file", "description": "Read a file",
             "strict": false, "parameters": crate::support::read_file_tool()}, {"type": "web_search"}]);
-        json!({"model": "fake-model", "stream": true, "input": self.input, "tools": tools,
+        json!({"model": "fake-model", "stream": self.stream, "input": self.input, "tools": tools,
             "tool_choice": "auto", "parallel_tool_calls": true, "reasoning": {"summary": "auto"},
             "store": false, "include": ["reasoning.encrypted_content"],
             "prompt_cache_key": self.cache_key})
@@ -53,17 +55,34 @@ impl ResponsesAgent {
 
     /// One request through `proxy`; the response's headers.
     async fn step(&mut self, proxy: &str) -> reqwest::header::HeaderMap {
-        let resp = self
+        self.step_with(proxy, &[]).await
+    }
+
+    /// One request through `proxy` with `headers`; the response's headers.
+    pub(crate) async fn step_with(
+        &mut self,
+        proxy: &str,
+        headers: &[(&str, &str)],
+    ) -> reqwest::header::HeaderMap {
+        let mut req = self
             .http
             .post(format!("{proxy}/v1/responses"))
-            .json(&self.body())
-            .send()
-            .await
-            .unwrap();
+            .json(&self.body());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.unwrap();
         let turn = self.turn;
         assert_eq!(resp.status(), 200, "turn {turn}: {:?}", resp.headers());
         let head = resp.headers().clone();
-        let items = items_from_sse(&resp.text().await.unwrap());
+        let text = resp.text().await.unwrap();
+        let items = match self.stream {
+            true => items_from_sse(&text),
+            false => {
+                let v: Value = serde_json::from_str(&text).unwrap();
+                v["output"].as_array().cloned().unwrap_or_default()
+            }
+        };
         assert!(!items.is_empty(), "turn {turn}: no output items");
         for item in items {
             let call = (item["type"] == "function_call").then(|| item["call_id"].clone());
@@ -79,14 +98,64 @@ impl ResponsesAgent {
     }
 }
 
-/// The output items of a Responses stream, as `response.output_item.done` gives them.
+/// A Responses API tool loop of `turns` requests.
+pub(crate) async fn responses_loop(
+    proxy: &str,
+    turns: usize,
+    stream: bool,
+    headers: &[(&str, &str)],
+) -> LoopLog {
+    let mut agent = ResponsesAgent::new("thread-loop");
+    agent.stream = stream;
+    let mut log = LoopLog::default();
+    for _ in 0..turns {
+        log.note(&agent.step_with(proxy, headers).await);
+    }
+    log
+}
+
+/// The output items of a Responses stream, as `response.output_item.done`
+/// gives them; the events' numbers and the final response checked against them.
 fn items_from_sse(text: &str) -> Vec<Value> {
-    text.lines()
+    let events: Vec<Value> = text
+        .lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .collect();
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter_map(|e| e["sequence_number"].as_u64())
+        .collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "sequence numbers"
+    );
+    let starts = events
+        .iter()
+        .filter(|e| e["type"] == "response.created")
+        .count();
+    assert_eq!(starts, 1, "one response.created");
+    let done: Vec<(u64, Value)> = events
+        .iter()
         .filter(|e| e["type"] == "response.output_item.done")
-        .map(|e| e["item"].clone())
-        .collect()
+        .map(|e| (e["output_index"].as_u64().unwrap(), e["item"].clone()))
+        .collect();
+    let indices: Vec<u64> = done.iter().map(|(i, _)| *i).collect();
+    assert_eq!(
+        indices,
+        (0..done.len() as u64).collect::<Vec<_>>(),
+        "output indices"
+    );
+    let items: Vec<Value> = done.into_iter().map(|(_, item)| item).collect();
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "response.completed");
+    assert_eq!(
+        end["response"]["output"],
+        json!(items),
+        "the final response's output"
+    );
+    items
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,16 +6,19 @@
 
 use std::sync::Arc;
 
-use abridge::model::Family;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, Response};
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 
-use super::{Call, Recalling, Resend, add_usage, exhausted_note};
+use super::{Api, Call, Recalling, Resend, add_usage, exhausted_note};
 use crate::forward::{OnUsage, to_client};
 use crate::metrics::Metrics;
 use crate::usage::UsageTap;
+
+mod responses;
+
+use responses::Responses;
 
 /// The client's stream: the rounds of `first` and its continuations.
 pub(crate) fn streamed(
@@ -51,14 +54,15 @@ async fn run(
         done: on_usage,
         first: None,
     };
-    let mut machine: Box<dyn Round> = match r.family {
-        Family::Anthropic => Box::new(Anthropic::new(&r.tool)),
-        Family::OpenAi => Box::new(Chat::new(&r.tool)),
+    let mut machine: Box<dyn Round> = match r.api {
+        Api::Messages => Box::new(Anthropic::new(&r.tool)),
+        Api::Chat => Box::new(Chat::new(&r.tool)),
+        Api::Responses => Box::new(Responses::new(&r.tool)),
     };
     let mut response = first;
     let mut rounds = 0;
     loop {
-        let mut tap = (rounds == 0).then(|| UsageTap::new(r.family, true));
+        let mut tap = (rounds == 0).then(|| UsageTap::new(r.api.family(), true));
         let mut events = SseReader::default();
         let mut body = response.bytes_stream();
         while let Some(chunk) = body.next().await {
@@ -181,7 +185,7 @@ fn block_end(buf: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// One API's stream, round after round.
-trait Round: Send {
+pub(super) trait Round: Send {
     /// What the client gets of one upstream event.
     fn event(&mut self, name: Option<&str>, data: &str) -> Vec<Bytes>;
     /// The recall calls of the round that ended.
@@ -195,7 +199,7 @@ trait Round: Send {
     fn finish(&mut self, note: &str) -> Vec<Bytes>;
 }
 
-fn sse(name: Option<&str>, data: &Value) -> Bytes {
+pub(super) fn sse(name: Option<&str>, data: &Value) -> Bytes {
     Bytes::from(match name {
         Some(n) => format!("event: {n}\ndata: {data}\n\n"),
         None => format!("data: {data}\n\n"),
