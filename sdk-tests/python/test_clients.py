@@ -123,9 +123,10 @@ def agents_sdk(base_url, responses=False, run_config=None):
 class Run:
     """One client run against a fresh provider, through a proxy or not."""
 
-    def __init__(self, test, client, trigger=None, limit=None):
+    def __init__(self, test, client, trigger=None, limit=None, recall=False):
         self.test, self.tmp = test, test.tmp
         flags = ["--script", str(STEPS)] + (["--max-tokens", str(limit)] if limit else [])
+        flags += ["--recall", "alone"] if recall else []
         self.provider, self.upstream = provider(*flags)
         self.proxy, self.url = (None, self.upstream)
         if trigger:
@@ -220,6 +221,41 @@ class ClientTest(unittest.TestCase):
         self.assertGreaterEqual(run.count('abridge_decoded_total{part="added"}'), 55)
         self.assertEqual(run.count("abridge_passthrough_total"), run.count(
             'abridge_passthrough_total{why="unchanged"}'), "nothing forwarded for want of understanding")
+
+    def recalls_through_abridge(self, name, client, trigger):
+        """A model that, once the history is compacted, recalls an original by
+        the first handle it reads before each step: the proxy answers it and
+        continues upstream, and the client, as shipped, reads one response
+        per request with no trace of the tool and runs every step."""
+        run = Run(self, client, trigger=trigger, limit=trigger, recall=True)
+        continued = [r for r in run.requests if r["recalled"]]
+        own = [r for r in run.requests if not r["recalled"]]
+        print(f"{name}, recalling through abridge (trigger {trigger:,}): {len(own)} client requests, "
+              f"{len(continued)} recall rounds, {run.count('abridge_recall_bytes_total'):,.0f} bytes recalled",
+              file=sys.stderr)
+        self.assertIn(DONE, run.answer)
+        run.check_valid()
+        self.assertGreaterEqual(len(continued), 10)
+        for r in continued:
+            self.assertNotIn("no original is kept", r["recalled"][0])
+        self.assertEqual(sum(r["recall_calls"] for r in own), 0, "the client never saw the tool")
+        self.assertTrue(all(r["prefix_kept"] for r in continued), "a continuation extends the client's request")
+        self.assertEqual(run.count('abridge_recalls_total{outcome="found"}'), len(continued))
+        self.assertEqual(sum(r["altered_reasoning"] for r in run.requests), 0, "reasoning kept byte for byte")
+        return run
+
+    @unittest.skipUnless(os.path.exists(CLAUDE), "Claude Code is not installed (npm ci in sdk-tests/clients)")
+    def test_claude_code_reads_a_recalled_original_through_the_proxy(self):
+        self.recalls_through_abridge("claude code", lambda url: claude_code(
+            url, os.path.join(self.tmp, "claude-home"), {}), 40_000)
+
+    @unittest.skipUnless(os.path.exists(CODEX), "Codex is not installed (npm ci in sdk-tests/clients)")
+    def test_codex_reads_a_recalled_original_through_the_proxy(self):
+        self.recalls_through_abridge("codex", lambda url: codex(url, os.path.join(self.tmp, "codex-home")),
+                                     30_000)
+
+    def test_agents_sdk_on_responses_reads_a_recalled_original_through_the_proxy(self):
+        self.recalls_through_abridge("agents sdk (responses)", lambda url: agents_sdk(url, True), 30_000)
 
     def agents_sdk_through_abridge(self, responses):
         """The Agents SDK directly, then through the proxy: it finishes the

@@ -39,6 +39,10 @@ pub struct ProviderOptions {
     /// Play a scripted model that drives the client's shell tool (for real
     /// agent clients); otherwise every reply calls the first declared tool.
     pub script: Option<ShellScript>,
+    /// How the model calls the recall tool a proxy declares when a request
+    /// says nothing (`x-fake-recall`): `alone`, `beside` its tool call,
+    /// with an `unknown` handle, or `always`.
+    pub recall: Option<String>,
 }
 
 impl Default for ProviderOptions {
@@ -50,6 +54,7 @@ impl Default for ProviderOptions {
             chunk_delay: Duration::from_millis(2),
             check: true,
             script: None,
+            recall: None,
         }
     }
 }
@@ -294,27 +299,16 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
         return plain(400, &error_body(family, "invalid_request_error", msg));
     }
     let turn = s.seen.lock().unwrap().report.requests.len();
-    let mut reply = match s.options.script {
-        Some(script) => Reply::scripted(&request, turn, script, || {
-            let mut seen = s.seen.lock().unwrap();
-            let step = seen.steps.entry(key).or_default();
-            *step += 1;
-            *step - 1
-        }),
-        None => Reply::for_request(&request, turn),
-    };
-    reply.reasoning = api == Api::Responses
-        && request
-            .get("include")
-            .and_then(Value::as_array)
-            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
-    // `x-fake-recall`: the model calls the recall tool the proxy declared,
-    // with the first handle it reads — `alone`, `beside` its tool call,
-    // with an `unknown` handle, or `always` (even right after an answer).
+    // `x-fake-recall` (else `--recall`): the model calls the recall tool
+    // the proxy declared, with the first handle it reads — `alone`,
+    // `beside` its tool call, with an `unknown` handle, or `always` (even
+    // right after an answer).
     let recall_mode = headers
         .get("x-fake-recall")
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+        .map(str::to_owned)
+        .or_else(|| s.options.recall.clone())
+        .unwrap_or_default();
     let just_answered = s
         .seen
         .lock()
@@ -323,18 +317,36 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
         .requests
         .last()
         .is_some_and(|c| !c.recalled.is_empty());
-    if declares(&request, RECALL_TOOL)
-        && (recall_mode == "always" || (!recall_mode.is_empty() && !just_answered))
-    {
-        let handle = match recall_mode {
+    let recall = (declares(&request, RECALL_TOOL)
+        && (recall_mode == "always" || (!recall_mode.is_empty() && !just_answered)))
+        .then(|| match recall_mode.as_str() {
             "unknown" => Some("abr_zzzzzzzzzz".to_owned()),
             _ => first_handle(body),
-        };
-        if let Some(h) = handle {
-            reply.recall = Some(json!({"handle": h}));
-            if recall_mode != "beside" {
-                reply.call = None;
-            }
+        })
+        .flatten();
+    // A scripted step the model recalls before (its call left for later)
+    // is taken again on the next request.
+    let postponed = recall.is_some() && recall_mode != "beside";
+    let mut reply = match s.options.script {
+        Some(script) => Reply::scripted(&request, turn, script, || {
+            let mut seen = s.seen.lock().unwrap();
+            let step = seen.steps.entry(key).or_default();
+            *step += usize::from(!postponed);
+            *step - usize::from(!postponed)
+        }),
+        None => Reply::for_request(&request, turn),
+    };
+    reply.reasoning = api == Api::Responses
+        && request
+            .get("include")
+            .and_then(Value::as_array)
+            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
+    // A scripted model's final answer is not held up by a recall.
+    let answers = s.options.script.is_some() && reply.call.is_none();
+    if let Some(h) = recall.filter(|_| !answers) {
+        reply.recall = Some(json!({"handle": h}));
+        if postponed {
+            reply.call = None;
         }
     }
     let body = reply.body(api, tokens);

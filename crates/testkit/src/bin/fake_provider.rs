@@ -2,10 +2,12 @@
 //! the Python and Node tests. Prints its base URL on the first line of
 //! stdout; `GET /_report` returns what it checked.
 //!
-//! Usage: `abridge-fake-provider [--listen ADDR] [--max-tokens N] [--window N] [--no-check] [--script STEPS]`
+//! Usage: `abridge-fake-provider [--listen ADDR] [--max-tokens N] [--window N] [--no-check] [--script STEPS] [--recall MODE]`
 //!
 //! `--script STEPS` plays a model that has the client run STEPS shell
 //! commands with 8–20 KB outputs through its own shell tool, then answers.
+//! `--recall alone` has that model call the recall tool a proxy declares,
+//! once before each step, with the first handle it reads.
 
 use std::io::Write;
 
@@ -26,6 +28,7 @@ async fn main() {
             "--listen" => listen = value,
             "--max-tokens" => options.max_tokens = value.parse().ok(),
             "--window" => options.window = value.parse().ok(),
+            "--recall" => options.recall = Some(value),
             "--script" => {
                 options.script = value.parse().ok().map(|steps| ShellScript { steps });
             }
