@@ -234,6 +234,7 @@ class ClientTest(unittest.TestCase):
               f"{len(continued)} recall rounds, {run.count('abridge_recall_bytes_total'):,.0f} bytes recalled",
               file=sys.stderr)
         self.assertIn(DONE, run.answer)
+        self.assertEqual(len(own), STEPS + 1, "each step asked once, as in a direct run")
         run.check_valid()
         self.assertGreaterEqual(len(continued), 10)
         for r in continued:
