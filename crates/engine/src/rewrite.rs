@@ -476,8 +476,15 @@ impl Rewriter<'_> {
     }
 
     /// The error when even the floor is over the target; it carries the
-    /// smallest valid history the ladder reached.
-    fn cannot_shrink(&mut self, conv: &Conversation, work: &Work, target: u64) -> Error {
+    /// smallest valid history the ladder reached, whose handles lead to
+    /// the originals it replaced (kept in memory: no snapshot records a
+    /// history that missed its target).
+    fn cannot_shrink(&mut self, conv: &Conversation, work: &mut Work, target: u64) -> Error {
+        let smallest = smallest(conv, work).map(Box::new);
+        if smallest.is_some() {
+            self.engine
+                .keep_originals(std::mem::take(&mut work.originals));
+        }
         let tokens = self.message_tokens(&work.messages);
         let its = iterations(&work.messages);
         let tail_start = tail_start(&work.messages, &its, work.tail_n);
@@ -501,7 +508,7 @@ impl Rewriter<'_> {
             tail: Counted(tail_t),
             tail_iterations: work.tail_n.min(its.len()),
             tools: Counted(work.tools),
-            smallest: smallest(conv, work).map(Box::new),
+            smallest,
         }
     }
 }

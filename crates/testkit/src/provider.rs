@@ -504,7 +504,8 @@ fn first_handle(body: &[u8]) -> Option<String> {
     let region = |at: usize| {
         // The line it is on, in the body's JSON text (lines escaped as `\n`).
         let start = text[..at].rfind("\\n").map_or(0, |i| i + 2);
-        text[start..at].contains("replaced message")
+        let line = &text[start..at];
+        line.contains("replaced message") || line == "(recall "
     };
     let first = handles.first().map(|(_, h)| h.clone());
     handles

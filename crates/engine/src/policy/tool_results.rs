@@ -9,12 +9,12 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use abridge_model::text::first_line;
-use abridge_model::{ContentForm, Message, Part, ToolCall, ToolResult};
+use abridge_model::{ContentForm, Message, Part, ToolResult};
 use abridge_summarize::{CallOutcome, outcome};
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{failed_result, is_result_placeholder, result};
-use crate::recall::{Found, Original, keep};
+use crate::recall::{Found, Original, answered_calls, keep};
 
 pub(super) fn apply(
     messages: &mut [Message],
@@ -22,23 +22,16 @@ pub(super) fn apply(
     cfg: &PolicyConfig,
     mut found: Option<Found<'_>>,
 ) -> usize {
-    let calls: HashMap<&str, &ToolCall> = messages
-        .iter()
-        .flat_map(|m| m.tool_calls())
-        .map(|c| (c.id.as_str(), c))
-        .collect();
+    let calls = answered_calls(messages);
     let recall_tool = found.as_ref().map(|f| f.tool);
-    // What each result was before this compaction touched it.
-    let given: HashMap<&str, &ToolResult> = found
+    // What each result was before this compaction touched it: the input's
+    // result with the same id and the same place among that id's results,
+    // counted from the newest (what a compaction removes is the oldest).
+    let given: HashMap<&str, Vec<&ToolResult>> = found
         .as_ref()
-        .map(|f| {
-            f.input
-                .iter()
-                .flat_map(Message::tool_results)
-                .map(|r| (r.call_id.as_str(), r))
-                .collect()
-        })
+        .map(|f| newest_first(f.input))
         .unwrap_or_default();
+    let here = newest_first(messages);
     // Decided over the whole history (calls come before their results),
     // then written.
     let mut clips: Vec<(usize, usize, String)> = Vec::new();
@@ -49,14 +42,19 @@ pub(super) fn apply(
         }
         for (j, p) in m.parts.iter().enumerate() {
             let Part::ToolResult(r) = p else { continue };
-            let call = calls.get(r.call_id.as_str()).copied();
+            let call = calls.get(&(i, j)).copied();
             let keep_it = call.is_some_and(|c| {
                 cfg.keep_results_of.contains(&c.name) || Some(c.name.as_str()) == recall_tool
             });
             if keep_it || !worth_clipping(r, cfg) {
                 continue;
             }
-            let before = given.get(r.call_id.as_str()).copied().unwrap_or(r);
+            let rank = here
+                .get(r.call_id.as_str())
+                .and_then(|same| same.iter().position(|x| std::ptr::eq(*x, r)));
+            let before = rank
+                .and_then(|k| given.get(r.call_id.as_str())?.get(k).copied())
+                .unwrap_or(r);
             let handle = keep(&mut found, || Original::tool_result(before, call));
             let text = r.text();
             let placeholder = if is_failure(r, &text, cfg) {
@@ -78,6 +76,19 @@ pub(super) fn apply(
         }
     }
     changed
+}
+
+/// The results of `messages` by call id, newest first.
+fn newest_first(messages: &[Message]) -> HashMap<&str, Vec<&ToolResult>> {
+    let mut out: HashMap<&str, Vec<&ToolResult>> = HashMap::new();
+    for r in messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_results().collect::<Vec<_>>().into_iter().rev())
+    {
+        out.entry(r.call_id.as_str()).or_default().push(r);
+    }
+    out
 }
 
 fn worth_clipping(r: &ToolResult, cfg: &PolicyConfig) -> bool {

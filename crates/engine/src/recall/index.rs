@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use abridge_model::{Message, ToolCall};
+use abridge_model::{Message, Part};
 use abridge_summarize::{CallOutcome, outcome};
 use abridge_tokens::TokenizerKind;
 
@@ -18,6 +18,9 @@ const HEADING: &str = "## Recallable originals";
 
 /// How a region's label ends (`the 12 replaced messages`).
 const REGION: &str = " replaced message";
+
+/// The label of a region a one-line index named by its handle alone.
+const EARLIER_REGION: &str = "the earlier replaced messages";
 
 /// An index line, before it is chosen.
 struct Line {
@@ -56,15 +59,19 @@ pub(crate) struct IndexInputs<'a> {
 pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     let mut originals: Vec<Original> = Vec::new();
     let mut lines = Vec::new();
-    let mut by_call: Vec<(&str, usize)> = Vec::new();
-    let calls: HashMap<&str, &ToolCall> = inp
-        .replaced
-        .iter()
-        .flat_map(Message::tool_calls)
-        .map(|c| (c.id.as_str(), c))
-        .collect();
-    for r in inp.replaced.iter().flat_map(Message::tool_results) {
-        let o = Original::tool_result(r, calls.get(r.call_id.as_str()).copied());
+    let mut by_place: Vec<((usize, usize), usize)> = Vec::new();
+    let calls = super::answered_calls(inp.replaced);
+    let results = inp.replaced.iter().enumerate().flat_map(|(i, m)| {
+        m.parts
+            .iter()
+            .enumerate()
+            .filter_map(move |(j, p)| match p {
+                Part::ToolResult(r) => Some(((i, j), r)),
+                _ => None,
+            })
+    });
+    for (place, r) in results {
+        let o = Original::tool_result(r, calls.get(&place).copied());
         if o.pieces.is_empty() {
             continue;
         }
@@ -83,12 +90,12 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
                 o.handle
             ),
         });
-        by_call.push((r.call_id.as_str(), originals.len()));
+        by_place.push((place, originals.len()));
         originals.push(o);
     }
-    let results: HashMap<&str, &Handle> = by_call
+    let results: HashMap<(usize, usize), &Handle> = by_place
         .iter()
-        .map(|(id, i)| (*id, &originals[*i].handle))
+        .map(|(place, i)| (*place, &originals[*i].handle))
         .collect();
     let region =
         (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced, inp.previous, &results));
@@ -140,8 +147,10 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     }
     let mut used = inp.tokenizer.count(&text);
     if let Some(r) = region.as_ref().filter(|_| used > inp.budget) {
-        // Too small a briefing for a list: one line names everything.
-        let text = format!("({}: recall {})\n", r.label, r.handle);
+        // Too small a briefing for a list: one line, the handle alone,
+        // names everything (a handle is about ten tokens; words would be
+        // more than the share of a briefing this small).
+        let text = format!("(recall {})\n", r.handle);
         originals.extend(region);
         return Index { text, originals };
     }
@@ -207,9 +216,13 @@ fn parse(section: &str) -> Vec<String> {
         .collect()
 }
 
-/// `(the 104 replaced messages: recall abr_…)`: its label and handle.
+/// `(recall abr_…)`, or as earlier releases wrote it `(the 104 replaced
+/// messages: recall abr_…)`: its label and handle.
 fn compact_line(line: &str) -> Option<(&str, Handle)> {
     let inner = line.strip_prefix('(')?.strip_suffix(')')?;
+    if let Some(handle) = inner.strip_prefix("recall ") {
+        return Some((EARLIER_REGION, Handle::parse(handle)?));
+    }
     let (label, handle) = inner.rsplit_once(": recall ")?;
     (label.contains(REGION) && !label.contains('\n')).then_some(())?;
     Some((label, Handle::parse(handle)?))
@@ -237,7 +250,7 @@ fn size(bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abridge_model::{Arguments, ContentForm, Part, Role, ToolResult};
+    use abridge_model::{Arguments, ContentForm, Role, ToolCall, ToolResult};
 
     fn exchange(id: &str, name: &str, args: &str, result: &str) -> [Message; 2] {
         let call = Message {
@@ -354,8 +367,18 @@ mod tests {
             "fn a() {}",
         ));
         let idx = build(&inputs(&msgs, "", 5));
+        assert_eq!(
+            idx.text.trim(),
+            format!("(recall {})", idx.originals.last().unwrap().handle)
+        );
         let (label, handle) = compact_line(idx.text.trim()).expect(&idx.text);
-        assert_eq!(label, "the 2 replaced messages");
+        assert_eq!(label, EARLIER_REGION);
+        // As an earlier release wrote it, it reads the same.
+        let old = format!("(the 2 replaced messages: recall {handle})");
+        assert_eq!(
+            compact_line(&old),
+            Some(("the 2 replaced messages", handle.clone()))
+        );
         assert!(idx.originals.iter().any(|o| o.handle == handle));
         // Chained, the one line comes back as the list's region line, and
         // the new region's original holds it too.

@@ -32,6 +32,33 @@ pub(crate) struct Found<'a> {
     pub(crate) input: &'a [abridge_model::Message],
 }
 
+/// The call each tool result answers, by the result's place (message,
+/// part): the latest call with its id before it. A run may reuse an id
+/// across steps (recorded OpenAI runs do), so an id alone does not name one
+/// call.
+pub(crate) fn answered_calls(
+    messages: &[abridge_model::Message],
+) -> std::collections::HashMap<(usize, usize), &abridge_model::ToolCall> {
+    let mut latest = std::collections::HashMap::new();
+    let mut out = std::collections::HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        for (j, p) in m.parts.iter().enumerate() {
+            match p {
+                abridge_model::Part::ToolCall(c) => {
+                    latest.insert(c.id.as_str(), c);
+                }
+                abridge_model::Part::ToolResult(r) => {
+                    if let Some(c) = latest.get(r.call_id.as_str()) {
+                        out.insert((i, j), *c);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// Keeps `original` in `found` and returns its handle, when recall is on.
 pub(crate) fn keep(
     found: &mut Option<Found<'_>>,

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use abridge_model::{Arguments, ImageSource, Message, Part, ToolCall, ToolResult};
+use abridge_model::{Arguments, ImageSource, Message, Part, ReasoningKind, ToolCall, ToolResult};
 use abridge_summarize::{ToolKind, classify, first_string};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -125,12 +125,12 @@ impl Original {
     /// The messages a briefing replaced, as one transcript, with the index
     /// of the briefing before it (so what that one listed stays reachable
     /// whatever the new index has room for). A result kept as an original
-    /// of its own (`results`, by call id) is named by its handle, not
-    /// copied.
+    /// of its own (`results`, by its place: message and part) is named by
+    /// its handle, not copied.
     pub(crate) fn region(
         messages: &[Message],
         earlier: Option<&str>,
-        results: &HashMap<&str, &Handle>,
+        results: &HashMap<(usize, usize), &Handle>,
     ) -> Original {
         let mut text = transcript(messages, results);
         if let Some(index) = earlier {
@@ -191,12 +191,12 @@ fn pieces_of(parts: &[Part]) -> Vec<Piece> {
         .collect()
 }
 
-/// `role: text`, tool calls with their arguments, results in full or by
-/// handle, one block per part.
-fn transcript(messages: &[Message], results: &HashMap<&str, &Handle>) -> String {
+/// `role: text`, reasoning in the clear, tool calls with their arguments,
+/// results in full or by handle, one block per part.
+fn transcript(messages: &[Message], results: &HashMap<(usize, usize), &Handle>) -> String {
     let mut out = String::new();
-    for m in messages {
-        for p in &m.parts {
+    for (i, m) in messages.iter().enumerate() {
+        for (j, p) in m.parts.iter().enumerate() {
             let line = match p {
                 Part::Text(t) => format!("{}: {}", m.role.as_str(), t.text),
                 Part::ToolCall(c) => format!(
@@ -209,11 +209,14 @@ fn transcript(messages: &[Message], results: &HashMap<&str, &Handle>) -> String 
                         a => a.to_json_text().into_owned(),
                     }
                 ),
-                Part::ToolResult(r) => match results.get(r.call_id.as_str()) {
+                Part::ToolResult(r) => match results.get(&(i, j)) {
                     Some(h) => format!("result of {}: recall {h}", r.call_id),
                     None => format!("result of {}:\n{}", r.call_id, r.text()),
                 },
                 Part::Image(_) => format!("{}: [image]", m.role.as_str()),
+                Part::Reasoning(r) if r.kind != ReasoningKind::Redacted => {
+                    format!("{} (reasoning): {}", m.role.as_str(), r.text)
+                }
                 _ => continue,
             };
             out.push_str(&line);

@@ -213,3 +213,77 @@ fn the_recall_tool_is_declared_and_answers_in_pages() {
     let unknown = c.engine().recall(&json!({"handle": "abr_zzzzzzzzzz"}));
     assert!(unknown.is_error);
 }
+
+/// A run that reuses a tool-call id across steps (recorded OpenAI runs
+/// do): each result is kept as its own original, under its own call's
+/// name, whether it is clipped or briefed.
+#[test]
+fn a_call_id_used_twice_keeps_both_originals() {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are an airline agent."}),
+        json!({"role": "user", "content": "Cancel my reservations."}),
+    ];
+    for step in 0..6 {
+        let (id, name, content) = match step {
+            1 => ("call_same", "get_user", "first HAT001 ".repeat(150)),
+            4 => ("call_same", "get_reservation", "second MSJ4OA ".repeat(150)),
+            n => ("", "get_flight", format!("flight {n} ").repeat(150)),
+        };
+        let id = match id {
+            "" => format!("call_{step}"),
+            id => id.to_owned(),
+        };
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id,
+            "type": "function", "function": {"name": name, "arguments": format!("{{\"step\":{step}}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+    }
+    messages.push(json!({"role": "assistant", "content": "Both reservations are found."}));
+    let body = json!({"model": "gpt-4o", "messages": messages});
+    let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+    for pipeline in [
+        vec![abridge::PolicyKind::ClipToolResults],
+        vec![abridge::PolicyKind::Summarize],
+    ] {
+        let mut cfg = config(700);
+        cfg.policies.pipeline = pipeline.clone();
+        let mut c = Compactor::new(cfg).unwrap();
+        let after = c.compact(&conv).unwrap().conversation.into_owned();
+        // Everything a handle leads to, following handles in originals.
+        let mut todo = handles(&after);
+        let mut seen = Vec::new();
+        let mut reachable = String::new();
+        while let Some(h) = todo.pop() {
+            if seen.contains(&h) {
+                continue;
+            }
+            seen.push(h.clone());
+            let o = c.engine().original(&h).unwrap();
+            reachable.push_str(&format!("{}\n", o.label));
+            for p in &o.pieces {
+                if let Piece::Text { text } = p {
+                    todo.extend(Handle::find_all(text));
+                    reachable.push_str(text);
+                }
+            }
+        }
+        for (name, id) in [("get_user", "HAT001"), ("get_reservation", "MSJ4OA")] {
+            assert!(reachable.contains(id), "{pipeline:?}: {id} is lost");
+            let original = seen
+                .iter()
+                .filter_map(|h| c.engine().original(h))
+                .find(|o| {
+                    o.kind == OriginalKind::ToolResult
+                        && o.pieces
+                            .iter()
+                            .any(|p| matches!(p, Piece::Text { text } if text.contains(id)))
+                });
+            if let Some(o) = original {
+                assert!(
+                    o.label.starts_with(name),
+                    "{pipeline:?}: {id} under {}",
+                    o.label
+                );
+            }
+        }
+    }
+}
