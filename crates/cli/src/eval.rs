@@ -157,6 +157,11 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
                 index_share(x).map_or("—".into(), pct),
                 x.probe_score
                     .map_or(String::new(), |p| format!("  probes {}", pct(p)))
+                    + if x.over_budget.is_some() {
+                        "  over the budget: its smallest"
+                    } else {
+                        ""
+                    }
             )?;
         }
         writeln!(out)?;
@@ -175,9 +180,10 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
             let v: Vec<f64> = rs.iter().filter_map(f).collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
+        let over = rs.iter().filter(|x| x.over_budget.is_some()).count();
         writeln!(
             out,
-            "  {:<26} kept {:>6}  recall {:>6}  with code {:>6}  recoverable {:>6} (lowest {:>6})  precision {:>6}  index {:>6} (highest {:>6})",
+            "  {:<26} kept {:>6}  recall {:>6}  with code {:>6}  recoverable {:>6} (lowest {:>6})  precision {:>6}  index {:>6} (highest {:>6}){}",
             s.label(),
             mean(&|x| Some(x.kept)).map_or("—".into(), pct),
             mean(&|x| Some(x.recall)).map_or("—".into(), pct),
@@ -187,6 +193,10 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
             mean(&|x| x.precision).map_or("—".into(), pct),
             mean(&|x| index_share(x)).map_or("—".into(), pct),
             extreme(&rs, index_share, f64::max).map_or("—".into(), pct),
+            match over {
+                0 => String::new(),
+                n => format!("  ({n} of {} over the budget)", rs.len()),
+            }
         )?;
     }
     Ok(())

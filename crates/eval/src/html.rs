@@ -125,9 +125,15 @@ fn table(out: &mut String, r: &CutReport) {
                 .trim_matches('"'),
             x.strategy.label(),
             x.tokens,
-            x.error
-                .as_deref()
-                .map_or_else(|| x.tokens.to_string(), |e| format!("failed: {}", esc(e))),
+            match (&x.error, &x.over_budget) {
+                (Some(e), _) => format!("failed: {}", esc(e)),
+                (None, Some(why)) => format!(
+                    "{} <small title=\"{}\">over the budget</small>",
+                    x.tokens,
+                    esc(why)
+                ),
+                (None, None) => x.tokens.to_string(),
+            },
             pct(x.kept),
             if x.valid { "yes" } else { "no" },
             x.recall,

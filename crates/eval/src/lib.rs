@@ -150,6 +150,11 @@ pub struct StrategyResult {
     pub briefing_tokens: Option<u64>,
     /// Why the strategy gave no history, when it failed.
     pub error: Option<String>,
+    /// Why the history is over the budget, when the strategy could not
+    /// reach it: the engine's smallest valid history is scored instead
+    /// (what a proxy sends).
+    #[serde(default)]
+    pub over_budget: Option<String>,
     /// Mean grade (0–1) of its answers to the probe questions.
     pub probe_score: Option<f64>,
 }

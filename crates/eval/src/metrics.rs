@@ -208,6 +208,7 @@ impl Targets {
                 briefing: None,
                 briefing_tokens: None,
                 error: applied.error,
+                over_budget: None,
                 probe_score: None,
             };
         };
@@ -247,6 +248,7 @@ impl Targets {
             briefing_tokens: applied.briefing.as_deref().map(|b| kind.count(b) as u64),
             briefing: applied.briefing,
             error: applied.error,
+            over_budget: applied.over_budget,
             probe_score: None,
         }
     }

@@ -71,6 +71,9 @@ pub(crate) struct Applied {
     /// The text of every original the compacted history's handles lead to
     /// (and the handles in those, in turn), when the strategy keeps any.
     pub(crate) recallable: Option<String>,
+    /// Why the history is over the budget: the engine's smallest, when it
+    /// could not reach the budget.
+    pub(crate) over_budget: Option<String>,
 }
 
 /// Tokens of a history with `kind`.
@@ -130,6 +133,7 @@ impl Run<'_> {
             briefing,
             error: None,
             recallable: None,
+            over_budget: None,
         }
     }
 
@@ -149,26 +153,48 @@ impl Run<'_> {
         }
         let wrapper = cfg.summary.wrapper.clone();
         let recall = cfg.recall.enabled;
-        let result = Compactor::new(cfg).and_then(|mut c| {
-            c.set_summarizers(summarizers);
-            c.compact(self.pre).map(|o| {
+        let failed = |e: abridge::Error| Applied {
+            conversation: None,
+            briefing: None,
+            error: Some(e.to_string()),
+            recallable: None,
+            over_budget: None,
+        };
+        let mut c = match Compactor::new(cfg) {
+            Ok(c) => c,
+            Err(e) => return failed(e),
+        };
+        c.set_summarizers(summarizers);
+        let (conv, briefing, over_budget) = match c.compact(self.pre) {
+            Ok(o) => {
                 let conv = o.conversation.into_owned();
                 let briefing = o.report.briefing_text(&conv, &wrapper);
-                let recallable = recall.then(|| recallable(c.engine(), &conv));
-                (conv, briefing, recallable)
-            })
-        });
-        match result {
-            Ok((conv, briefing, recallable)) => Applied {
-                recallable,
-                ..self.done(conv, briefing)
-            },
-            Err(e) => Applied {
-                conversation: None,
-                briefing: None,
-                error: Some(e.to_string()),
-                recallable: None,
-            },
+                (conv, briefing, None)
+            }
+            // What the engine cannot fit it still shrinks as far as it
+            // goes: that smallest history is what a proxy sends, so it is
+            // what is measured, marked as over the budget.
+            Err(e) => {
+                let why = e.to_string();
+                let abridge::Error::CannotShrink {
+                    smallest: Some(conv),
+                    ..
+                } = e
+                else {
+                    return failed(e);
+                };
+                let conv = *conv;
+                let briefing = conv.messages.iter().find_map(|m| {
+                    abridge::summarize::unwrap(&wrapper, &m.text_content()).map(str::to_owned)
+                });
+                (conv, briefing, Some(why))
+            }
+        };
+        let recallable = recall.then(|| recallable(c.engine(), &conv));
+        Applied {
+            recallable,
+            over_budget,
+            ..self.done(conv, briefing)
         }
     }
 }
