@@ -31,7 +31,10 @@ pub(super) fn apply(
         .as_ref()
         .map(|f| newest_first(f.input))
         .unwrap_or_default();
-    let here = newest_first(messages);
+    let here = match found {
+        Some(_) => newest_first(messages),
+        None => HashMap::new(),
+    };
     // Decided over the whole history (calls come before their results),
     // then written.
     let mut clips: Vec<(usize, usize, String)> = Vec::new();
@@ -81,11 +84,11 @@ pub(super) fn apply(
 /// The results of `messages` by call id, newest first.
 fn newest_first(messages: &[Message]) -> HashMap<&str, Vec<&ToolResult>> {
     let mut out: HashMap<&str, Vec<&ToolResult>> = HashMap::new();
-    for r in messages
-        .iter()
-        .rev()
-        .flat_map(|m| m.tool_results().collect::<Vec<_>>().into_iter().rev())
-    {
+    let parts = messages.iter().rev().flat_map(|m| m.parts.iter().rev());
+    for r in parts.filter_map(|p| match p {
+        Part::ToolResult(r) => Some(r),
+        _ => None,
+    }) {
         out.entry(r.call_id.as_str()).or_default().push(r);
     }
     out
