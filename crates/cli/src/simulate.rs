@@ -97,8 +97,10 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
         .as_deref()
         .and_then(|m| registry.lookup(m))
         .and_then(|i| i.price);
+    let recall_tool = recall_tool_tokens(&mut compactor, &conv);
     let turns = replay(&conv, compactor);
-    let summary = summarize(&turns, price);
+    let mut summary = summarize(&turns, price);
+    summary.recall_tool = recall_tool.map(|r| RecallDeclaration::priced(&turns, r, price));
     if args.json {
         let body = json!({"file": label, "model": conv.model, "limits": limits, "summary": summary, "turns": turns});
         serde_json::to_writer(&mut *out, &body)?;
@@ -107,6 +109,18 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
         print_table(&label, &conv, &limits, &summary, &turns, out)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tokens of the recall tool's declaration, when a proxy would declare it
+/// for this run: recall is on and the agent has tools of its own (declared,
+/// or called where a log does not record the declarations).
+fn recall_tool_tokens(compactor: &mut Compactor, conv: &Conversation) -> Option<Counted> {
+    let declared = conv.tools.as_ref().is_some_and(|t| !t.is_empty());
+    (declared || conv.messages.iter().any(|m| m.has_tool_calls())).then_some(())?;
+    let tool = compactor.engine().recall_tool()?;
+    let mut alone = conv.clone_envelope();
+    alone.tools = Some(vec![tool.to_tool()]);
+    Some(compactor.tool_tokens(&alone))
 }
 
 fn replay(conv: &Conversation, mut compactor: Compactor) -> Vec<Turn> {
@@ -204,6 +218,69 @@ struct Summary {
     engine_us_last: Option<f64>,
     engine_us_median: Option<f64>,
     consecutive_compactions: usize,
+    /// What declaring the recall tool costs, one way and the other.
+    recall_tool: Option<RecallDeclaration>,
+}
+
+/// The recall tool's declaration priced two ways: from the first compaction
+/// on (as the proxy declares it: its arrival changes the tools, so that
+/// turn reads nothing from the cache) or from the first request on (every
+/// prompt is longer, and no turn loses the cache for it).
+#[derive(Debug, Serialize)]
+struct RecallDeclaration {
+    tool_tokens: Counted,
+    from_first_compaction: Declared,
+    from_first_request: Declared,
+}
+
+/// A replay's prompts with the declaration added from one turn on.
+#[derive(Debug, Serialize)]
+struct Declared {
+    billed: Counted,
+    cache_hit: f64,
+    /// Dollars under the provider's caching rules, when prices are known.
+    cost: Option<f64>,
+}
+
+impl RecallDeclaration {
+    fn priced(turns: &[Turn], tool_tokens: Counted, price: Option<Price>) -> Self {
+        let first_compaction = turns.iter().position(|t| t.compacted);
+        RecallDeclaration {
+            tool_tokens,
+            from_first_compaction: Declared::from(turns, tool_tokens, first_compaction, price),
+            from_first_request: Declared::from(turns, tool_tokens, Some(0), price),
+        }
+    }
+}
+
+impl Declared {
+    /// `turns` with `tool` tokens declared from turn `from` (never: `None`).
+    fn from(turns: &[Turn], tool: Counted, from: Option<usize>, price: Option<Price>) -> Self {
+        let sent: Vec<(Counted, Counted)> = turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match from.map(|f| i.cmp(&f)) {
+                None | Some(std::cmp::Ordering::Less) => (t.cached, t.tokens),
+                Some(std::cmp::Ordering::Equal) => (Counted::ZERO, t.tokens + tool),
+                Some(std::cmp::Ordering::Greater) if t.cached == Counted::ZERO => {
+                    (Counted::ZERO, t.tokens + tool)
+                }
+                Some(std::cmp::Ordering::Greater) => (t.cached + tool, t.tokens + tool),
+            })
+            .collect();
+        let billed: Counted = sent.iter().map(|(_, total)| *total).sum();
+        let cached: Counted = sent.iter().map(|(cached, _)| *cached).sum();
+        let identity = Calibration::default();
+        Declared {
+            billed,
+            cache_hit: cached.get() as f64 / billed.get().max(1) as f64,
+            cost: price.map(|p| {
+                sent.iter()
+                    .map(|(c, t)| p.prompt_cost(identity.apply(*c), identity.apply(*t)))
+                    .sum()
+            }),
+        }
+    }
 }
 
 /// What the prompts cost, with and without compaction.
@@ -260,6 +337,7 @@ fn summarize(turns: &[Turn], price: Option<Price>) -> Summary {
             .windows(2)
             .filter(|w| w[0].compacted && w[1].compacted)
             .count(),
+        recall_tool: None,
     }
 }
 
@@ -350,6 +428,24 @@ fn print_table(
             "prompt cost",
             conv.model.as_deref().unwrap_or("this model")
         )?,
+    }
+    if let Some(r) = &s.recall_tool {
+        let priced = |d: &Declared| match d.cost {
+            Some(c) => format!("${c:.2}, cache hit {:.1}%", d.cache_hit * 100.0),
+            None => format!(
+                "{} billed, cache hit {:.1}%",
+                n(d.billed.get()),
+                d.cache_hit * 100.0
+            ),
+        };
+        writeln!(
+            out,
+            "{:<26}{} tokens: declared at the first compaction {}; from the first request {}",
+            "recall tool",
+            n(r.tool_tokens.get()),
+            priced(&r.from_first_compaction),
+            priced(&r.from_first_request)
+        )?;
     }
     let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} µs"));
     writeln!(

@@ -125,8 +125,22 @@ fn simulate_a_synthetic_run_plateaus() {
     assert!(s["peak_baseline"].as_u64().unwrap() > 100_000);
     assert!(s["billed"].as_u64().unwrap() * 2 < s["billed_baseline"].as_u64().unwrap());
     assert_eq!(v["turns"].as_array().unwrap().len(), 100);
+    // The recall tool priced both ways: declared from the first request,
+    // every prompt carries it; from the first compaction, fewer do, and
+    // that turn reads nothing from the cache.
+    let r = &s["recall_tool"];
+    let tool = r["tool_tokens"].as_u64().unwrap();
+    assert!(tool > 50, "{r}");
+    let (late, early) = (&r["from_first_compaction"], &r["from_first_request"]);
+    let billed = s["billed"].as_u64().unwrap();
+    assert_eq!(early["billed"].as_u64().unwrap(), billed + 100 * tool);
+    assert!(late["billed"].as_u64().unwrap() < early["billed"].as_u64().unwrap());
+    assert!(late["billed"].as_u64().unwrap() > billed);
+    assert!(late["cost"].as_f64().unwrap() > 0.0);
     let table = abridge(&["simulate", "--synthetic", "20", "--family", "anthropic"]);
-    assert!(String::from_utf8_lossy(&table.stdout).contains("input tokens billed"));
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("input tokens billed"));
+    assert!(table.contains("recall tool"), "{table}");
 }
 
 #[test]
