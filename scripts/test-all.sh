@@ -47,6 +47,14 @@ clients_venv="$target_dir/clients-venv"
 MATURIN_PEP517_ARGS="--profile dev" "$clients_venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
 "$clients_venv/bin/python" sdk-tests/python/test_clients.py
 
+if [ "${CI:-}" = true ]; then
+    # CI's clean clone is thrown away after the run, and the machine's disk is
+    # shared: a run once failed on a full disk while packaging. Nothing past
+    # this point uses the test build or the clients' packages.
+    echo "== CI: freeing the test build ($(du -sh "$target_dir/debug" | cut -f1)) and the clients' packages before packaging"
+    rm -rf "$target_dir/debug" sdk-tests/clients/node_modules
+fi
+
 echo "== Packages: every artifact built, then installed and used where no Rust toolchain is"
 bash scripts/package.sh
 bash scripts/test-artifacts.sh
