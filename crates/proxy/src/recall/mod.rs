@@ -146,21 +146,12 @@ impl Recalling {
     /// Appends the model's turn (an assistant message; the Responses API's
     /// output items) and the answers to its calls to the body.
     fn continue_with(&mut self, turn: Value, answers: &[(String, Answer)]) {
-        if self.api == Api::Responses {
-            items::continue_input(&mut self.body, turn, answers);
-            return;
-        }
-        let Some(messages) = self.body.get_mut("messages").and_then(Value::as_array_mut) else {
-            return;
-        };
-        messages.push(turn);
-        match self.api {
-            Api::Chat | Api::Responses => {
-                for (id, a) in answers {
-                    messages
-                        .push(json!({"role": "tool", "tool_call_id": id, "content": chat_text(a)}));
-                }
-            }
+        let added: Vec<Value> = match self.api {
+            Api::Responses => return items::continue_input(&mut self.body, turn, answers),
+            Api::Chat => answers
+                .iter()
+                .map(|(id, a)| json!({"role": "tool", "tool_call_id": id, "content": chat_text(a)}))
+                .collect(),
             Api::Messages => {
                 let results: Vec<Value> = answers
                     .iter()
@@ -173,8 +164,12 @@ impl Recalling {
                         r
                     })
                     .collect();
-                messages.push(json!({"role": "user", "content": results}));
+                vec![json!({"role": "user", "content": results})]
             }
+        };
+        if let Some(messages) = self.body.get_mut("messages").and_then(Value::as_array_mut) {
+            messages.push(turn);
+            messages.extend(added);
         }
     }
 }
