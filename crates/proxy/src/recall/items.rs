@@ -44,17 +44,31 @@ pub(super) fn recall_calls<'a>(
         .collect()
 }
 
-/// The items `keep` keeps, and the reasoning items some later kept item follows.
+/// Which items to keep: those `keep` keeps, and each reasoning item that
+/// some later kept item follows (one pass, from the newest).
+pub(super) fn kept<'a>(
+    items: impl DoubleEndedIterator<Item = &'a Value> + ExactSizeIterator,
+    keep: impl Fn(&Value) -> bool,
+) -> Vec<bool> {
+    let mut out = vec![false; items.len()];
+    let mut later = false;
+    for (k, item) in items.enumerate().rev() {
+        out[k] = match is_reasoning(item) {
+            true => later,
+            false => keep(item),
+        };
+        later |= out[k];
+    }
+    out
+}
+
+/// The items [`kept`] keeps.
 pub(super) fn select(items: &[Value], keep: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let kept: Vec<bool> = items.iter().map(|i| !is_reasoning(i) && keep(i)).collect();
     items
         .iter()
-        .enumerate()
-        .filter(|(at, item)| match is_reasoning(item) {
-            true => kept[at + 1..].iter().any(|k| *k),
-            false => kept[*at],
-        })
-        .map(|(_, item)| item.clone())
+        .zip(kept(items.iter(), keep))
+        .filter(|(_, k)| *k)
+        .map(|(item, _)| item.clone())
         .collect()
 }
 

@@ -97,11 +97,11 @@ impl Earlier {
         add_usage(&mut self.usage, &v["usage"]);
         match api {
             Api::Responses => {
-                let output = output(v);
+                let output = output_of(v);
                 self.items
-                    .extend(items::select(&output, |i| !items::is_call(i)));
+                    .extend(items::select(output, |i| !items::is_call(i)));
                 let turn =
-                    items::select(&output, |i| !items::is_call(i) || items::is_recall(i, tool));
+                    items::select(output, |i| !items::is_call(i) || items::is_recall(i, tool));
                 Value::Array(turn)
             }
             Api::Messages => {
@@ -146,10 +146,20 @@ impl Earlier {
         }
         match api {
             Api::Responses => {
-                let output = output(&v);
+                let output = match v.get_mut("output").map(Value::take) {
+                    Some(Value::Array(output)) => output,
+                    _ => Vec::new(),
+                };
+                let had_output = !output.is_empty();
+                let keep = items::kept(output.iter(), |i| !items::is_recall(i, tool));
                 let mut shown = std::mem::take(&mut self.items);
-                shown.extend(items::select(&output, |i| !items::is_recall(i, tool)));
-                if shown.is_empty() && !output.is_empty() {
+                shown.extend(
+                    output
+                        .into_iter()
+                        .zip(keep)
+                        .filter_map(|(i, k)| k.then_some(i)),
+                );
+                if shown.is_empty() && had_output {
                     shown.push(items::note(note));
                 }
                 v["output"] = Value::Array(shown);
@@ -236,7 +246,7 @@ fn tool_calls(message: &Value) -> Vec<Value> {
 /// The recall calls in a whole response.
 fn calls_of(api: Api, v: &Value, tool: &str) -> Vec<Call> {
     match api {
-        Api::Responses => items::recall_calls(&output(v), tool),
+        Api::Responses => items::recall_calls(output_of(v), tool),
         Api::Messages => blocks(v)
             .into_iter()
             .filter(|b| b["type"] == "tool_use" && b["name"] == tool)
@@ -268,8 +278,8 @@ fn usage_of(api: Api, v: &Value) -> Option<Usage> {
 }
 
 /// A Responses API response's output items.
-fn output(v: &Value) -> Vec<Value> {
-    v["output"].as_array().cloned().unwrap_or_default()
+fn output_of(v: &Value) -> &[Value] {
+    v["output"].as_array().map_or(&[], Vec::as_slice)
 }
 
 /// The client's response: the upstream's status and headers (a new

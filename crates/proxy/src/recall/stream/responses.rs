@@ -203,10 +203,11 @@ impl Round for Responses {
     }
 
     fn turn(&self) -> Value {
-        let output: Vec<Value> = self.items.iter().map(|i| i.json.clone()).collect();
-        Value::Array(items::select(&output, |i| {
+        let keep = items::kept(self.items.iter().map(|i| &i.json), |i| {
             !items::is_call(i) || items::is_recall(i, &self.tool)
-        }))
+        });
+        let turn = self.items.iter().zip(keep).filter(|(_, k)| *k);
+        Value::Array(turn.map(|(i, _)| i.json.clone()).collect())
     }
 
     fn next_round(&mut self) {
@@ -219,21 +220,14 @@ impl Round for Responses {
         if self.failed {
             return Vec::new();
         }
-        // The client's own calls, with the reasoning that led them.
-        let held: Vec<Value> = self
-            .items
-            .iter()
-            .map(|i| match i.shown {
-                None => i.json.clone(),
-                Some(_) => Value::Null,
-            })
-            .collect();
-        let own = items::select(&held, |i| {
+        // The client's own calls, with the reasoning that led them (what
+        // was shown already is not shown again).
+        let own = items::kept(self.items.iter().map(|i| &i.json), |i| {
             items::is_call(i) && !items::is_recall(i, &self.tool)
         });
         let mut out = Vec::new();
-        for k in 0..self.items.len() {
-            if self.items[k].shown.is_none() && own.contains(&self.items[k].json) {
+        for (k, own) in own.into_iter().enumerate() {
+            if own && self.items[k].shown.is_none() {
                 out.extend(self.show(k));
             }
         }
