@@ -81,7 +81,7 @@ pub use event::{Event, PolicyRun};
 pub use history::{History, TurnReport};
 pub use ladder::{Degradation, Rung};
 pub use limits::Limits;
-pub use report::{Attempt, AttemptOutcome, Outcome, Report};
+pub use report::{Attempt, AttemptOutcome, Outcome, Report, briefing_in};
 pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 pub use thread::{Input, KeptBriefing, Thread, ThreadState};
 pub use trigger::{Reason, TriggerConfig};

@@ -121,15 +121,21 @@ impl Report {
     /// this report's compaction returned).
     pub fn briefing_text(&self, after: &Conversation, wrapper: &str) -> Option<String> {
         match self.briefing {
-            Some(i) => after.messages.get(i).map(|m| m.text_content()),
-            None => after
-                .messages
-                .iter()
-                .map(|m| m.text_content())
-                .find(|t| abridge_summarize::unwrap(wrapper, t).is_some()),
+            Some(i) => after.messages.get(i).and_then(|m| {
+                abridge_summarize::unwrap(wrapper, &m.text_content()).map(str::to_owned)
+            }),
+            None => briefing_in(after, wrapper),
         }
-        .and_then(|t| abridge_summarize::unwrap(wrapper, &t).map(str::to_owned))
     }
+}
+
+/// The text, without its wrapper, of the first briefing in `conv` (a
+/// history no report describes: one the engine could not bring to its
+/// target, or one a caller brought).
+pub fn briefing_in(conv: &Conversation, wrapper: &str) -> Option<String> {
+    conv.messages
+        .iter()
+        .find_map(|m| abridge_summarize::unwrap(wrapper, &m.text_content()).map(str::to_owned))
 }
 
 /// The result of an evaluation: the history to send, and the report.

@@ -184,9 +184,7 @@ impl Run<'_> {
                     return failed(e);
                 };
                 let conv = *conv;
-                let briefing = conv.messages.iter().find_map(|m| {
-                    abridge::summarize::unwrap(&wrapper, &m.text_content()).map(str::to_owned)
-                });
+                let briefing = abridge::briefing_in(&conv, &wrapper);
                 (conv, briefing, Some(why))
             }
         };
