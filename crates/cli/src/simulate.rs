@@ -247,15 +247,25 @@ impl RecallDeclaration {
         let first_compaction = turns.iter().position(|t| t.compacted);
         RecallDeclaration {
             tool_tokens,
-            from_first_compaction: Declared::from(turns, tool_tokens, first_compaction, price),
-            from_first_request: Declared::from(turns, tool_tokens, Some(0), price),
+            from_first_compaction: Declared::declared_from(
+                turns,
+                tool_tokens,
+                first_compaction,
+                price,
+            ),
+            from_first_request: Declared::declared_from(turns, tool_tokens, Some(0), price),
         }
     }
 }
 
 impl Declared {
     /// `turns` with `tool` tokens declared from turn `from` (never: `None`).
-    fn from(turns: &[Turn], tool: Counted, from: Option<usize>, price: Option<Price>) -> Self {
+    fn declared_from(
+        turns: &[Turn],
+        tool: Counted,
+        from: Option<usize>,
+        price: Option<Price>,
+    ) -> Self {
         let sent: Vec<(Counted, Counted)> = turns
             .iter()
             .enumerate()

@@ -10,6 +10,10 @@ mod handle;
 pub(crate) mod index;
 mod original;
 
+use std::collections::HashMap;
+
+use abridge_model::{Message, Part, ToolCall};
+
 pub use answer::{Answer, RecallInput, RecallTool, answer};
 pub use cache::OriginalCache;
 pub use handle::Handle;
@@ -29,25 +33,23 @@ pub(crate) struct Found<'a> {
     pub(crate) originals: &'a mut Vec<Original>,
     /// The history as the compaction got it: a result an earlier step
     /// already clipped in part is kept as it was there.
-    pub(crate) input: &'a [abridge_model::Message],
+    pub(crate) input: &'a [Message],
 }
 
 /// The call each tool result answers, by the result's place (message,
 /// part): the latest call with its id before it. A run may reuse an id
 /// across steps (recorded OpenAI runs do), so an id alone does not name one
 /// call.
-pub(crate) fn answered_calls(
-    messages: &[abridge_model::Message],
-) -> std::collections::HashMap<(usize, usize), &abridge_model::ToolCall> {
-    let mut latest = std::collections::HashMap::new();
-    let mut out = std::collections::HashMap::new();
+pub(crate) fn answered_calls(messages: &[Message]) -> HashMap<(usize, usize), &ToolCall> {
+    let mut latest = HashMap::new();
+    let mut out = HashMap::new();
     for (i, m) in messages.iter().enumerate() {
         for (j, p) in m.parts.iter().enumerate() {
             match p {
-                abridge_model::Part::ToolCall(c) => {
+                Part::ToolCall(c) => {
                     latest.insert(c.id.as_str(), c);
                 }
-                abridge_model::Part::ToolResult(r) => {
+                Part::ToolResult(r) => {
                     if let Some(c) = latest.get(r.call_id.as_str()) {
                         out.insert((i, j), *c);
                     }

@@ -277,13 +277,13 @@ fn a_call_id_used_twice_keeps_both_originals() {
                             .iter()
                             .any(|p| matches!(p, Piece::Text { text } if text.contains(id)))
                 });
-            if let Some(o) = original {
-                assert!(
-                    o.label.starts_with(name),
-                    "{pipeline:?}: {id} under {}",
-                    o.label
-                );
-            }
+            let o = original
+                .unwrap_or_else(|| panic!("{pipeline:?}: no original of its own holds {id}"));
+            assert!(
+                o.label.starts_with(name),
+                "{pipeline:?}: {id} under {}",
+                o.label
+            );
         }
     }
 }
