@@ -23,5 +23,7 @@ mod script;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
 pub use postgres::{Held, Postgres};
-pub use provider::{Provider, ProviderOptions, ProviderReport, RequestCheck, body_hash};
+pub use provider::{
+    Provider, ProviderOptions, ProviderReport, RecallMode, RequestCheck, body_hash,
+};
 pub use script::{DONE, ShellScript, output_bytes};

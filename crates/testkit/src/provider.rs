@@ -40,9 +40,38 @@ pub struct ProviderOptions {
     /// agent clients); otherwise every reply calls the first declared tool.
     pub script: Option<ShellScript>,
     /// How the model calls the recall tool a proxy declares when a request
-    /// says nothing (`x-fake-recall`): `alone`, `beside` its tool call,
-    /// with an `unknown` handle, or `always`.
-    pub recall: Option<String>,
+    /// says nothing (`x-fake-recall`).
+    pub recall: Option<RecallMode>,
+}
+
+/// How the fake model calls the recall tool a proxy declared, with the
+/// first handle it reads (`x-fake-recall`, or the `--recall` flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecallMode {
+    /// Instead of its tool call, once per client request.
+    Alone,
+    /// Beside its tool call, once per client request.
+    Beside,
+    /// With a handle nobody kept, once per client request.
+    Unknown,
+    /// On every request, even right after an answer.
+    Always,
+}
+
+impl std::str::FromStr for RecallMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "alone" => Ok(RecallMode::Alone),
+            "beside" => Ok(RecallMode::Beside),
+            "unknown" => Ok(RecallMode::Unknown),
+            "always" => Ok(RecallMode::Always),
+            other => Err(format!(
+                "unknown recall mode {other:?} (alone, beside, unknown, always)"
+            )),
+        }
+    }
 }
 
 impl Default for ProviderOptions {
@@ -299,16 +328,10 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
         return plain(400, &error_body(family, "invalid_request_error", msg));
     }
     let turn = s.seen.lock().unwrap().report.requests.len();
-    // `x-fake-recall` (else `--recall`): the model calls the recall tool
-    // the proxy declared, with the first handle it reads — `alone`,
-    // `beside` its tool call, with an `unknown` handle, or `always` (even
-    // right after an answer).
     let recall_mode = headers
         .get("x-fake-recall")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| s.options.recall.clone())
-        .unwrap_or_default();
+        .and_then(|v| v.to_str().ok()?.parse::<RecallMode>().ok())
+        .or(s.options.recall);
     let just_answered = s
         .seen
         .lock()
@@ -317,16 +340,15 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
         .requests
         .last()
         .is_some_and(|c| !c.recalled.is_empty());
-    let recall = (declares(&request, RECALL_TOOL)
-        && (recall_mode == "always" || (!recall_mode.is_empty() && !just_answered)))
-        .then(|| match recall_mode.as_str() {
-            "unknown" => Some("abr_zzzzzzzzzz".to_owned()),
+    let recall = recall_mode
+        .filter(|m| declares(&request, RECALL_TOOL) && (*m == RecallMode::Always || !just_answered))
+        .and_then(|m| match m {
+            RecallMode::Unknown => Some("abr_zzzzzzzzzz".to_owned()),
             _ => first_handle(body),
-        })
-        .flatten();
+        });
     // A scripted step the model recalls before (its call left for later)
     // is taken again on the next request.
-    let postponed = recall.is_some() && recall_mode != "beside";
+    let postponed = recall.is_some() && recall_mode != Some(RecallMode::Beside);
     let mut reply = match s.options.script {
         Some(script) => Reply::scripted(&request, turn, script, || {
             let mut seen = s.seen.lock().unwrap();

@@ -28,7 +28,13 @@ async fn main() {
             "--listen" => listen = value,
             "--max-tokens" => options.max_tokens = value.parse().ok(),
             "--window" => options.window = value.parse().ok(),
-            "--recall" => options.recall = Some(value),
+            "--recall" => match value.parse() {
+                Ok(mode) => options.recall = Some(mode),
+                Err(e) => {
+                    eprintln!("abridge-fake-provider: --recall: {e}");
+                    std::process::exit(2);
+                }
+            },
             "--script" => {
                 options.script = value.parse().ok().map(|steps| ShellScript { steps });
             }
