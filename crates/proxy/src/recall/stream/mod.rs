@@ -199,7 +199,9 @@ pub(super) trait Round: Send {
     fn finish(&mut self, note: &str) -> Vec<Bytes>;
 }
 
-pub(super) fn sse(name: Option<&str>, data: &Value) -> Bytes {
+/// One event: its name when it has one, its data (JSON, or a line that did
+/// not parse, passed as it came).
+pub(super) fn sse(name: Option<&str>, data: &impl std::fmt::Display) -> Bytes {
     Bytes::from(match name {
         Some(n) => format!("event: {n}\ndata: {data}\n\n"),
         None => format!("data: {data}\n\n"),
@@ -268,10 +270,7 @@ impl Anthropic {
 impl Round for Anthropic {
     fn event(&mut self, name: Option<&str>, data: &str) -> Vec<Bytes> {
         let Ok(v) = serde_json::from_str::<Value>(data) else {
-            return vec![Bytes::from(format!(
-                "{}data: {data}\n\n",
-                name.map(|n| format!("event: {n}\n")).unwrap_or_default()
-            ))];
+            return vec![sse(name, &data)];
         };
         match v["type"].as_str().unwrap_or_default() {
             "message_start" => {
@@ -505,7 +504,7 @@ impl Round for Chat {
             return Vec::new();
         }
         let Ok(mut v) = serde_json::from_str::<Value>(data) else {
-            return vec![Bytes::from(format!("data: {data}\n\n"))];
+            return vec![sse(None, &data)];
         };
         if self.template.is_none() {
             let mut t = v.clone();

@@ -132,10 +132,7 @@ impl Responses {
 impl Round for Responses {
     fn event(&mut self, name: Option<&str>, data: &str) -> Vec<Bytes> {
         let Ok(v) = serde_json::from_str::<Value>(data) else {
-            return vec![Bytes::from(format!(
-                "{}data: {data}\n\n",
-                name.map(|n| format!("event: {n}\n")).unwrap_or_default()
-            ))];
+            return vec![sse(name, &data)];
         };
         let kind = v["type"].as_str().or(name).unwrap_or_default().to_owned();
         match kind.as_str() {
