@@ -427,7 +427,7 @@ pub(crate) fn recall(args: &RecallArgs, out: &mut dyn Write) -> Result<ExitCode>
         "abridge recall",
         Ok(input),
         |h| match store.recall(h) {
-            Ok(o) => o.map(std::sync::Arc::new),
+            Ok(o) => o.map(|s| std::sync::Arc::new(s.original)),
             Err(e) => {
                 failed = Some(e.to_string());
                 None

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 use crate::carryover::Carryover;
 use crate::engine::Engine;
+use crate::recall::HandleKey;
 use crate::thread::{Input, Thread};
 
 /// Prepares one compaction at a time for one conversation.
@@ -26,6 +27,8 @@ pub struct Preparer {
     running: Option<oneshot::Receiver<Option<Carryover>>>,
     ready: Option<Carryover>,
     started: usize,
+    /// The key handles are derived with (a shared proxy's tenant).
+    key: Option<HandleKey>,
 }
 
 impl std::fmt::Debug for Preparer {
@@ -48,7 +51,15 @@ impl Preparer {
             running: None,
             ready: None,
             started: 0,
+            key: None,
         }
+    }
+
+    /// Derives the handles of the compactions it prepares with `key`, as
+    /// [`Thread::set_handle_key`] does.
+    pub fn with_handle_key(mut self, key: HandleKey) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// How many preparations were started so far.
@@ -72,8 +83,12 @@ impl Preparer {
         let (tx, rx) = oneshot::channel();
         let engine = self.engine.clone();
         let snapshot = conv.clone();
+        let key = self.key.clone();
         tokio::task::spawn_blocking(move || {
             let mut thread = Thread::new(&engine);
+            if let Some(key) = key {
+                thread.set_handle_key(key);
+            }
             let input = Input::compact(&snapshot).resent();
             let carry = thread
                 .turn(&engine, input)

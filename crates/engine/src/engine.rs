@@ -14,7 +14,8 @@ use crate::error::Result;
 use crate::event::Event;
 use crate::limits::Limits;
 use crate::recall::{
-    Answer, Found, Handle, Original, OriginalCache, RecallInput, RecallTool, answer,
+    Answer, Found, Handle, HandleKey, Original, OriginalCache, RecallInput, RecallScope,
+    RecallTool, answer,
 };
 use crate::snapshot::SnapshotSink;
 
@@ -135,7 +136,20 @@ impl Engine {
 
     /// The original a handle names: from memory, else from the store.
     pub fn original(&self, handle: &Handle) -> Option<Arc<Original>> {
-        if let Some(o) = self.originals.get(handle) {
+        self.original_in(handle, None)
+    }
+
+    /// The original a handle names, when `scope` (a shared proxy's tenant
+    /// and session) may read it; without a scope, any. An original of
+    /// another scope is answered as if it did not exist.
+    pub fn original_in(
+        &self,
+        handle: &Handle,
+        scope: Option<&RecallScope>,
+    ) -> Option<Arc<Original>> {
+        if let Some(o) = self.originals.get(handle)
+            && scope.is_none_or(|s| o.belongs(Some(&s.key)))
+        {
             return Some(o);
         }
         let stored = self
@@ -150,18 +164,29 @@ impl Engine {
                     None
                 }
             })?;
-        let stored = Arc::new(stored);
-        self.originals.put(stored.clone());
-        Some(stored)
+        if scope.is_some_and(|s| !s.admits(&stored)) {
+            return None;
+        }
+        let original = Arc::new(stored.original);
+        if scope.is_none_or(|s| original.belongs(Some(&s.key))) {
+            self.originals.put(original.clone());
+        }
+        Some(original)
     }
 
     /// Answers one call of the recall tool, given its arguments.
     pub fn recall(&self, arguments: &serde_json::Value) -> Answer {
+        self.recall_in(arguments, None)
+    }
+
+    /// Answers one call of the recall tool for `scope` (see
+    /// [`original_in`](Self::original_in)).
+    pub fn recall_in(&self, arguments: &serde_json::Value, scope: Option<&RecallScope>) -> Answer {
         let r = &self.config.recall;
         let a = answer(
             &r.tool,
             RecallInput::parse(arguments),
-            |h| self.original(h),
+            |h| self.original_in(h, scope),
             r.page_chars,
         );
         self.emit(&Event::Recalled {
@@ -194,12 +219,14 @@ impl Engine {
         &'a self,
         originals: &'a mut Vec<Original>,
         input: &'a [Message],
+        key: Option<&'a HandleKey>,
     ) -> Option<Found<'a>> {
         let r = &self.config.recall;
         r.enabled.then_some(Found {
             tool: &r.tool,
             originals,
             input,
+            key,
         })
     }
 

@@ -116,7 +116,9 @@ impl Rewriter<'_> {
         };
         let mut items = 0;
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
-            let found = self.engine.found(&mut work.originals, &conv.messages);
+            let found = self
+                .engine
+                .found(&mut work.originals, &conv.messages, self.key);
             items += policy::apply(p, &mut work.messages, region.clone(), &forced, found);
         }
         if items > 0 {
@@ -186,7 +188,7 @@ impl Rewriter<'_> {
                         .rev()
                         .flat_map(Message::tool_calls)
                         .find(|c| c.id == r.call_id);
-                    let o = Original::tool_result(r, call);
+                    let o = Original::tool_result(r, call).scoped(self.key);
                     let h = o.handle.clone();
                     work.originals.push(o);
                     h

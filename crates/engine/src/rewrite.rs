@@ -17,7 +17,7 @@ use crate::event::{Event, PolicyRun};
 use crate::ladder::Degradation;
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
-use crate::recall::Original;
+use crate::recall::{HandleKey, Original};
 use crate::report::{Attempt, Outcome, Report};
 use crate::snapshot::SnapshotData;
 use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
@@ -72,6 +72,8 @@ pub(crate) struct Rewriter<'e> {
     pub(crate) name: Option<&'e str>,
     /// The thread's last briefing as data.
     pub(crate) kept: Option<&'e KeptBriefing>,
+    /// The key handles are derived with (a shared proxy's tenant).
+    pub(crate) key: Option<&'e HandleKey>,
 }
 
 impl Rewriter<'_> {
@@ -189,7 +191,9 @@ impl Rewriter<'_> {
         for step in 1..=STEPS {
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
-            let found = self.engine.found(&mut work.originals, &conv.messages);
+            let found = self
+                .engine
+                .found(&mut work.originals, &conv.messages, self.key);
             let items = policy::apply(
                 p,
                 &mut work.messages,
@@ -352,6 +356,7 @@ impl Rewriter<'_> {
                 .enabled
                 .then_some(&self.engine.config.recall),
             error_prefixes: &self.engine.config.policies.error_prefixes,
+            key: self.key,
         };
         let summarizers = match only {
             Some(i) => &self.engine.summarizers[i..=i],

@@ -6,7 +6,7 @@ use abridge_model::Conversation;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::recall::{Handle, Original};
+use crate::recall::{Handle, Original, StoredOriginal};
 use crate::report::Report;
 
 /// Everything about one compaction worth keeping.
@@ -65,8 +65,8 @@ pub trait SnapshotSink: Send {
     fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError>;
 
     /// The original a handle names, when this store keeps it (a store that
-    /// keeps none answers `None`).
-    fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
+    /// keeps none answers `None`), with the session that kept it.
+    fn recall(&mut self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         let _ = handle;
         Ok(None)
     }

@@ -24,7 +24,7 @@ use abridge_summarize::{
 use abridge_tokens::TokenizerKind;
 
 use crate::config::RecallConfig;
-use crate::recall::{Original, index};
+use crate::recall::{HandleKey, Original, index};
 use crate::report::{Attempt, AttemptOutcome};
 use crate::thread::KeptBriefing;
 
@@ -60,6 +60,8 @@ pub(crate) struct Inputs<'a> {
     /// `[recall]`, when it is on.
     pub(crate) recall: Option<&'a RecallConfig>,
     pub(crate) error_prefixes: &'a [String],
+    /// The key the index's handles are derived with (a shared proxy's tenant).
+    pub(crate) key: Option<&'a HandleKey>,
 }
 
 /// Shortest briefing accepted, in characters.
@@ -283,6 +285,7 @@ fn with_index(
         error_prefixes: inp.error_prefixes,
         budget,
         tokenizer: inp.tokenizer,
+        key: inp.key,
     });
     if !built.text.is_empty() {
         text.push_str("\n\n");

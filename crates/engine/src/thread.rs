@@ -45,6 +45,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::Event;
 use crate::plan::Plan;
+use crate::recall::HandleKey;
 use crate::report::{Outcome, Report};
 use crate::rewrite::Rewriter;
 use crate::trigger::{Reason, TurnFacts};
@@ -211,6 +212,8 @@ pub struct Thread {
     counter: TokenCounter,
     /// Its name, handed to the snapshot store.
     name: Option<String>,
+    /// The key its handles are derived with (a shared proxy's tenant).
+    key: Option<HandleKey>,
 }
 
 /// What the last turn saw: how long the caller's history was (the history
@@ -273,12 +276,20 @@ impl Thread {
             reported: None,
             counter: engine.counter(),
             name: None,
+            key: None,
         }
     }
 
     /// Names the conversation (its snapshots are recorded under the name).
     pub fn set_name(&mut self, name: impl Into<String>) {
         self.name = Some(name.into());
+    }
+
+    /// Derives the handles of what its compactions replace with `key` (a
+    /// shared proxy's tenant): they resolve only through a
+    /// [`RecallScope`](crate::recall::RecallScope) with the same key.
+    pub fn set_handle_key(&mut self, key: HandleKey) {
+        self.key = Some(key);
     }
 
     /// What is kept across restarts.
@@ -629,6 +640,7 @@ impl Thread {
             counter: &mut self.counter,
             name: self.name.as_deref(),
             kept: self.state.briefing.as_ref(),
+            key: self.key.as_ref(),
         };
         let outcome = rewriter.rewrite(conv, plan, eval).inspect_err(|e| {
             engine.emit(&Event::CompactionFailed {

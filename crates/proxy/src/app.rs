@@ -18,6 +18,7 @@ use crate::metrics::{Metrics, Route};
 use crate::prepare::{Context, Prepared, SharedStore};
 use crate::recall::{self, Resend};
 use crate::session::{SESSION_HEADER, Sessions};
+use crate::tenant::Secret;
 
 /// Shared by every request.
 pub(crate) struct App {
@@ -28,6 +29,7 @@ pub(crate) struct App {
     pub(crate) store: Option<SharedStore>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) handle: tokio::runtime::Handle,
+    pub(crate) secret: Secret,
 }
 
 impl App {
@@ -39,6 +41,7 @@ impl App {
             store: self.store.as_ref(),
             metrics: &self.metrics,
             handle: &self.handle,
+            secret: &self.secret,
         }
     }
 }
@@ -147,13 +150,15 @@ async fn compact_and_send(
     start: Instant,
 ) -> Response<Body> {
     let mut prepared = {
-        let (app, headers, bytes) = (app.clone(), headers.clone(), bytes.clone());
-        tokio::task::spawn_blocking(move || app.context().prepare(wire, &headers, &bytes))
-            .await
-            .unwrap_or_else(|e| Prepared {
-                warning: Some(format!("compaction stopped: {e}")),
-                ..Prepared::default()
-            })
+        let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
+        tokio::task::spawn_blocking(move || {
+            app.context().prepare(wire, &headers, uri.query(), &bytes)
+        })
+        .await
+        .unwrap_or_else(|e| Prepared {
+            warning: Some(format!("compaction stopped: {e}")),
+            ..Prepared::default()
+        })
     };
     let family = wire.family();
     if let Some(why) = &prepared.reject {

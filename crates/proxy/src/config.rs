@@ -43,6 +43,10 @@ pub struct ServeConfig {
     /// Token of the dashboard at `/ui` (also `ABRIDGE_UI_TOKEN`); required
     /// when listening beyond loopback, since conversations are sensitive.
     pub ui_token: Option<String>,
+    /// What tenants (one per credential) and their handles are derived
+    /// with. Unset: generated once and kept in the store, so that replicas
+    /// and restarts agree (without a store, one per process).
+    pub secret: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -59,6 +63,7 @@ impl Default for ServeConfig {
             strict: false,
             upstream_timeout_secs: 600.0,
             ui_token: None,
+            secret: None,
         }
     }
 }

@@ -36,6 +36,7 @@ mod raw;
 mod recall;
 mod session;
 mod store;
+mod tenant;
 mod usage;
 
 use std::future::Future;
@@ -48,6 +49,38 @@ pub use error::{Error, Result};
 
 /// Longest a stopping proxy waits for its queued store writes.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The name of the stored server secret.
+const SECRET_SETTING: &str = "server_secret";
+
+/// The server secret: the configured one, else the store's (made by the
+/// first replica to open it), else one for this process alone (its
+/// originals are in its memory only).
+fn secret(
+    serve: &ServeConfig,
+    store: Option<&mut (dyn SessionStore + 'static)>,
+) -> Result<tenant::Secret> {
+    if let Some(text) = &serve.secret {
+        return Ok(tenant::Secret::from_text(text));
+    }
+    let fresh = tenant::Secret::random().map_err(Error::Config)?;
+    let Some(store) = store else {
+        return Ok(fresh);
+    };
+    // On a thread of its own: a pooled store blocks on the runtime it was
+    // made on, which is this caller's.
+    let stored = std::thread::scope(|s| {
+        s.spawn(|| store.setting_or(SECRET_SETTING, &fresh.to_hex()))
+            .join()
+    })
+    .map_err(|_| Error::Config("reading the server secret from the store panicked".into()))?
+    .map_err(|e| Error::Config(format!("cannot read the server secret from the store: {e}")))?;
+    tenant::Secret::from_hex(&stored).ok_or_else(|| {
+        Error::Config(format!(
+            "the store's {SECRET_SETTING} is not 64 hex digits: set [serve] secret, or remove the setting"
+        ))
+    })
+}
 
 /// A configured proxy, ready to serve.
 pub struct Proxy {
@@ -67,6 +100,8 @@ impl Proxy {
     /// (`None`: in memory only). Must be called inside a tokio runtime.
     pub fn new(config: ProxyConfig, store: Option<Box<dyn SessionStore>>) -> Result<Proxy> {
         config.check()?;
+        let mut store = store;
+        let secret = secret(&config.serve, store.as_deref_mut())?;
         let metrics = Arc::new(metrics::Metrics::new());
         let app = app::App {
             upstream: forward::Upstream::new(&config.serve)?,
@@ -76,6 +111,7 @@ impl Proxy {
             metrics,
             handle: tokio::runtime::Handle::try_current()
                 .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,
+            secret,
             config,
         };
         Ok(Proxy { app: Arc::new(app) })

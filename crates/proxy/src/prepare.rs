@@ -26,6 +26,7 @@ use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
 };
 use crate::store::StoreWorker;
+use crate::tenant::{Secret, Tenant};
 
 /// The store shared by every session, on a thread of its own.
 pub(crate) type SharedStore = Arc<StoreWorker>;
@@ -73,13 +74,22 @@ pub(crate) struct Context<'a> {
     pub(crate) metrics: &'a Metrics,
     /// The runtime, for background briefings.
     pub(crate) handle: &'a tokio::runtime::Handle,
+    /// What tenants are derived with.
+    pub(crate) secret: &'a Secret,
 }
 
 impl Context<'_> {
     /// Prepares a conversation request in `wire`. Runs on a blocking thread.
-    pub(crate) fn prepare(&self, wire: Wire, headers: &HeaderMap, bytes: &[u8]) -> Prepared {
-        let quick = quick_key(headers, bytes);
-        if let Some(p) = self.continued(quick, wire, bytes) {
+    pub(crate) fn prepare(
+        &self,
+        wire: Wire,
+        headers: &HeaderMap,
+        query: Option<&str>,
+        bytes: &[u8],
+    ) -> Prepared {
+        let tenant = self.secret.tenant(headers, query);
+        let quick = quick_key(&tenant.id, headers, bytes);
+        if let Some(p) = self.continued(quick, &tenant, wire, bytes) {
             return p;
         }
         self.metrics.decoded(Decoded::Whole);
@@ -95,13 +105,13 @@ impl Context<'_> {
         if let Some(v) = validate(&conv).first() {
             return self.unusable(format!("conversation is not valid: {v}"));
         }
-        let id = SessionId::of(headers, &conv);
+        let id = SessionId::of(headers, query, &conv);
         if let Some(how) = provider_compaction(&conv) {
             return self.hand_over(id, how);
         }
         let session = match self.sessions.get(&id) {
             Some(s) => s,
-            None => match self.open(id, &conv) {
+            None => match self.open(id, tenant, &conv) {
                 Ok(s) => s,
                 Err(e) => return self.unusable(e),
             },
@@ -123,12 +133,15 @@ impl Context<'_> {
     /// The next request of a session whose history it extends, recognised
     /// by its bytes: only the messages it added (and the newest ones it
     /// rewrote, when it moved a cache marker) are decoded.
-    fn continued(&self, quick: u64, wire: Wire, bytes: &[u8]) -> Option<Prepared> {
+    fn continued(&self, quick: u64, tenant: &Tenant, wire: Wire, bytes: &[u8]) -> Option<Prepared> {
         for session in self.sessions.by_quick(quick) {
             // A session busy with another request is not this one's.
             let Ok(mut guard) = session.clone().try_lock_owned() else {
                 continue;
             };
+            if guard.tenant.id != tenant.id {
+                continue;
+            }
             let Some(resume) = resume_point(&guard, wire, bytes) else {
                 continue;
             };
@@ -247,15 +260,17 @@ impl Context<'_> {
     }
 
     /// A session not in memory: resumed from the store, or new.
-    fn open(&self, id: SessionId, conv: &Conversation) -> Result<Shared, String> {
+    fn open(&self, id: SessionId, tenant: Tenant, conv: &Conversation) -> Result<Shared, String> {
         let engines = self
             .engines
             .of(&self.config.engine, conv, self.store, self.handle)?;
-        let mut state = SessionState::new(id, Wire::of(conv.format), engines.request.clone());
+        let key = tenant.key.clone();
+        let wire = Wire::of(conv.format);
+        let mut state = SessionState::new(id, tenant, wire, engines.request.clone());
         state.preparer = engines.background.as_ref().and_then(|engine| {
             let trigger = engine.limits().trigger_tokens?;
             let soft = trigger.scaled(self.config.serve.soft_fraction);
-            Some(Preparer::new(soft, engine.clone()))
+            Some(Preparer::new(soft, engine.clone()).with_handle_key(key))
         });
         self.refresh(&mut state);
         let shared = self.sessions.insert(state);
@@ -400,6 +415,7 @@ impl Context<'_> {
         let api = recall::Api::of(s.wire);
         let recalling = tool.zip(api).map(|(tool, api)| Recalling {
             engine: s.engine.clone(),
+            scope: s.recall_scope(),
             tool: tool.name,
             max_rounds: s.engine.config().recall.max_rounds,
             api,

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Role, Wire, fingerprint};
+use abridge::recall::RecallScope;
 use abridge::tokens::Reported;
 use abridge::{Engine, Thread};
 use abridge_store::SessionRecord;
@@ -14,20 +15,25 @@ use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::raw::{Shape, prefix_hashes, shape};
+use crate::tenant::{Tenant, TenantId};
 
 /// Header a client may send to name its session.
 pub(crate) const SESSION_HEADER: &str = "x-abridge-session";
 
-/// Headers that carry a credential (their values are only ever hashed).
-pub(crate) const CREDENTIAL_HEADERS: [&str; 4] = [
+/// Headers whose digests a session id mixes in. Fixed (a header is added
+/// at the end, and only changes the ids of requests that carry it): a
+/// stored session keeps its id across releases.
+const SESSION_CREDENTIALS: [&str; 5] = [
     "authorization",
     "x-api-key",
     "api-key",
     "proxy-authorization",
+    "x-goog-api-key",
 ];
 
 /// A session id: a hex digest of the credential's digest and the session's
-/// name or stable start. It never contains a credential.
+/// name or stable start. It never contains a credential; two credentials
+/// never share one, whatever name their clients give their sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SessionId(pub String);
 
@@ -43,12 +49,18 @@ impl SessionId {
     /// first user message) and its `prompt_cache_key`, if any (Codex sends
     /// its thread's id there: two threads that start alike stay apart);
     /// all mixed with a digest of the credential.
-    pub(crate) fn of(headers: &HeaderMap, conv: &Conversation) -> SessionId {
+    pub(crate) fn of(headers: &HeaderMap, query: Option<&str>, conv: &Conversation) -> SessionId {
         let mut h = Sha256::new();
         h.update(b"abridge-session\0");
         h.update(Wire::of(conv.format).as_str());
-        for name in CREDENTIAL_HEADERS {
+        for name in SESSION_CREDENTIALS {
             if let Some(v) = headers.get(name) {
+                h.update(Sha256::digest(v.as_bytes()));
+            }
+        }
+        for key in query.into_iter().flat_map(|q| q.split('&')) {
+            if let Some(v) = key.strip_prefix("key=") {
+                h.update(b"\0query key\0");
                 h.update(Sha256::digest(v.as_bytes()));
             }
         }
@@ -103,6 +115,9 @@ impl LastUsage {
 pub(crate) struct SessionState {
     /// Its id.
     pub(crate) id: SessionId,
+    /// Whose it is: only its tenant's requests continue it, and its
+    /// handles are derived with its tenant's key.
+    pub(crate) tenant: Tenant,
     /// Wire format of its requests.
     pub(crate) wire: Wire,
     /// The request path's engine, shared with the sessions of its model
@@ -188,15 +203,14 @@ const QUICK_SESSIONS: usize = 64;
 pub(crate) const TAIL_BYTES: usize = 256;
 
 /// A cheap key of a request, to find the sessions whose history it may
-/// continue without decoding it: its credential and session headers and its
+/// continue without decoding it: its tenant, its session header and its
 /// first bytes (in memory only; never stored or shown).
-pub(crate) fn quick_key(headers: &HeaderMap, body: &[u8]) -> u64 {
+pub(crate) fn quick_key(tenant: &TenantId, headers: &HeaderMap, body: &[u8]) -> u64 {
     let mut h = Xxh3::new();
-    for name in CREDENTIAL_HEADERS.iter().chain([&SESSION_HEADER]) {
-        if let Some(v) = headers.get(*name) {
-            h.update(name.as_bytes());
-            h.update(v.as_bytes());
-        }
+    h.update(tenant.as_str().as_bytes());
+    if let Some(v) = headers.get(SESSION_HEADER) {
+        h.update(b"\0session\0");
+        h.update(v.as_bytes());
     }
     h.update(&body[..body.len().min(QUICK_BYTES)]);
     h.digest()
@@ -213,11 +227,18 @@ impl std::fmt::Debug for SessionState {
 
 impl SessionState {
     /// A new session's state, its thread named by its id.
-    pub(crate) fn new(id: SessionId, wire: Wire, engine: Arc<Engine>) -> SessionState {
+    pub(crate) fn new(
+        id: SessionId,
+        tenant: Tenant,
+        wire: Wire,
+        engine: Arc<Engine>,
+    ) -> SessionState {
         let mut thread = Thread::new(&engine);
         thread.set_name(id.0.clone());
+        thread.set_handle_key(tenant.key.clone());
         SessionState {
             id,
+            tenant,
             wire,
             engine,
             thread,
@@ -232,12 +253,21 @@ impl SessionState {
     pub(crate) fn adopt(&mut self, record: SessionRecord) {
         self.thread = Thread::resume(&self.engine, record.thread);
         self.thread.set_name(self.id.0.clone());
+        self.thread.set_handle_key(self.tenant.key.clone());
         self.version.store(record.version, Ordering::Relaxed);
     }
 
     /// The stored version this state matches.
     pub(crate) fn version(&self) -> i64 {
         self.version.load(Ordering::Relaxed)
+    }
+
+    /// Who may read the originals its compactions kept.
+    pub(crate) fn recall_scope(&self) -> RecallScope {
+        RecallScope {
+            key: self.tenant.key.clone(),
+            session: self.id.0.clone(),
+        }
     }
 
     /// What is stored of it.

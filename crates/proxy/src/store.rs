@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abridge::model::Conversation;
-use abridge::recall::{Handle, Original};
+use abridge::recall::{Handle, Original, StoredOriginal};
 use abridge::{Config, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
@@ -60,7 +60,7 @@ enum Job {
 enum Read {
     Version(String, Reply<Option<i64>>),
     Load(String, Reply<Option<SessionRecord>>),
-    Original(Handle, Reply<Option<Original>>),
+    Original(Handle, Reply<Option<StoredOriginal>>),
 }
 
 impl Read {
@@ -164,7 +164,7 @@ impl StoreWorker {
     pub(crate) fn original(
         &self,
         handle: &Handle,
-    ) -> Option<abridge_store::Result<Option<Original>>> {
+    ) -> Option<abridge_store::Result<Option<StoredOriginal>>> {
         self.ask(|reply| Read::Original(handle.clone(), reply))
     }
 
@@ -369,7 +369,7 @@ impl SnapshotSink for SessionSink {
         }
     }
 
-    fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
+    fn recall(&mut self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         match self.0.original(handle) {
             Some(Ok(o)) => {
                 self.0.metrics.recall_from_store(o.is_some());

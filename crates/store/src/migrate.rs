@@ -8,6 +8,9 @@
 //! - 4: a `requests` table (the request log behind the dashboard's timelines).
 //! - 5: snapshots' token figures in the provider's units beside abridge's
 //!   counts (`provider_tokens_before`, `provider_tokens_after`).
+//! - 6: an `originals` table (what the recall tool answers with).
+//! - 7: a `settings` table (the proxy's server secret, which its tenants
+//!   and handles are derived with).
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -18,7 +21,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -82,6 +85,12 @@ CREATE TABLE originals (
 CREATE INDEX originals_by_snapshot ON originals (snapshot);
 ALTER TABLE requests ADD COLUMN recalls INTEGER NOT NULL DEFAULT 0;";
 
+const V7_SETTINGS: &str = "
+CREATE TABLE settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);";
+
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     let sql = |cause| Error::Sqlite {
@@ -142,6 +151,10 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     }
     if version == 5 {
         tx.execute_batch(V6_ORIGINALS).map_err(sql)?;
+        version = 6;
+    }
+    if version == 6 {
+        tx.execute_batch(V7_SETTINGS).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use abridge::model::Family;
-use abridge::recall::{self, Original};
+use abridge::recall::{self, StoredOriginal};
 use abridge::tokens::{Calibrated, Reported};
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -76,7 +76,11 @@ CREATE TABLE IF NOT EXISTS abridge_originals (
     body     TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS abridge_originals_by_snapshot ON abridge_originals (snapshot);
-ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS recalls BIGINT NOT NULL DEFAULT 0;";
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS recalls BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS abridge_settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);";
 
 /// Sessions and snapshots in PostgreSQL. A clone shares the pool.
 #[derive(Clone)]
@@ -205,12 +209,13 @@ impl PgStore {
     }
 
     /// The original a handle names, if kept.
-    pub fn original(&self, handle: &recall::Handle) -> Result<Option<Original>> {
+    pub fn original(&self, handle: &recall::Handle) -> Result<Option<StoredOriginal>> {
         let row = self.run(async {
             self.client()
                 .await?
                 .query_opt(
-                    "SELECT handle, kind, label, body FROM abridge_originals WHERE handle = $1",
+                    "SELECT o.handle, o.kind, o.label, o.body, s.source FROM abridge_originals o
+                     LEFT JOIN abridge_snapshots s ON s.id = o.snapshot WHERE o.handle = $1",
                     &[&handle.as_str()],
                 )
                 .await
@@ -223,7 +228,7 @@ impl PgStore {
                 label: r.get(2),
                 body: r.get(3),
             }
-            .into_original()
+            .into_stored(r.get(4))
         })
         .transpose()
     }
@@ -372,8 +377,30 @@ impl SessionStore for PgStore {
         Some(Box::new(self.clone()))
     }
 
-    fn load_original(&self, handle: &recall::Handle) -> Result<Option<Original>> {
+    fn load_original(&self, handle: &recall::Handle) -> Result<Option<StoredOriginal>> {
         self.original(handle)
+    }
+
+    fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String> {
+        self.run(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "INSERT INTO abridge_settings (name, value) VALUES ($1, $2)
+                     ON CONFLICT (name) DO NOTHING",
+                    &[&name, &fresh],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            let row = client
+                .query_one(
+                    "SELECT value FROM abridge_settings WHERE name = $1",
+                    &[&name],
+                )
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            Ok(row.get(0))
+        })
     }
 }
 
@@ -383,7 +410,7 @@ impl SnapshotSink for PgStore {
             .map_err(SnapshotError::new)
     }
 
-    fn recall(&mut self, handle: &recall::Handle) -> Result<Option<Original>, SnapshotError> {
+    fn recall(&mut self, handle: &recall::Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         self.original(handle).map_err(SnapshotError::new)
     }
 }

@@ -2,7 +2,7 @@
 
 use abridge::SnapshotId;
 use abridge::model::{Conversation, encode};
-use abridge::recall::{Handle, Original, OriginalKind, Piece};
+use abridge::recall::{Handle, Original, OriginalKind, Piece, StoredOriginal};
 use abridge::{PolicyKind, Report, SnapshotData};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -125,6 +125,14 @@ impl OriginalRow {
                 })
             })
             .collect()
+    }
+
+    /// The original back from its columns, with the session that kept it.
+    pub(crate) fn into_stored(self, source: Option<String>) -> Result<StoredOriginal> {
+        Ok(StoredOriginal {
+            original: self.into_original()?,
+            source,
+        })
     }
 
     /// The original back from its columns.

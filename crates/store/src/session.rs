@@ -4,7 +4,7 @@
 //! compacted prefix.
 
 use abridge::model::{Conversation, Family, Wire, decode_value, encode};
-use abridge::recall::{Handle, Original};
+use abridge::recall::{Handle, StoredOriginal};
 use abridge::tokens::Counted;
 use abridge::{Carryover, PrefixKey, SnapshotData, SnapshotId, ThreadState};
 use rusqlite::{OptionalExtension, params};
@@ -48,8 +48,12 @@ pub trait SessionStore: Send {
     fn shared(&self) -> bool {
         false
     }
-    /// The original a handle names, if kept (for the proxy's recall tool).
-    fn load_original(&self, handle: &Handle) -> Result<Option<Original>>;
+    /// The original a handle names, if kept (for the proxy's recall tool),
+    /// with the session that kept it.
+    fn load_original(&self, handle: &Handle) -> Result<Option<StoredOriginal>>;
+    /// The setting `name`: the stored value, or `fresh`, stored now, when
+    /// there is none yet (the first of several replicas to ask sets it).
+    fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String>;
     /// Another handle on the same database, for reads beside this one's
     /// writes (a pooled database: PostgreSQL); `None` when reads share this
     /// handle (the embedded SQLite file).
@@ -98,8 +102,24 @@ impl SessionStore for Store {
         self.record_as(source, snapshot)
     }
 
-    fn load_original(&self, handle: &Handle) -> Result<Option<Original>> {
+    fn load_original(&self, handle: &Handle) -> Result<Option<StoredOriginal>> {
         self.original(handle)
+    }
+
+    fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO settings (name, value) VALUES (?1, ?2)",
+                params![name, fresh],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.conn
+            .query_row(
+                "SELECT value FROM settings WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql(e))
     }
 
     fn record_request(&mut self, request: &crate::RequestRecord) -> Result<()> {

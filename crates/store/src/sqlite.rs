@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use abridge::model::Family;
-use abridge::recall::{Handle, Original};
+use abridge::recall::{Handle, StoredOriginal};
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -284,31 +284,35 @@ impl SnapshotSink for Store {
         self.insert(snapshot).map_err(SnapshotError::new)
     }
 
-    fn recall(&mut self, handle: &Handle) -> Result<Option<Original>, SnapshotError> {
+    fn recall(&mut self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         self.original(handle).map_err(SnapshotError::new)
     }
 }
 
 impl Store {
     /// The original a handle names, if kept.
-    pub fn original(&self, handle: &Handle) -> Result<Option<Original>> {
+    pub fn original(&self, handle: &Handle) -> Result<Option<StoredOriginal>> {
         let row = self
             .conn
             .query_row(
-                "SELECT handle, kind, label, body FROM originals WHERE handle = ?1",
+                "SELECT o.handle, o.kind, o.label, o.body, s.source FROM originals o
+                 LEFT JOIN snapshots s ON s.id = o.snapshot WHERE o.handle = ?1",
                 params![handle.as_str()],
                 |r| {
-                    Ok(OriginalRow {
-                        handle: r.get(0)?,
-                        kind: r.get(1)?,
-                        label: r.get(2)?,
-                        body: r.get(3)?,
-                    })
+                    Ok((
+                        OriginalRow {
+                            handle: r.get(0)?,
+                            kind: r.get(1)?,
+                            label: r.get(2)?,
+                            body: r.get(3)?,
+                        },
+                        r.get(4)?,
+                    ))
                 },
             )
             .optional()
             .map_err(|e| self.sql(e))?;
-        row.map(OriginalRow::into_original).transpose()
+        row.map(|(o, source)| o.into_stored(source)).transpose()
     }
 }
 

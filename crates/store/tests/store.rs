@@ -487,7 +487,7 @@ fn originals_are_kept_with_their_snapshot_and_recalled_by_a_new_process() {
     }
     let store = Store::open(&path).unwrap();
     let o = store.original(&handles[0]).unwrap().unwrap();
-    assert_eq!(o.handle, handles[0]);
+    assert_eq!(o.original.handle, handles[0]);
     // The same compaction again: the originals now go with snapshot 2, and
     // pruning snapshot 1 keeps them.
     compactor_with(&path).compact(&conv()).unwrap();
@@ -521,4 +521,77 @@ fn compactor_with(path: &std::path::Path) -> Compactor {
     let mut c = compactor();
     c.set_store(Box::new(Store::open(path).unwrap()));
     c
+}
+
+/// Compacts `conv()` on a thread named `name` (with `key`, as a shared
+/// proxy's tenant) over the store at `path`; returns the handles it wrote.
+fn compact_as(
+    path: &std::path::Path,
+    name: &str,
+    key: Option<abridge::recall::HandleKey>,
+) -> Vec<abridge::recall::Handle> {
+    let mut config = Config::default();
+    config.budget.target_tokens = Some(700);
+    config.budget.min_iterations = 2;
+    let mut engine = abridge::Engine::new(config).unwrap();
+    engine.set_store(Box::new(Store::open(path).unwrap().with_source(name)));
+    let mut thread = abridge::Thread::new(&engine);
+    thread.set_name(name);
+    if let Some(k) = key {
+        thread.set_handle_key(k);
+    }
+    let history = conv();
+    let out = thread
+        .turn(&engine, abridge::Input::compact(&history))
+        .unwrap();
+    let body = abridge::model::encode(&out.conversation)
+        .unwrap()
+        .to_string();
+    abridge::recall::Handle::find_all(&body).collect()
+}
+
+#[test]
+fn a_stored_original_resolves_only_in_its_scope() {
+    use abridge::recall::{HandleKey, RecallScope};
+    let dir = std::env::temp_dir().join(format!("abridge-store-scope-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let (k1, k2) = (HandleKey::new([1; 32]), HandleKey::new([2; 32]));
+    let keyed = compact_as(&path, "s1", Some(k1.clone()));
+    let legacy = compact_as(&path, "old", None);
+    assert!(!keyed.is_empty() && !legacy.is_empty());
+    assert!(keyed.iter().all(|h| h.as_str().len() == 20), "{keyed:?}");
+    assert!(keyed.iter().all(|h| !legacy.contains(h)));
+
+    // A fresh engine: nothing in memory, the store answers.
+    let mut engine = abridge::Engine::new(Config::default()).unwrap();
+    engine.set_store(Box::new(Store::open(&path).unwrap()));
+    let scope = |key: &HandleKey, session: &str| RecallScope {
+        key: key.clone(),
+        session: session.into(),
+    };
+    let found =
+        |h: &abridge::recall::Handle, s: Option<&RecallScope>| engine.original_in(h, s).is_some();
+    for h in &keyed {
+        assert!(found(h, Some(&scope(&k1, "s1"))), "{h}");
+        assert!(found(h, Some(&scope(&k1, "another session of the tenant"))));
+        assert!(
+            !found(h, Some(&scope(&k2, "s1"))),
+            "another tenant read {h}"
+        );
+        // In memory now (read by k1 above): still not for k2.
+        assert!(!found(h, Some(&scope(&k2, "s2"))));
+        assert!(found(h, None), "a library user reads its own store");
+    }
+    // Rows of a release before keyed handles: for the session that wrote them only.
+    for h in &legacy {
+        assert!(found(h, Some(&scope(&k1, "old"))), "{h}");
+        assert!(
+            !found(h, Some(&scope(&k1, "s1"))),
+            "another session read {h}"
+        );
+        assert!(!found(h, Some(&scope(&k2, "s2"))));
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

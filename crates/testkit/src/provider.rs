@@ -137,6 +137,9 @@ pub struct RequestCheck {
     /// Calls of the recall tool anywhere in its history.
     #[serde(default)]
     pub recall_calls: usize,
+    /// Every recall handle its body names, in order.
+    #[serde(default)]
+    pub handles: Vec<String>,
 }
 
 /// A hash of a request body, to tell whether it arrived byte for byte.
@@ -344,7 +347,12 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
         .filter(|m| declares(&request, RECALL_TOOL) && (*m == RecallMode::Always || !just_answered))
         .and_then(|m| match m {
             RecallMode::Unknown => Some("abr_zzzzzzzzzz".to_owned()),
-            _ => first_handle(body),
+            // A model told which handle to try (an attacker's).
+            _ => headers
+                .get("x-fake-recall-handle")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .or_else(|| first_handle(body)),
         });
     // A scripted step the model recalls before (its call left for later)
     // is taken again on the next request.
@@ -477,6 +485,7 @@ fn check(
         recall_declared: declares(request, RECALL_TOOL),
         recalled,
         recall_calls,
+        handles: handles_in(body).into_iter().map(|(_, h)| h).collect(),
     };
     (check, key)
 }
@@ -499,6 +508,23 @@ fn recall_results(conv: &abridge_model::Conversation) -> Vec<String> {
         .collect()
 }
 
+/// The recall handles written in a body (`abr_` and 6 to 16 of
+/// `[0-9a-z]`), with where each starts.
+fn handles_in(body: &[u8]) -> Vec<(usize, String)> {
+    let text = String::from_utf8_lossy(body);
+    text.match_indices("abr_")
+        .filter_map(|(at, _)| {
+            let tail: String = text[at + 4..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+                .collect();
+            (6..=16)
+                .contains(&tail.len())
+                .then(|| (at, format!("abr_{tail}")))
+        })
+        .collect()
+}
+
 /// Whether a request declares a tool of this name.
 fn declares(request: &Value, name: &str) -> bool {
     request["tools"].as_array().is_some_and(|tools| {
@@ -508,21 +534,12 @@ fn declares(request: &Value, name: &str) -> bool {
     })
 }
 
-/// The first recall handle written in a body (`abr_` and ten of
+/// The first recall handle written in a body (`abr_` and 6 to 16 of
 /// `[0-9a-z]`) that names one original rather than a whole replaced
 /// region, as a model looking for a file would pick it; else the first.
 fn first_handle(body: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(body);
-    let handles: Vec<(usize, String)> = text
-        .match_indices("abr_")
-        .filter_map(|(at, _)| {
-            let tail: String = text[at + 4..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
-                .collect();
-            (tail.len() == 10).then(|| (at, format!("abr_{tail}")))
-        })
-        .collect();
+    let handles = handles_in(body);
     let region = |at: usize| {
         // The line it is on, in the body's JSON text (lines escaped as `\n`).
         let start = text[..at].rfind("\\n").map_or(0, |i| i + 2);

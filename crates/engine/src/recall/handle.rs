@@ -1,8 +1,16 @@
 //! Handles: short names for replaced content, derived from the content
-//! alone (XXH3, fixed), so the same original gets the same handle on every
-//! turn, in every process, and a compacted prefix stays byte-identical.
+//! (so the same original gets the same handle on every turn, in every
+//! process, and a compacted prefix stays byte-identical).
+//!
+//! Two derivations: from the content alone (XXH3, fixed: a library user's
+//! own history, one owner), and keyed ([`HandleKey`], HMAC-SHA-256: a
+//! proxy shared by several tenants), where a handle cannot be computed
+//! without the key, and an original resolves only for the key that made
+//! its handle ([`Original::belongs`](super::Original::belongs)).
 
+use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 use xxhash_rust::xxh3::Xxh3Default;
 
 /// What every handle starts with.
@@ -13,8 +21,30 @@ pub(crate) const PREFIX: &str = "abr_";
 /// chance near 10⁻¹⁵ · n²).
 const LEN: usize = 10;
 
+/// Characters after the prefix in a keyed handle (base 36: about 82 bits,
+/// too many to guess).
+const KEYED_LEN: usize = 16;
+
 /// Shortest and longest tail a handle may have when read back.
 const TAIL: std::ops::RangeInclusive<usize> = 6..=16;
+
+/// The secret a keyed handle is derived with: one per tenant of a shared
+/// proxy. Its bytes are never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HandleKey([u8; 32]);
+
+impl HandleKey {
+    /// A key from 32 secret bytes.
+    pub fn new(bytes: [u8; 32]) -> Self {
+        HandleKey(bytes)
+    }
+}
+
+impl std::fmt::Debug for HandleKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HandleKey(..)")
+    }
+}
 
 /// The name of one replaced original: `abr_` and 6 to 16 of `[0-9a-z]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -25,14 +55,25 @@ impl Handle {
     /// The handle of `content` of the given kind.
     pub(crate) fn derive(kind: &str, content: &[&[u8]]) -> Handle {
         let mut h = Xxh3Default::new();
-        h.update(&(kind.len() as u64).to_le_bytes());
-        h.update(kind.as_bytes());
-        for c in content {
-            h.update(&(c.len() as u64).to_le_bytes());
-            h.update(c);
-        }
-        let mut n = h.digest();
-        let mut tail = [b'0'; LEN];
+        framed(kind, content, |b| h.update(b));
+        Handle::of_number(u128::from(h.digest()), LEN)
+    }
+
+    /// The handle of `content` of the given kind under `key`.
+    pub(crate) fn keyed(key: &HandleKey, kind: &str, content: &[&[u8]]) -> Handle {
+        let Ok(mut mac) = <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(&key.0) else {
+            unreachable!("HMAC takes a key of any length")
+        };
+        framed(kind, content, |b| mac.update(b));
+        let digest = mac.finalize().into_bytes();
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&digest[..16]);
+        Handle::of_number(u128::from_le_bytes(first), KEYED_LEN)
+    }
+
+    /// `n`'s last `len` base-36 digits after the prefix.
+    fn of_number(mut n: u128, len: usize) -> Handle {
+        let mut tail = vec![b'0'; len];
         for slot in tail.iter_mut().rev() {
             *slot = DIGITS[(n % 36) as usize];
             n /= 36;
@@ -65,6 +106,17 @@ impl Handle {
             (TAIL.contains(&len) && !after.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_'))
                 .then(|| Handle(text[at..at + PREFIX.len() + len].to_owned()))
         })
+    }
+}
+
+/// Feeds `kind` and `content` to a hash, each piece after its length (a
+/// split moved between pieces is another content).
+fn framed(kind: &str, content: &[&[u8]], mut update: impl FnMut(&[u8])) {
+    update(&(kind.len() as u64).to_le_bytes());
+    update(kind.as_bytes());
+    for c in content {
+        update(&(c.len() as u64).to_le_bytes());
+        update(c);
     }
 }
 
@@ -117,6 +169,20 @@ mod tests {
             Handle::derive("tool_result", &[b"hello"]).as_str(),
             "abr_jqnp1p3ap5"
         );
+    }
+
+    #[test]
+    fn keyed_handles_depend_on_the_key_and_are_long() {
+        let (a, b) = (HandleKey::new([1; 32]), HandleKey::new([2; 32]));
+        let h = Handle::keyed(&a, "tool_result", &[b"hello"]);
+        assert_eq!(h, Handle::keyed(&a, "tool_result", &[b"hello"]));
+        assert_ne!(h, Handle::keyed(&b, "tool_result", &[b"hello"]));
+        assert_ne!(h, Handle::keyed(&a, "tool_result", &[b"hello!"]));
+        assert_ne!(h, Handle::derive("tool_result", &[b"hello"]));
+        assert_eq!(h.as_str().len(), PREFIX.len() + KEYED_LEN);
+        assert_eq!(Handle::parse(h.as_str()), Some(h.clone()));
+        assert_eq!(Handle::find_all(&format!("(see {h})")).count(), 1);
+        assert_eq!(format!("{a:?}"), "HandleKey(..)");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use abridge_model::{Message, Part};
 use abridge_summarize::{CallOutcome, outcome};
 use abridge_tokens::TokenizerKind;
 
-use super::handle::Handle;
+use super::handle::{Handle, HandleKey};
 use super::original::Original;
 
 /// The heading the index goes under; the rest of its line names the tool.
@@ -54,6 +54,8 @@ pub(crate) struct IndexInputs<'a> {
     pub(crate) error_prefixes: &'a [String],
     pub(crate) budget: usize,
     pub(crate) tokenizer: TokenizerKind,
+    /// The key handles are derived with (a shared proxy's tenant).
+    pub(crate) key: Option<&'a HandleKey>,
 }
 
 pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
@@ -71,7 +73,7 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
             })
     });
     for (place, r) in results {
-        let o = Original::tool_result(r, calls.get(&place).copied());
+        let o = Original::tool_result(r, calls.get(&place).copied()).scoped(inp.key);
         if o.pieces.is_empty() {
             continue;
         }
@@ -97,8 +99,8 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         .iter()
         .map(|(place, i)| (*place, &originals[*i].handle))
         .collect();
-    let region =
-        (!inp.replaced.is_empty()).then(|| Original::region(inp.replaced, inp.previous, &results));
+    let region = (!inp.replaced.is_empty())
+        .then(|| Original::region(inp.replaced, inp.previous, &results).scoped(inp.key));
     // Newest first: this region's lines, then the earlier index's.
     lines.reverse();
     lines.extend(
@@ -287,6 +289,7 @@ mod tests {
             error_prefixes: &[],
             budget,
             tokenizer: TokenizerKind::O200kBase,
+            key: None,
         }
     }
 

@@ -16,8 +16,8 @@ use abridge_model::{Message, Part, ToolCall};
 
 pub use answer::{Answer, RecallInput, RecallTool, answer};
 pub use cache::OriginalCache;
-pub use handle::Handle;
-pub use original::{Original, OriginalKind, Piece};
+pub use handle::{Handle, HandleKey};
+pub use original::{Original, OriginalKind, Piece, RecallScope, StoredOriginal};
 
 /// A briefing's text and its index of recallable originals (the index is
 /// always last), when it has one.
@@ -34,6 +34,8 @@ pub(crate) struct Found<'a> {
     /// The history as the compaction got it: a result an earlier step
     /// already clipped in part is kept as it was there.
     pub(crate) input: &'a [Message],
+    /// The key handles are derived with (a shared proxy's tenant).
+    pub(crate) key: Option<&'a HandleKey>,
 }
 
 /// The call each tool result answers, by the result's place (message,
@@ -67,7 +69,7 @@ pub(crate) fn keep(
     original: impl FnOnce() -> Original,
 ) -> Option<Handle> {
     let found = found.as_mut()?;
-    let o = original();
+    let o = original().scoped(found.key);
     let h = o.handle.clone();
     found.originals.push(o);
     Some(h)

@@ -8,7 +8,7 @@ use abridge_summarize::{ToolKind, classify, first_string};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::handle::Handle;
+use super::handle::{Handle, HandleKey};
 
 /// What kind of content an original is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +64,37 @@ impl Piece {
     }
 }
 
+/// An original as a store gives it back, with the session (`source`) whose
+/// compaction kept it, when the store knows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredOriginal {
+    /// The original.
+    pub original: Original,
+    /// The session that kept it.
+    pub source: Option<String>,
+}
+
+/// Who asks for originals on a shared proxy: the tenant's key, and the
+/// session asking (an original kept before handles were keyed resolves for
+/// the session that kept it only).
+#[derive(Debug, Clone)]
+pub struct RecallScope {
+    /// The tenant's handle key.
+    pub key: HandleKey,
+    /// The session's id, as its snapshots name it.
+    pub session: String,
+}
+
+impl RecallScope {
+    /// True when this scope may read `stored`: its handle is this key's,
+    /// or it is an unkeyed handle that this session's compaction kept.
+    pub fn admits(&self, stored: &StoredOriginal) -> bool {
+        stored.original.belongs(Some(&self.key))
+            || (stored.source.as_deref() == Some(self.session.as_str())
+                && stored.original.is_unkeyed())
+    }
+}
+
 /// Replaced content, kept so the model can recall it by its handle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Original {
@@ -81,14 +112,44 @@ pub struct Original {
 impl Original {
     /// An original of `kind`; its handle comes from the content.
     pub(crate) fn new(kind: OriginalKind, label: String, pieces: Vec<Piece>) -> Original {
-        let bytes: Vec<&[u8]> = pieces.iter().map(Piece::bytes).collect();
-        let handle = Handle::derive(kind.tag(), &bytes);
+        let content: Vec<&[u8]> = pieces.iter().map(Piece::bytes).collect();
+        let handle = Handle::derive(kind.tag(), &content);
         Original {
             handle,
             kind,
             label,
             pieces,
         }
+    }
+
+    /// The same original named under `key` (unchanged without one).
+    pub(crate) fn scoped(mut self, key: Option<&HandleKey>) -> Original {
+        if let Some(key) = key {
+            self.handle = Handle::keyed(key, self.kind.tag(), &self.content());
+        }
+        self
+    }
+
+    /// True when `key` made this original's handle (without a key: when
+    /// the handle is its content's). A handle shown to one tenant of a
+    /// shared proxy resolves for no other, wherever it was kept.
+    pub fn belongs(&self, key: Option<&HandleKey>) -> bool {
+        let content = self.content();
+        let made = match key {
+            Some(key) => Handle::keyed(key, self.kind.tag(), &content),
+            None => Handle::derive(self.kind.tag(), &content),
+        };
+        made == self.handle
+    }
+
+    /// True when its handle is the unkeyed one of its content (written by
+    /// a release before handles were keyed, or by a library user).
+    pub fn is_unkeyed(&self) -> bool {
+        self.belongs(None)
+    }
+
+    fn content(&self) -> Vec<&[u8]> {
+        self.pieces.iter().map(Piece::bytes).collect()
     }
 
     /// A tool result, labelled by its call when the call is known.

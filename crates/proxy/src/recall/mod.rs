@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use abridge::Engine;
 use abridge::model::{Conversation, Family, Wire};
-use abridge::recall::{Answer, Piece, RecallTool};
+use abridge::recall::{Answer, Piece, RecallScope, RecallTool};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method};
 use serde_json::{Value, json};
@@ -38,6 +38,8 @@ pub(crate) use whole::whole;
 pub(crate) struct Recalling {
     /// The session's engine: where originals are found.
     pub(crate) engine: Arc<Engine>,
+    /// Whose originals it may answer with: its session's tenant's.
+    pub(crate) scope: RecallScope,
     /// The tool's name.
     pub(crate) tool: String,
     /// Most rounds answered for one client request.
@@ -126,11 +128,11 @@ pub(crate) fn declare(conv: &mut Conversation, wire: Wire, tool: &RecallTool) ->
 impl Recalling {
     /// Answers the calls (off the async runtime: the store may be read).
     async fn answer(&self, calls: Vec<Call>, metrics: &Metrics) -> Vec<(String, Answer)> {
-        let engine = self.engine.clone();
+        let (engine, scope) = (self.engine.clone(), self.scope.clone());
         let answered = tokio::task::spawn_blocking(move || {
             calls
                 .into_iter()
-                .map(|c| (c.id, engine.recall(&c.arguments)))
+                .map(|c| (c.id, engine.recall_in(&c.arguments, Some(&scope))))
                 .collect::<Vec<_>>()
         })
         .await

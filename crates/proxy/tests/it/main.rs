@@ -9,6 +9,7 @@ mod recall;
 mod replicas;
 mod responses;
 mod support;
+mod tenants;
 
 /// The config of most tests: compaction above 6,000 tokens.
 pub(crate) const CONFIG: &str =

@@ -389,3 +389,52 @@ async fn a_replica_answers_the_recall_of_an_original_another_one_kept() {
         "{ma}\n{mb}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_key_reads_no_original_on_any_replica() {
+    use crate::tenants::{
+        APIS, answers, assert_refused, handles, key_header, run_loop, unknown_answer,
+    };
+    let Some((pg, provider)) = postgres_and_provider().await else {
+        return;
+    };
+    let a = replica(&pg, &provider).await;
+    let b = replica(&pg, &provider).await;
+    for api in APIS {
+        let what = format!("{api:?}, two replicas");
+        let auth = key_header(api);
+        let seen = provider.report().requests.len();
+        let own = [(auth, "Bearer key-A"), ("x-fake-recall", "alone")];
+        run_loop(api, &a.0, true, &own).await;
+        let target = handles(&provider.report(), seen)
+            .into_iter()
+            .next()
+            .expect("A's history names handles");
+        // B's key, on the replica that did not make the handle (it reads
+        // the shared database) and on the one that did (its memory).
+        for proxy in [&b.0, &a.0] {
+            let seen = provider.report().requests.len();
+            let thief = [
+                (auth, "Bearer key-B"),
+                ("x-fake-recall", "alone"),
+                ("x-fake-recall-handle", target.as_str()),
+            ];
+            run_loop(api, proxy, false, &thief).await;
+            assert_refused(&answers(&provider.report(), seen), &target, &what);
+        }
+        // A's key on the other replica: found (the replicas share the secret).
+        let seen = provider.report().requests.len();
+        let again = [
+            (auth, "Bearer key-A"),
+            ("x-fake-recall", "alone"),
+            ("x-fake-recall-handle", target.as_str()),
+        ];
+        run_loop(api, &b.0, false, &again).await;
+        let got = answers(&provider.report(), seen);
+        assert!(!got.is_empty(), "{what}");
+        assert!(
+            got.iter().all(|t| *t != unknown_answer(&target)),
+            "{what}: {got:?}"
+        );
+    }
+}
