@@ -52,12 +52,12 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
     let at_ty = || format!("{} ({ty})", at());
     match ty.as_str() {
         "text" if map.get("text").is_some_and(Value::is_string) => {
-            map.remove("type");
+            map.shift_remove("type");
             let text = take_str(&mut map, "text", &at_ty)?;
             Ok(Part::Text(TextPart { text, extra: map }))
         }
         "reasoning" if map.get("text").is_some_and(Value::is_string) => {
-            map.remove("type");
+            map.shift_remove("type");
             let text = take_str(&mut map, "text", &at_ty)?;
             Ok(Part::Reasoning(Reasoning {
                 text,
@@ -67,7 +67,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             }))
         }
         "image" if map.get("image").is_some_and(Value::is_string) => {
-            map.remove("type");
+            map.shift_remove("type");
             let image = take_str(&mut map, "image", &at_ty)?;
             let source = if image.starts_with("http://")
                 || image.starts_with("https://")
@@ -75,7 +75,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             {
                 ImageSource::Url(image)
             } else {
-                let media_type = match map.remove("mediaType") {
+                let media_type = match map.shift_remove("mediaType") {
                     Some(Value::String(m)) => m,
                     Some(other) => {
                         map.insert("mediaType".into(), other);
@@ -95,10 +95,10 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             }))
         }
         "tool-call" => {
-            map.remove("type");
+            map.shift_remove("type");
             let id = take_str(&mut map, "toolCallId", &at_ty)?;
             let name = take_str(&mut map, "toolName", &at_ty)?;
-            let input = map.remove("input").unwrap_or(Value::Null);
+            let input = map.shift_remove("input").unwrap_or(Value::Null);
             Ok(Part::ToolCall(ToolCall {
                 id,
                 name,
@@ -108,9 +108,9 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             }))
         }
         "tool-result" => {
-            map.remove("type");
+            map.shift_remove("type");
             let call_id = take_str(&mut map, "toolCallId", &at_ty)?;
-            let output = object(map.remove("output").unwrap_or(Value::Null), &|| {
+            let output = object(map.shift_remove("output").unwrap_or(Value::Null), &|| {
                 format!("{}.output", at_ty())
             })?;
             let (parts, form, is_error, kept) = decode_output(output, &at_ty)?;
@@ -136,7 +136,7 @@ fn decode_output(mut output: Map<String, Value>, at: &dyn Fn() -> String) -> Res
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
-    let value = output.remove("value").unwrap_or(Value::Null);
+    let value = output.shift_remove("value").unwrap_or(Value::Null);
     let error = ty.starts_with("error-").then_some(true);
     let (parts, form) = match (ty.as_str(), value) {
         ("text" | "error-text", Value::String(s)) => (vec![Part::text(s)], ContentForm::Text),
@@ -149,8 +149,8 @@ fn decode_output(mut output: Map<String, Value>, at: &dyn Fn() -> String) -> Res
                         if m.get("type").and_then(Value::as_str) == Some("text")
                             && m.get("text").is_some_and(Value::is_string) =>
                     {
-                        m.remove("type");
-                        let text = match m.remove("text") {
+                        m.shift_remove("type");
+                        let text = match m.shift_remove("text") {
                             Some(Value::String(t)) => t,
                             _ => String::new(),
                         };
@@ -239,7 +239,7 @@ fn encode_part(p: &Part) -> Result<Value> {
         }
         Part::ToolResult(r) => {
             let mut extra = r.extra.clone();
-            let kept = match extra.remove("output") {
+            let kept = match extra.shift_remove("output") {
                 Some(Value::Object(o)) => o,
                 _ => Map::new(),
             };

@@ -19,7 +19,7 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     let mut map = object(v, &|| "request body".to_owned())?;
     let key_order = map.keys().cloned().collect();
     let mut messages = Vec::new();
-    if let Some(system) = map.remove("system") {
+    if let Some(system) = map.shift_remove("system") {
         let at = || "system".to_owned();
         let (parts, form) = match system {
             Value::String(s) => (vec![Part::text(s)], ContentForm::Text),
@@ -81,7 +81,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
     };
     let part = match ty.as_str() {
         "text" => {
-            map.remove("type");
+            map.shift_remove("type");
             let text = take_str(&mut map, "text", at)?;
             Part::Text(TextPart { text, extra: map })
         }
@@ -89,7 +89,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             Some(Value::Object(src)) => {
                 let source = match src.get("type").and_then(Value::as_str) {
                     Some("base64") => {
-                        src.remove("type");
+                        src.shift_remove("type");
                         let at_s = || format!("{}.source", at());
                         ImageSource::Base64 {
                             media_type: take_str(src, "media_type", &at_s)?,
@@ -97,14 +97,14 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                         }
                     }
                     Some("url") if src.get("url").is_some_and(Value::is_string) => {
-                        src.remove("type");
+                        src.shift_remove("type");
                         ImageSource::Url(take_opt_str(src, "url").unwrap_or_default())
                     }
                     _ => return Ok(Part::Opaque(Value::Object(map))),
                 };
                 let source_extra = std::mem::take(src);
-                map.remove("source");
-                map.remove("type");
+                map.shift_remove("source");
+                map.shift_remove("type");
                 Part::Image(ImagePart {
                     source,
                     source_extra,
@@ -114,10 +114,10 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             _ => Part::Opaque(Value::Object(map)),
         },
         "tool_use" => {
-            map.remove("type");
+            map.shift_remove("type");
             let id = take_str(&mut map, "id", at)?;
             let name = take_str(&mut map, "name", at)?;
-            let input = map.remove("input").unwrap_or(Value::Null);
+            let input = map.shift_remove("input").unwrap_or(Value::Null);
             Part::ToolCall(ToolCall {
                 id,
                 name,
@@ -127,13 +127,13 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             })
         }
         "tool_result" => {
-            map.remove("type");
+            map.shift_remove("type");
             let call_id = take_str(&mut map, "tool_use_id", at)?;
-            let (parts, form) = decode_content(map.remove("content"), at, &decode_block)?;
+            let (parts, form) = decode_content(map.shift_remove("content"), at, &decode_block)?;
             let is_error = match map.get("is_error") {
                 Some(Value::Bool(b)) => {
                     let b = *b;
-                    map.remove("is_error");
+                    map.shift_remove("is_error");
                     Some(b)
                 }
                 _ => None,
@@ -147,7 +147,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             })
         }
         "thinking" if map.get("thinking").is_some_and(Value::is_string) => {
-            map.remove("type");
+            map.shift_remove("type");
             Part::Reasoning(Reasoning {
                 text: take_opt_str(&mut map, "thinking").unwrap_or_default(),
                 signature: take_opt_str(&mut map, "signature"),
@@ -156,7 +156,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             })
         }
         "redacted_thinking" if map.get("data").is_some_and(Value::is_string) => {
-            map.remove("type");
+            map.shift_remove("type");
             Part::Reasoning(Reasoning {
                 text: take_opt_str(&mut map, "data").unwrap_or_default(),
                 signature: None,
@@ -180,7 +180,7 @@ fn decode_tool(v: Value) -> Tool {
     if custom && map.get("name").is_some_and(Value::is_string) && map.contains_key("input_schema") {
         let name = take_opt_str(&mut map, "name").unwrap_or_default();
         let description = take_opt_str(&mut map, "description");
-        let parameters = map.remove("input_schema");
+        let parameters = map.shift_remove("input_schema");
         return Tool::Function(FunctionTool {
             name,
             description,

@@ -19,6 +19,11 @@ use crate::conversation::{CompactBoundary, Conversation, Family, Format};
 use crate::error::{Error, Result};
 use crate::message::{ContentForm, Message, Meta, Part, Role, Usage};
 
+/// What the reader puts where a call's result was never logged (the user
+/// interrupted it): what Claude Code itself sends for such a call when the
+/// session resumes, so the history stays one the API accepts.
+pub(crate) const INTERRUPTED_RESULT: &str = "[Request interrupted by user for tool use]";
+
 /// Decodes a whole session log.
 pub(crate) fn decode(text: &str) -> Result<Conversation> {
     let mut r = Reader::default();
@@ -26,10 +31,14 @@ pub(crate) fn decode(text: &str) -> Result<Conversation> {
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(line).map_err(|e| Error::json(&e, i))?;
-        r.line(value, i + 1)?;
+        // A line is one JSON object; a writer cut short can run two
+        // together (the first without its newline): each is read.
+        for value in serde_json::Deserializer::from_str(line).into_iter::<Value>() {
+            r.line(value.map_err(|e| Error::json(&e, i))?, i + 1)?;
+        }
     }
     r.flush();
+    answer_interrupted(&mut r.out, &mut r.boundaries);
     Ok(Conversation {
         format: Format::ClaudeCode,
         family: Family::Anthropic,
@@ -91,19 +100,19 @@ impl Reader {
         }
         let summary = obj.get("isCompactSummary") == Some(&Value::Bool(true));
         let injected = obj.get("isMeta") == Some(&Value::Bool(true));
-        let Some(Value::Object(mut msg)) = obj.remove("message") else {
+        let Some(Value::Object(mut msg)) = obj.shift_remove("message") else {
             return Err(Error::shape(
                 format!("line {line}"),
                 "a \"message\" object on a user/assistant line",
             ));
         };
         let at = || format!("line {line}: message");
-        let (mut parts, form) = decode_content(msg.remove("content"), &at, &decode_block)?;
+        let (mut parts, form) = decode_content(msg.shift_remove("content"), &at, &decode_block)?;
         if ty == "assistant" {
             for p in &mut parts {
                 if let Part::ToolCall(c) = p {
                     // Log-only field; not part of the API's tool_use block.
-                    c.extra.remove("caller");
+                    c.extra.shift_remove("caller");
                 }
             }
             let id = msg.get("id").and_then(Value::as_str).map(str::to_owned);
@@ -192,5 +201,63 @@ impl Reader {
                 },
             });
         }
+    }
+}
+
+/// Gives every call that no result answers, other than in the log's last
+/// message (a log may end mid-step), an error result saying it was
+/// interrupted, in the user message after it (made when there is none).
+fn answer_interrupted(out: &mut Vec<Message>, boundaries: &mut [CompactBoundary]) {
+    let mut i = 0;
+    while i + 1 < out.len() {
+        if out[i].role != Role::Assistant {
+            i += 1;
+            continue;
+        }
+        let answered: Vec<String> = out[i + 1]
+            .tool_results()
+            .map(|r| r.call_id.clone())
+            .collect();
+        let missing: Vec<Part> = out[i]
+            .tool_calls()
+            .filter(|c| !answered.contains(&c.id))
+            .map(|c| Part::ToolResult(interrupted(&c.id)))
+            .collect();
+        if !missing.is_empty() {
+            if out[i + 1].role == Role::User && !answered.is_empty() {
+                out[i + 1].parts.extend(missing);
+            } else {
+                // A message of its own, before what the user said next.
+                let line = out[i].meta.line;
+                out.insert(i + 1, results_message(missing, line));
+                for b in boundaries.iter_mut().filter(|b| b.index > i) {
+                    b.index += 1;
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+fn interrupted(call_id: &str) -> crate::message::ToolResult {
+    crate::message::ToolResult {
+        call_id: call_id.to_owned(),
+        parts: vec![Part::text(INTERRUPTED_RESULT)],
+        form: ContentForm::Text,
+        is_error: Some(true),
+        extra: Map::new(),
+    }
+}
+
+fn results_message(parts: Vec<Part>, line: Option<usize>) -> Message {
+    Message {
+        role: Role::User,
+        parts,
+        form: ContentForm::Blocks,
+        extra: Map::new(),
+        meta: Meta {
+            line,
+            ..Meta::default()
+        },
     }
 }

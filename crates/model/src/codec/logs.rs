@@ -19,7 +19,7 @@ const LOG_ONLY_FIELDS: [&str; 2] = ["extra", "provider_specific_fields"];
 /// `function_call`, streaming `index` on tool calls) are dropped.
 pub(crate) fn decode_mini_swe(v: Value) -> Result<Conversation> {
     let mut map = object(v, &|| "trajectory".to_owned())?;
-    let Some(Value::Array(items)) = map.remove("messages") else {
+    let Some(Value::Array(items)) = map.shift_remove("messages") else {
         return Err(Error::shape("trajectory", "a \"messages\" array"));
     };
     let mut exited = false;
@@ -61,7 +61,7 @@ pub(crate) fn decode_tau_bench(runs: Vec<Value>) -> Result<Vec<Conversation>> {
     let mut out = Vec::with_capacity(runs.len());
     for (r, run) in runs.into_iter().enumerate() {
         let mut run = object(run, &|| format!("[{r}]"))?;
-        let Some(Value::Array(traj)) = run.remove("traj") else {
+        let Some(Value::Array(traj)) = run.shift_remove("traj") else {
             return Err(Error::shape(format!("[{r}]"), "a \"traj\" array"));
         };
         let path = format!("[{r}].traj");
@@ -102,11 +102,11 @@ fn log_message(mut v: Value, i: usize, path: &str) -> Result<Message> {
             m.remove(k);
         }
         if m.get("function_call") == Some(&Value::Null) {
-            m.remove("function_call");
+            m.shift_remove("function_call");
         }
         if let Some(Value::Array(calls)) = m.get_mut("tool_calls") {
             for c in calls.iter_mut().filter_map(Value::as_object_mut) {
-                c.remove("index");
+                c.shift_remove("index");
             }
         }
     }

@@ -41,7 +41,7 @@ pub(crate) fn decode_messages(items: Vec<Value>, path: &str) -> Result<Vec<Messa
 pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
     let mut map = object(v, at)?;
     let role = Role::parse(&take_str(&mut map, "role", at)?);
-    let (mut parts, mut form) = decode_content(map.remove("content"), at, &decode_part)?;
+    let (mut parts, mut form) = decode_content(map.shift_remove("content"), at, &decode_part)?;
     match role {
         Role::Tool => {
             let call_id = take_str(&mut map, "tool_call_id", at)?;
@@ -68,7 +68,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
                     }),
                 );
             }
-            match map.remove("tool_calls") {
+            match map.shift_remove("tool_calls") {
                 Some(Value::Array(calls)) => {
                     for (j, call) in calls.into_iter().enumerate() {
                         let at_j = || format!("{}.tool_calls[{j}]", at());
@@ -103,12 +103,12 @@ fn decode_tool_call(v: Value, at: &dyn Fn() -> String) -> Result<ToolCall> {
         return Err(Error::shape(at(), "a \"function\" (or \"custom\") object"));
     };
     let at_f = || format!("{}.{key}", at());
-    let mut function = object(map.remove(key).unwrap_or_default(), &at_f)?;
+    let mut function = object(map.shift_remove(key).unwrap_or_default(), &at_f)?;
     let name = take_str(&mut function, "name", &at_f)?;
     let arguments = if custom {
         Arguments::Custom(take_str(&mut function, "input", &at_f)?)
     } else {
-        match function.remove("arguments") {
+        match function.shift_remove("arguments") {
             Some(Value::String(s)) => Arguments::Json(s),
             Some(other) => Arguments::Value(other),
             None => return Err(Error::shape(at_f(), "an \"arguments\" field")),
@@ -130,7 +130,7 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
     };
     match map.get("type").and_then(Value::as_str) {
         Some("text") if map.get("text").is_some_and(Value::is_string) => {
-            map.remove("type");
+            map.shift_remove("type");
             let text = take_opt_str(&mut map, "text").unwrap_or_default();
             Ok(Part::Text(TextPart { text, extra: map }))
         }
@@ -138,8 +138,8 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
             Some(Value::Object(inner)) if inner.get("url").is_some_and(Value::is_string) => {
                 let url = take_opt_str(inner, "url").unwrap_or_default();
                 let source_extra = std::mem::take(inner);
-                map.remove("image_url");
-                map.remove("type");
+                map.shift_remove("image_url");
+                map.shift_remove("type");
                 Ok(Part::Image(ImagePart {
                     source: ImageSource::Url(url),
                     source_extra,
@@ -161,9 +161,9 @@ fn decode_tool(v: Value) -> Tool {
         Some(Value::Object(f)) if is_function && f.get("name").is_some_and(Value::is_string) => {
             let name = take_opt_str(f, "name").unwrap_or_default();
             let description = take_opt_str(f, "description");
-            let parameters = f.remove("parameters");
+            let parameters = f.shift_remove("parameters");
             let function_extra = std::mem::take(f);
-            map.remove("function");
+            map.shift_remove("function");
             Tool::Function(FunctionTool {
                 name,
                 description,

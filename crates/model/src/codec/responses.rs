@@ -56,7 +56,7 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
         m.meta.instructions = true;
         messages.push(m);
     }
-    match map.remove("input") {
+    match map.shift_remove("input") {
         Some(Value::String(text)) => messages.push(Message::text(Role::User, text)),
         Some(Value::Array(items)) => messages.extend(decode_items(items, 0)?),
         Some(other) => {

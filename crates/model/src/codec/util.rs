@@ -19,7 +19,7 @@ pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Va
 
 /// Removes a required string field.
 pub(crate) fn take_str(map: &mut Extra, key: &str, at: &dyn Fn() -> String) -> Result<String> {
-    match map.remove(key) {
+    match map.shift_remove(key) {
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(Error::shape(
             format!("{}.{key}", at()),
@@ -32,7 +32,7 @@ pub(crate) fn take_str(map: &mut Extra, key: &str, at: &dyn Fn() -> String) -> R
 /// Removes an optional string field; a present non-string is left in place.
 pub(crate) fn take_opt_str(map: &mut Extra, key: &str) -> Option<String> {
     match map.get(key) {
-        Some(Value::String(_)) => match map.remove(key) {
+        Some(Value::String(_)) => match map.shift_remove(key) {
             Some(Value::String(s)) => Some(s),
             _ => None,
         },
@@ -89,7 +89,7 @@ pub(crate) fn decode_role_content(
 ) -> Result<Message> {
     let mut map = object(v, at)?;
     let role = crate::message::Role::parse(&take_str(&mut map, "role", at)?);
-    let (parts, form) = decode_content(map.remove("content"), at, part)?;
+    let (parts, form) = decode_content(map.shift_remove("content"), at, part)?;
     Ok(Message {
         role,
         parts,
@@ -151,7 +151,7 @@ pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Extra) -> Value {
 
 /// Removes the `messages` array of a request body.
 pub(crate) fn take_messages(map: &mut Extra) -> Result<Vec<Value>> {
-    match map.remove("messages") {
+    match map.shift_remove("messages") {
         Some(Value::Array(items)) => Ok(items),
         Some(other) => Err(Error::shape(
             "messages",
@@ -171,7 +171,7 @@ pub(crate) fn envelope(
     tool: fn(Value) -> Tool,
 ) -> Conversation {
     let model = take_opt_str(&mut map, "model");
-    let tools = match map.remove("tools") {
+    let tools = match map.shift_remove("tools") {
         Some(Value::Array(items)) => Some(items.into_iter().map(tool).collect()),
         Some(other) => {
             map.insert("tools".into(), other);

@@ -15,7 +15,17 @@ fn every_corpus_file_decodes_and_validates() {
         for (n, conv) in convs.iter().enumerate() {
             let violations = validate(conv);
             match conv.format {
-                Format::ClaudeCode | Format::TauBench => assert!(
+                // A Claude Code checkpoint may end mid-step: its last call
+                // waits for a result, as a mini-swe-agent log's does.
+                Format::ClaudeCode if violations.len() == 1 => {
+                    assert_eq!(
+                        violations[0].rule,
+                        Rule::PendingFinalCall,
+                        "{}",
+                        path.display()
+                    );
+                }
+                Format::ClaudeCode | Format::TauBench | Format::OpenAi => assert!(
                     violations.is_empty(),
                     "{} #{n}: {:?}",
                     path.display(),
@@ -45,7 +55,30 @@ fn corpus_formats_are_detected() {
     if seen.is_empty() {
         return;
     }
-    assert_eq!(seen.get("claude-code"), Some(&2));
+    // Each folder's files are read as the format its agent writes.
+    let expected = |folder: &str| match folder.split('_').next().unwrap_or("") {
+        "claude-code" => "claude-code",
+        "mini-swe-agent" => "mini-swe-agent",
+        "tau-bench" => "tau-bench",
+        "openhands" => "openai",
+        other => panic!("a corpus folder of an unknown agent: {other}"),
+    };
+    for path in corpus_files() {
+        let folder = path
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let convs = decode(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            convs[0].format.as_str(),
+            expected(&folder),
+            "{}",
+            path.display()
+        );
+    }
     assert_eq!(seen.get("mini-swe-agent"), Some(&5));
     assert_eq!(seen.get("tau-bench"), Some(&200));
 }
@@ -58,20 +91,35 @@ fn claude_code_logs_become_valid_anthropic_bodies() {
         if conv.format != Format::ClaudeCode {
             continue;
         }
-        // Parallel calls were merged: some assistant message holds several calls.
-        assert!(conv.messages.iter().any(|m| m.tool_calls().count() > 1));
-        assert_eq!(conv.boundaries.len(), 1, "{}", path.display());
-        let b = &conv.boundaries[0];
-        assert!(conv.messages[b.index].meta.compact_summary);
+        // Parallel calls were merged: an assistant message holds them all.
+        for m in &conv.messages {
+            let ids: std::collections::HashSet<&str> =
+                m.tool_calls().map(|c| c.id.as_str()).collect();
+            assert_eq!(ids.len(), m.tool_calls().count(), "{}", path.display());
+        }
+        // One boundary per compaction the log records, each before its summary.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let logged = text.matches("\"subtype\":\"compact_boundary\"").count();
+        assert_eq!(conv.boundaries.len(), logged, "{}", path.display());
+        for b in &conv.boundaries {
+            let summary = conv.messages.get(b.index);
+            assert!(
+                summary.is_none_or(|m| m.meta.compact_summary),
+                "{}: boundary at {}",
+                path.display(),
+                b.index
+            );
+        }
         // The body re-decodes as Anthropic, with the same messages, and is valid.
         let body = encode(conv).unwrap();
         let again = &decode(body.to_string().as_bytes()).unwrap()[0];
         assert_eq!(again.format, Format::Anthropic);
         assert_eq!(again.messages.len(), conv.messages.len());
-        assert!(validate(again).is_empty());
-        // And it converts to a valid OpenAI body.
+        let pending = validate(conv).len();
+        assert_eq!(validate(again).len(), pending);
+        // And it converts to an OpenAI body just as valid.
         let openai = convert(conv, Family::OpenAi).unwrap().conversation;
-        assert!(validate(&openai).is_empty(), "{:?}", validate(&openai));
+        assert_eq!(validate(&openai).len(), pending, "{:?}", validate(&openai));
     }
 }
 

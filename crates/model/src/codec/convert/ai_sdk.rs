@@ -62,7 +62,7 @@ pub(super) fn to_openai(conv: &Conversation, w: &mut Warnings) -> Result<Convers
 
 /// Removes the AI SDK's own fields, reporting what else OpenAI cannot carry.
 fn strip(extra: &mut crate::message::Extra, what: &str, w: &mut Warnings) {
-    if extra.remove("providerOptions").is_some() {
+    if extra.shift_remove("providerOptions").is_some() {
         w.add(format!(
             "dropped {what} providerOptions (OpenAI has no place for them)"
         ));

@@ -136,9 +136,15 @@ impl ToAnthropic {
                 _ => return Err(unrepresentable(i, A, "non-text assistant content")),
             }
         }
-        if msg.parts.is_empty() {
-            msg.form = ContentForm::Text;
-            msg.parts.push(Part::text(""));
+        let said_nothing = msg
+            .parts
+            .iter()
+            .all(|p| matches!(p, Part::Text(t) if t.text.is_empty()));
+        if said_nothing {
+            // Only reasoning (which Anthropic cannot take unsigned) or empty
+            // text: Anthropic refuses an empty turn, and it said nothing.
+            w.add("dropped an assistant message with nothing Anthropic accepts (unsigned reasoning, empty text)");
+            return Ok(());
         }
         self.out.push(msg);
         Ok(())

@@ -121,7 +121,7 @@ pub(super) fn from_openai(conv: Conversation, w: &mut Warnings) -> Result<Conver
     out.format = Format::Responses;
     out.key_order.clear();
     let mut extra = envelope(&conv.extra, "max_completion_tokens", "max_output_tokens", w);
-    if let Some(v) = extra.remove("max_tokens") {
+    if let Some(v) = extra.shift_remove("max_tokens") {
         extra.entry("max_output_tokens").or_insert(v);
     }
     out.extra = extra;
@@ -336,7 +336,7 @@ fn tools(tools: Option<&[Tool]>, to: Family, w: &mut Warnings) -> Result<Option<
                     .filter(|(k, v)| !v.is_null() && k.as_str() != "type")
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let strict = extra.remove("strict");
+                let strict = extra.shift_remove("strict");
                 w.drop_extra("tool", &extra);
                 Ok(Tool::Function(FunctionTool {
                     name: f.name.clone(),

@@ -39,7 +39,7 @@ fn function(tool: &Tool, to: Family, w: &mut Warnings) -> Result<Tool> {
         w.drop_extra("tool function", &f.function_extra);
     }
     let mut extra = f.extra.clone();
-    extra.remove("type");
+    extra.shift_remove("type");
     w.drop_extra("tool", &extra);
     let mut outer = Extra::new();
     if to == Family::OpenAi {
