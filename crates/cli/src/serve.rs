@@ -27,6 +27,10 @@ pub(crate) struct ServeArgs {
     /// Anthropic upstream, the host root (default https://api.anthropic.com).
     #[arg(long, value_name = "URL")]
     anthropic_upstream: Option<String>,
+    /// Gemini API upstream, the host root (default
+    /// https://generativelanguage.googleapis.com; empty: Gemini requests are refused).
+    #[arg(long, value_name = "URL")]
+    gemini_upstream: Option<String>,
     /// Where sessions and snapshots are kept: a SQLite file (default: the
     /// user's data directory), or postgres://user@host:port/db, shared by
     /// several replicas.
@@ -55,6 +59,9 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
     }
     if let Some(u) = &args.anthropic_upstream {
         serve.anthropic_upstream = u.clone();
+    }
+    if let Some(u) = &args.gemini_upstream {
+        serve.gemini_upstream = u.clone();
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

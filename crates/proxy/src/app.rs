@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use abridge::model::{Family, Wire};
+use abridge::model::Wire;
 use abridge::tokens::Reported;
 use axum::Router;
 use axum::body::{Body, Bytes, to_bytes};
@@ -13,10 +13,11 @@ use axum::routing::{get, post};
 
 use crate::config::ProxyConfig;
 use crate::engines::Engines;
-use crate::forward::{OnUsage, Upstream, family_of_headers, is_event_stream, proxy_error, relay};
-use crate::metrics::{Metrics, Route};
+use crate::forward::{OnUsage, Target, Upstream, is_event_stream, proxy_error, relay};
+use crate::metrics::{Metrics, Passthrough, Route};
 use crate::prepare::{Context, Prepared, SharedStore};
 use crate::recall::{self, Resend};
+use crate::route::{Passthroughs, Provider, Refused, origin_form};
 use crate::session::{SESSION_HEADER, Sessions};
 use crate::tenant::Secret;
 
@@ -30,6 +31,7 @@ pub(crate) struct App {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) handle: tokio::runtime::Handle,
     pub(crate) secret: Secret,
+    pub(crate) passthroughs: Passthroughs,
 }
 
 impl App {
@@ -93,62 +95,98 @@ async fn messages(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
     conversation(app, Wire::Anthropic, Route::Messages, req).await
 }
 
-/// Any other path and method: forwarded untouched (among them the
-/// Responses API's `/v1/responses/compact`, the provider's own compaction,
-/// whose compaction items then tell abridge to leave that history alone).
+/// Any other path and method: forwarded untouched to its provider's
+/// upstream (among them the Responses API's `/v1/responses/compact`, the
+/// provider's own compaction, whose compaction items then tell abridge to
+/// leave that history alone, and the Gemini API). Logged once per tenant
+/// and path, counted every time.
 async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    let family = family_of_headers(req.headers());
     let (parts, body) = req.into_parts();
-    let response = match read_body(&app, family, body).await {
-        Err(r) => r,
-        Ok(bytes) => {
-            let url = app.upstream.url(family, path_and_query(&parts.uri));
-            let sent = app
-                .upstream
-                .send(parts.method, &url, &parts.headers, bytes, false)
-                .await;
-            match sent {
-                Ok(r) => relay(r, family, app.metrics.clone(), None, Vec::new()),
-                Err(e) => upstream_failed(family, &e),
+    let provider = Provider::of(parts.uri.path(), &parts.headers, parts.uri.query());
+    let response = match target(&app, provider, &parts.uri) {
+        Err(why) => refused(&app, provider, &parts.uri, why),
+        Ok(target) => match read_body(&app, provider, body).await {
+            Err(r) => r,
+            Ok(bytes) => {
+                app.passthroughs.note(&app.secret, &parts, provider);
+                app.metrics.passthrough(Passthrough::Unmodeled);
+                let sent = app
+                    .upstream
+                    .send(parts.method, &target, &parts.headers, bytes, false)
+                    .await;
+                match sent {
+                    Ok(r) => relay(r, None, app.metrics.clone(), Vec::new()),
+                    Err(e) => upstream_failed(provider, &e),
+                }
             }
-        }
+        },
     };
     app.metrics
         .request(Route::Other, response.status().as_u16());
     response
 }
 
+/// Where a request goes.
+fn target(app: &App, provider: Provider, uri: &axum::http::Uri) -> Result<Target, Refused> {
+    app.upstream.target(provider, origin_form(uri)?)
+}
+
+/// The client's error saying why its request goes nowhere (logged, counted).
+fn refused(app: &App, provider: Provider, uri: &axum::http::Uri, why: Refused) -> Response<Body> {
+    let status = match why {
+        Refused::Escape(_) => StatusCode::BAD_REQUEST,
+        Refused::NoUpstream(_) => StatusCode::NOT_IMPLEMENTED,
+    };
+    tracing::warn!(provider = provider.as_str(), path = uri.path(), %why, "request refused");
+    app.metrics.refused(provider);
+    proxy_error(provider, status, &why.to_string())
+}
+
 async fn conversation(app: Arc<App>, wire: Wire, route: Route, req: Request) -> Response<Body> {
     let start = Instant::now();
     let (parts, body) = req.into_parts();
-    let response = match read_body(&app, wire.family(), body).await {
-        Err(r) => r,
-        Ok(bytes) => {
-            compact_and_send(
-                &app,
-                wire,
-                parts.method,
-                parts.uri,
-                parts.headers,
-                bytes,
-                start,
-            )
-            .await
-        }
+    let provider = Provider::from(wire.family());
+    let response = match target(&app, provider, &parts.uri) {
+        Err(why) => refused(&app, provider, &parts.uri, why),
+        Ok(target) => match read_body(&app, provider, body).await {
+            Err(r) => r,
+            Ok(bytes) => {
+                let request = Outgoing {
+                    method: parts.method,
+                    uri: parts.uri,
+                    headers: parts.headers,
+                    target,
+                };
+                compact_and_send(&app, wire, request, bytes, start).await
+            }
+        },
     };
     app.metrics.request(route, response.status().as_u16());
     response
 }
 
-async fn compact_and_send(
-    app: &Arc<App>,
-    wire: Wire,
+/// A conversation request on its way: what the client sent it with, and
+/// where it goes.
+struct Outgoing {
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
+    target: Target,
+}
+
+async fn compact_and_send(
+    app: &Arc<App>,
+    wire: Wire,
+    request: Outgoing,
     bytes: Bytes,
     start: Instant,
 ) -> Response<Body> {
+    let Outgoing {
+        method,
+        uri,
+        headers,
+        target,
+    } = request;
     let mut prepared = {
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
         tokio::task::spawn_blocking(move || {
@@ -165,12 +203,11 @@ async fn compact_and_send(
         return proxy_error(family, StatusCode::BAD_REQUEST, why);
     }
     app.metrics.added(start.elapsed().as_secs_f64());
-    let url = app.upstream.url(family, path_and_query(&uri));
     let body = prepared.body.clone().unwrap_or(bytes);
     let sent = Instant::now();
     let mut upstream = match app
         .upstream
-        .send(method.clone(), &url, &headers, body, true)
+        .send(method.clone(), &target, &headers, body, true)
         .await
     {
         Ok(r) => r,
@@ -203,7 +240,7 @@ async fn compact_and_send(
         ));
         upstream = match app
             .upstream
-            .send(method.clone(), &url, &headers, body, true)
+            .send(method.clone(), &target, &headers, body, true)
             .await
         {
             Ok(r) => r,
@@ -216,7 +253,7 @@ async fn compact_and_send(
             let resend = Resend {
                 upstream: app.upstream.clone(),
                 method,
-                url,
+                target,
                 headers,
             };
             let metrics = app.metrics.clone();
@@ -226,7 +263,12 @@ async fn compact_and_send(
                 recall::whole(r, upstream, resend, metrics, on_usage, extra).await
             }
         }
-        _ => relay(upstream, family, app.metrics.clone(), on_usage, extra),
+        _ => relay(
+            upstream,
+            on_usage.map(|f| (family, f)),
+            app.metrics.clone(),
+            extra,
+        ),
     }
 }
 
@@ -294,12 +336,12 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
     }))
 }
 
-async fn read_body(app: &App, family: Family, body: Body) -> Result<Bytes, Response<Body>> {
+async fn read_body(app: &App, provider: Provider, body: Body) -> Result<Bytes, Response<Body>> {
     let limit = app.config.serve.max_body_bytes();
     to_bytes(body, limit).await.map_err(|_| {
         let mb = app.config.serve.max_body_megabytes;
         proxy_error(
-            family,
+            provider,
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!(
                 "request body exceeds the proxy's limit of {mb} MB ([serve] max_body_megabytes)"
@@ -308,18 +350,14 @@ async fn read_body(app: &App, family: Family, body: Body) -> Result<Bytes, Respo
     })
 }
 
-fn path_and_query(uri: &axum::http::Uri) -> &str {
-    uri.path_and_query().map_or("/", |p| p.as_str())
-}
-
-fn upstream_failed(family: Family, e: &reqwest::Error) -> Response<Body> {
+fn upstream_failed(provider: impl Into<Provider>, e: &reqwest::Error) -> Response<Body> {
     let (status, what) = if e.is_timeout() {
         (StatusCode::GATEWAY_TIMEOUT, "upstream timed out")
     } else {
         (StatusCode::BAD_GATEWAY, "upstream unreachable")
     };
     tracing::warn!(error = %e, "{what}");
-    proxy_error(family, status, &format!("{what}: {e}"))
+    proxy_error(provider, status, &format!("{what}: {e}"))
 }
 
 /// An upstream answer read whole (to look at it), returned as it was.

@@ -20,6 +20,10 @@ pub struct ServeConfig {
     /// Anthropic upstream, the host root: `/v1/messages` goes to
     /// `{anthropic_upstream}/v1/messages`.
     pub anthropic_upstream: String,
+    /// Gemini API upstream, the host root: `/v1beta/models/…` goes to
+    /// `{gemini_upstream}/v1beta/models/…`. Empty: Gemini requests are
+    /// refused (as is any provider's whose upstream is empty).
+    pub gemini_upstream: String,
     /// A background briefing starts when a session passes this fraction of
     /// its trigger (only with `[[summarizers]]`; the offline briefing is
     /// built inline).
@@ -55,6 +59,7 @@ impl Default for ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
             openai_upstream: "https://api.openai.com/v1".into(),
             anthropic_upstream: "https://api.anthropic.com".into(),
+            gemini_upstream: "https://generativelanguage.googleapis.com".into(),
             soft_fraction: 0.8,
             max_body_megabytes: 32,
             max_sessions: 10_000,
@@ -93,9 +98,13 @@ impl ServeConfig {
         for (key, url) in [
             ("openai_upstream", &self.openai_upstream),
             ("anthropic_upstream", &self.anthropic_upstream),
+            ("gemini_upstream", &self.gemini_upstream),
         ] {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return bad(key, "must be an http:// or https:// URL");
+            if let Err(e) = crate::route::Base::parse(url) {
+                return bad(
+                    key,
+                    &format!("must be empty or an http:// or https:// URL ({e})"),
+                );
             }
         }
         Ok(())

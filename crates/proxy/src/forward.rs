@@ -14,6 +14,7 @@ use futures_util::Stream;
 use crate::config::ServeConfig;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::route::{Base, Provider, Refused, without_query_key};
 use crate::session::SESSION_HEADER;
 use crate::usage::UsageTap;
 
@@ -32,12 +33,21 @@ const HOP_BY_HOP: [&str; 10] = [
     "content-length",
 ];
 
-/// The upstream APIs, fixed by configuration.
+/// The upstream APIs, fixed by configuration: one base per provider (none:
+/// that provider's requests are refused).
 #[derive(Debug, Clone)]
 pub(crate) struct Upstream {
     client: reqwest::Client,
-    openai: String,
-    anthropic: String,
+    openai: Option<Base>,
+    anthropic: Option<Base>,
+    gemini: Option<Base>,
+}
+
+/// Where one request goes: its provider's upstream, at this URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) provider: Provider,
+    pub(crate) url: String,
 }
 
 impl Upstream {
@@ -48,56 +58,71 @@ impl Upstream {
             .read_timeout(serve.upstream_timeout())
             .build()
             .map_err(|e| Error::Client(e.to_string()))?;
+        let base = |key: &str, text: &str| {
+            Base::parse(text).map_err(|e| Error::Config(format!("[serve] {key}: {e}")))
+        };
         Ok(Upstream {
             client,
-            openai: serve.openai_upstream.trim_end_matches('/').to_owned(),
-            anthropic: serve.anthropic_upstream.trim_end_matches('/').to_owned(),
+            openai: base("openai_upstream", &serve.openai_upstream)?,
+            anthropic: base("anthropic_upstream", &serve.anthropic_upstream)?,
+            gemini: base("gemini_upstream", &serve.gemini_upstream)?,
         })
     }
 
-    /// Where a request for `path_and_query` goes. Chat Completions and
-    /// OpenAI-style paths go to the OpenAI upstream (its base ends in
-    /// `/v1`); Messages, and any request that carries Anthropic's headers,
-    /// to the Anthropic host.
-    pub(crate) fn url(&self, family: Family, path_and_query: &str) -> String {
-        match family {
-            Family::Anthropic => format!("{}{path_and_query}", self.anthropic),
-            Family::OpenAi => {
-                let rest = path_and_query.strip_prefix("/v1").unwrap_or(path_and_query);
-                format!("{}{rest}", self.openai)
+    /// Where a request of `provider` for `path_and_query` goes: OpenAI's
+    /// base ends in `/v1` (`/v1/chat/completions` goes to
+    /// `{base}/chat/completions`); Anthropic's and Gemini's are the host
+    /// root. Refused when the provider has no upstream or the path could
+    /// leave its base; Gemini's `key` parameter goes to Gemini only.
+    pub(crate) fn target(
+        &self,
+        provider: Provider,
+        path_and_query: &str,
+    ) -> Result<Target, Refused> {
+        let base = match provider {
+            Provider::OpenAi => &self.openai,
+            Provider::Anthropic => &self.anthropic,
+            Provider::Gemini => &self.gemini,
+        };
+        let base = base.as_ref().ok_or(Refused::NoUpstream(provider))?;
+        let url = match provider {
+            Provider::Gemini => base.join(path_and_query)?,
+            Provider::Anthropic => base.join(&without_query_key(path_and_query))?,
+            Provider::OpenAi => {
+                let rest = without_query_key(path_and_query);
+                let rest = match rest.strip_prefix("/v1") {
+                    Some(r) if r.is_empty() || r.starts_with(['/', '?']) => r.to_owned(),
+                    Some(_) => return Err(Refused::Escape("a path that only starts like /v1")),
+                    None => rest.into_owned(),
+                };
+                base.join(if rest.is_empty() { "/" } else { &rest })?
             }
-        }
+        };
+        Ok(Target { provider, url })
     }
 
-    /// Sends a request upstream with the client's end-to-end headers.
+    /// Sends a request upstream with the client's end-to-end headers, less
+    /// the credentials of other providers.
     pub(crate) async fn send(
         &self,
         method: Method,
-        url: &str,
+        target: &Target,
         headers: &HeaderMap,
         body: Bytes,
         plain: bool,
     ) -> reqwest::Result<reqwest::Response> {
         let mut out = forwarded_headers(headers);
+        target.provider.keep_own_credentials(&mut out);
         if plain {
             // The usage tap reads the body: ask for it uncompressed.
             out.remove(header::ACCEPT_ENCODING);
         }
         self.client
-            .request(method, url)
+            .request(method, &target.url)
             .headers(out)
             .body(body)
             .send()
             .await
-    }
-}
-
-/// The family a non-conversation request belongs to, by its headers.
-pub(crate) fn family_of_headers(headers: &HeaderMap) -> Family {
-    if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
-        Family::Anthropic
-    } else {
-        Family::OpenAi
     }
 }
 
@@ -125,12 +150,12 @@ pub(crate) fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
 /// What to do with the usage a response reported.
 pub(crate) type OnUsage = Box<dyn FnOnce(Option<Usage>) + Send>;
 
-/// The upstream's response as the client's, streamed as it arrives.
+/// The upstream's response as the client's, streamed as it arrives; with
+/// `tap`, its usage (read as `family` reports it) goes to the callback.
 pub(crate) fn relay(
     upstream: reqwest::Response,
-    family: Family,
+    tap: Option<(Family, OnUsage)>,
     metrics: Arc<Metrics>,
-    on_usage: Option<OnUsage>,
     extra: Vec<(HeaderName, HeaderValue)>,
 ) -> Response<Body> {
     let status = upstream.status();
@@ -141,7 +166,7 @@ pub(crate) fn relay(
     let body = Tapped {
         remaining: upstream.content_length(),
         inner: Box::pin(upstream.bytes_stream()),
-        tap: on_usage.map(|f| (UsageTap::new(family, stream), f)),
+        tap: tap.map(|(family, f)| (UsageTap::new(family, stream), f)),
         metrics,
         ended: false,
     };
@@ -236,15 +261,22 @@ impl Drop for Tapped {
     }
 }
 
-/// An error the proxy itself answers with, in the family's error shape.
-pub(crate) fn proxy_error(family: Family, status: StatusCode, message: &str) -> Response<Body> {
-    let body = match family {
-        Family::Anthropic => serde_json::json!({
+/// An error the proxy itself answers with, in the provider's error shape.
+pub(crate) fn proxy_error(
+    provider: impl Into<Provider>,
+    status: StatusCode,
+    message: &str,
+) -> Response<Body> {
+    let body = match provider.into() {
+        Provider::Anthropic => serde_json::json!({
             "type": "error",
             "error": {"type": "abridge_proxy_error", "message": message},
         }),
-        Family::OpenAi => serde_json::json!({
+        Provider::OpenAi => serde_json::json!({
             "error": {"type": "abridge_proxy_error", "message": message, "code": status.as_u16()},
+        }),
+        Provider::Gemini => serde_json::json!({
+            "error": {"code": status.as_u16(), "message": message, "status": "ABRIDGE_PROXY_ERROR"},
         }),
     };
     let mut response = Response::new(Body::from(body.to_string()));

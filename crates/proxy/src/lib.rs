@@ -34,6 +34,7 @@ mod metrics;
 mod prepare;
 mod raw;
 mod recall;
+mod route;
 mod session;
 mod store;
 mod tenant;
@@ -112,6 +113,7 @@ impl Proxy {
             handle: tokio::runtime::Handle::try_current()
                 .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,
             secret,
+            passthroughs: route::Passthroughs::default(),
             config,
         };
         Ok(Proxy { app: Arc::new(app) })

@@ -65,6 +65,9 @@ label_values! {
         /// names a `previous_response_id` or a `conversation`): the body
         /// holds only what is new.
         ServerState => "server_state",
+        /// A path abridge does not model (a provider's other endpoints,
+        /// the Gemini API), forwarded to its provider's upstream.
+        Unmodeled => "unmodeled",
     }
 }
 
@@ -116,6 +119,11 @@ struct PassLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabels {
+    provider: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RungLabels {
     rung: String,
 }
@@ -132,6 +140,7 @@ pub(crate) struct Metrics {
     requests: Family<RequestLabels, Counter>,
     compactions: Family<ReasonLabels, Counter>,
     passthrough: Family<PassLabels, Counter>,
+    refused: Family<ProviderLabels, Counter>,
     decoded: Family<DecodedLabels, Counter>,
     degraded: Family<RungLabels, Counter>,
     over_target: Counter,
@@ -167,6 +176,7 @@ impl Metrics {
             requests: Family::default(),
             compactions: Family::default(),
             passthrough: Family::default(),
+            refused: Family::default(),
             decoded: Family::default(),
             degraded: Family::default(),
             over_target: Counter::default(),
@@ -207,8 +217,13 @@ impl Metrics {
         );
         r.register(
             "passthrough",
-            "Conversation requests forwarded as sent, by why",
+            "Requests forwarded as sent, by why",
             self.passthrough.clone(),
+        );
+        r.register(
+            "refused",
+            "Requests refused by the route table (a path that could leave its upstream, a provider with none), by provider",
+            self.refused.clone(),
         );
         r.register(
             "decoded",
@@ -364,6 +379,14 @@ impl Metrics {
     /// A conversation request was forwarded as sent.
     pub(crate) fn passthrough(&self, why: Passthrough) {
         self.passthrough.get_or_create(&PassLabels { why }).inc();
+    }
+
+    /// A request the route table refused.
+    pub(crate) fn refused(&self, provider: crate::route::Provider) {
+        let provider = provider.as_str().to_owned();
+        self.refused
+            .get_or_create(&ProviderLabels { provider })
+            .inc();
     }
 
     /// A conversation request was decoded, whole or only what it added.

@@ -27,7 +27,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, Method};
 use serde_json::{Value, json};
 
-use crate::forward::Upstream;
+use crate::forward::{Target, Upstream};
 use crate::metrics::Metrics;
 
 pub(crate) use stream::streamed;
@@ -86,7 +86,7 @@ impl Api {
 pub(crate) struct Resend {
     pub(crate) upstream: Upstream,
     pub(crate) method: Method,
-    pub(crate) url: String,
+    pub(crate) target: Target,
     pub(crate) headers: HeaderMap,
 }
 
@@ -94,7 +94,13 @@ impl Resend {
     async fn send(&self, body: &Value) -> reqwest::Result<reqwest::Response> {
         let bytes = Bytes::from(serde_json::to_vec(body).unwrap_or_default());
         self.upstream
-            .send(self.method.clone(), &self.url, &self.headers, bytes, true)
+            .send(
+                self.method.clone(),
+                &self.target,
+                &self.headers,
+                bytes,
+                true,
+            )
             .await
     }
 }

@@ -8,6 +8,7 @@ mod persist;
 mod recall;
 mod replicas;
 mod responses;
+mod routes;
 mod support;
 mod tenants;
 

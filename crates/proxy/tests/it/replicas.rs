@@ -393,7 +393,7 @@ async fn a_replica_answers_the_recall_of_an_original_another_one_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_key_reads_no_original_on_any_replica() {
     use crate::tenants::{
-        APIS, answers, assert_refused, handles, key_header, run_loop, unknown_answer,
+        APIS, assert_kept, assert_refused, handles, key_header, recall_as, run_loop,
     };
     let Some((pg, provider)) = postgres_and_provider().await else {
         return;
@@ -413,28 +413,11 @@ async fn another_key_reads_no_original_on_any_replica() {
         // B's key, on the replica that did not make the handle (it reads
         // the shared database) and on the one that did (its memory).
         for proxy in [&b.0, &a.0] {
-            let seen = provider.report().requests.len();
-            let thief = [
-                (auth, "Bearer key-B"),
-                ("x-fake-recall", "alone"),
-                ("x-fake-recall-handle", target.as_str()),
-            ];
-            run_loop(api, proxy, false, &thief).await;
-            assert_refused(&answers(&provider.report(), seen), &target, &what);
+            let got = recall_as(api, proxy, &provider, "Bearer key-B", &target).await;
+            assert_refused(&got, &target, &what);
         }
         // A's key on the other replica: found (the replicas share the secret).
-        let seen = provider.report().requests.len();
-        let again = [
-            (auth, "Bearer key-A"),
-            ("x-fake-recall", "alone"),
-            ("x-fake-recall-handle", target.as_str()),
-        ];
-        run_loop(api, &b.0, false, &again).await;
-        let got = answers(&provider.report(), seen);
-        assert!(!got.is_empty(), "{what}");
-        assert!(
-            got.iter().all(|t| *t != unknown_answer(&target)),
-            "{what}: {got:?}"
-        );
+        let got = recall_as(api, &b.0, &provider, "Bearer key-A", &target).await;
+        assert_kept(&got, &target, &what);
     }
 }

@@ -54,6 +54,19 @@ pub(crate) async fn proxy_for(
     let mut config = ProxyConfig::from_toml(toml).unwrap();
     config.serve.openai_upstream = format!("{upstream}/v1");
     config.serve.anthropic_upstream = upstream.to_owned();
+    config.serve.gemini_upstream = upstream.to_owned();
+    serve_config(config, store).await
+}
+
+/// A proxy with `config`, serving on a free port of 127.0.0.1.
+pub(crate) async fn serve_config(
+    config: ProxyConfig,
+    store: Option<Box<dyn SessionStore>>,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let proxy = Proxy::new(config, store).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

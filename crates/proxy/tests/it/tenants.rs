@@ -76,6 +76,38 @@ pub(crate) fn assert_refused(answers: &[String], handle: &str, what: &str) {
     }
 }
 
+/// The answers a loop of `key`'s, whose model recalls `handle` before each
+/// step, got through `proxy`.
+pub(crate) async fn recall_as(
+    api: Api,
+    proxy: &str,
+    provider: &abridge_testkit::Provider,
+    key: &str,
+    handle: &str,
+) -> Vec<String> {
+    let seen = provider.report().requests.len();
+    let headers = [
+        (key_header(api), key),
+        ("x-fake-recall", "alone"),
+        ("x-fake-recall-handle", handle),
+    ];
+    run_loop(api, proxy, false, &headers).await;
+    answers(&provider.report(), seen)
+}
+
+/// Checks that the owner of `handle` still reads what it names.
+pub(crate) fn assert_kept(answers: &[String], handle: &str, what: &str) {
+    assert!(!answers.is_empty(), "{what}: the model never recalled");
+    for answer in answers {
+        assert_ne!(
+            answer,
+            &unknown_answer(handle),
+            "{what}: the owner lost its original"
+        );
+        assert!(answer.len() > 200, "{what}: {answer}");
+    }
+}
+
 /// Checks that A got its original back.
 pub(crate) fn assert_found(answers: &[String], what: &str) {
     assert!(!answers.is_empty(), "{what}: A's model never recalled");
@@ -186,33 +218,11 @@ async fn another_key_never_reads_an_original_after_a_restart() {
             Some(Box::new(Store::open(&path).unwrap())),
         )
         .await;
-        let seen = provider.report().requests.len();
-        let b = [
-            (auth, "Bearer key-B"),
-            ("x-fake-recall", "alone"),
-            ("x-fake-recall-handle", target.as_str()),
-        ];
-        run_loop(api, &proxy, false, &b).await;
-        assert_refused(&answers(&provider.report(), seen), &target, &what);
-
+        let got = recall_as(api, &proxy, &provider, "Bearer key-B", &target).await;
+        assert_refused(&got, &target, &what);
         // A, after the restart, still reads it: the secret was kept.
-        let seen = provider.report().requests.len();
-        let a = [
-            (auth, "Bearer key-A"),
-            ("x-fake-recall", "alone"),
-            ("x-fake-recall-handle", target.as_str()),
-        ];
-        run_loop(api, &proxy, false, &a).await;
-        let got = answers(&provider.report(), seen);
-        assert!(!got.is_empty(), "{what}: A's model never recalled");
-        for answer in &got {
-            assert_ne!(
-                answer,
-                &unknown_answer(&target),
-                "{what}: A lost its original"
-            );
-            assert!(answer.len() > 200, "{what}: {answer}");
-        }
+        let got = recall_as(api, &proxy, &provider, "Bearer key-A", &target).await;
+        assert_kept(&got, &target, &what);
         let _ = stop.send(());
         let _ = done.await;
     }

@@ -1,0 +1,360 @@
+//! Where a request goes: the provider whose API it speaks (by its path,
+//! then by its credential headers), that provider's upstream and no other,
+//! with only that provider's credentials, on a path that cannot leave the
+//! upstream's base.
+
+use abridge::model::Family;
+use axum::http::{HeaderMap, Uri};
+
+use crate::tenant::Secret;
+
+/// The providers the proxy forwards to, one upstream each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Provider {
+    /// OpenAI and OpenAI-compatible servers (Chat Completions, Responses).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google's Gemini API (`generateContent` and the rest of the family).
+    Gemini,
+}
+
+impl Provider {
+    /// The provider of a request for `path` with `headers` and `query`.
+    pub(crate) fn of(path: &str, headers: &HeaderMap, query: Option<&str>) -> Provider {
+        let gemini_path = ["/v1beta/", "/v1alpha/", "/upload/", "/download/"]
+            .iter()
+            .any(|p| path.starts_with(p))
+            || path
+                .strip_prefix("/v1/models/")
+                .is_some_and(|rest| rest.contains(':'));
+        if gemini_path {
+            return Provider::Gemini;
+        }
+        if path == "/v1/messages" || path.starts_with("/v1/messages/") || path == "/v1/complete" {
+            return Provider::Anthropic;
+        }
+        if path == "/v1/chat/completions" || path.starts_with("/v1/responses") {
+            return Provider::OpenAi;
+        }
+        // A path several APIs have (`/v1/models`, `/v1/files`…): the
+        // credential says whose.
+        if headers.contains_key("x-goog-api-key") || query_key(query).is_some() {
+            Provider::Gemini
+        } else if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
+            Provider::Anthropic
+        } else {
+            Provider::OpenAi
+        }
+    }
+
+    /// As a metric label and in logs.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+        }
+    }
+
+    /// The `[serve]` key that names its upstream.
+    pub(crate) fn config_key(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai_upstream",
+            Provider::Anthropic => "anthropic_upstream",
+            Provider::Gemini => "gemini_upstream",
+        }
+    }
+
+    /// Credential headers of other providers: never sent to this one.
+    fn foreign_credentials(self) -> &'static [&'static str] {
+        match self {
+            Provider::OpenAi => &["x-api-key", "x-goog-api-key"],
+            Provider::Anthropic => &["x-goog-api-key", "api-key"],
+            Provider::Gemini => &["x-api-key", "api-key"],
+        }
+    }
+
+    /// Takes out of `headers` what belongs to another provider.
+    pub(crate) fn keep_own_credentials(self, headers: &mut HeaderMap) {
+        for name in self.foreign_credentials() {
+            headers.remove(*name);
+        }
+    }
+}
+
+impl From<Family> for Provider {
+    fn from(family: Family) -> Provider {
+        match family {
+            Family::OpenAi => Provider::OpenAi,
+            Family::Anthropic => Provider::Anthropic,
+        }
+    }
+}
+
+/// Why a request cannot be sent where its path says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The path could reach beyond the upstream's base.
+    Escape(&'static str),
+    /// The provider has no upstream configured.
+    NoUpstream(Provider),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Escape(what) => write!(
+                f,
+                "the request path holds {what}, which could lead outside the configured upstream; the proxy does not forward it"
+            ),
+            Refused::NoUpstream(p) => write!(
+                f,
+                "this is a request for the {} API, and the proxy has no upstream for it: set [serve] {} (or --{})",
+                p.as_str(),
+                p.config_key(),
+                p.config_key().replace('_', "-")
+            ),
+        }
+    }
+}
+
+/// An upstream's base, checked once: where every URL for it must stay.
+#[derive(Debug, Clone)]
+pub(crate) struct Base {
+    text: String,
+    url: reqwest::Url,
+}
+
+impl Base {
+    /// A base from configuration (`None` when empty: the provider is off).
+    pub(crate) fn parse(text: &str) -> Result<Option<Base>, String> {
+        let text = text.trim().trim_end_matches('/');
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let url = reqwest::Url::parse(text).map_err(|e| format!("{text:?}: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(format!("{text:?}: not an http:// or https:// URL"));
+        }
+        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+            return Err(format!("{text:?}: a base takes no query, fragment or user"));
+        }
+        Ok(Some(Base {
+            text: text.to_owned(),
+            url,
+        }))
+    }
+
+    /// The URL of `rest` (a path and query) under this base; refused when
+    /// it would not stay under it.
+    pub(crate) fn join(&self, rest: &str) -> Result<String, Refused> {
+        check_path(rest)?;
+        let joined = format!("{}{rest}", self.text);
+        let url = reqwest::Url::parse(&joined).map_err(|_| Refused::Escape("an unusual form"))?;
+        let base_path = self.url.path().trim_end_matches('/');
+        let stays = url.scheme() == self.url.scheme()
+            && url.host() == self.url.host()
+            && url.port_or_known_default() == self.url.port_or_known_default()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.path().starts_with(base_path);
+        if !stays {
+            return Err(Refused::Escape("an unusual form"));
+        }
+        Ok(joined)
+    }
+}
+
+/// Refuses a path and query that could leave the base it is joined to:
+/// user info, a second authority, a step up, or their encoded forms.
+fn check_path(rest: &str) -> Result<(), Refused> {
+    let (path, _query) = rest.split_once('?').unwrap_or((rest, ""));
+    if !path.starts_with('/') {
+        return Err(Refused::Escape("no leading '/'"));
+    }
+    if path.contains('@') {
+        return Err(Refused::Escape("'@'"));
+    }
+    if path.contains('\\') {
+        return Err(Refused::Escape("a backslash"));
+    }
+    if path.contains("//") {
+        return Err(Refused::Escape("'//'"));
+    }
+    if path.split('/').any(|s| s == ".." || s == ".") {
+        return Err(Refused::Escape("a '.' or '..' segment"));
+    }
+    let lower = path.to_ascii_lowercase();
+    for (code, what) in [
+        ("%2e", "an encoded '.'"),
+        ("%2f", "an encoded '/'"),
+        ("%5c", "an encoded backslash"),
+        ("%40", "an encoded '@'"),
+        ("%25", "an encoded '%'"),
+    ] {
+        if lower.contains(code) {
+            return Err(Refused::Escape(what));
+        }
+    }
+    if path.chars().any(|c| c.is_control()) {
+        return Err(Refused::Escape("a control character"));
+    }
+    Ok(())
+}
+
+/// The request's own target (path and query), refused when it names a
+/// host (absolute form) or could leave any base it is joined to.
+pub(crate) fn origin_form(uri: &Uri) -> Result<&str, Refused> {
+    if uri.scheme().is_some() || uri.authority().is_some() {
+        return Err(Refused::Escape("a scheme or host"));
+    }
+    let target = uri.path_and_query().map_or("/", |p| p.as_str());
+    check_path(target)?;
+    Ok(target)
+}
+
+/// The passthroughs already logged: once per tenant, provider, method and
+/// path (bounded: forgetting means logging again).
+#[derive(Debug, Default)]
+pub(crate) struct Passthroughs(std::sync::Mutex<std::collections::HashSet<u64>>);
+
+/// Most passthroughs remembered.
+const LOGGED: usize = 10_000;
+
+impl Passthroughs {
+    /// Logs a request forwarded as sent, the first time one like it is.
+    pub(crate) fn note(
+        &self,
+        secret: &Secret,
+        parts: &axum::http::request::Parts,
+        provider: Provider,
+    ) {
+        let tenant = secret.tenant(&parts.headers, parts.uri.query());
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for piece in [
+            tenant.id.as_str(),
+            provider.as_str(),
+            parts.method.as_str(),
+            parts.uri.path(),
+        ] {
+            h.update(piece.as_bytes());
+            h.update(b"\0");
+        }
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= LOGGED {
+            seen.clear();
+        }
+        if seen.insert(h.digest()) {
+            tracing::info!(
+                provider = provider.as_str(),
+                method = %parts.method,
+                path = parts.uri.path(),
+                "forwarding a request abridge does not model, as sent (logged once per key and path; counted in abridge_passthrough_total{{why=\"unmodeled\"}})"
+            );
+        }
+    }
+}
+
+/// `path_and_query` without Gemini's `key` parameter (for any other
+/// provider: a key never travels to another provider's host).
+pub(crate) fn without_query_key(path_and_query: &str) -> std::borrow::Cow<'_, str> {
+    let Some((path, query)) = path_and_query.split_once('?') else {
+        return path_and_query.into();
+    };
+    if query_key(Some(query)).is_none() {
+        return path_and_query.into();
+    }
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| kv.split_once('=').map_or(*kv, |(k, _)| k) != "key")
+        .collect();
+    match kept.is_empty() {
+        true => path.to_owned().into(),
+        false => format!("{path}?{}", kept.join("&")).into(),
+    }
+}
+
+/// The value of a `key` query parameter.
+pub(crate) fn query_key(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|kv| {
+        kv.split_once('=')
+            .filter(|(k, _)| *k == "key")
+            .map(|(_, v)| v)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn paths_name_their_provider_and_credentials_break_ties() {
+        let none = HeaderMap::new();
+        let of = |p: &str| Provider::of(p, &none, None);
+        assert_eq!(
+            of("/v1beta/models/gemini-2.5-pro:generateContent"),
+            Provider::Gemini
+        );
+        assert_eq!(
+            of("/v1/models/gemini-2.5-pro:streamGenerateContent"),
+            Provider::Gemini
+        );
+        assert_eq!(of("/upload/v1beta/files"), Provider::Gemini);
+        assert_eq!(of("/v1/messages/count_tokens"), Provider::Anthropic);
+        assert_eq!(of("/v1/responses/compact"), Provider::OpenAi);
+        assert_eq!(of("/v1/models"), Provider::OpenAi);
+        let mut h = HeaderMap::new();
+        h.insert("x-api-key", HeaderValue::from_static("k"));
+        assert_eq!(Provider::of("/v1/models", &h, None), Provider::Anthropic);
+        assert_eq!(
+            Provider::of("/v1/models", &none, Some("key=g")),
+            Provider::Gemini
+        );
+        // The path wins over a stray header.
+        assert_eq!(
+            Provider::of("/v1/chat/completions", &h, None),
+            Provider::OpenAi
+        );
+    }
+
+    #[test]
+    fn a_path_never_leaves_its_base() {
+        for base in ["http://127.0.0.1:18101", "http://127.0.0.1:18101/v1"] {
+            let b = Base::parse(base).unwrap().unwrap();
+            assert_eq!(b.join("/models?x=1").unwrap(), format!("{base}/models?x=1"));
+            for bad in [
+                "@127.0.0.1:18102/v1/models",
+                "/@127.0.0.1:18102/v1/models",
+                "//127.0.0.1:18102/v1/models",
+                "/v1/../../x",
+                "/v1/%2e%2e/x",
+                "/v1/%2E%2E/x",
+                "/v1%2f..%2fx",
+                "/v1\\..\\x",
+                "/v1/%40evil",
+                "/v1/%252e%252e/x",
+                ":18102/v1/models",
+                ".evil.example/v1",
+            ] {
+                assert!(b.join(bad).is_err(), "{base} + {bad}");
+            }
+        }
+        assert!(Base::parse("").unwrap().is_none());
+        assert!(Base::parse("ftp://x").is_err());
+        assert!(Base::parse("http://u:p@x").is_err());
+    }
+
+    #[test]
+    fn the_key_parameter_goes_only_to_gemini() {
+        assert_eq!(
+            without_query_key("/v1/models?key=s&alt=sse"),
+            "/v1/models?alt=sse"
+        );
+        assert_eq!(without_query_key("/v1/models?key=s"), "/v1/models");
+        assert_eq!(without_query_key("/v1/models?keys=1"), "/v1/models?keys=1");
+        let uri: Uri = "http://evil.example/v1/models".parse().unwrap();
+        assert!(origin_form(&uri).is_err());
+    }
+}
