@@ -67,6 +67,12 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
+    // Before anything listens: a dashboard beyond loopback needs its token.
+    let token = match args.no_store {
+        true => None,
+        false => crate::ui::token(config.serve.ui_token.clone(), config.serve.listen)
+            .context("abridge serve would show every conversation to anyone who can reach it (or pass --no-store: no dashboard)")?,
+    };
     runtime.block_on(async {
         let addr = config.serve.listen;
         let listener = tokio::net::TcpListener::bind(addr)
@@ -74,17 +80,19 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
         let store = open_store(args).await?;
-        let dashboard = dashboard(args, config.serve.ui_token.clone(), addr).await?;
+        let dashboard = dashboard(args, token).await?;
         let proxy = Proxy::new(config, store)?;
         writeln!(
             out,
             "abridge serve: listening on http://{addr} (OpenAI SDKs: base URL http://{addr}/v1; Anthropic SDKs: http://{addr})"
         )?;
-        let mut app = proxy.router();
-        if let Some((ui, token)) = dashboard {
-            writeln!(out, "abridge serve: dashboard at {}", crate::ui::address(addr, token.as_deref()))?;
-            app = app.merge(abridge_ui::router(ui));
-        }
+        let app = match dashboard {
+            Some((ui, token)) => {
+                writeln!(out, "abridge serve: dashboard at {}", crate::ui::address(addr, token.as_deref()))?;
+                proxy.router_with(abridge_ui::router(ui))
+            }
+            None => proxy.router(),
+        };
         out.flush()?;
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown())
@@ -108,23 +116,14 @@ async fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
 }
 
 /// The dashboard over the proxy's store (a connection of its own), when
-/// there is a store and, beyond loopback, a token; else `None` (the proxy
-/// runs either way).
+/// there is a store; else `None`.
 async fn dashboard(
     args: &ServeArgs,
-    configured: Option<String>,
-    addr: SocketAddr,
+    token: Option<String>,
 ) -> Result<Option<(abridge_ui::Ui, Option<String>)>> {
     if args.no_store {
         return Ok(None);
     }
-    let token = match crate::ui::token(configured, addr) {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::warn!("dashboard not served: {e:#}");
-            return Ok(None);
-        }
-    };
     let store = crate::ui::open(args.store.as_deref()).await?;
     Ok(Some((abridge_ui::Ui::new(store, token.clone()), token)))
 }

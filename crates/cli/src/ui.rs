@@ -69,7 +69,7 @@ pub(crate) fn run(args: &UiArgs, out: &mut dyn Write) -> Result<ExitCode> {
         let addr = listener.local_addr()?;
         writeln!(out, "abridge ui: {}", address(addr, token.as_deref()))?;
         out.flush()?;
-        let app = abridge_ui::router(Ui::new(store, token));
+        let app = abridge_proxy::guard_host(abridge_ui::router(Ui::new(store, token)), &[]);
         axum::serve(listener, app)
             .with_graceful_shutdown(crate::serve::shutdown())
             .await

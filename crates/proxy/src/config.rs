@@ -51,6 +51,10 @@ pub struct ServeConfig {
     /// with. Unset: generated once and kept in the store, so that replicas
     /// and restarts agree (without a store, one per process).
     pub secret: Option<String>,
+    /// Names the proxy answers to besides IP addresses and `localhost`
+    /// (`name` or `name:port`): a request whose `Host` is anything else
+    /// gets 421 (a web page reaching loopback through a name it controls).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -69,6 +73,7 @@ impl Default for ServeConfig {
             upstream_timeout_secs: 600.0,
             ui_token: None,
             secret: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }

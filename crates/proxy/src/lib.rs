@@ -30,6 +30,7 @@ mod config;
 mod engines;
 mod error;
 mod forward;
+mod host;
 mod metrics;
 mod prepare;
 mod raw;
@@ -47,6 +48,7 @@ use abridge_store::SessionStore;
 
 pub use config::{ProxyConfig, ServeConfig};
 pub use error::{Error, Result};
+pub use host::guard_host;
 
 /// Longest a stopping proxy waits for its queued store writes.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -119,9 +121,19 @@ impl Proxy {
         Ok(Proxy { app: Arc::new(app) })
     }
 
-    /// The routes, to mount or to serve.
+    /// The routes, to serve, each request's `Host` checked
+    /// ([`guard_host`] with `[serve] allowed_hosts`).
     pub fn router(&self) -> axum::Router {
-        app::router(self.app.clone())
+        self.router_with(axum::Router::new())
+    }
+
+    /// The routes with `extra` (the dashboard's) beside them, all behind
+    /// the `Host` check.
+    pub fn router_with(&self, extra: axum::Router) -> axum::Router {
+        guard_host(
+            app::router(self.app.clone()).merge(extra),
+            &self.app.config.serve.allowed_hosts,
+        )
     }
 
     /// Serves on `listener` until `shutdown` resolves, then lets in-flight

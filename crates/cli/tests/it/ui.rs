@@ -44,10 +44,15 @@ impl Server {
 
     /// GET `path`: status and body.
     fn get(&self, path: &str) -> (u16, String) {
+        self.get_as("localhost", path)
+    }
+
+    /// GET `path` with `host` as its `Host`.
+    fn get_as(&self, host: &str, path: &str) -> (u16, String) {
         let mut s = TcpStream::connect(self.base.trim_start_matches("http://")).unwrap();
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         let mut raw = String::new();
@@ -136,5 +141,32 @@ fn abridge_serve_mounts_the_dashboard() {
     assert_eq!(status, 200);
     assert!(html.contains("examples/coding-agent.openai.json"));
     assert_eq!(proxy.get("/ui/style.css").0, 200);
+    // A page of another site that pointed its name at 127.0.0.1 reads nothing.
+    let original = "/ui/compactions/1/original.json";
+    assert_eq!(proxy.get(original).0, 200);
+    for path in [original, "/ui", "/metrics"] {
+        let (status, body) = proxy.get_as("attacker.example", path);
+        assert_eq!(status, 421, "{path}: {body}");
+    }
     std::fs::remove_file(&store).ok();
+}
+
+#[test]
+fn abridge_serve_beyond_loopback_needs_a_dashboard_token() {
+    let o = run(
+        &[
+            "serve",
+            "--store",
+            "/nonexistent/x.sqlite",
+            "--listen",
+            "0.0.0.0:0",
+        ],
+        None,
+    );
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("ABRIDGE_UI_TOKEN") && err.contains("--no-store"),
+        "{err}"
+    );
 }

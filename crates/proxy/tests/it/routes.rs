@@ -20,9 +20,21 @@ fn recorder() -> Mock {
 /// as written, no client-side normalising) and returns the status and body.
 fn raw(proxy: &str, method: &str, target: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let addr = proxy.trim_start_matches("http://");
+    raw_as(proxy, addr, method, target, headers)
+}
+
+/// [`raw`] with `host` as its `Host` header.
+fn raw_as(
+    proxy: &str,
+    host: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    let addr = proxy.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -209,6 +221,33 @@ async fn each_provider_gets_its_own_credentials_only() {
     assert_eq!(a.header("x-goog-api-key"), None);
     assert_eq!(a.header("api-key"), None);
     assert!(!a.path.contains("key="), "{}", a.path);
+    let _ = stop.send(());
+    let _ = done.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_the_proxy_does_not_answer_to_is_misdirected() {
+    let upstream = recorder();
+    let mut c = config(&format!("{}/v1", upstream.url), &upstream.url, "");
+    c.serve.allowed_hosts = vec!["abridge.internal".into()];
+    let (proxy, stop, done) = serve_config(c, None).await;
+    let port = proxy.rsplit(':').next().unwrap().to_owned();
+    // A page of attacker.example that pointed its name at 127.0.0.1.
+    for target in ["/metrics", "/v1/models", "/v1/chat/completions", "/healthz"] {
+        for host in ["attacker.example", &format!("attacker.example:{port}")] {
+            let (status, body) = raw_as(&proxy, host, "GET", target, &[KEY]);
+            assert_eq!(status, 421, "{host}{target}: {body}");
+        }
+    }
+    assert!(upstream.requests().is_empty());
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("abridge.internal:{port}"),
+    ] {
+        let (status, body) = raw_as(&proxy, &host, "GET", "/healthz", &[]);
+        assert_eq!(status, 200, "{host}: {body}");
+    }
     let _ = stop.send(());
     let _ = done.await;
 }
