@@ -126,7 +126,10 @@ test('every corpus conversation, as AI SDK messages, compacts to valid messages 
         assert.ok(out.report.tokens_after <= target, `${at}: ${out.report.tokens_after} > ${target}`)
         const result = schema.safeParse(out.messages)
         assert.ok(result.success, `${at}: ${result.error}`)
-        const pending = dir.startsWith('mini-swe-agent') ? 1 : 0
+        // A log may end on a call still waiting for its result (mini-swe-agent's
+        // submit, a Claude Code checkpoint taken mid-step); compacting adds no violation.
+        const pending = abridge.validate(messages, { format: 'ai-sdk' }).length
+        assert.ok(pending <= 1, `${at}: ${pending} violations before compacting`)
         assert.equal(abridge.validate(out.messages, { format: 'ai-sdk' }).length, pending, `${at}: pairing`)
         compacted += out.report.compacted ? 1 : 0
         n += 1

@@ -166,12 +166,16 @@ class Api(unittest.TestCase):
                         target = int(re.search(r"cannot shrink below (\d+)", str(e)).group(1))
                         out = abridge.compact(body, target_tokens=target)
                     self.assertLessEqual(out["report"]["tokens_after"], target, at)
-                    pending = 1 if path.parent.name.startswith("mini-swe-agent") else 0
+                    # A log may end on a call still waiting for its result
+                    # (mini-swe-agent's submit, a Claude Code checkpoint taken
+                    # mid-step); compacting adds no violation to it.
+                    pending = len(abridge.validate(body))
+                    self.assertLessEqual(pending, 1, at)
                     self.assertEqual(len(abridge.validate(out["body"])), pending, at)
                     compacted += out["report"]["compacted"]
                     n += 1
         self.assertGreater(n, 400)
-        print(f"\n{n} corpus bodies (207 conversations, both families): {compacted} compacted, all valid and under target")
+        print(f"\n{n} corpus bodies (both families): {compacted} compacted, all valid and under target")
 
 
 if __name__ == "__main__":

@@ -86,16 +86,16 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
             out,
             "abridge serve: listening on http://{addr} (OpenAI SDKs: base URL http://{addr}/v1; Anthropic SDKs: http://{addr})"
         )?;
-        let app = match dashboard {
+        let extra = match dashboard {
             Some((ui, token)) => {
                 writeln!(out, "abridge serve: dashboard at {}", crate::ui::address(addr, token.as_deref()))?;
-                proxy.router_with(abridge_ui::router(ui))
+                abridge_ui::router(ui)
             }
-            None => proxy.router(),
+            None => axum::Router::new(),
         };
         out.flush()?;
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown())
+        proxy
+            .serve_with(listener, extra, shutdown())
             .await
             .context("the proxy stopped")?;
         Ok::<_, anyhow::Error>(())

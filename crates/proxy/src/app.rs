@@ -14,6 +14,7 @@ use axum::routing::{get, post};
 use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::forward::{OnUsage, Target, Upstream, is_event_stream, proxy_error, relay};
+use crate::listen::ReadingBody;
 use crate::metrics::{Metrics, Passthrough, Route};
 use crate::prepare::{Context, Prepared, SharedStore};
 use crate::recall::{self, Resend};
@@ -105,7 +106,7 @@ async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
     let provider = Provider::of(parts.uri.path(), &parts.headers, parts.uri.query());
     let response = match target(&app, provider, &parts.uri) {
         Err(why) => refused(&app, provider, &parts.uri, why),
-        Ok(target) => match read_body(&app, provider, body).await {
+        Ok(target) => match read_body(&app, provider, &parts.extensions, body).await {
             Err(r) => r,
             Ok(bytes) => {
                 app.passthroughs.note(&app.secret, &parts, provider);
@@ -148,7 +149,7 @@ async fn conversation(app: Arc<App>, wire: Wire, route: Route, req: Request) -> 
     let provider = Provider::from(wire.family());
     let response = match target(&app, provider, &parts.uri) {
         Err(why) => refused(&app, provider, &parts.uri, why),
-        Ok(target) => match read_body(&app, provider, body).await {
+        Ok(target) => match read_body(&app, provider, &parts.extensions, body).await {
             Err(r) => r,
             Ok(bytes) => {
                 let request = Outgoing {
@@ -336,9 +337,25 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
     }))
 }
 
-async fn read_body(app: &App, provider: Provider, body: Body) -> Result<Bytes, Response<Body>> {
+/// The request's body, within the size and time limits.
+async fn read_body(
+    app: &App,
+    provider: Provider,
+    extensions: &axum::http::Extensions,
+    body: Body,
+) -> Result<Bytes, Response<Body>> {
     let limit = app.config.serve.max_body_bytes();
-    to_bytes(body, limit).await.map_err(|_| {
+    let _reading = ReadingBody::start(extensions);
+    let secs = app.config.serve.body_timeout_secs;
+    let read = tokio::time::timeout(app.config.serve.body_timeout(), to_bytes(body, limit));
+    let Ok(read) = read.await else {
+        return Err(proxy_error(
+            provider,
+            StatusCode::REQUEST_TIMEOUT,
+            &format!("the request body did not arrive within {secs} s ([serve] body_timeout_secs)"),
+        ));
+    };
+    read.map_err(|_| {
         let mb = app.config.serve.max_body_megabytes;
         proxy_error(
             provider,

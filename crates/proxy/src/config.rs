@@ -55,6 +55,16 @@ pub struct ServeConfig {
     /// (`name` or `name:port`): a request whose `Host` is anything else
     /// gets 421 (a web page reaching loopback through a name it controls).
     pub allowed_hosts: Vec<String>,
+    /// Longest wait for a request's head, in seconds: on a new connection,
+    /// and between requests on a kept-alive one (an idle connection closes
+    /// after it).
+    pub header_timeout_secs: f64,
+    /// Longest wait for a request's whole body, in seconds (408 after it).
+    pub body_timeout_secs: f64,
+    /// Most connections open at once: past it, the oldest connection doing
+    /// nothing (or stalled on its body) is closed to make room, and when
+    /// all are at work a new one gets 503.
+    pub max_connections: usize,
 }
 
 impl Default for ServeConfig {
@@ -74,6 +84,9 @@ impl Default for ServeConfig {
             ui_token: None,
             secret: None,
             allowed_hosts: Vec::new(),
+            header_timeout_secs: 30.0,
+            body_timeout_secs: 120.0,
+            max_connections: 512,
         }
     }
 }
@@ -82,6 +95,11 @@ impl ServeConfig {
     /// Body limit in bytes.
     pub fn max_body_bytes(&self) -> usize {
         (self.max_body_megabytes as usize).saturating_mul(1 << 20)
+    }
+
+    /// The body timeout.
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.body_timeout_secs.max(0.001))
     }
 
     /// The upstream timeout.
@@ -99,6 +117,18 @@ impl ServeConfig {
         }
         if self.max_sessions == 0 {
             return bad("max_sessions", "must be at least 1");
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections", "must be at least 1");
+        }
+        for (key, secs) in [
+            ("header_timeout_secs", self.header_timeout_secs),
+            ("body_timeout_secs", self.body_timeout_secs),
+            ("upstream_timeout_secs", self.upstream_timeout_secs),
+        ] {
+            if !(secs > 0.0 && secs.is_finite()) {
+                return bad(key, "must be a positive number of seconds");
+            }
         }
         for (key, url) in [
             ("openai_upstream", &self.openai_upstream),

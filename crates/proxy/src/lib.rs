@@ -31,6 +31,7 @@ mod engines;
 mod error;
 mod forward;
 mod host;
+mod listen;
 mod metrics;
 mod prepare;
 mod raw;
@@ -43,6 +44,7 @@ mod usage;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use abridge_store::SessionStore;
 
@@ -143,8 +145,24 @@ impl Proxy {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        let served = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
+        self.serve_with(listener, axum::Router::new(), shutdown)
+            .await
+    }
+
+    /// [`serve`](Self::serve) with `extra` routes (the dashboard's) beside
+    /// the proxy's, under the same `Host` check and connection limits.
+    pub async fn serve_with(
+        self,
+        listener: tokio::net::TcpListener,
+        extra: axum::Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        let serve = &self.app.config.serve;
+        let limits = listen::Limits {
+            header_timeout: Duration::from_secs_f64(serve.header_timeout_secs),
+            max_connections: serve.max_connections,
+        };
+        let served = listen::serve(listener, self.router_with(extra), limits, shutdown)
             .await
             .map_err(Error::Serve);
         if let Some(store) = self.app.store.clone() {

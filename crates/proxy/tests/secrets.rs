@@ -41,12 +41,14 @@ async fn credentials_never_reach_the_store_the_logs_or_the_metrics() {
         "sk-ant-SECRET-x-api-key-2",
         "SECRET-api-key-3",
         "SECRET-proxy-auth-4",
+        "AIza-SECRET-goog-5",
     ];
     let headers = [
         ("authorization", format!("Bearer {}", secrets[0])),
         ("x-api-key", secrets[1].to_owned()),
         ("api-key", secrets[2].to_owned()),
         ("proxy-authorization", format!("Basic {}", secrets[3])),
+        ("x-goog-api-key", secrets[4].to_owned()),
     ];
     let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let log = openai_loop(&url, 30, false, &pairs).await;
@@ -56,8 +58,12 @@ async fn credentials_never_reach_the_store_the_logs_or_the_metrics() {
     done.await.unwrap();
 
     let seen = &provider.report().requests[0].headers;
-    for h in ["authorization", "x-api-key", "api-key"] {
+    for h in ["authorization", "api-key"] {
         assert!(seen.contains(&h.to_owned()), "{h} passes upstream");
+    }
+    // Anthropic's and Gemini's keys never go to the OpenAI upstream.
+    for h in ["x-api-key", "x-goog-api-key"] {
+        assert!(!seen.contains(&h.to_owned()), "{h} went to OpenAI");
     }
     assert!(
         !seen.contains(&"proxy-authorization".to_owned()),
