@@ -52,7 +52,8 @@ impl App {
 /// The proxy's routes.
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/version", get(version))
         .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(chat_completions))
@@ -60,6 +61,34 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/v1/messages", post(messages))
         .fallback(other)
         .with_state(app)
+}
+
+/// Always 200 while the proxy answers: `ok`, or what is degraded (the
+/// store not taking writes: requests are still answered from memory).
+async fn healthz(State(app): State<Arc<App>>) -> Response<Body> {
+    health(&app, StatusCode::OK)
+}
+
+/// 200 when nothing is degraded, else 503 saying what.
+async fn readyz(State(app): State<Arc<App>>) -> Response<Body> {
+    health(&app, StatusCode::SERVICE_UNAVAILABLE)
+}
+
+fn health(app: &App, degraded_status: StatusCode) -> Response<Body> {
+    let degraded = app.store.as_ref().and_then(|s| s.degraded());
+    let (status, text) = match degraded {
+        None => (StatusCode::OK, "ok\n".to_owned()),
+        Some((for_how_long, why, waiting)) => (
+            degraded_status,
+            format!(
+                "degraded: the store has not taken writes for {:.1} s ({waiting} waiting, kept until it does): {why}\n",
+                for_how_long.as_secs_f64()
+            ),
+        ),
+    };
+    let mut r = Response::new(Body::from(text));
+    *r.status_mut() = status;
+    r
 }
 
 /// `{"version": "…"}`: the release, the same as `abridge --version`

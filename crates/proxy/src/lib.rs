@@ -112,7 +112,12 @@ impl Proxy {
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(config.serve.max_sessions),
             engines: engines::Engines::default(),
-            store: store.map(|s| Arc::new(store::StoreWorker::start(s, metrics.clone()))),
+            store: store.map(|s| {
+                let restore = store::Restore {
+                    settings: vec![(SECRET_SETTING.to_owned(), secret.to_hex())],
+                };
+                Arc::new(store::StoreWorker::start(s, metrics.clone(), restore))
+            }),
             metrics,
             handle: tokio::runtime::Handle::try_current()
                 .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,

@@ -133,6 +133,26 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// True when the same write may land later: the database was busy,
+    /// locked, read-only, full, unreachable or gone for a while; false when
+    /// the data itself is at fault (retrying cannot help).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Sqlite { cause, .. } => !matches!(
+                cause,
+                rusqlite::Error::ToSqlConversionFailure(_)
+                    | rusqlite::Error::FromSqlConversionFailure(..)
+                    | rusqlite::Error::InvalidParameterName(_)
+                    | rusqlite::Error::InvalidColumnType(..)
+                    | rusqlite::Error::SqlInputError { .. }
+            ),
+            Error::Io { .. } | Error::Postgres { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 /// One line of `abridge log`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {

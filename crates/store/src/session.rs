@@ -54,6 +54,11 @@ pub trait SessionStore: Send {
     /// The setting `name`: the stored value, or `fresh`, stored now, when
     /// there is none yet (the first of several replicas to ask sets it).
     fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String>;
+    /// Before a write: reconnects when the database it writes to is gone
+    /// (an embedded file deleted or replaced). True when it did.
+    fn reconnect_if_gone(&mut self) -> Result<bool> {
+        Ok(false)
+    }
     /// Another handle on the same database, for reads beside this one's
     /// writes (a pooled database: PostgreSQL); `None` when reads share this
     /// handle (the embedded SQLite file).
@@ -104,6 +109,10 @@ impl SessionStore for Store {
 
     fn load_original(&self, handle: &Handle) -> Result<Option<StoredOriginal>> {
         self.original(handle)
+    }
+
+    fn reconnect_if_gone(&mut self) -> Result<bool> {
+        self.reopen_if_moved()
     }
 
     fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String> {

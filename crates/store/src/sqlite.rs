@@ -18,6 +18,36 @@ pub struct Store {
     path: String,
     source: Option<String>,
     retention: StoreConfig,
+    /// The file it opened (device and inode), to notice it was replaced.
+    file: Option<FileId>,
+    /// Its path, for a file-backed store.
+    file_path: Option<PathBuf>,
+}
+
+/// A file's identity on its file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    #[cfg(unix)]
+    fn of(path: &Path) -> Option<FileId> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn of(path: &Path) -> Option<FileId> {
+        // No inode: a missing file is all that can be told.
+        std::fs::metadata(path)
+            .ok()
+            .map(|_| FileId { dev: 0, ino: 0 })
+    }
 }
 
 impl Store {
@@ -42,7 +72,28 @@ impl Store {
                 path: shown.clone(),
                 cause,
             })?;
-        Self::init(conn, shown)
+        let mut store = Self::init(conn, shown)?;
+        store.file = FileId::of(path);
+        store.file_path = Some(path.to_owned());
+        Ok(store)
+    }
+
+    /// Opens the file again when it is no longer the one this store wrote
+    /// to (deleted, or replaced by another file): writes to a deleted file
+    /// would be lost. True when it did.
+    pub fn reopen_if_moved(&mut self) -> Result<bool> {
+        let Some(path) = self.file_path.clone() else {
+            return Ok(false);
+        };
+        if self.file.is_some() && FileId::of(&path) == self.file {
+            return Ok(false);
+        }
+        let fresh = Store::open(&path)?;
+        let (source, retention) = (self.source.take(), self.retention);
+        *self = fresh;
+        self.source = source;
+        self.retention = retention;
+        Ok(true)
     }
 
     /// A store in memory (for tests and one-off runs).
@@ -61,6 +112,8 @@ impl Store {
             path,
             source: None,
             retention: StoreConfig::default(),
+            file: None,
+            file_path: None,
         })
     }
 

@@ -4,6 +4,7 @@
 
 mod connections;
 mod failures;
+mod faults;
 mod loops;
 mod persist;
 mod recall;

@@ -26,6 +26,11 @@ use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
 use crate::metrics::{Metrics, StoreOp};
 
+mod writer;
+
+use writer::Health;
+pub(crate) use writer::Restore;
+
 /// Longest a request waits on the store.
 pub(crate) const WAIT: Duration = Duration::from_millis(250);
 
@@ -93,6 +98,8 @@ pub(crate) struct StoreWorker {
     metrics: Arc<Metrics>,
     /// Whether the last wait ran out (said once per stall in the log).
     stalled: Mutex<bool>,
+    /// Whether writes land, and how many wait.
+    health: Arc<Health>,
 }
 
 impl std::fmt::Debug for StoreWorker {
@@ -106,7 +113,11 @@ impl std::fmt::Debug for StoreWorker {
 impl StoreWorker {
     /// Moves `store` to a thread of its own, and its readers (if it has
     /// any) to theirs.
-    pub(crate) fn start(store: Box<dyn SessionStore>, metrics: Arc<Metrics>) -> StoreWorker {
+    pub(crate) fn start(
+        store: Box<dyn SessionStore>,
+        metrics: Arc<Metrics>,
+        restore: Restore,
+    ) -> StoreWorker {
         let (jobs, queue) = sync_channel(QUEUE);
         let busy_since = Arc::new(AtomicU64::new(0));
         let epoch = Instant::now();
@@ -131,8 +142,11 @@ impl StoreWorker {
                 (Some(tx), busy)
             }
         };
-        let busy = busy_since.clone();
-        spawn("abridge-store", move || work(store, queue, busy, epoch));
+        let (busy, health) = (busy_since.clone(), Arc::new(Health::default()));
+        let h = health.clone();
+        spawn("abridge-store", move || {
+            writer::work(store, queue, busy, h, restore, epoch)
+        });
         StoreWorker {
             jobs,
             reads,
@@ -142,7 +156,25 @@ impl StoreWorker {
             epoch,
             metrics,
             stalled: Mutex::new(false),
+            health,
         }
+    }
+
+    /// `None` while writes land; else for how long they have failed, why,
+    /// and how many jobs wait.
+    pub(crate) fn degraded(&self) -> Option<(Duration, String, usize)> {
+        let queued = self.health.queued.load(Ordering::Acquire);
+        self.health
+            .degraded(self.epoch)
+            .map(|(d, why)| (d, why, queued))
+    }
+
+    /// Queues a job for the writer thread, counted until it is done.
+    fn send(&self, job: Job) -> Result<(), TrySendError<Job>> {
+        self.health.queued.fetch_add(1, Ordering::AcqRel);
+        self.jobs.try_send(job).inspect_err(|_| {
+            self.health.queued.fetch_sub(1, Ordering::AcqRel);
+        })
     }
 
     /// True when other processes write to the same store (replicas).
@@ -186,17 +218,23 @@ impl StoreWorker {
     /// so that what a stopped proxy knew is in the store.
     pub(crate) fn flush(&self, limit: Duration) -> bool {
         let (done, wait) = sync_channel(1);
-        self.jobs.send(Job::Flush(done)).is_ok() && wait.recv_timeout(limit).is_ok()
+        self.health.queued.fetch_add(1, Ordering::AcqRel);
+        if self.jobs.send(Job::Flush(done)).is_err() {
+            self.health.queued.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        wait.recv_timeout(limit).is_ok()
     }
 
     fn queue(&self, job: Job) {
-        match self.jobs.try_send(job) {
+        match self.send(job) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.metrics.store_dropped();
                 tracing::warn!("the store's queue is full: a write was dropped");
             }
             Err(TrySendError::Disconnected(_)) => {
+                self.metrics.store_dropped();
                 tracing::warn!("the store's thread is gone: a write was dropped");
             }
         }
@@ -213,7 +251,7 @@ impl StoreWorker {
         let sent = !stuck
             && match &self.reads {
                 Some(reads) => reads.try_send(read(reply)).is_ok(),
-                None => self.jobs.try_send(Job::Read(read(reply))).is_ok(),
+                None => self.send(Job::Read(read(reply))).is_ok(),
             };
         if !sent {
             self.metrics.store_timeout(StoreOp::Read);
@@ -298,52 +336,6 @@ fn read(
         );
         read.answer(store.as_ref());
         busy.store(0, Ordering::Relaxed);
-    }
-}
-
-/// The store's thread: runs jobs in order until the proxy is gone.
-fn work(
-    mut store: Box<dyn SessionStore>,
-    queue: Receiver<Job>,
-    busy_since: Arc<AtomicU64>,
-    epoch: Instant,
-) {
-    for job in queue {
-        let now = epoch.elapsed().as_millis() as u64;
-        busy_since.store(now.max(1), Ordering::Relaxed);
-        match job {
-            Job::Snapshot(s, reply) => {
-                let data = SnapshotData {
-                    before: &s.before,
-                    after: &s.after,
-                    config: &s.config,
-                    report: &s.report,
-                    thread: Some(&s.source),
-                    originals: &s.originals,
-                };
-                let _ = reply.try_send(store.record_snapshot(&s.source, &data));
-            }
-            Job::Save(record, version, reply) => {
-                let saved = store.save_session(&record);
-                match &saved {
-                    Ok(v) => version.store(*v, Ordering::Relaxed),
-                    Err(e) => {
-                        tracing::warn!(session = %record.id, error = %e, "cannot store session");
-                    }
-                }
-                let _ = reply.try_send(saved.map(|_| ()));
-            }
-            Job::Read(read) => read.answer(store.as_ref()),
-            Job::Request(request) => {
-                if let Err(e) = store.record_request(&request) {
-                    tracing::warn!(error = %e, "cannot log the request");
-                }
-            }
-            Job::Flush(done) => {
-                let _ = done.try_send(());
-            }
-        }
-        busy_since.store(0, Ordering::Relaxed);
     }
 }
 
