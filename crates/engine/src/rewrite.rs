@@ -87,7 +87,9 @@ impl Rewriter<'_> {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
         let mut work = self.start(conv, plan, eval.tokens.get());
-        self.shrink(conv, plan, &mut work)?;
+        if let Err(e) = self.shrink(conv, plan, &mut work) {
+            return Err(self.floor_sent(conv, plan, work, &eval, e));
+        }
         if work.runs.is_empty() && work.degraded.is_empty() {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
@@ -480,16 +482,59 @@ impl Rewriter<'_> {
             .collect()
     }
 
+    /// When even the floor is over the target and its smallest valid
+    /// history goes instead (a proxy sends it): that history is recorded
+    /// like any compaction, its originals with it, so whoever reads the
+    /// store answers its handles; its report says it missed its target.
+    fn floor_sent(
+        &mut self,
+        conv: &Conversation,
+        plan: &Plan,
+        work: Work,
+        eval: &Eval,
+        error: Error,
+    ) -> Error {
+        let Error::CannotShrink {
+            smallest: Some(smallest),
+            target,
+            ..
+        } = &error
+        else {
+            return error;
+        };
+        let originals = self.engine.keep_originals(work.originals);
+        let mut report = Report {
+            reason: Some(plan.reason),
+            compacted: true,
+            tokens_before: eval.tokens,
+            tokens_after: Counted(work.total),
+            messages_before: conv.messages.len(),
+            messages_after: smallest.messages.len(),
+            tail_iterations: work.tail_n.min(iterations(&smallest.messages).len()),
+            target: Some(*target),
+            policies: work.runs,
+            summarizer: work.summarizer,
+            attempts: work.attempts,
+            snapshot: None,
+            events: Vec::new(),
+            duration_us: eval.start.elapsed().as_micros() as u64,
+            degraded: work.degraded,
+            briefing: smallest
+                .messages
+                .iter()
+                .position(|m| m.meta.compact_summary),
+            calibration: eval.calibration,
+            sheet: work.sheet,
+        };
+        self.snapshot(conv, smallest, &originals, &mut report);
+        error
+    }
+
     /// The error when even the floor is over the target; it carries the
     /// smallest valid history the ladder reached, whose handles lead to
-    /// the originals it replaced (kept in memory: no snapshot records a
-    /// history that missed its target).
+    /// the originals it replaced.
     fn cannot_shrink(&mut self, conv: &Conversation, work: &mut Work, target: u64) -> Error {
         let smallest = smallest(conv, work).map(Box::new);
-        if smallest.is_some() {
-            self.engine
-                .keep_originals(std::mem::take(&mut work.originals));
-        }
         let tokens = self.message_tokens(&work.messages);
         let its = iterations(&work.messages);
         let tail_start = tail_start(&work.messages, &its, work.tail_n);

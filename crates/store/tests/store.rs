@@ -595,3 +595,39 @@ fn a_stored_original_resolves_only_in_its_scope() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_floor_sent_over_its_target_is_recorded_with_its_originals() {
+    let dir = std::env::temp_dir().join(format!("abridge-store-floor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let mut config = Config::default();
+    config.budget.target_tokens = Some(50);
+    config.budget.min_iterations = 2;
+    let mut c = Compactor::new(config).unwrap();
+    c.set_store(Box::new(Store::open(&path).unwrap().with_source("floor")));
+    let smallest = match c.compact(&conv()) {
+        Err(abridge::Error::CannotShrink {
+            smallest: Some(s), ..
+        }) => s,
+        other => panic!("expected the floor: {other:?}"),
+    };
+    let body = abridge::model::encode(&smallest).unwrap().to_string();
+    let handles: Vec<abridge::recall::Handle> = abridge::recall::Handle::find_all(&body).collect();
+    assert!(!handles.is_empty(), "{body}");
+    let store = Store::open(&path).unwrap();
+    let entries = store.list(10).unwrap();
+    assert_eq!(entries.len(), 1, "the floor's send is recorded");
+    let snapshot = store.get(entries[0].id).unwrap();
+    assert!(snapshot.report.tokens_after > snapshot.report.target.unwrap());
+    // Another process (a fresh engine on the same store) answers every handle.
+    let fresh = compactor_with(&path);
+    for h in &handles {
+        let a = fresh
+            .engine()
+            .recall(&serde_json::json!({ "handle": h.as_str() }));
+        assert!(!a.is_error, "{h}: {}", a.text());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
