@@ -371,18 +371,19 @@ impl Rewriter<'_> {
         &mut self,
         conv: &'a Conversation,
         plan: &Plan,
-        work: Work,
+        mut work: Work,
         mut eval: Eval,
     ) -> Result<Outcome<'a>> {
-        let originals = self.engine.keep_originals(work.originals);
+        let originals = self
+            .engine
+            .keep_originals(std::mem::take(&mut work.originals));
         let after = Conversation {
-            messages: work.messages,
+            messages: std::mem::take(&mut work.messages),
             ..conv.clone_envelope()
         };
         guard(conv, &after)?;
         eval.events
             .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
-        let its_after = iterations(&after.messages).len();
         let event = Event::HistoryCompacted {
             reason: plan.reason,
             policies: work.runs.clone(),
@@ -397,26 +398,9 @@ impl Rewriter<'_> {
         };
         self.engine.emit(&event);
         eval.events.push(event);
-        let mut report = Report {
-            reason: Some(plan.reason),
-            compacted: true,
-            tokens_before: eval.tokens,
-            tokens_after: Counted(work.total),
-            messages_before: conv.messages.len(),
-            messages_after: after.messages.len(),
-            tail_iterations: work.tail_n.min(its_after),
-            target: plan.target.map(Counted),
-            policies: work.runs,
-            summarizer: work.summarizer,
-            attempts: work.attempts,
-            snapshot: None,
-            events: eval.events,
-            duration_us: eval.start.elapsed().as_micros() as u64,
-            degraded: work.degraded,
-            briefing: after.messages.iter().position(|m| m.meta.compact_summary),
-            calibration: eval.calibration,
-            sheet: work.sheet,
-        };
+        let events = std::mem::take(&mut eval.events);
+        let target = plan.target.map(Counted);
+        let mut report = report_of(conv, &after, plan, target, work, &eval, events);
         self.snapshot(conv, &after, &originals, &mut report);
         Ok(Outcome {
             report,
@@ -490,7 +474,7 @@ impl Rewriter<'_> {
         &mut self,
         conv: &Conversation,
         plan: &Plan,
-        work: Work,
+        mut work: Work,
         eval: &Eval,
         error: Error,
     ) -> Error {
@@ -502,30 +486,10 @@ impl Rewriter<'_> {
         else {
             return error;
         };
-        let originals = self.engine.keep_originals(work.originals);
-        let mut report = Report {
-            reason: Some(plan.reason),
-            compacted: true,
-            tokens_before: eval.tokens,
-            tokens_after: Counted(work.total),
-            messages_before: conv.messages.len(),
-            messages_after: smallest.messages.len(),
-            tail_iterations: work.tail_n.min(iterations(&smallest.messages).len()),
-            target: Some(*target),
-            policies: work.runs,
-            summarizer: work.summarizer,
-            attempts: work.attempts,
-            snapshot: None,
-            events: Vec::new(),
-            duration_us: eval.start.elapsed().as_micros() as u64,
-            degraded: work.degraded,
-            briefing: smallest
-                .messages
-                .iter()
-                .position(|m| m.meta.compact_summary),
-            calibration: eval.calibration,
-            sheet: work.sheet,
-        };
+        let originals = self
+            .engine
+            .keep_originals(std::mem::take(&mut work.originals));
+        let mut report = report_of(conv, smallest, plan, Some(*target), work, eval, Vec::new());
         self.snapshot(conv, smallest, &originals, &mut report);
         error
     }
@@ -560,6 +524,38 @@ impl Rewriter<'_> {
             tools: Counted(work.tools),
             smallest,
         }
+    }
+}
+
+/// The report of a rewrite of `conv` that sends `after`.
+fn report_of(
+    conv: &Conversation,
+    after: &Conversation,
+    plan: &Plan,
+    target: Option<Counted>,
+    work: Work,
+    eval: &Eval,
+    events: Vec<Event>,
+) -> Report {
+    Report {
+        reason: Some(plan.reason),
+        compacted: true,
+        tokens_before: eval.tokens,
+        tokens_after: Counted(work.total),
+        messages_before: conv.messages.len(),
+        messages_after: after.messages.len(),
+        tail_iterations: work.tail_n.min(iterations(&after.messages).len()),
+        target,
+        policies: work.runs,
+        summarizer: work.summarizer,
+        attempts: work.attempts,
+        snapshot: None,
+        events,
+        duration_us: eval.start.elapsed().as_micros() as u64,
+        degraded: work.degraded,
+        briefing: after.messages.iter().position(|m| m.meta.compact_summary),
+        calibration: eval.calibration,
+        sheet: work.sheet,
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use abridge_proxy::ProxyConfig;
 use abridge_testkit::{Mock, Reply};
 
-use crate::support::serve_config;
+use crate::support::{raw_request, serve_config};
 
 fn config(upstream: &str, max: usize, header: f64, body: f64) -> ProxyConfig {
     let mut c = ProxyConfig::default();
@@ -38,19 +38,7 @@ fn open_files() -> Option<usize> {
 /// A whole request on a new connection: its status and how long it took.
 fn timed_get(proxy: &str, path: &str) -> (u16, Duration) {
     let start = Instant::now();
-    let mut s = connect(proxy);
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
+    let (status, _) = raw_request(proxy, "127.0.0.1", "GET", path, &[]);
     (status, start.elapsed())
 }
 

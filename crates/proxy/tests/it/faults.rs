@@ -37,15 +37,41 @@ async fn degraded(proxy: &str) -> (u16, String) {
     last
 }
 
-/// What the store holds: snapshots, and whether each session is there.
-fn stored(path: &Path, sessions: &[String]) -> (usize, Vec<bool>) {
+/// A provider and a proxy on the SQLite store at `path`.
+async fn proxy_on(
+    path: &Path,
+) -> (
+    Provider,
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let provider = Provider::start(ProviderOptions::default()).await;
+    let store = Store::open(path).unwrap();
+    let (proxy, stop, done) = proxy_for(&provider.url, CONFIG, Some(Box::new(store))).await;
+    (provider, proxy, stop, done)
+}
+
+/// Stops the proxy (it flushes its queue) and checks that the store at
+/// `path` holds every snapshot `log` saw made, and its session.
+async fn stop_and_check(
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+    path: &Path,
+    log: &LoopLog,
+    what: &str,
+) {
+    let _ = stop.send(());
+    done.await.unwrap();
+    assert!(path.exists(), "{what}: no store file");
     let store = Store::open(path).unwrap();
     let snapshots = store.list(10_000).unwrap().len();
-    let found = sessions
-        .iter()
-        .map(|s| store.load_session(s).unwrap().is_some())
-        .collect();
-    (snapshots, found)
+    assert_eq!(snapshots, log.compacted, "{what}: a snapshot is missing");
+    let session = log.sessions.first().expect("a session");
+    assert!(
+        store.load_session(session).unwrap().is_some(),
+        "{what}: the session is missing"
+    );
 }
 
 /// Steps `agent` `turns` times through `proxy`, each answered in time.
@@ -59,13 +85,7 @@ async fn steps(agent: &mut OpenAiAgent, proxy: &str, turns: usize, log: &mut Loo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_store_loses_nothing() {
     let path = store_path("locked");
-    let provider = Provider::start(ProviderOptions::default()).await;
-    let (proxy, stop, done) = proxy_for(
-        &provider.url,
-        CONFIG,
-        Some(Box::new(Store::open(&path).unwrap())),
-    )
-    .await;
+    let (_provider, proxy, stop, done) = proxy_on(&path).await;
     // Another process takes the write lock and holds it past SQLite's own
     // wait (5 s).
     let locker = rusqlite::Connection::open(&path).unwrap();
@@ -83,28 +103,14 @@ async fn a_locked_store_loses_nothing() {
     locker.execute_batch("COMMIT").unwrap();
     drop(locker);
     assert!(log.compacted > 0, "compactions to store");
-    let _ = stop.send(());
-    done.await.unwrap();
-    let sessions: Vec<String> = log.sessions.iter().take(1).cloned().collect();
-    let (snapshots, found) = stored(&path, &sessions);
-    assert_eq!(
-        snapshots, log.compacted,
-        "every snapshot of the fault is stored"
-    );
-    assert!(found.iter().all(|f| *f), "the session is stored");
+    stop_and_check(stop, done, &path, &log, "during the lock").await;
     std::fs::remove_dir_all(path.parent().unwrap()).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_store_file_is_made_again() {
     let path = store_path("deleted");
-    let provider = Provider::start(ProviderOptions::default()).await;
-    let (proxy, stop, done) = proxy_for(
-        &provider.url,
-        CONFIG,
-        Some(Box::new(Store::open(&path).unwrap())),
-    )
-    .await;
+    let (_provider, proxy, stop, done) = proxy_on(&path).await;
     let mut agent = OpenAiAgent::new(false);
     let mut before = LoopLog::default();
     steps(&mut agent, &proxy, 10, &mut before).await;
@@ -116,16 +122,7 @@ async fn a_deleted_store_file_is_made_again() {
     let mut after = LoopLog::default();
     steps(&mut agent, &proxy, 14, &mut after).await;
     assert!(after.compacted > 0, "compactions after the deletion");
-    let _ = stop.send(());
-    done.await.unwrap();
-    assert!(path.exists(), "the file was made again");
-    let sessions: Vec<String> = after.sessions.iter().take(1).cloned().collect();
-    let (snapshots, found) = stored(&path, &sessions);
-    assert_eq!(
-        snapshots, after.compacted,
-        "every snapshot after the deletion"
-    );
-    assert!(found.iter().all(|f| *f));
+    stop_and_check(stop, done, &path, &after, "after the deletion").await;
     // The server secret went into the new file: handles outlive a restart.
     let conn = rusqlite::Connection::open(&path).unwrap();
     let secrets: i64 = conn
@@ -142,13 +139,7 @@ async fn a_deleted_store_file_is_made_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_immutable_store_file_loses_nothing() {
     let path = store_path("immutable");
-    let provider = Provider::start(ProviderOptions::default()).await;
-    let (proxy, stop, done) = proxy_for(
-        &provider.url,
-        CONFIG,
-        Some(Box::new(Store::open(&path).unwrap())),
-    )
-    .await;
+    let (_provider, proxy, stop, done) = proxy_on(&path).await;
     let chattr = |flag: &str| {
         std::process::Command::new("chattr")
             .args([flag, path.to_str().unwrap()])
@@ -170,14 +161,6 @@ async fn an_immutable_store_file_loses_nothing() {
     assert_eq!(code, 503, "{text}");
     steps(&mut agent, &proxy, 4, &mut log).await;
     assert!(log.compacted > 0);
-    let _ = stop.send(());
-    done.await.unwrap();
-    let sessions: Vec<String> = log.sessions.iter().take(1).cloned().collect();
-    let (snapshots, found) = stored(&path, &sessions);
-    assert_eq!(
-        snapshots, log.compacted,
-        "every snapshot of the fault is stored"
-    );
-    assert!(found.iter().all(|f| *f));
+    stop_and_check(stop, done, &path, &log, "while immutable").await;
     std::fs::remove_dir_all(path.parent().unwrap()).ok();
 }

@@ -2,52 +2,20 @@
 //! to its own upstream only, with its own credentials only, and no path can
 //! send the proxy (and the key) to another host.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
 use abridge_proxy::ProxyConfig;
 use abridge_testkit::{Mock, Reply};
 
-use crate::support::{metric, metrics_text, serve_config};
+use crate::support::{metric, metrics_text, raw_request, serve_config};
 
 /// An upstream that answers every request with 200 and records it.
 fn recorder() -> Mock {
     Mock::serve(|_| Some(Reply::Http(200, "{}".into(), Vec::new())))
 }
 
-/// Sends `target` as the request target of a raw HTTP/1.1 request (bytes
-/// as written, no client-side normalising) and returns the status and body.
+/// A raw request (see [`raw_request`]) with the proxy's address as its `Host`.
 fn raw(proxy: &str, method: &str, target: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let addr = proxy.trim_start_matches("http://");
-    raw_as(proxy, addr, method, target, headers)
-}
-
-/// [`raw`] with `host` as its `Host` header.
-fn raw_as(
-    proxy: &str,
-    host: &str,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-) -> (u16, String) {
-    let addr = proxy.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("Content-Length: 2\r\n\r\n{}");
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, out)
+    raw_request(proxy, addr, method, target, headers)
 }
 
 fn config(openai: &str, anthropic: &str, gemini: &str) -> ProxyConfig {
@@ -235,7 +203,7 @@ async fn a_name_the_proxy_does_not_answer_to_is_misdirected() {
     // A page of attacker.example that pointed its name at 127.0.0.1.
     for target in ["/metrics", "/v1/models", "/v1/chat/completions", "/healthz"] {
         for host in ["attacker.example", &format!("attacker.example:{port}")] {
-            let (status, body) = raw_as(&proxy, host, "GET", target, &[KEY]);
+            let (status, body) = raw_request(&proxy, host, "GET", target, &[KEY]);
             assert_eq!(status, 421, "{host}{target}: {body}");
         }
     }
@@ -245,7 +213,7 @@ async fn a_name_the_proxy_does_not_answer_to_is_misdirected() {
         format!("localhost:{port}"),
         format!("abridge.internal:{port}"),
     ] {
-        let (status, body) = raw_as(&proxy, &host, "GET", "/healthz", &[]);
+        let (status, body) = raw_request(&proxy, &host, "GET", "/healthz", &[]);
         assert_eq!(status, 200, "{host}: {body}");
     }
     let _ = stop.send(());

@@ -380,3 +380,35 @@ pub(crate) fn metric(text: &str, prefix: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// Sends `target` as the request target of a raw HTTP/1.1 request to
+/// `proxy` (bytes as written: no client-side normalising), with `host` as
+/// its `Host`, `headers` and a two-byte JSON body; its status and the
+/// whole response.
+pub(crate) fn raw_request(
+    proxy: &str,
+    host: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = proxy.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("Content-Length: 2\r\n\r\n{}");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, out)
+}
