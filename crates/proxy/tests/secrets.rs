@@ -42,6 +42,7 @@ async fn credentials_never_reach_the_store_the_logs_or_the_metrics() {
         "SECRET-api-key-3",
         "SECRET-proxy-auth-4",
         "AIza-SECRET-goog-5",
+        "AIza-SECRET-query-6",
     ];
     let headers = [
         ("authorization", format!("Bearer {}", secrets[0])),
@@ -52,6 +53,21 @@ async fn credentials_never_reach_the_store_the_logs_or_the_metrics() {
     ];
     let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let log = openai_loop(&url, 30, false, &pairs).await;
+    // The Gemini API, its key in the query, forwarded as sent (and refused
+    // when its path tries to leave).
+    for path in [
+        format!("/v1beta/models/g:generateContent?key={}", secrets[5]),
+        format!("/v1beta/models/%2e%2e/g?key={}", secrets[5]),
+    ] {
+        let r = support::client()
+            .post(format!("{url}{path}"))
+            .header("x-goog-api-key", secrets[4])
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert!(!r.text().await.unwrap().contains("SECRET"));
+    }
     assert!(log.compacted > 0, "the store holds snapshots to search");
     let metrics = metrics_text(&url).await;
     let _ = stop.send(());
