@@ -502,21 +502,30 @@ fn fit(sections: &mut [Section], root: &Root, budget: usize, kind: TokenizerKind
         .map(|s| cost(s.kind.title()) + 2)
         .sum::<usize>()
         + costs.iter().flatten().sum::<usize>();
+    // Oldest items of the lowest-priority section go first; each section's
+    // are counted and taken out once at the end (removing them one by one
+    // from the front cost time in the square of their number).
     let mut trim = |sections: &mut [Section], total: &mut usize, floor: bool| {
+        let mut dropped = vec![0usize; sections.len()];
         while *total > budget {
             let victim = sections
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| {
+                .filter(|(i, s)| {
                     let (priority, keep) = s.kind.priority_and_keep();
-                    priority < u8::MAX && s.items.len() > if floor { 0 } else { keep }
+                    let left = s.items.len() - dropped[*i];
+                    priority < u8::MAX && left > if floor { 0 } else { keep }
                 })
                 .min_by_key(|(_, s)| s.priority())
                 .map(|(i, _)| i);
             let Some(i) = victim else { break };
-            sections[i].items.remove(0);
-            sections[i].omitted += 1;
-            *total -= costs[i].remove(0);
+            *total -= costs[i][dropped[i]];
+            dropped[i] += 1;
+        }
+        for ((section, cost), n) in sections.iter_mut().zip(costs.iter_mut()).zip(dropped) {
+            section.items.drain(..n);
+            section.omitted += n;
+            cost.drain(..n);
         }
     };
     trim(sections, &mut total, false);
