@@ -39,6 +39,10 @@ pub(crate) struct ServeArgs {
     /// Keep sessions in memory only and record no snapshots.
     #[arg(long)]
     no_store: bool,
+    /// A name the proxy answers to besides IP addresses and localhost
+    /// (repeat for several; added to `[serve] allowed_hosts`).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
 }
 
 pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
@@ -63,6 +67,9 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(u) = &args.gemini_upstream {
         serve.gemini_upstream = u.clone();
     }
+    serve
+        .allowed_hosts
+        .extend(args.allowed_hosts.iter().cloned());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

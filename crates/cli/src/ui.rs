@@ -21,6 +21,10 @@ pub(crate) struct UiArgs {
     /// Address to listen on; beyond loopback it needs ABRIDGE_UI_TOKEN.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8788")]
     listen: SocketAddr,
+    /// A name the dashboard answers to besides IP addresses and localhost
+    /// (repeat for several): requests naming any other host get 421.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
 }
 
 /// Opens a store for reading, SQLite or PostgreSQL (inside a runtime).
@@ -69,7 +73,10 @@ pub(crate) fn run(args: &UiArgs, out: &mut dyn Write) -> Result<ExitCode> {
         let addr = listener.local_addr()?;
         writeln!(out, "abridge ui: {}", address(addr, token.as_deref()))?;
         out.flush()?;
-        let app = abridge_proxy::guard_host(abridge_ui::router(Ui::new(store, token)), &[]);
+        let app = abridge_proxy::guard_host(
+            abridge_ui::router(Ui::new(store, token)),
+            &args.allowed_hosts,
+        );
         axum::serve(listener, app)
             .with_graceful_shutdown(crate::serve::shutdown())
             .await

@@ -79,7 +79,7 @@ fn misdirected(host: &str) -> Response<Body> {
     let body = serde_json::json!({"error": {
         "type": "abridge_proxy_error",
         "message": format!(
-            "this server does not answer to the name {shown:?}: call it by its address, or add the name to [serve] allowed_hosts"
+            "this server does not answer to the name {shown:?}: call it by its address, or add the name to [serve] allowed_hosts (--allowed-host NAME)"
         ),
     }});
     let mut r = Response::new(Body::from(body.to_string()));

@@ -105,6 +105,26 @@ fn abridge_ui_shows_what_the_cli_recorded() {
 }
 
 #[test]
+fn the_dashboard_answers_to_the_names_it_is_given_only() {
+    let store = filled_store("names");
+    let ui = Server::start(&[
+        "ui",
+        "--store",
+        store.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--allowed-host",
+        "dash.internal",
+    ]);
+    assert_eq!(ui.get_as("dash.internal:8788", "/ui").0, 200);
+    assert_eq!(ui.get_as("127.0.0.1", "/ui").0, 200);
+    let (status, body) = ui.get_as("attacker.example", "/ui/compactions/1/original.json");
+    assert_eq!(status, 421, "{body}");
+    assert!(body.contains("allowed_hosts"), "{body}");
+    std::fs::remove_file(&store).ok();
+}
+
+#[test]
 fn beyond_loopback_the_dashboard_needs_a_token() {
     let o = run(
         &[
