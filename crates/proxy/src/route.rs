@@ -6,8 +6,6 @@
 use abridge::model::Family;
 use axum::http::{HeaderMap, Uri};
 
-use crate::tenant::Secret;
-
 /// The providers the proxy forwards to, one upstream each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Provider {
@@ -39,7 +37,7 @@ impl Provider {
         }
         // A path several APIs have (`/v1/models`, `/v1/files`…): the
         // credential says whose.
-        if headers.contains_key("x-goog-api-key") || query_key(query).is_some() {
+        if headers.contains_key("x-goog-api-key") || query_keys(query).next().is_some() {
             Provider::Gemini
         } else if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
             Provider::Anthropic
@@ -66,22 +64,28 @@ impl Provider {
         }
     }
 
-    /// Credential headers of other providers: never sent to this one.
-    fn foreign_credentials(self) -> &'static [&'static str] {
-        match self {
-            Provider::OpenAi => &["x-api-key", "x-goog-api-key"],
-            Provider::Anthropic => &["x-goog-api-key", "api-key"],
-            Provider::Gemini => &["x-api-key", "api-key"],
-        }
-    }
-
-    /// Takes out of `headers` what belongs to another provider.
+    /// Takes out of `headers` the credentials of other providers.
     pub(crate) fn keep_own_credentials(self, headers: &mut HeaderMap) {
-        for name in self.foreign_credentials() {
-            headers.remove(*name);
+        for (name, owner) in CREDENTIALS {
+            if owner.is_some_and(|o| o != self) {
+                headers.remove(name);
+            }
         }
     }
 }
+
+/// The headers that carry a provider's credential, and the provider each
+/// goes to (`None`: any of them: Anthropic and Gemini take `Authorization`
+/// bearers too). Gemini also takes its key as the [`KEY_PARAM`] parameter.
+pub(crate) const CREDENTIALS: [(&str, Option<Provider>); 4] = [
+    ("authorization", None),
+    ("x-api-key", Some(Provider::Anthropic)),
+    ("x-goog-api-key", Some(Provider::Gemini)),
+    ("api-key", Some(Provider::OpenAi)),
+];
+
+/// The query parameter Gemini's API takes its key in.
+pub(crate) const KEY_PARAM: &str = "key";
 
 impl From<Family> for Provider {
     fn from(family: Family) -> Provider {
@@ -223,17 +227,17 @@ pub(crate) struct Passthroughs(std::sync::Mutex<std::collections::HashSet<u64>>)
 const LOGGED: usize = 10_000;
 
 impl Passthroughs {
-    /// Logs a request forwarded as sent, the first time one like it is.
+    /// Logs a request of `tenant` forwarded as sent, the first time one
+    /// like it is.
     pub(crate) fn note(
         &self,
-        secret: &Secret,
+        tenant: &str,
         parts: &axum::http::request::Parts,
         provider: Provider,
     ) {
-        let tenant = secret.tenant(&parts.headers, parts.uri.query());
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         for piece in [
-            tenant.id.as_str(),
+            tenant,
             provider.as_str(),
             parts.method.as_str(),
             parts.uri.path(),
@@ -262,12 +266,12 @@ pub(crate) fn without_query_key(path_and_query: &str) -> std::borrow::Cow<'_, st
     let Some((path, query)) = path_and_query.split_once('?') else {
         return path_and_query.into();
     };
-    if query_key(Some(query)).is_none() {
+    if query_keys(Some(query)).next().is_none() {
         return path_and_query.into();
     }
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|kv| kv.split_once('=').map_or(*kv, |(k, _)| k) != "key")
+        .filter(|kv| kv.split_once('=').map_or(*kv, |(k, _)| k) != KEY_PARAM)
         .collect();
     match kept.is_empty() {
         true => path.to_owned().into(),
@@ -275,13 +279,14 @@ pub(crate) fn without_query_key(path_and_query: &str) -> std::borrow::Cow<'_, st
     }
 }
 
-/// The value of a `key` query parameter.
-pub(crate) fn query_key(query: Option<&str>) -> Option<&str> {
-    query?.split('&').find_map(|kv| {
-        kv.split_once('=')
-            .filter(|(k, _)| *k == "key")
-            .map(|(_, v)| v)
-    })
+/// The values of the [`KEY_PARAM`] query parameter, in order.
+pub(crate) fn query_keys(query: Option<&str>) -> impl Iterator<Item = &str> {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == KEY_PARAM)
+        .map(|(_, v)| v)
 }
 
 #[cfg(test)]

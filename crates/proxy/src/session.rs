@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::raw::{Shape, prefix_hashes, shape};
+use crate::route::query_keys;
 use crate::tenant::{Tenant, TenantId};
 
 /// Header a client may send to name its session.
@@ -58,11 +59,9 @@ impl SessionId {
                 h.update(Sha256::digest(v.as_bytes()));
             }
         }
-        for key in query.into_iter().flat_map(|q| q.split('&')) {
-            if let Some(v) = key.strip_prefix("key=") {
-                h.update(b"\0query key\0");
-                h.update(Sha256::digest(v.as_bytes()));
-            }
+        for v in query_keys(query) {
+            h.update(b"\0query key\0");
+            h.update(Sha256::digest(v.as_bytes()));
         }
         match headers.get(SESSION_HEADER) {
             Some(name) => {

@@ -8,13 +8,7 @@ use axum::http::HeaderMap;
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
-/// Headers that carry a provider's credential (their values are only ever
-/// hashed), in the order they are read.
-pub(crate) const CREDENTIAL_HEADERS: [&str; 4] =
-    ["authorization", "x-api-key", "x-goog-api-key", "api-key"];
-
-/// The query parameter Gemini's API also takes its key in.
-const KEY_PARAM: &str = "key";
+use crate::route::{CREDENTIALS, KEY_PARAM, query_keys};
 
 /// The proxy's secret: what tenant ids and handle keys are derived with.
 #[derive(Clone)]
@@ -62,19 +56,12 @@ impl Secret {
     /// the tenant of requests without a credential (a local model's).
     pub(crate) fn tenant(&self, headers: &HeaderMap, query: Option<&str>) -> Tenant {
         let mut pieces: Vec<&[u8]> = Vec::new();
-        for name in CREDENTIAL_HEADERS {
+        for (name, _) in CREDENTIALS {
             for v in headers.get_all(name) {
                 pieces.extend([name.as_bytes(), v.as_bytes()]);
             }
         }
-        let keys: Vec<String> = query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .filter_map(|kv| kv.split_once('='))
-            .filter(|(k, _)| *k == KEY_PARAM)
-            .map(|(_, v)| v.to_owned())
-            .collect();
-        for v in &keys {
+        for v in query_keys(query) {
             pieces.extend([KEY_PARAM.as_bytes(), v.as_bytes()]);
         }
         let id = mac(
