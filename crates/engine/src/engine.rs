@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::event::Event;
 use crate::limits::Limits;
 use crate::recall::{
-    Answer, Found, Handle, HandleKey, Original, OriginalCache, RecallInput, RecallScope,
+    Admission, Answer, Found, Handle, HandleKey, Original, OriginalCache, RecallInput, RecallScope,
     RecallTool, answer,
 };
 use crate::snapshot::SnapshotSink;
@@ -164,11 +164,14 @@ impl Engine {
                     None
                 }
             })?;
-        if scope.is_some_and(|s| !s.admits(&stored)) {
+        let admission = scope.map(|s| s.admits(&stored));
+        if admission == Some(Admission::Refused) {
             return None;
         }
         let original = Arc::new(stored.original);
-        if scope.is_none_or(|s| original.belongs(Some(&s.key))) {
+        // A legacy original stays out of memory: there its session would
+        // not be checked.
+        if admission != Some(Admission::Legacy) {
             self.originals.put(original.clone());
         }
         Some(original)

@@ -17,7 +17,7 @@ use abridge_model::{Message, Part, ToolCall};
 pub use answer::{Answer, RecallInput, RecallTool, answer};
 pub use cache::OriginalCache;
 pub use handle::{Handle, HandleKey};
-pub use original::{Original, OriginalKind, Piece, RecallScope, StoredOriginal};
+pub use original::{Admission, Original, OriginalKind, Piece, RecallScope, StoredOriginal};
 
 /// A briefing's text and its index of recallable originals (the index is
 /// always last), when it has one.

@@ -85,13 +85,30 @@ pub struct RecallScope {
     pub session: String,
 }
 
+/// Whether a [`RecallScope`] may read a stored original, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Its handle is this scope's key's.
+    Keyed,
+    /// An unkeyed handle (an earlier release's) that this session's
+    /// compaction kept.
+    Legacy,
+    /// Another scope's, or nobody's: answered as if it did not exist.
+    Refused,
+}
+
 impl RecallScope {
-    /// True when this scope may read `stored`: its handle is this key's,
-    /// or it is an unkeyed handle that this session's compaction kept.
-    pub fn admits(&self, stored: &StoredOriginal) -> bool {
-        stored.original.belongs(Some(&self.key))
-            || (stored.source.as_deref() == Some(self.session.as_str())
-                && stored.original.is_unkeyed())
+    /// Whether this scope may read `stored`.
+    pub fn admits(&self, stored: &StoredOriginal) -> Admission {
+        if stored.original.belongs(Some(&self.key)) {
+            Admission::Keyed
+        } else if stored.source.as_deref() == Some(self.session.as_str())
+            && stored.original.is_unkeyed()
+        {
+            Admission::Legacy
+        } else {
+            Admission::Refused
+        }
     }
 }
 
