@@ -138,8 +138,8 @@ async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
         Ok(target) => match read_body(&app, provider, &parts.extensions, body).await {
             Err(r) => r,
             Ok(bytes) => {
-                let tenant = app.secret.tenant(&parts.headers, parts.uri.query());
-                app.passthroughs.note(tenant.id.as_str(), &parts, provider);
+                let tenant = app.secret.tenant_of(&parts.headers, parts.uri.query());
+                app.passthroughs.note(tenant.as_str(), &parts, provider);
                 app.metrics.passthrough(Passthrough::Unmodeled);
                 let sent = app
                     .upstream

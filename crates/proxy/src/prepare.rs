@@ -26,7 +26,7 @@ use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
 };
 use crate::store::StoreWorker;
-use crate::tenant::{Secret, Tenant};
+use crate::tenant::{Secret, TenantId};
 
 /// The store shared by every session, on a thread of its own.
 pub(crate) type SharedStore = Arc<StoreWorker>;
@@ -87,8 +87,8 @@ impl Context<'_> {
         query: Option<&str>,
         bytes: &[u8],
     ) -> Prepared {
-        let tenant = self.secret.tenant(headers, query);
-        let quick = quick_key(&tenant.id, headers, bytes);
+        let tenant = self.secret.tenant_of(headers, query);
+        let quick = quick_key(&tenant, headers, bytes);
         if let Some(p) = self.continued(quick, &tenant, wire, bytes) {
             return p;
         }
@@ -133,13 +133,19 @@ impl Context<'_> {
     /// The next request of a session whose history it extends, recognised
     /// by its bytes: only the messages it added (and the newest ones it
     /// rewrote, when it moved a cache marker) are decoded.
-    fn continued(&self, quick: u64, tenant: &Tenant, wire: Wire, bytes: &[u8]) -> Option<Prepared> {
+    fn continued(
+        &self,
+        quick: u64,
+        tenant: &TenantId,
+        wire: Wire,
+        bytes: &[u8],
+    ) -> Option<Prepared> {
         for session in self.sessions.by_quick(quick) {
             // A session busy with another request is not this one's.
             let Ok(mut guard) = session.clone().try_lock_owned() else {
                 continue;
             };
-            if guard.tenant.id != tenant.id {
+            if guard.tenant.id != *tenant {
                 continue;
             }
             let Some(resume) = resume_point(&guard, wire, bytes) else {
@@ -260,7 +266,8 @@ impl Context<'_> {
     }
 
     /// A session not in memory: resumed from the store, or new.
-    fn open(&self, id: SessionId, tenant: Tenant, conv: &Conversation) -> Result<Shared, String> {
+    fn open(&self, id: SessionId, tenant: TenantId, conv: &Conversation) -> Result<Shared, String> {
+        let tenant = self.secret.tenant(tenant);
         let engines = self
             .engines
             .of(&self.config.engine, conv, self.store, self.handle)?;

@@ -54,7 +54,7 @@ impl Secret {
     /// The tenant of a request: its credential headers and `?key=`
     /// parameter, hashed with the secret. A request with none belongs to
     /// the tenant of requests without a credential (a local model's).
-    pub(crate) fn tenant(&self, headers: &HeaderMap, query: Option<&str>) -> Tenant {
+    pub(crate) fn tenant_of(&self, headers: &HeaderMap, query: Option<&str>) -> TenantId {
         let mut pieces: Vec<&[u8]> = Vec::new();
         for (name, _) in CREDENTIALS {
             for v in headers.get_all(name) {
@@ -68,7 +68,12 @@ impl Secret {
             &self.0,
             &[&[b"tenant".as_slice()], pieces.as_slice()].concat(),
         );
-        let id = TenantId(hex(&id[..16]));
+        TenantId(hex(&id[..16]))
+    }
+
+    /// A tenant with its handle key (derived when a session opens, not on
+    /// every request).
+    pub(crate) fn tenant(&self, id: TenantId) -> Tenant {
         let key = HandleKey::new(mac(&self.0, &[b"handles", id.0.as_bytes()]));
         Tenant { id, key }
     }
@@ -125,22 +130,25 @@ mod tests {
     #[test]
     fn tenants_follow_the_credential_and_the_secret() {
         let s = Secret::from_text("one");
-        let a = s.tenant(&headers(&[("authorization", "Bearer A")]), None);
-        let a2 = s.tenant(
+        let of = |s: &Secret, h: &HeaderMap, q| s.tenant(s.tenant_of(h, q));
+        let a = of(&s, &headers(&[("authorization", "Bearer A")]), None);
+        let a2 = of(
+            &s,
             &headers(&[("authorization", "Bearer A"), ("x-other", "1")]),
             Some("alt=sse"),
         );
-        let b = s.tenant(&headers(&[("authorization", "Bearer B")]), None);
-        let g = s.tenant(&HeaderMap::new(), Some("alt=sse&key=G"));
-        let none = s.tenant(&HeaderMap::new(), None);
+        let b = of(&s, &headers(&[("authorization", "Bearer B")]), None);
+        let g = of(&s, &HeaderMap::new(), Some("alt=sse&key=G"));
+        let none = of(&s, &HeaderMap::new(), None);
         assert_eq!(a.id, a2.id);
         assert_eq!(a.key, a2.key);
         assert_ne!(a.id, b.id);
         assert_ne!(a.key, b.key);
         assert_ne!(g.id, none.id);
-        let other =
-            Secret::from_text("two").tenant(&headers(&[("authorization", "Bearer A")]), None);
+        let two = Secret::from_text("two");
+        let other = of(&two, &headers(&[("authorization", "Bearer A")]), None);
         assert_ne!(a.id, other.id, "another secret, other tenants");
+        assert_ne!(a.key, other.key);
         assert_eq!(a.id.as_str().len(), 32);
         assert!(!format!("{a:?}").contains("Bearer"));
     }
