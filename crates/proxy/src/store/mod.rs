@@ -19,14 +19,16 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use abridge::model::Conversation;
-use abridge::recall::{Handle, Original, StoredOriginal};
-use abridge::{Config, Report, SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
+use abridge::recall::{Handle, StoredOriginal};
+use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
 use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
 use crate::metrics::{Metrics, StoreOp};
 
+mod job;
 mod writer;
+
+use job::{Job, OwnedSnapshot, Read, Reply};
 
 use writer::Health;
 pub(crate) use writer::Restore;
@@ -39,50 +41,6 @@ const QUEUE: usize = 4096;
 
 /// Threads answering reads, when the store has handles for them.
 pub(crate) const READERS: usize = 4;
-
-/// A snapshot, owned, to be written on the store's thread.
-struct OwnedSnapshot {
-    source: String,
-    before: Conversation,
-    after: Conversation,
-    config: Config,
-    report: Report,
-    originals: Vec<Arc<Original>>,
-}
-
-type Reply<T> = SyncSender<abridge_store::Result<T>>;
-
-enum Job {
-    Snapshot(Box<OwnedSnapshot>, Reply<SnapshotId>),
-    Save(Box<SessionRecord>, Arc<AtomicI64>, Reply<()>),
-    Read(Read),
-    Request(Box<RequestRecord>),
-    /// Answered once every job queued before it is done.
-    Flush(SyncSender<()>),
-}
-
-/// A read: on a reader's thread when there are any, else the writer's.
-enum Read {
-    Version(String, Reply<Option<i64>>),
-    Load(String, Reply<Option<SessionRecord>>),
-    Original(Handle, Reply<Option<StoredOriginal>>),
-}
-
-impl Read {
-    fn answer(self, store: &dyn SessionStore) {
-        match self {
-            Read::Version(id, reply) => {
-                let _ = reply.try_send(store.session_version(&id));
-            }
-            Read::Load(id, reply) => {
-                let _ = reply.try_send(store.load_session(&id));
-            }
-            Read::Original(handle, reply) => {
-                let _ = reply.try_send(store.load_original(&handle));
-            }
-        }
-    }
-}
 
 /// The proxy's handle on its store.
 pub(crate) struct StoreWorker {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use abridge::SnapshotData;
 use abridge_store::SessionStore;
 
-use super::Job;
+use super::job::Job;
 
 /// First wait before a write is tried again; it doubles up to [`BACKOFF_MAX`].
 const BACKOFF: Duration = Duration::from_millis(50);
