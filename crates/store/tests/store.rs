@@ -17,11 +17,16 @@ fn conv() -> abridge::model::Conversation {
     decode(&bytes).unwrap().remove(0)
 }
 
-fn compactor() -> Compactor {
+/// Compaction to `target` tokens, keeping the last two iterations.
+fn config(target: u64) -> Config {
     let mut config = Config::default();
-    config.budget.target_tokens = Some(700);
+    config.budget.target_tokens = Some(target);
     config.budget.min_iterations = 2;
-    Compactor::new(config).unwrap()
+    config
+}
+
+fn compactor() -> Compactor {
+    Compactor::new(config(700)).unwrap()
 }
 
 #[test]
@@ -530,10 +535,7 @@ fn compact_as(
     name: &str,
     key: Option<abridge::recall::HandleKey>,
 ) -> Vec<abridge::recall::Handle> {
-    let mut config = Config::default();
-    config.budget.target_tokens = Some(700);
-    config.budget.min_iterations = 2;
-    let mut engine = abridge::Engine::new(config).unwrap();
+    let mut engine = abridge::Engine::new(config(700)).unwrap();
     engine.set_store(Box::new(Store::open(path).unwrap().with_source(name)));
     let mut thread = abridge::Thread::new(&engine);
     thread.set_name(name);
@@ -602,10 +604,7 @@ fn the_floor_sent_over_its_target_is_recorded_with_its_originals() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("s.sqlite");
     let _ = std::fs::remove_file(&path);
-    let mut config = Config::default();
-    config.budget.target_tokens = Some(50);
-    config.budget.min_iterations = 2;
-    let mut c = Compactor::new(config).unwrap();
+    let mut c = Compactor::new(config(50)).unwrap();
     c.set_store(Box::new(Store::open(&path).unwrap().with_source("floor")));
     let smallest = match c.compact(&conv()) {
         Err(abridge::Error::CannotShrink {

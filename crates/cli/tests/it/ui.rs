@@ -86,27 +86,8 @@ fn filled_store(name: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn abridge_ui_shows_what_the_cli_recorded() {
+fn abridge_ui_shows_what_the_cli_recorded_under_the_names_it_is_given() {
     let store = filled_store("ui");
-    let ui = Server::start(&[
-        "ui",
-        "--store",
-        store.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-    ]);
-    let (status, html) = ui.get("/ui");
-    assert_eq!(status, 200);
-    assert!(html.contains("examples/coding-agent.openai.json"), "{html}");
-    let (status, html) = ui.get("/ui/compactions/1");
-    assert_eq!(status, 200);
-    assert!(html.contains("id=\"briefing\""));
-    std::fs::remove_file(&store).ok();
-}
-
-#[test]
-fn the_dashboard_answers_to_the_names_it_is_given_only() {
-    let store = filled_store("names");
     let ui = Server::start(&[
         "ui",
         "--store",
@@ -116,6 +97,13 @@ fn the_dashboard_answers_to_the_names_it_is_given_only() {
         "--allowed-host",
         "dash.internal",
     ]);
+    let (status, html) = ui.get("/ui");
+    assert_eq!(status, 200);
+    assert!(html.contains("examples/coding-agent.openai.json"), "{html}");
+    let (status, html) = ui.get("/ui/compactions/1");
+    assert_eq!(status, 200);
+    assert!(html.contains("id=\"briefing\""));
+    // Its own names only: a page that points another name at it reads nothing.
     assert_eq!(ui.get_as("dash.internal:8788", "/ui").0, 200);
     assert_eq!(ui.get_as("127.0.0.1", "/ui").0, 200);
     let (status, body) = ui.get_as("attacker.example", "/ui/compactions/1/original.json");
