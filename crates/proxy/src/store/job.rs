@@ -10,8 +10,12 @@ use abridge::recall::{Handle, Original, StoredOriginal};
 use abridge::{Config, Report, SnapshotId};
 use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
+use super::health::SnapshotSlot;
+
 /// A snapshot, owned, to be written on the store's thread.
 pub(super) struct OwnedSnapshot {
+    /// Its place among the snapshots waiting for the store.
+    pub(super) _slot: SnapshotSlot,
     pub(super) source: String,
     pub(super) before: Conversation,
     pub(super) after: Conversation,

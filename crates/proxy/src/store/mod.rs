@@ -25,12 +25,13 @@ use abridge_store::{RequestRecord, SessionRecord, SessionStore};
 
 use crate::metrics::{Metrics, StoreOp};
 
+mod health;
 mod job;
 mod writer;
 
 use job::{Job, OwnedSnapshot, Read, Reply};
 
-use writer::Health;
+use health::{Health, QUEUED_SNAPSHOTS};
 pub(crate) use writer::Restore;
 
 /// Longest a request waits on the store.
@@ -303,7 +304,12 @@ pub(crate) struct SessionSink(pub(crate) Arc<StoreWorker>);
 
 impl SnapshotSink for SessionSink {
     fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+        let Some(slot) = self.0.health.snapshot_slot() else {
+            self.0.metrics.store_dropped();
+            return Err(SnapshotError::new(Dropped));
+        };
         let owned = OwnedSnapshot {
+            _slot: slot,
             source: snapshot.thread.unwrap_or_default().to_owned(),
             before: snapshot.before.clone(),
             after: snapshot.after.clone(),
@@ -330,6 +336,21 @@ impl SnapshotSink for SessionSink {
         }
     }
 }
+
+/// A snapshot dropped: [`QUEUED_SNAPSHOTS`] already wait for the store.
+#[derive(Debug)]
+struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{QUEUED_SNAPSHOTS} snapshots already wait for the store: this one is not recorded (abridge_store_dropped_total)"
+        )
+    }
+}
+
+impl std::error::Error for Dropped {}
 
 /// A snapshot queued behind a store that did not answer in time.
 #[derive(Debug)]

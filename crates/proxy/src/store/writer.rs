@@ -5,61 +5,20 @@
 //! is counted as dropped. Before each write the store reconnects when its
 //! database is gone (an embedded file deleted or replaced).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use abridge::SnapshotData;
 use abridge_store::SessionStore;
 
+use super::health::Health;
 use super::job::Job;
 
 /// First wait before a write is tried again; it doubles up to [`BACKOFF_MAX`].
 const BACKOFF: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
-
-/// How the store is doing, for `/healthz` and `/readyz`.
-#[derive(Debug, Default)]
-pub(crate) struct Health {
-    /// Jobs queued and not yet done.
-    pub(crate) queued: AtomicUsize,
-    /// When writes started failing (ms since the worker's epoch, plus one;
-    /// 0: they land).
-    failing_since: AtomicU64,
-    last_error: Mutex<String>,
-}
-
-impl Health {
-    /// `None` while writes land; else how long they have failed and why.
-    pub(crate) fn degraded(&self, epoch: Instant) -> Option<(Duration, String)> {
-        let since = self.failing_since.load(Ordering::Acquire);
-        if since == 0 {
-            return None;
-        }
-        let now = epoch.elapsed().as_millis() as u64 + 1;
-        let error = self
-            .last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        Some((Duration::from_millis(now.saturating_sub(since)), error))
-    }
-
-    fn failed(&self, epoch: Instant, error: &abridge_store::Error) {
-        let now = epoch.elapsed().as_millis() as u64 + 1;
-        let _ = self
-            .failing_since
-            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire);
-        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error.to_string();
-    }
-
-    fn landed(&self) {
-        if self.failing_since.swap(0, Ordering::AcqRel) != 0 {
-            tracing::info!("the store takes writes again");
-        }
-    }
-}
 
 /// What the writer restores in a database it reconnected to.
 pub(crate) struct Restore {
