@@ -95,7 +95,7 @@ impl Upstream {
                     Some(_) => return Err(Refused::Escape("a path that only starts like /v1")),
                     None => rest.into_owned(),
                 };
-                base.join(if rest.is_empty() { "/" } else { &rest })?
+                base.join(&rest)?
             }
         };
         Ok(Target { provider, url })

@@ -174,7 +174,8 @@ impl Base {
 /// user info, a second authority, a step up, or their encoded forms.
 fn check_path(rest: &str) -> Result<(), Refused> {
     let (path, _query) = rest.split_once('?').unwrap_or((rest, ""));
-    if !path.starts_with('/') {
+    // Empty: the base itself (with a query, or not).
+    if !path.is_empty() && !path.starts_with('/') {
         return Err(Refused::Escape("no leading '/'"));
     }
     if path.contains('@') {
@@ -329,6 +330,8 @@ mod tests {
         for base in ["http://127.0.0.1:18101", "http://127.0.0.1:18101/v1"] {
             let b = Base::parse(base).unwrap().unwrap();
             assert_eq!(b.join("/models?x=1").unwrap(), format!("{base}/models?x=1"));
+            assert_eq!(b.join("").unwrap(), base);
+            assert_eq!(b.join("?x=1").unwrap(), format!("{base}?x=1"));
             for bad in [
                 "@127.0.0.1:18102/v1/models",
                 "/@127.0.0.1:18102/v1/models",
