@@ -48,6 +48,10 @@ pub enum Error {
     /// by the caller. This is a bug in abridge if it ever happens.
     #[error("refusing to emit an invalid conversation: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Invalid(Vec<Violation>),
+    /// The turn's [`Cancel`](crate::Cancel) was set (its client left): it
+    /// stopped at its next check and changed nothing the caller holds.
+    #[error("cancelled: the turn was stopped before it finished")]
+    Cancelled,
 }
 
 fn briefing_note(tokens: Counted) -> String {

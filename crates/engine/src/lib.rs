@@ -44,6 +44,7 @@ pub mod agent;
 pub mod background;
 mod boundary;
 mod calibration;
+mod cancel;
 mod carryover;
 mod compactor;
 mod config;
@@ -69,6 +70,7 @@ pub use abridge_model as model;
 pub use abridge_summarize as summarize;
 pub use abridge_tokens as tokens;
 pub use calibration::Calibration;
+pub use cancel::{Cancel, CancelOnDrop};
 pub use carryover::{Carryover, PrefixKey};
 pub use compactor::Compactor;
 pub use config::{

@@ -10,6 +10,7 @@ use abridge_summarize::Sheet;
 use abridge_tokens::{Counted, TokenCounter};
 
 use crate::boundary::{old_region, tail_iterations, tail_start};
+use crate::cancel::Cancel;
 use crate::config::PolicyKind;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -74,6 +75,9 @@ pub(crate) struct Rewriter<'e> {
     pub(crate) kept: Option<&'e KeptBriefing>,
     /// The key handles are derived with (a shared proxy's tenant).
     pub(crate) key: Option<&'e HandleKey>,
+    /// Checked between steps: once set, the steps stop as if the target
+    /// were reached and [`rewrite`](Self::rewrite) returns `Cancelled`.
+    pub(crate) cancel: &'e Cancel,
 }
 
 impl Rewriter<'_> {
@@ -87,9 +91,11 @@ impl Rewriter<'_> {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
         let mut work = self.start(conv, plan, eval.tokens.get());
+        self.cancel.check()?;
         if let Err(e) = self.shrink(conv, plan, &mut work) {
             return Err(self.floor_sent(conv, plan, work, &eval, e));
         }
+        self.cancel.check()?;
         if work.runs.is_empty() && work.degraded.is_empty() {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
@@ -146,13 +152,15 @@ impl Rewriter<'_> {
         }
     }
 
-    /// One round of the plan's steps; true once the target is reached.
+    /// One round of the plan's steps; true once the target is reached (or
+    /// the turn is cancelled).
     /// Summarizing and dropping are skipped while what they cannot touch
     /// (head, tail, tools) is over the target on its own: they could only
     /// lose the old region without reaching it, where a shorter tail lets
     /// the briefing keep it.
     fn run_steps(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> bool {
         plan.steps.iter().any(|&step| match step {
+            _ if self.cancel.is_cancelled() => true,
             Step::Summarize | Step::Policy(Policy::DropIterations)
                 if !self.kept_fits(plan.target, work) =>
             {
@@ -191,6 +199,9 @@ impl Rewriter<'_> {
     ) -> bool {
         let old = iterations(&work.messages).len().saturating_sub(work.tail_n);
         for step in 1..=STEPS {
+            if self.cancel.is_cancelled() {
+                return true;
+            }
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
             let found = self
@@ -316,7 +327,10 @@ impl Rewriter<'_> {
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
         let earlier = earlier_briefing(&work.messages, region.start, &self.engine.facts.wrapper);
-        if self.engine.summarizers.is_empty() || (region.is_empty() && earlier.is_none()) {
+        if self.engine.summarizers.is_empty()
+            || (region.is_empty() && earlier.is_none())
+            || self.cancel.is_cancelled()
+        {
             return None;
         }
         let tokens = self.message_tokens(&work.messages);
@@ -359,6 +373,7 @@ impl Rewriter<'_> {
                 .then_some(&self.engine.config.recall),
             error_prefixes: &self.engine.config.policies.error_prefixes,
             key: self.key,
+            cancel: self.cancel,
         };
         let summarizers = match only {
             Some(i) => &self.engine.summarizers[i..=i],
@@ -374,6 +389,7 @@ impl Rewriter<'_> {
         mut work: Work,
         mut eval: Eval,
     ) -> Result<Outcome<'a>> {
+        self.cancel.check()?;
         let originals = self
             .engine
             .keep_originals(std::mem::take(&mut work.originals));
@@ -401,6 +417,7 @@ impl Rewriter<'_> {
         let events = std::mem::take(&mut eval.events);
         let target = plan.target.map(Counted);
         let mut report = report_of(conv, &after, plan, target, work, &eval, events);
+        self.cancel.check()?;
         self.snapshot(conv, &after, &originals, &mut report);
         Ok(Outcome {
             report,

@@ -14,6 +14,7 @@
 //! the summarizer sees an earlier briefing without its index, and the
 //! earlier index's lines are carried into the new one.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
@@ -23,6 +24,7 @@ use abridge_summarize::{
 };
 use abridge_tokens::TokenizerKind;
 
+use crate::cancel::Cancel;
 use crate::config::RecallConfig;
 use crate::recall::{HandleKey, Original, index};
 use crate::report::{Attempt, AttemptOutcome};
@@ -62,19 +64,22 @@ pub(crate) struct Inputs<'a> {
     pub(crate) error_prefixes: &'a [String],
     /// The key the index's handles are derived with (a shared proxy's tenant).
     pub(crate) key: Option<&'a HandleKey>,
+    /// Checked before each summarizer: once set, no briefing.
+    pub(crate) cancel: &'a Cancel,
 }
 
 /// Shortest briefing accepted, in characters.
 const MIN_CHARS: usize = 30;
 
 /// What the briefing replaces and what stays around it.
-struct Region {
+struct Region<'a> {
     /// Messages before the region (system prompt, task, earlier briefing).
     head: usize,
     /// Index of an earlier briefing in the head, absorbed by the new one.
     previous_at: Option<usize>,
-    /// Iterations the briefing replaces, in order.
-    replaced: Vec<Message>,
+    /// Iterations the briefing replaces, in order: borrowed from the
+    /// history when they are one run of it (nothing pinned among them).
+    replaced: Cow<'a, [Message]>,
     replaced_iterations: usize,
     /// Their tokens.
     tokens: usize,
@@ -82,8 +87,8 @@ struct Region {
     kept: Vec<Message>,
 }
 
-impl Region {
-    fn of(inp: &Inputs<'_>) -> Option<Region> {
+impl<'a> Region<'a> {
+    fn of(inp: &Inputs<'a>) -> Option<Region<'a>> {
         let orig = inp.original;
         let head = head_len(orig);
         let end = orig.len().checked_sub(inp.tail_len)?;
@@ -94,11 +99,13 @@ impl Region {
         let mut r = Region {
             head,
             previous_at,
-            replaced: Vec::new(),
+            replaced: Cow::Borrowed(&[]),
             replaced_iterations: 0,
             tokens: 0,
             kept: Vec::new(),
         };
+        // The replaced messages' run in `orig` while they form one.
+        let mut run: Option<std::ops::Range<usize>> = None;
         for it in iterations(orig)
             .into_iter()
             .filter(|it| it.start >= head && it.end <= end)
@@ -107,11 +114,26 @@ impl Region {
                 // Carry the pin: later steps must not touch these either.
                 r.kept
                     .extend(it.range().map(|i| pinned(orig, inp.pinned, i)));
-            } else {
-                r.replaced.extend_from_slice(&orig[it.range()]);
-                r.tokens += inp.original_tokens[it.range()].iter().sum::<u64>() as usize;
-                r.replaced_iterations += 1;
+                continue;
             }
+            run = match run {
+                None if r.replaced.is_empty() => Some(it.range()),
+                Some(run) if run.end == it.start => Some(run.start..it.end),
+                run => {
+                    // Not one run any more: copy what it held, then this.
+                    let owned = r.replaced.to_mut();
+                    if let Some(run) = run {
+                        owned.extend_from_slice(&orig[run]);
+                    }
+                    owned.extend_from_slice(&orig[it.range()]);
+                    None
+                }
+            };
+            r.tokens += inp.original_tokens[it.range()].iter().sum::<u64>() as usize;
+            r.replaced_iterations += 1;
+        }
+        if let Some(run) = run {
+            r.replaced = Cow::Borrowed(&orig[run]);
         }
         // The new briefing replaces the earlier one too: with no iteration
         // to replace, it re-condenses that one alone.
@@ -223,6 +245,9 @@ pub(crate) fn run(
         facts: inp.facts,
     };
     for (i, s) in summarizers.iter().enumerate() {
+        if inp.cancel.is_cancelled() {
+            return None;
+        }
         let start = Instant::now();
         let result = attempt(s.as_ref(), &req, inp, &region);
         let ms = start.elapsed().as_millis() as u64;

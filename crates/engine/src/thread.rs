@@ -40,6 +40,7 @@ use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter};
 use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
+use crate::cancel::Cancel;
 use crate::carryover::Carryover;
 use crate::engine::Engine;
 use crate::error::Result;
@@ -52,12 +53,13 @@ use crate::trigger::{Reason, TurnFacts};
 
 /// What a turn is given: a history, how it relates to the last turn's, and
 /// what to do with it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Input<'a> {
     history: &'a Conversation,
     resent: bool,
     extending: Option<usize>,
     action: Action,
+    cancel: Cancel,
 }
 
 /// What a turn does with its history.
@@ -79,6 +81,7 @@ impl<'a> Input<'a> {
             resent: false,
             extending: None,
             action,
+            cancel: Cancel::never(),
         }
     }
 
@@ -126,6 +129,13 @@ impl<'a> Input<'a> {
     /// messages cost. Ignored when it does not match the last turn.
     pub fn extending(mut self, unchanged: usize) -> Self {
         self.extending = Some(unchanged);
+        self
+    }
+
+    /// The turn stops with [`Error::Cancelled`](crate::Error::Cancelled) at
+    /// its next check once `cancel` is set (e.g. the client it is for left).
+    pub fn cancelled_by(mut self, cancel: &Cancel) -> Self {
+        self.cancel = cancel.clone();
         self
     }
 }
@@ -252,7 +262,7 @@ struct Measured {
 }
 
 /// An evaluation under way: the history's tokens and iterations, the events
-/// so far, and when it started.
+/// so far, when it started and what stops it.
 pub(crate) struct Eval {
     pub(crate) tokens: Counted,
     /// The conversation's calibration, for the report.
@@ -260,6 +270,7 @@ pub(crate) struct Eval {
     pub(crate) iterations: usize,
     pub(crate) events: Vec<Event>,
     pub(crate) start: Instant,
+    pub(crate) cancel: Cancel,
 }
 
 impl Thread {
@@ -367,13 +378,19 @@ impl Thread {
     /// log if it still applies (the cached prefix stays), or the history.
     pub fn turn<'a>(&mut self, engine: &Engine, input: Input<'a>) -> Result<Outcome<'a>> {
         let start = Instant::now();
+        input.cancel.check()?;
         let m = self.measure(engine, &input);
+        if let Err(e) = input.cancel.check() {
+            self.state.carryover = m.carry;
+            return Err(e);
+        }
         let eval = Eval {
             tokens: m.tokens + m.tools + m.declared,
             calibration: self.state.calibration,
             iterations: m.iterations,
             events: Vec::new(),
             start,
+            cancel: input.cancel.clone(),
         };
         let conv = m.view.as_ref().unwrap_or(input.history);
         match self.act(engine, conv, input.action, eval, m.extends) {
@@ -579,6 +596,7 @@ impl Thread {
         // The cadence counts from this evaluation, whatever it does.
         self.state.compacted_at = eval.iterations;
         let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
+        let cancel = eval.cancel.clone();
         let mut plan = self.plan(engine, calibration, reason, target);
         plan.ceiling = engine
             .limits
@@ -605,6 +623,7 @@ impl Thread {
             iterations: its,
             events,
             start,
+            cancel,
         };
         Ok(unchanged(conv, Some(reason), eval))
     }
@@ -635,12 +654,14 @@ impl Thread {
         plan: &Plan,
         eval: Eval,
     ) -> Result<Outcome<'c>> {
+        let cancel = eval.cancel.clone();
         let mut rewriter = Rewriter {
             engine,
             counter: &mut self.counter,
             name: self.name.as_deref(),
             kept: self.state.briefing.as_ref(),
             key: self.key.as_ref(),
+            cancel: &cancel,
         };
         let outcome = rewriter.rewrite(conv, plan, eval).inspect_err(|e| {
             engine.emit(&Event::CompactionFailed {

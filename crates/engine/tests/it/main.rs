@@ -4,6 +4,7 @@
 mod agent;
 mod background;
 mod briefing_shape;
+mod cancel;
 mod continuity;
 mod corpus;
 mod fuzz;
