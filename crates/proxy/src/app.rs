@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use abridge::Cancel;
 use abridge::model::Wire;
 use abridge::tokens::Reported;
 use axum::Router;
@@ -36,7 +37,7 @@ pub(crate) struct App {
 }
 
 impl App {
-    fn context(&self) -> Context<'_> {
+    fn context<'a>(&'a self, cancel: &'a Cancel) -> Context<'a> {
         Context {
             config: &self.config,
             sessions: &self.sessions,
@@ -45,6 +46,7 @@ impl App {
             metrics: &self.metrics,
             handle: &self.handle,
             secret: &self.secret,
+            cancel,
         }
     }
 }
@@ -196,6 +198,20 @@ async fn conversation(app: Arc<App>, wire: Wire, route: Route, req: Request) -> 
     response
 }
 
+/// Runs `work` on a blocking thread with a flag that is set if this
+/// future is dropped first (the server drops a request's future when its
+/// client closes the connection): the work stops at its next check instead
+/// of running on for nobody.
+async fn while_client_waits<T: Send + 'static>(
+    work: impl FnOnce(&Cancel) -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    let cancel = Cancel::new();
+    let guard = cancel.on_drop();
+    let done = tokio::task::spawn_blocking(move || work(&cancel)).await;
+    guard.disarm();
+    done
+}
+
 /// A conversation request on its way: what the client sent it with, and
 /// where it goes.
 struct Outgoing {
@@ -220,8 +236,9 @@ async fn compact_and_send(
     } = request;
     let mut prepared = {
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
-        tokio::task::spawn_blocking(move || {
-            app.context().prepare(wire, &headers, uri.query(), &bytes)
+        while_client_waits(move |cancel| {
+            app.context(cancel)
+                .prepare(wire, &headers, uri.query(), &bytes)
         })
         .await
         .unwrap_or_else(|e| Prepared {
@@ -253,7 +270,7 @@ async fn compact_and_send(
         let retry = match (&prepared.session, &prepared.conv) {
             (Some(s), Some(c)) if is_overflow_body(&text) => {
                 let (app2, s, c, tokens) = (app.clone(), s.clone(), c.clone(), prepared.tokens);
-                tokio::task::spawn_blocking(move || app2.context().shrink(&s, &c, tokens))
+                while_client_waits(move |cancel| app2.context(cancel).shrink(&s, &c, tokens))
                     .await
                     .ok()
                     .flatten()

@@ -150,6 +150,7 @@ pub(crate) struct Metrics {
     tokens_saved: Counter,
     retries: Counter,
     disconnects: Counter,
+    abandoned: Counter,
     store_timeouts: Family<StoreLabels, Counter>,
     store_dropped: Counter,
     recalls: Family<OutcomeLabels, Counter>,
@@ -186,6 +187,7 @@ impl Metrics {
             tokens_saved: Counter::default(),
             retries: Counter::default(),
             disconnects: Counter::default(),
+            abandoned: Counter::default(),
             store_timeouts: Family::default(),
             store_dropped: Counter::default(),
             recalls: Family::default(),
@@ -304,6 +306,11 @@ impl Metrics {
             "client_disconnects",
             "Responses the client stopped reading before their end",
             self.disconnects.clone(),
+        );
+        r.register(
+            "abandoned",
+            "Requests whose client left before they were ready to send: their compaction stopped at its next step",
+            self.abandoned.clone(),
         );
         r.register(
             "added_latency_seconds",
@@ -431,6 +438,11 @@ impl Metrics {
     /// A client went away mid-response.
     pub(crate) fn disconnect(&self) {
         self.disconnects.inc();
+    }
+
+    /// A request's client left before it was ready to send.
+    pub(crate) fn abandoned(&self) {
+        self.abandoned.inc();
     }
 
     /// Time spent before forwarding.

@@ -10,7 +10,7 @@ use abridge::model::{
     Conversation, Part, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
 use abridge::tokens::{Calibrated, Counted};
-use abridge::{AttemptOutcome, Input, Report};
+use abridge::{AttemptOutcome, Cancel, Input, Report};
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
@@ -76,6 +76,9 @@ pub(crate) struct Context<'a> {
     pub(crate) handle: &'a tokio::runtime::Handle,
     /// What tenants are derived with.
     pub(crate) secret: &'a Secret,
+    /// Set once the request's client has left: its turn stops at the next
+    /// check, and nothing is encoded for it.
+    pub(crate) cancel: &'a Cancel,
 }
 
 impl Context<'_> {
@@ -98,6 +101,9 @@ impl Context<'_> {
             Ok(_) => return self.unusable("not one conversation".into()),
             Err(e) => return self.unusable(format!("body does not decode: {e}")),
         };
+        if self.cancel.is_cancelled() {
+            return self.abandoned();
+        }
         // Before validation: calls answered here may be in the stored part.
         if let Some(field) = server_state(&conv) {
             return self.held_upstream(field);
@@ -253,6 +259,16 @@ impl Context<'_> {
         }
     }
 
+    /// A request whose client left before it was ready.
+    fn abandoned(&self) -> Prepared {
+        self.metrics.abandoned();
+        tracing::debug!("the client left before its request was ready; its compaction stopped");
+        Prepared {
+            warning: Some("the client left".into()),
+            ..Prepared::default()
+        }
+    }
+
     /// A body the proxy cannot work with: forwarded as sent, or refused.
     fn unusable(&self, why: String) -> Prepared {
         tracing::warn!(%why, "forwarding a request as sent");
@@ -330,11 +346,16 @@ impl Context<'_> {
             state.thread.adopt(carry);
         }
         let s = &mut *state;
-        let mut input = Input::evaluate(conv).resent();
+        let mut input = Input::evaluate(conv).resent().cancelled_by(self.cancel);
         if let Some(n) = unchanged {
             input = input.extending(n);
         }
         let turned = s.thread.turn(&s.engine, input);
+        if self.cancel.is_cancelled() {
+            // Nobody is waiting for the body: what the turn did stays in the
+            // thread (a carried compaction serves the client's retry).
+            return self.abandoned();
+        }
         // What goes out, what the engine reported, why, and its tokens.
         let (out, report, warning, sent) = match turned {
             Ok(o) => {
@@ -443,7 +464,9 @@ impl Context<'_> {
         let mut guard = session.blocking_lock();
         let s = &mut *guard;
         let target = tokens.scaled(self.config.serve.overflow_ratio);
-        let input = Input::compact_to(conv, target.max(Calibrated(1))).resent();
+        let input = Input::compact_to(conv, target.max(Calibrated(1)))
+            .resent()
+            .cancelled_by(self.cancel);
         match s.thread.turn(&s.engine, input) {
             Ok(o) => {
                 let c = o.conversation.into_owned();
