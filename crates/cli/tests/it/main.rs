@@ -3,6 +3,7 @@
 
 mod commands;
 mod engine;
+mod serve;
 mod snapshots;
 mod support;
 mod ui;

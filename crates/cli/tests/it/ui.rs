@@ -1,78 +1,7 @@
 //! `abridge ui` over a store the CLI filled, and the dashboard `abridge
 //! serve` mounts at /ui, fetched over plain HTTP.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-
-use crate::support::{compact_example, root, run, text};
-
-/// A running `abridge` that printed its address on its first line.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_abridge"))
-            .args(args)
-            .current_dir(root())
-            .env_remove("ABRIDGE_UI_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut base = None;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(url) = line
-                .split_whitespace()
-                .find(|w| w.starts_with("http://") && w.contains("/ui"))
-            {
-                base = Some(url.split("/ui").next().unwrap().to_owned());
-                break;
-            }
-        }
-        std::thread::spawn(move || lines.for_each(drop));
-        Server {
-            child,
-            base: base.expect("the address of the dashboard"),
-        }
-    }
-
-    /// GET `path`: status and body.
-    fn get(&self, path: &str) -> (u16, String) {
-        self.get_as("localhost", path)
-    }
-
-    /// GET `path` with `host` as its `Host`.
-    fn get_as(&self, host: &str, path: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(self.base.trim_start_matches("http://")).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).unwrap();
-        let status = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (
-            status,
-            raw.split_once("\r\n\r\n")
-                .map(|(_, b)| b.to_owned())
-                .unwrap_or_default(),
-        )
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
+use crate::support::{Server, compact_example, run, text};
 
 fn filled_store(name: &str) -> std::path::PathBuf {
     let store = std::env::temp_dir().join(format!(
