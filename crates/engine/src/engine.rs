@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use abridge_model::{Message, Tool};
+use abridge_model::{Conversation, Tool};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
 use abridge_tokens::{Registry, TokenCounter};
 
-use crate::config::Config;
+use crate::config::{Config, RecallConfig};
 use crate::error::Result;
 use crate::event::Event;
 use crate::limits::Limits;
@@ -221,16 +221,28 @@ impl Engine {
     pub(crate) fn found<'a>(
         &'a self,
         originals: &'a mut Vec<Original>,
-        input: &'a [Message],
+        input: &'a Conversation,
         key: Option<&'a HandleKey>,
     ) -> Option<Found<'a>> {
-        let r = &self.config.recall;
-        r.enabled.then_some(Found {
+        self.recall_for(input.tools.as_deref()).map(|r| Found {
             tool: &r.tool,
             originals,
-            input,
+            input: &input.messages,
             key,
         })
+    }
+
+    /// `[recall]` when the model that reads a history with these `tools`
+    /// can call the recall tool: recall is on, and either the caller adds
+    /// the tool to histories that have tools ([`declare_recall_tool`]
+    /// (Self::declare_recall_tool)) and this one has some, or the caller
+    /// declares it itself. A history sent with no tools (an agent that acts
+    /// through its text) gets no handles and no index: nothing in it asks
+    /// the model to call a tool it does not have.
+    pub(crate) fn recall_for(&self, tools: Option<&[Tool]>) -> Option<&RecallConfig> {
+        let r = &self.config.recall;
+        let callable = self.declares_recall.is_none() || tools.is_some_and(|t| !t.is_empty());
+        (r.enabled && callable).then_some(r)
     }
 
     /// Calls `f` with every event from now on.

@@ -23,7 +23,9 @@
 //! the target, the error carries the smallest valid history, so a proxy
 //! can send it rather than the whole.
 
-use abridge_model::{ContentForm, Conversation, Message, Part, ToolResult, head_len, iterations};
+use abridge_model::{
+    ContentForm, Conversation, Message, Part, Tool, ToolResult, head_len, iterations,
+};
 use abridge_tokens::Counted;
 use serde::{Deserialize, Serialize};
 
@@ -116,9 +118,7 @@ impl Rewriter<'_> {
         };
         let mut items = 0;
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
-            let found = self
-                .engine
-                .found(&mut work.originals, &conv.messages, self.key);
+            let found = self.engine.found(&mut work.originals, conv, self.key);
             items += policy::apply(p, &mut work.messages, region.clone(), &forced, found);
         }
         if items > 0 {
@@ -138,7 +138,8 @@ impl Rewriter<'_> {
         // Cut the newest results until what the steps cannot touch fits
         // with room for what they make of the rest; then let them run.
         let kept_limit = limit.saturating_sub(RESERVE);
-        let mut cut = self.cut_newest_results(work, newest, |c, w| {
+        let tools = conv.tools.as_deref();
+        let mut cut = self.cut_newest_results(work, newest, tools, |c, w| {
             c.kept_tokens(w).saturating_sub(kept_limit)
         });
         if cut > 0 {
@@ -148,7 +149,7 @@ impl Rewriter<'_> {
                 return true;
             }
         }
-        cut += self.cut_newest_results(work, newest, |_, w| w.total.saturating_sub(limit));
+        cut += self.cut_newest_results(work, newest, tools, |_, w| w.total.saturating_sub(limit));
         if cut > 0 {
             self.degraded(work, Rung::NewestResultsCut, cut);
         }
@@ -156,11 +157,13 @@ impl Rewriter<'_> {
     }
 
     /// Cuts the results from `newest` on, oldest first, while `excess`
-    /// says the history is over; how many it changed.
+    /// says the history is over; how many it changed. `tools`: the
+    /// history's, which say whether a cut result gets a handle.
     fn cut_newest_results(
         &mut self,
         work: &mut Work,
         newest: usize,
+        tools: Option<&[Tool]>,
         excess: impl Fn(&mut Rewriter<'_>, &Work) -> u64,
     ) -> usize {
         let mut changed = 0;
@@ -182,7 +185,8 @@ impl Rewriter<'_> {
                     return changed;
                 }
                 let tokens = self.counter.count_text(&text) as u64;
-                let handle = self.engine.config.recall.enabled.then(|| {
+                let recall = self.engine.recall_for(tools);
+                let handle = recall.map(|_| {
                     let call = work.messages[..i]
                         .iter()
                         .rev()

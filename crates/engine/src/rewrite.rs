@@ -204,9 +204,7 @@ impl Rewriter<'_> {
             }
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
-            let found = self
-                .engine
-                .found(&mut work.originals, &conv.messages, self.key);
+            let found = self.engine.found(&mut work.originals, conv, self.key);
             let items = policy::apply(
                 p,
                 &mut work.messages,
@@ -365,12 +363,7 @@ impl Rewriter<'_> {
             facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
             kept: self.kept,
-            recall: self
-                .engine
-                .config
-                .recall
-                .enabled
-                .then_some(&self.engine.config.recall),
+            recall: self.engine.recall_for(conv.tools.as_deref()),
             error_prefixes: &self.engine.config.policies.error_prefixes,
             key: self.key,
             cancel: self.cancel,

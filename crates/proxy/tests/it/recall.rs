@@ -169,3 +169,64 @@ async fn the_request_log_counts_the_recalls_for_the_dashboard() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An agent that acts through its text (a bash block in its reply, the
+/// output in the next user message), with no tools, or with tools it never
+/// calls: what reached the upstream, each body as text.
+async fn text_agent(tools: bool) -> Vec<String> {
+    use abridge_testkit::{Mock, openai_ok};
+    let upstream = Mock::serve(|_| Some(openai_ok("```bash\ncat src/lib.rs\n```")));
+    let (proxy, stop, done) = crate::support::proxy_for(&upstream.url, CONFIG, None).await;
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "Act by writing one bash block per reply."}),
+        serde_json::json!({"role": "user", "content": "Find why step_3 overflows."}),
+    ];
+    for turn in 0..20 {
+        let mut body = serde_json::json!({"model": "gpt-4o", "messages": messages});
+        if tools {
+            body["tools"] = serde_json::json!([{"type": "function", "function": {
+                "name": "read_file", "parameters": crate::support::read_file_tool()}}]);
+        }
+        let r = crate::support::client()
+            .post(format!("{proxy}/v1/chat/completions"))
+            .bearer_auth("sk-text")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": "```bash\ncat src/lib.rs\n```"}),
+        );
+        messages.push(serde_json::json!({"role": "user", "content": file_content(turn)}));
+    }
+    let _ = stop.send(());
+    let _ = done.await;
+    upstream
+        .requests()
+        .iter()
+        .map(|s| s.body.to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_tools_is_never_pointed_at_the_recall_tool() {
+    let sent = text_agent(false).await;
+    assert!(
+        sent.iter().any(|b| b.contains("<compacted-history>")),
+        "the loop should have been briefed"
+    );
+    for (i, body) in sent.iter().enumerate() {
+        for word in ["abridge_recall", "recall abr_", "Recallable"] {
+            assert!(!body.contains(word), "request {i} mentions {word:?}");
+        }
+    }
+    // The same agent with a tool declared is offered recall: the check above
+    // would see it.
+    let with_tools = text_agent(true).await;
+    assert!(
+        with_tools.iter().any(|b| b.contains("<compacted-history>")
+            && b.contains("Recallable originals (abridge_recall)")),
+        "with tools, the briefing's index names the recall tool"
+    );
+}
