@@ -33,6 +33,11 @@ pub struct ServeConfig {
     /// Sessions kept in memory (least recently used leave first; a stored
     /// session is loaded again when it comes back).
     pub max_sessions: usize,
+    /// Memory the sessions' last bodies may hold together, in megabytes
+    /// (their decoded histories, which let a request decode only what it
+    /// added). Past it, the least recently used sessions drop theirs and
+    /// their next request is decoded whole. 0: no session keeps one.
+    pub session_memory_megabytes: u64,
     /// When the upstream refuses a history as too long, compact to
     /// `overflow_ratio` of what was sent and retry once.
     pub retry_on_overflow: bool,
@@ -77,6 +82,7 @@ impl Default for ServeConfig {
             soft_fraction: 0.8,
             max_body_megabytes: 32,
             max_sessions: 10_000,
+            session_memory_megabytes: 256,
             retry_on_overflow: true,
             overflow_ratio: 0.6,
             strict: false,
@@ -95,6 +101,11 @@ impl ServeConfig {
     /// Body limit in bytes.
     pub fn max_body_bytes(&self) -> usize {
         (self.max_body_megabytes as usize).saturating_mul(1 << 20)
+    }
+
+    /// The sessions' memory budget in bytes.
+    pub fn session_memory_bytes(&self) -> usize {
+        (self.session_memory_megabytes as usize).saturating_mul(1 << 20)
     }
 
     /// The body timeout.

@@ -30,6 +30,7 @@ mod config;
 mod engines;
 mod error;
 mod forward;
+mod held;
 mod host;
 mod listen;
 mod metrics;
@@ -110,7 +111,10 @@ impl Proxy {
         let metrics = Arc::new(metrics::Metrics::new());
         let app = app::App {
             upstream: forward::Upstream::new(&config.serve)?,
-            sessions: session::Sessions::new(config.serve.max_sessions),
+            sessions: session::Sessions::new(
+                config.serve.max_sessions,
+                config.serve.session_memory_bytes(),
+            ),
             engines: engines::Engines::default(),
             store: store.map(|s| {
                 let restore = store::Restore {

@@ -161,6 +161,7 @@ pub(crate) struct Metrics {
     added_latency: Histogram,
     upstream_latency: Histogram,
     active_sessions: Gauge,
+    session_memory: Gauge,
 }
 
 impl Default for Metrics {
@@ -200,6 +201,7 @@ impl Metrics {
             // 1 ms … ~65 s
             upstream_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             active_sessions: Gauge::default(),
+            session_memory: Gauge::default(),
         };
         m.register();
         m
@@ -327,6 +329,11 @@ impl Metrics {
             "Sessions held in memory",
             self.active_sessions.clone(),
         );
+        r.register(
+            "session_memory_bytes",
+            "Bytes the sessions' last bodies hold (estimated), within [serve] session_memory_megabytes",
+            self.session_memory.clone(),
+        );
     }
 
     /// The text exposition.
@@ -443,6 +450,11 @@ impl Metrics {
     /// A request's client left before it was ready to send.
     pub(crate) fn abandoned(&self) {
         self.abandoned.inc();
+    }
+
+    /// Bytes the sessions' last bodies hold.
+    pub(crate) fn session_memory(&self, bytes: usize) {
+        self.session_memory.set(bytes as i64);
     }
 
     /// Time spent before forwarding.

@@ -127,7 +127,8 @@ impl Context<'_> {
             let mut guard = session.blocking_lock();
             self.refresh_if_shared(&mut guard);
             let prepared = self.turn(&mut guard, &conv, None);
-            guard.raw = RawState::of(bytes, wire, conv.clone());
+            let raw = RawState::of(bytes, wire, conv.clone());
+            self.keep_raw(&mut guard, raw);
             self.sessions.set_quick(quick, guard.id.clone());
             prepared
         };
@@ -222,8 +223,14 @@ impl Context<'_> {
         self.refresh_if_shared(state);
         let mut prepared = self.turn(state, &raw.history, Some(unchanged));
         prepared.conv = Some(raw.history.clone());
-        state.raw = Some(RawState::new(bytes, shape, raw.history));
+        self.keep_raw(state, Some(RawState::new(bytes, shape, raw.history)));
         Some(prepared)
+    }
+
+    /// Keeps a session's last body for its next request, within the budget.
+    fn keep_raw(&self, state: &mut SessionState, raw: Option<RawState>) {
+        let held = self.sessions.keep_raw(state, raw);
+        self.metrics.session_memory(held);
     }
 
     fn refresh_if_shared(&self, state: &mut SessionState) {

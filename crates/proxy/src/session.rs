@@ -14,6 +14,7 @@ use lru::LruCache;
 use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::held::{self, Held};
 use crate::raw::{Shape, prefix_hashes, shape};
 use crate::route::query_keys;
 use crate::tenant::{Tenant, TenantId};
@@ -154,6 +155,8 @@ pub(crate) struct RawState {
     pub(crate) post: Vec<u8>,
     /// The history it held, decoded.
     pub(crate) history: Arc<Conversation>,
+    /// Bytes it holds, estimated ([`held::cost`]).
+    pub(crate) cost: usize,
 }
 
 impl RawState {
@@ -178,6 +181,7 @@ impl RawState {
                 .first()
                 .map_or_else(Vec::new, |&s| tail_of(body, s).to_vec()),
             post: body[shape.post.clone()].to_vec(),
+            cost: held::cost(body.len(), history.messages.len()),
             shape,
             history,
         }
@@ -292,19 +296,54 @@ pub(crate) struct Sessions {
     quick: Mutex<std::collections::HashMap<u64, std::collections::VecDeque<SessionId>>>,
     /// Sessions whose history the provider's own compaction took over.
     handed_over: Mutex<std::collections::HashSet<SessionId>>,
+    /// What their last bodies hold, within the budget. Locked before `map`
+    /// when both are.
+    held: Mutex<Held<SessionId>>,
     capacity: usize,
 }
 
 impl Sessions {
-    /// Room for `capacity` sessions.
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// Room for `capacity` sessions, whose last bodies hold at most
+    /// `held_bytes` together.
+    pub(crate) fn new(capacity: usize, held_bytes: usize) -> Self {
         let cap = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
         Sessions {
             map: Mutex::new(LruCache::new(cap)),
             quick: Mutex::default(),
             handed_over: Mutex::default(),
+            held: Mutex::new(Held::new(held_bytes)),
             capacity: cap.get(),
         }
+    }
+
+    /// Keeps `raw` as the last body of `state`'s session when it fits the
+    /// budget, first dropping those of the least recently used sessions
+    /// that are not busy with a request; the bytes then held by all.
+    pub(crate) fn keep_raw(&self, state: &mut SessionState, raw: Option<RawState>) -> usize {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let cost = raw.as_ref().map_or(0, |r| r.cost);
+        state.raw = raw.filter(|_| held.fits(cost));
+        held.set(&state.id, state.raw.as_ref().map_or(0, |r| r.cost));
+        if held.excess() == 0 {
+            return held.total();
+        }
+        let oldest_first: Vec<(SessionId, Shared)> = self
+            .lock()
+            .iter()
+            .rev()
+            .filter(|(id, _)| **id != state.id && held.holds(id))
+            .map(|(id, s)| (id.clone(), s.clone()))
+            .collect();
+        for (id, session) in oldest_first {
+            if held.excess() == 0 {
+                break;
+            }
+            if let Ok(mut other) = session.try_lock() {
+                other.raw = None;
+                held.set(&id, 0);
+            }
+        }
+        held.total()
     }
 
     /// The sessions whose last request had this quick key, newest first.
@@ -356,7 +395,13 @@ impl Sessions {
         }
         let id = state.id.clone();
         let shared = Arc::new(tokio::sync::Mutex::new(state));
-        map.put(id, shared.clone());
+        let evicted = map.push(id, shared.clone());
+        drop(map);
+        if let Some((gone, _)) = evicted {
+            // Its last body leaves memory with it (once nothing uses it).
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            held.set(&gone, 0);
+        }
         shared
     }
 

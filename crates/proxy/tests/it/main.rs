@@ -6,6 +6,7 @@ mod connections;
 mod failures;
 mod faults;
 mod loops;
+mod memory;
 mod persist;
 mod recall;
 mod replicas;

@@ -1,0 +1,91 @@
+//! What sessions hold in memory between requests stays within `[serve]
+//! session_memory_megabytes`: past it, the least recently used sessions
+//! drop their last body and their next request is decoded whole.
+
+use abridge_proxy::ProxyConfig;
+use abridge_testkit::{Mock, openai_ok};
+use serde_json::{Value, json};
+
+use crate::support::{client, file_content, metric, metrics_text, serve_config};
+
+/// Exchanges in a session's first request: about 0.47 MB held, so two
+/// sessions fit a 1 MB budget and three do not.
+const TURNS: usize = 140;
+
+/// A history of `turns` ~1.7 KB exchanges, different per session.
+fn history(session: &str, turns: usize) -> Vec<Value> {
+    let mut m = vec![json!({"role": "system", "content": format!("Session {session}.")})];
+    for t in 0..turns {
+        m.push(json!({"role": "user", "content": file_content(t)}));
+        m.push(json!({"role": "assistant", "content": format!("noted {t}")}));
+    }
+    m
+}
+
+async fn send(proxy: &str, key: &str, messages: &[Value]) {
+    let r = client()
+        .post(format!("{proxy}/v1/chat/completions"))
+        .bearer_auth(key)
+        .json(&json!({"model": "gpt-4o", "messages": messages}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+/// (decoded whole, decoded from what was added, bytes held).
+async fn counts(proxy: &str) -> (f64, f64, f64) {
+    let m = metrics_text(proxy).await;
+    (
+        metric(&m, r#"abridge_decoded_total{part="whole"}"#),
+        metric(&m, r#"abridge_decoded_total{part="added"}"#),
+        metric(&m, "abridge_session_memory_bytes"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_past_the_memory_budget_drop_the_oldest_bodies_and_keep_working() {
+    let upstream = Mock::serve(|_| Some(openai_ok("ok")));
+    let mut config = ProxyConfig::from_toml("[trigger]\nmax_tokens = 10000000\n").unwrap();
+    config.serve.openai_upstream = format!("{}/v1", upstream.url);
+    config.serve.session_memory_megabytes = 1;
+    let budget = (1 << 20) as f64;
+    let (proxy, stop, done) = serve_config(config, None).await;
+
+    // Session a: its next request decodes only what it added.
+    let mut a = history("a", TURNS);
+    send(&proxy, "sk-a", &a).await;
+    a.extend(history("a", TURNS + 1).split_off(1 + 2 * TURNS));
+    send(&proxy, "sk-a", &a).await;
+    let (whole, added, held) = counts(&proxy).await;
+    assert_eq!((whole, added), (1.0, 1.0));
+    assert!(held > 0.4 * budget && held <= 0.5 * budget, "{held}");
+
+    // Two more such sessions: together over 1 MB, so a (the oldest) drops its body.
+    for key in ["sk-b", "sk-c"] {
+        send(&proxy, key, &history(key, TURNS)).await;
+        let (_, _, held) = counts(&proxy).await;
+        assert!(
+            held <= budget,
+            "{held} bytes held over a budget of {budget}"
+        );
+    }
+    a.extend(history("a", TURNS + 2).split_off(3 + 2 * TURNS));
+    send(&proxy, "sk-a", &a).await;
+    let (whole, added, held) = counts(&proxy).await;
+    assert_eq!(
+        (whole, added),
+        (4.0, 1.0),
+        "a's next request is decoded whole"
+    );
+    assert!(held <= budget);
+
+    // c, among the most recent, still takes the fast path.
+    let mut c = history("sk-c", TURNS);
+    c.extend(history("sk-c", TURNS + 1).split_off(1 + 2 * TURNS));
+    send(&proxy, "sk-c", &c).await;
+    let (_, added, _) = counts(&proxy).await;
+    assert_eq!(added, 2.0);
+    let _ = stop.send(());
+    let _ = done.await;
+}
