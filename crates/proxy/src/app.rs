@@ -34,6 +34,9 @@ pub(crate) struct App {
     pub(crate) handle: tokio::runtime::Handle,
     pub(crate) secret: Secret,
     pub(crate) passthroughs: Passthroughs,
+    /// Set once the tokenizer tables the proxy counts with are expanded
+    /// (at start-up, off the request path): how long that took.
+    pub(crate) warmed: std::sync::OnceLock<std::time::Duration>,
 }
 
 impl App {
@@ -71,8 +74,13 @@ async fn healthz(State(app): State<Arc<App>>) -> Response<Body> {
     health(&app, StatusCode::OK)
 }
 
-/// 200 when nothing is degraded, else 503 saying what.
+/// 200 when warmed up and nothing is degraded, else 503 saying what.
 async fn readyz(State(app): State<Arc<App>>) -> Response<Body> {
+    if app.warmed.get().is_none() {
+        let mut r = Response::new(Body::from("warming: expanding the tokenizer tables\n"));
+        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        return r;
+    }
     health(&app, StatusCode::SERVICE_UNAVAILABLE)
 }
 

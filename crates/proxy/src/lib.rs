@@ -47,6 +47,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use abridge::tokens::TokenizerKind;
 use abridge_store::SessionStore;
 
 pub use config::{ProxyConfig, ServeConfig};
@@ -127,9 +128,30 @@ impl Proxy {
                 .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,
             secret,
             passthroughs: route::Passthroughs::default(),
+            warmed: std::sync::OnceLock::new(),
             config,
         };
         Ok(Proxy { app: Arc::new(app) })
+    }
+
+    /// Expands the tokenizer tables requests will count with, on a blocking
+    /// thread, so that the first request after start-up does not pay for
+    /// it; `/readyz` answers 503 until it is done. Every model the
+    /// registry knows but GPT-4 and GPT-3.5 counts with `o200k_base`.
+    fn warm_up(&self) {
+        let app = self.app.clone();
+        let mut kinds = vec![TokenizerKind::O200kBase];
+        kinds.extend(app.config.engine.tokenizer.filter(|k| k.is_exact()));
+        drop(self.app.handle.spawn_blocking(move || {
+            let start = std::time::Instant::now();
+            for kind in kinds {
+                kind.count("warm");
+            }
+            let took = start.elapsed();
+            app.metrics.warmed(took.as_secs_f64());
+            tracing::debug!(ms = took.as_millis() as u64, "tokenizer tables expanded");
+            let _ = app.warmed.set(took);
+        }));
     }
 
     /// The routes, to serve, each request's `Host` checked
@@ -166,6 +188,7 @@ impl Proxy {
         extra: axum::Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
+        self.warm_up();
         let serve = &self.app.config.serve;
         let limits = listen::Limits {
             header_timeout: Duration::from_secs_f64(serve.header_timeout_secs),

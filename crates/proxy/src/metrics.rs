@@ -162,6 +162,7 @@ pub(crate) struct Metrics {
     upstream_latency: Histogram,
     active_sessions: Gauge,
     session_memory: Gauge,
+    warmup: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -202,6 +203,7 @@ impl Metrics {
             upstream_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             active_sessions: Gauge::default(),
             session_memory: Gauge::default(),
+            warmup: Gauge::default(),
         };
         m.register();
         m
@@ -330,6 +332,11 @@ impl Metrics {
             self.active_sessions.clone(),
         );
         r.register(
+            "warmup_seconds",
+            "Time the tokenizer tables took to expand at start-up (0 until they have)",
+            self.warmup.clone(),
+        );
+        r.register(
             "session_memory_bytes",
             "Bytes the sessions' last bodies hold (estimated), within [serve] session_memory_megabytes",
             self.session_memory.clone(),
@@ -450,6 +457,11 @@ impl Metrics {
     /// A request's client left before it was ready to send.
     pub(crate) fn abandoned(&self) {
         self.abandoned.inc();
+    }
+
+    /// The tokenizer tables were expanded in `secs`.
+    pub(crate) fn warmed(&self, secs: f64) {
+        self.warmup.set(secs);
     }
 
     /// Bytes the sessions' last bodies hold.

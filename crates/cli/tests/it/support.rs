@@ -112,6 +112,22 @@ impl Server {
 }
 
 impl Server {
+    /// Waits until `/readyz` answers 200 (a proxy expands its tokenizer
+    /// tables first); panics after 30 s, or on an answer other than 503.
+    pub(crate) fn wait_ready(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let (status, text) = self.get("/readyz");
+            match status {
+                200 => return,
+                503 if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => panic!("not ready: {status} {text}"),
+            }
+        }
+    }
+
     /// The server's process id.
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()

@@ -29,7 +29,7 @@ async fn degraded(proxy: &str) -> (u16, String) {
     let mut last = (0, String::new());
     for _ in 0..100 {
         last = status(proxy, "/readyz").await;
-        if last.0 == 503 {
+        if last.0 == 503 && last.1.starts_with("degraded") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
