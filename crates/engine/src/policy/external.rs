@@ -19,8 +19,8 @@ pub(super) fn apply(
     mut found: Option<Found<'_>>,
 ) -> usize {
     let newest_image = messages.iter().rposition(|m| has_image(&m.parts));
-    let newest_block: Vec<Option<usize>> = cfg
-        .external_tags
+    let tags: Vec<Tag> = cfg.external_tags.iter().map(|t| Tag::new(t)).collect();
+    let newest_block: Vec<Option<usize>> = tags
         .iter()
         .map(|tag| {
             messages
@@ -34,7 +34,7 @@ pub(super) fn apply(
         if m.meta.pinned {
             continue;
         }
-        for (tag, newest) in cfg.external_tags.iter().zip(&newest_block) {
+        for (tag, newest) in tags.iter().zip(&newest_block) {
             if *newest != Some(i) {
                 changed += clip_blocks_in(&mut m.parts, tag, &mut found);
             }
@@ -66,7 +66,7 @@ fn texts(parts: &[Part]) -> impl Iterator<Item = &str> {
         })
 }
 
-fn clip_blocks_in(parts: &mut [Part], tag: &str, found: &mut Option<Found<'_>>) -> usize {
+fn clip_blocks_in(parts: &mut [Part], tag: &Tag, found: &mut Option<Found<'_>>) -> usize {
     let mut changed = 0;
     for p in parts {
         match p {
@@ -105,19 +105,39 @@ fn clip_images(parts: &mut [Part], found: &mut Option<Found<'_>>) -> usize {
     changed
 }
 
+/// A wrapper tag's opening and closing text, written once per policy run
+/// rather than once per message searched.
+struct Tag {
+    open: String,
+    close: String,
+}
+
+impl Tag {
+    fn new(name: &str) -> Tag {
+        Tag {
+            open: format!("<{name}"),
+            close: format!("</{name}>"),
+        }
+    }
+}
+
 /// Byte ranges of the next block of `tag` at or after `from`: (body start,
 /// body end, close end).
-fn find_block(text: &str, tag: &str, from: usize) -> Option<(usize, usize, usize)> {
-    let open = format!("<{tag}");
-    let close = format!("</{tag}>");
+fn find_block(text: &str, tag: &Tag, from: usize) -> Option<(usize, usize, usize)> {
+    let (open, close) = (&tag.open, &tag.close);
     let mut search = from;
     loop {
-        let start = search + text.get(search..)?.find(&open)?;
+        let rest = text.get(search..)?;
+        // Most texts hold no tag at all: one byte scan says so.
+        if !rest.as_bytes().contains(&b'<') {
+            return None;
+        }
+        let start = search + rest.find(open.as_str())?;
         let after = start + open.len();
         let next = text[after..].chars().next()?;
         if next == '>' || next.is_whitespace() {
             let body_start = after + text[after..].find('>')? + 1;
-            let body_end = body_start + text[body_start..].find(&close)?;
+            let body_end = body_start + text[body_start..].find(close.as_str())?;
             return Some((body_start, body_end, body_end + close.len()));
         }
         search = after;
@@ -125,7 +145,7 @@ fn find_block(text: &str, tag: &str, from: usize) -> Option<(usize, usize, usize
 }
 
 /// The text with every block body of `tag` clipped, or `None` when nothing changed.
-fn clip_blocks(text: &str, tag: &str, found: &mut Option<Found<'_>>) -> Option<String> {
+fn clip_blocks(text: &str, tag: &Tag, found: &mut Option<Found<'_>>) -> Option<String> {
     let mut out = String::new();
     let mut pos = 0;
     let mut changed = false;
@@ -159,12 +179,12 @@ mod tests {
     #[test]
     fn clips_bodies_and_keeps_tags() {
         let t = "before <EXTERNAL-CONTENT source=\"a\">\nline 1\nline 2\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>x</EXTERNAL-CONTENT> end";
-        let c = clip_blocks(t, "EXTERNAL-CONTENT", &mut None).unwrap();
+        let c = clip_blocks(t, &Tag::new("EXTERNAL-CONTENT"), &mut None).unwrap();
         assert_eq!(
             c,
             "before <EXTERNAL-CONTENT source=\"a\">\n> [clipped for brevity]\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>\n> [clipped for brevity]\n</EXTERNAL-CONTENT> end"
         );
-        assert_eq!(clip_blocks(&c, "EXTERNAL-CONTENT", &mut None), None);
+        assert_eq!(clip_blocks(&c, &Tag::new("EXTERNAL-CONTENT"), &mut None), None);
     }
 
     #[test]
@@ -172,7 +192,7 @@ mod tests {
         assert_eq!(
             clip_blocks(
                 "<EXTERNAL-CONTENTS>x</EXTERNAL-CONTENTS>",
-                "EXTERNAL-CONTENT",
+                &Tag::new("EXTERNAL-CONTENT"),
                 &mut None
             ),
             None
@@ -180,7 +200,7 @@ mod tests {
         assert_eq!(
             clip_blocks(
                 "<EXTERNAL-CONTENT>never closed",
-                "EXTERNAL-CONTENT",
+                &Tag::new("EXTERNAL-CONTENT"),
                 &mut None
             ),
             None
@@ -188,7 +208,7 @@ mod tests {
         assert_eq!(
             clip_blocks(
                 "ünïcödé <EXTERNAL-CONTENT>é</EXTERNAL-CONTENT>",
-                "EXTERNAL-CONTENT",
+                &Tag::new("EXTERNAL-CONTENT"),
                 &mut None
             )
             .unwrap(),
