@@ -17,10 +17,11 @@ use crate::engines::Engines;
 use crate::forward::{OnUsage, Target, Upstream, is_event_stream, proxy_error, relay};
 use crate::listen::ReadingBody;
 use crate::metrics::{Metrics, Passthrough, Route};
-use crate::prepare::{Context, Prepared, SharedStore};
+use crate::prepare::{Context, Prepared};
 use crate::recall::{self, Resend};
 use crate::route::{Passthroughs, Provider, Refused, origin_form};
 use crate::session::{SESSION_HEADER, Sessions};
+use crate::store::SharedStore;
 use crate::tenant::Secret;
 
 /// Shared by every request.

@@ -9,8 +9,8 @@ use abridge::model::Conversation;
 use abridge::recall::OriginalCache;
 use abridge::{Config, Engine};
 
-use crate::prepare::SharedStore;
 use crate::store::SessionSink;
+use crate::store::SharedStore;
 
 /// Most models remembered; past it the map starts afresh (sessions keep
 /// the engines they hold).

@@ -25,11 +25,8 @@ use crate::recall::{self, Recalling};
 use crate::session::{
     LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
 };
-use crate::store::StoreWorker;
+use crate::store::SharedStore;
 use crate::tenant::{Secret, TenantId};
-
-/// The store shared by every session, on a thread of its own.
-pub(crate) type SharedStore = Arc<StoreWorker>;
 
 /// The outcome of preparing one request.
 #[derive(Debug, Default)]

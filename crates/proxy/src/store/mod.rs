@@ -43,6 +43,9 @@ const QUEUE: usize = 4096;
 /// Threads answering reads, when the store has handles for them.
 pub(crate) const READERS: usize = 4;
 
+/// The store shared by every session, on a thread of its own.
+pub(crate) type SharedStore = std::sync::Arc<StoreWorker>;
+
 /// The proxy's handle on its store.
 pub(crate) struct StoreWorker {
     jobs: SyncSender<Job>,
