@@ -6,6 +6,7 @@ mod engine_args;
 mod eval;
 mod input;
 mod serve;
+mod signal;
 mod simulate;
 mod snapshots;
 mod stats;

@@ -102,7 +102,7 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
         };
         out.flush()?;
         proxy
-            .serve_with(listener, extra, shutdown())
+            .serve_with(listener, extra, crate::signal::shutdown())
             .await
             .context("the proxy stopped")?;
         Ok::<_, anyhow::Error>(())
@@ -133,27 +133,4 @@ async fn dashboard(
     }
     let store = crate::ui::open(args.store.as_deref()).await?;
     Ok(Some((abridge_ui::Ui::new(store, token.clone()), token)))
-}
-
-/// Ctrl-C or SIGTERM: stop accepting, let in-flight streams finish.
-pub(crate) async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
 }

@@ -78,7 +78,7 @@ pub(crate) fn run(args: &UiArgs, out: &mut dyn Write) -> Result<ExitCode> {
             &args.allowed_hosts,
         );
         axum::serve(listener, app)
-            .with_graceful_shutdown(crate::serve::shutdown())
+            .with_graceful_shutdown(crate::signal::shutdown())
             .await
             .context("the dashboard stopped")?;
         Ok::<_, anyhow::Error>(())
