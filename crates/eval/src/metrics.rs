@@ -1,11 +1,11 @@
 //! Recall and precision of identifiers against what the agent wrote later.
 
-use abridge::model::{Conversation, Message, Role, encode, validate};
+use abridge::model::{Conversation, Message, Role, validate};
 use abridge::recall::split_index;
 use abridge::summarize::{identifiers, mentions, prose_identifiers, split_arguments};
 use abridge::tokens::TokenizerKind;
 
-use crate::strategy::{Applied, count};
+use crate::strategy::{Applied, count, text_of};
 use crate::{Strategy, StrategyResult};
 
 /// What the agent went on to need after a cut.
@@ -60,10 +60,6 @@ impl Written {
         }
         w
     }
-}
-
-pub(crate) fn text_of(conv: &Conversation) -> String {
-    encode(conv).map(|v| v.to_string()).unwrap_or_default()
 }
 
 fn violations(conv: &Conversation) -> Vec<(String, Option<String>)> {

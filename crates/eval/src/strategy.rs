@@ -1,6 +1,6 @@
 //! The strategies compared: none, the common peers' ways, and abridge's.
 
-use abridge::model::{Conversation, Message, Part, Role};
+use abridge::model::{Conversation, Message, Part, Role, encode};
 use abridge::summarize::Summarizer;
 use abridge::tokens::{TokenCounter, TokenizerKind};
 use std::collections::HashSet;
@@ -201,7 +201,7 @@ impl Run<'_> {
 /// handles inside recalled originals too (the model can recall those).
 fn recallable(engine: &Engine, conv: &Conversation) -> String {
     let mut seen = HashSet::new();
-    let mut todo: Vec<Handle> = Handle::find_all(&crate::metrics::text_of(conv)).collect();
+    let mut todo: Vec<Handle> = Handle::find_all(&text_of(conv)).collect();
     let mut out = String::new();
     while let Some(h) = todo.pop() {
         if !seen.insert(h.clone()) {
@@ -236,4 +236,10 @@ fn mask(pre: &Conversation) -> Conversation {
         }
     }
     conv
+}
+
+/// A history as the JSON its wire format would send (what the metrics
+/// search for identifiers and handles).
+pub(crate) fn text_of(conv: &Conversation) -> String {
+    encode(conv).map(|v| v.to_string()).unwrap_or_default()
 }
