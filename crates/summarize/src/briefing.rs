@@ -1,4 +1,4 @@
-//! Summarizers, the request they get, and the briefing wrapper.
+//! Summarizers and the request they get.
 
 use abridge_model::{Message, Role};
 use abridge_tokens::TokenizerKind;
@@ -8,14 +8,12 @@ use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 
-use crate::facts::{FactConfig, extract};
+use crate::config::FactConfig;
+use crate::facts::extract;
 use crate::progress::progress_of;
 use crate::sheet::{FOCUS_NOTE, Previous, Sheet, render};
 use crate::spec::{successful_commands, task_details};
-
-/// Default tag wrapped around a briefing: it marks the text as external
-/// content for the model, and lets a later compaction find and absorb it.
-pub const DEFAULT_WRAPPER: &str = "compacted-history";
+use crate::wrapper::unwrap;
 
 /// What a summarizer is asked to condense.
 #[derive(Debug, Clone, Copy)]
@@ -174,29 +172,6 @@ impl Summarizer for Offline {
     fn is_instant(&self) -> bool {
         true
     }
-}
-
-/// `text` with the wrapper's tags defused (`<tag` → `‹tag`), so quoted
-/// history can never open or close a briefing.
-pub fn defuse(tag: &str, text: &str) -> String {
-    text.replace(&format!("</{tag}"), &format!("‹/{tag}"))
-        .replace(&format!("<{tag}"), &format!("‹{tag}"))
-}
-
-/// `<tag>\nbody\n</tag>`.
-pub fn wrap(tag: &str, body: &str) -> String {
-    format!("<{tag}>\n{}\n</{tag}>", body.trim())
-}
-
-/// The body of a wrapped briefing, if `text` is one.
-pub fn unwrap<'a>(tag: &str, text: &'a str) -> Option<&'a str> {
-    let body = text.trim().strip_prefix(&format!("<{tag}>"))?;
-    Some(body.strip_suffix(&format!("</{tag}>"))?.trim())
-}
-
-/// True when `text` contains an opening or closing wrapper tag.
-pub fn leaks_wrapper(tag: &str, text: &str) -> bool {
-    text.contains(&format!("<{tag}")) || text.contains(&format!("</{tag}>"))
 }
 
 /// The task: text of the user messages before the first assistant message,

@@ -6,44 +6,13 @@ use abridge_model::text::clip;
 use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
-use crate::briefing::unwrap;
+use crate::config::FactConfig;
 use crate::ident::{identifiers, is_reference, prose_identifiers};
 use crate::outcome::{CallOutcome, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 use crate::progress::{self, CommandFact, first_sentence, is_exploration, progress_of};
 use crate::tools::{ToolKind, classify, first_string, split_arguments};
-
-/// What the extractor recognises.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FactConfig {
-    /// Tools whose latest call holds the agent's task list.
-    pub todo_tools: Vec<String>,
-    /// Result first-line prefixes that mean failure.
-    pub error_prefixes: Vec<String>,
-    /// Tag around briefings: an earlier briefing is not a user message.
-    pub wrapper: String,
-}
-
-impl Default for FactConfig {
-    fn default() -> Self {
-        FactConfig {
-            todo_tools: [
-                "TodoWrite",
-                "todo_write",
-                "write_todos",
-                "reportProgress",
-                "update_plan",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
-            error_prefixes: crate::outcome::DEFAULT_ERROR_PREFIXES
-                .map(str::to_owned)
-                .to_vec(),
-            wrapper: crate::briefing::DEFAULT_WRAPPER.to_owned(),
-        }
-    }
-}
+use crate::wrapper::unwrap;
 
 /// What happened to one file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -39,6 +39,7 @@
 //! ```
 
 mod briefing;
+mod config;
 mod facts;
 mod ident;
 mod outcome;
@@ -50,12 +51,13 @@ mod spec;
 mod testing;
 mod tools;
 mod verify;
+mod wrapper;
 
 pub use briefing::{
-    AsyncSummarizer, BoxFuture, Briefing, DEFAULT_WRAPPER, Offline, Request, SummarizeError,
-    Summarizer, defuse, leaks_wrapper, task_text, unwrap, wrap,
+    AsyncSummarizer, BoxFuture, Briefing, Offline, Request, SummarizeError, Summarizer, task_text,
 };
-pub use facts::{FactConfig, Facts, FileFact, extract};
+pub use config::FactConfig;
+pub use facts::{Facts, FileFact, extract};
 pub use ident::{identifiers, mentions, prose_identifiers};
 pub use outcome::{CallOutcome, DEFAULT_ERROR_PREFIXES, outcome};
 pub use progress::CommandFact;
@@ -63,3 +65,4 @@ pub use sheet::{SectionKind, Sheet, SheetItem, SheetSection};
 pub use spec::Detail;
 pub use tools::{ToolKind, classify, first_string, split_arguments};
 pub use verify::{Verification, verify};
+pub use wrapper::{DEFAULT_WRAPPER, defuse, leaks_wrapper, unwrap, wrap};

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use abridge_model::text::clip;
 use abridge_model::{Message, Part};
 
-use crate::facts::FactConfig;
+use crate::config::FactConfig;
 use crate::ident::is_identifier;
 use crate::outcome::{CallOutcome, outcome};
 use crate::progress::closed_item;
