@@ -4,7 +4,6 @@ use abridge_tokens::{Calibrated, Counted};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyKind;
-use crate::ladder::Degradation;
 use crate::recall::Handle;
 use crate::trigger::Reason;
 
@@ -107,4 +106,44 @@ pub struct PolicyRun {
     pub items: usize,
     /// Tokens it saved.
     pub tokens_saved: Counted,
+}
+
+/// One rung of the ladder taken by a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rung {
+    /// The verbatim tail kept fewer iterations than `budget.min_iterations`.
+    FewerIterations,
+    /// Results and arguments inside the kept iterations (not the newest)
+    /// became placeholders.
+    KeptIterationsClipped,
+    /// The history was left above the target but under the trigger,
+    /// rather than cut the newest results.
+    AboveTarget,
+    /// The newest iteration's own results were cut to fit.
+    NewestResultsCut,
+}
+
+impl Rung {
+    /// Stable kebab-case name (headers, metrics labels).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rung::FewerIterations => "fewer-iterations",
+            Rung::KeptIterationsClipped => "kept-iterations-clipped",
+            Rung::AboveTarget => "above-target",
+            Rung::NewestResultsCut => "newest-results-cut",
+        }
+    }
+}
+
+/// A rung taken, and where it left the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Degradation {
+    /// The rung.
+    pub rung: Rung,
+    /// Iterations kept verbatim ([`Rung::FewerIterations`]), items
+    /// changed (the clipping rungs), 0 for [`Rung::AboveTarget`].
+    pub count: usize,
+    /// Tokens after the rung, tool declarations included.
+    pub tokens_after: Counted,
 }

@@ -27,54 +27,13 @@ use abridge_model::{
     ContentForm, Conversation, Message, Part, Tool, ToolResult, head_len, iterations,
 };
 use abridge_tokens::Counted;
-use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyConfig;
-use crate::event::Event;
+use crate::event::{Degradation, Event, Rung};
 use crate::placeholder::{result, with_handle};
 use crate::policy::{self, Policy};
 use crate::recall::{Handle, Original};
 use crate::rewrite::{Rewriter, Work};
-
-/// One rung of the ladder taken by a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rung {
-    /// The verbatim tail kept fewer iterations than `budget.min_iterations`.
-    FewerIterations,
-    /// Results and arguments inside the kept iterations (not the newest)
-    /// became placeholders.
-    KeptIterationsClipped,
-    /// The history was left above the target but under the trigger,
-    /// rather than cut the newest results.
-    AboveTarget,
-    /// The newest iteration's own results were cut to fit.
-    NewestResultsCut,
-}
-
-impl Rung {
-    /// Stable kebab-case name (headers, metrics labels).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rung::FewerIterations => "fewer-iterations",
-            Rung::KeptIterationsClipped => "kept-iterations-clipped",
-            Rung::AboveTarget => "above-target",
-            Rung::NewestResultsCut => "newest-results-cut",
-        }
-    }
-}
-
-/// A rung taken, and where it left the history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Degradation {
-    /// The rung.
-    pub rung: Rung,
-    /// Iterations kept verbatim ([`Rung::FewerIterations`]), items
-    /// changed (the clipping rungs), 0 for [`Rung::AboveTarget`].
-    pub count: usize,
-    /// Tokens after the rung, tool declarations included.
-    pub tokens_after: Counted,
-}
 
 /// Shortest a cut result keeps, in characters, before it becomes a placeholder.
 const MIN_CUT_CHARS: usize = 400;

@@ -79,11 +79,11 @@ pub use config::{
 };
 pub use engine::Engine;
 pub use error::{Error, Result};
-pub use event::{Event, PolicyRun};
+pub use event::{Degradation, Event, PolicyRun, Rung};
 pub use history::{History, TurnReport};
-pub use ladder::{Degradation, Rung};
 pub use limits::Limits;
-pub use report::{Attempt, AttemptOutcome, Outcome, Report, briefing_in};
-pub use snapshot::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink};
-pub use thread::{Input, KeptBriefing, Thread, ThreadState};
+pub use report::{Attempt, AttemptOutcome, Outcome, Report, SnapshotId, briefing_in};
+pub use snapshot::{SnapshotData, SnapshotError, SnapshotSink};
+pub use summarize_step::KeptBriefing;
+pub use thread::{Input, Thread, ThreadState};
 pub use trigger::{Reason, TriggerConfig};

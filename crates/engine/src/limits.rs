@@ -4,7 +4,7 @@ use abridge_tokens::{Calibrated, Counted, Price, Registry, Reported, TokenizerKi
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::trigger::Reason;
+use crate::trigger::{Reason, Thresholds};
 
 /// The numbers the compactor works with, in the provider's units (the
 /// thread converts them to abridge's count through its calibration).
@@ -34,6 +34,15 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The thresholds the triggers check.
+    pub(crate) fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            tokens: self.trigger_tokens,
+            from_window: self.trigger_from_window,
+            usage: self.usage_tokens,
+        }
+    }
+
     /// Derives the limits.
     pub fn new(config: &Config, registry: &Registry) -> Self {
         let info = config.model.as_deref().and_then(|m| registry.lookup(m));

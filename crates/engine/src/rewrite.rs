@@ -14,15 +14,15 @@ use crate::cancel::Cancel;
 use crate::config::PolicyKind;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{Event, PolicyRun};
-use crate::ladder::Degradation;
+use crate::event::{Degradation, Event, PolicyRun};
+
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
 use crate::recall::{HandleKey, Original};
-use crate::report::{Attempt, Outcome, Report};
+use crate::report::{Attempt, Eval, Outcome, Report, unchanged};
 use crate::snapshot::SnapshotData;
+use crate::summarize_step::KeptBriefing;
 use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
-use crate::thread::{Eval, KeptBriefing, unchanged};
 
 /// Each policy advances over the old region in this many steps, oldest first.
 const STEPS: usize = 4;

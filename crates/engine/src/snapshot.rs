@@ -3,11 +3,10 @@
 //! [`SnapshotSink`] and is handed to the compactor.
 
 use abridge_model::Conversation;
-use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::recall::{Handle, Original, StoredOriginal};
-use crate::report::Report;
+use crate::report::{Report, SnapshotId};
 
 /// Everything about one compaction worth keeping.
 #[derive(Debug, Clone, Copy)]
@@ -26,25 +25,6 @@ pub struct SnapshotData<'a> {
     /// What this compaction's placeholders and briefing name by handle
     /// (each once), for the recall tool.
     pub originals: &'a [std::sync::Arc<Original>],
-}
-
-/// Id of a stored snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SnapshotId(pub i64);
-
-impl std::fmt::Display for SnapshotId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::str::FromStr for SnapshotId {
-    type Err = std::num::ParseIntError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        s.trim().parse().map(SnapshotId)
-    }
 }
 
 /// Why a snapshot could not be recorded: the store's own error.

@@ -17,6 +17,8 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
 use abridge_summarize::{
     FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification, defuse, extract,
@@ -28,7 +30,6 @@ use crate::cancel::Cancel;
 use crate::config::RecallConfig;
 use crate::recall::{HandleKey, Original, index};
 use crate::report::{Attempt, AttemptOutcome};
-use crate::thread::KeptBriefing;
 
 /// The result of a successful step.
 pub(crate) struct Briefed {
@@ -397,4 +398,14 @@ fn check(
         return reject(format!("over budget ({tokens} > {} tokens)", inp.budget));
     }
     Ok(tokens)
+}
+
+/// A briefing kept as data, and the fingerprint of the message that holds
+/// it (the compaction that finds that message in the head merges the data).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptBriefing {
+    /// [`fingerprint`](abridge_model::fingerprint) of the briefing message.
+    pub fingerprint: u64,
+    /// The sheet it renders.
+    pub sheet: Sheet,
 }

@@ -35,7 +35,6 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use abridge_model::{Conversation, Message, Role, iterations};
-use abridge_summarize::Sheet;
 use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter};
 use serde::{Deserialize, Serialize};
 
@@ -47,8 +46,10 @@ use crate::error::Result;
 use crate::event::Event;
 use crate::plan::Plan;
 use crate::recall::HandleKey;
-use crate::report::{Outcome, Report};
+use crate::report::Outcome;
+use crate::report::{Eval, unchanged};
 use crate::rewrite::Rewriter;
+use crate::summarize_step::KeptBriefing;
 use crate::trigger::{Reason, TurnFacts};
 
 /// What a turn is given: a history, how it relates to the last turn's, and
@@ -172,16 +173,6 @@ pub struct ThreadState {
     pub briefing: Option<KeptBriefing>,
 }
 
-/// A briefing kept as data, and the fingerprint of the message that holds
-/// it (the compaction that finds that message in the head merges the data).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeptBriefing {
-    /// [`fingerprint`](abridge_model::fingerprint) of the briefing message.
-    pub fingerprint: u64,
-    /// The sheet it renders.
-    pub sheet: Sheet,
-}
-
 impl ThreadState {
     /// The format written by this release.
     pub const VERSION: u32 = 1;
@@ -259,18 +250,6 @@ struct Measured {
     /// It extends what the last turn sent: the provider's count of that
     /// is a count of its prefix.
     extends: bool,
-}
-
-/// An evaluation under way: the history's tokens and iterations, the events
-/// so far, when it started and what stops it.
-pub(crate) struct Eval {
-    pub(crate) tokens: Counted,
-    /// The conversation's calibration, for the report.
-    pub(crate) calibration: Calibration,
-    pub(crate) iterations: usize,
-    pub(crate) events: Vec<Event>,
-    pub(crate) start: Instant,
-    pub(crate) cancel: Cancel,
 }
 
 impl Thread {
@@ -560,7 +539,10 @@ impl Thread {
                     compacted_at: self.state.compacted_at,
                     usage,
                 };
-                let fired = engine.config.trigger.fired(&engine.limits, &facts);
+                let fired = engine
+                    .config
+                    .trigger
+                    .fired(engine.limits.thresholds(), &facts);
                 return match fired {
                     Some(reason) => self.compact_for(engine, conv, reason, eval),
                     None => Ok(unchanged(conv, None, eval)),
@@ -721,38 +703,6 @@ fn opened(before: usize, added: &[Message]) -> usize {
         }
     }
     n - before
-}
-
-/// The outcome of an evaluation that leaves the history as it is.
-pub(crate) fn unchanged<'a>(
-    conv: &'a Conversation,
-    reason: Option<Reason>,
-    eval: Eval,
-) -> Outcome<'a> {
-    let n = conv.messages.len();
-    Outcome {
-        report: Report {
-            reason,
-            compacted: false,
-            tokens_before: eval.tokens,
-            tokens_after: eval.tokens,
-            messages_before: n,
-            messages_after: n,
-            tail_iterations: eval.iterations,
-            target: None,
-            policies: Vec::new(),
-            summarizer: None,
-            attempts: Vec::new(),
-            snapshot: None,
-            events: eval.events,
-            duration_us: eval.start.elapsed().as_micros() as u64,
-            degraded: Vec::new(),
-            briefing: None,
-            calibration: eval.calibration,
-            sheet: None,
-        },
-        conversation: Cow::Borrowed(conv),
-    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,6 @@
 use abridge_tokens::{Calibrated, Reported};
 use serde::{Deserialize, Serialize};
 
-use crate::limits::Limits;
-
 /// When a turn triggers compaction; any condition that is set fires it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -53,16 +51,16 @@ impl TriggerConfig {
     }
 
     /// The trigger that fires for this turn, if any (the token thresholds
-    /// as `limits` derived them from the model's window).
-    pub(crate) fn fired(&self, limits: &Limits, facts: &TurnFacts) -> Option<Reason> {
-        if limits.trigger_tokens.is_some_and(|t| facts.tokens > t) {
-            return Some(if limits.trigger_from_window {
+    /// as the limits derived them from the model's window).
+    pub(crate) fn fired(&self, limits: Thresholds, facts: &TurnFacts) -> Option<Reason> {
+        if limits.tokens.is_some_and(|t| facts.tokens > t) {
+            return Some(if limits.from_window {
                 Reason::Window
             } else {
                 Reason::Tokens
             });
         }
-        if let (Some(limit), Some(u)) = (limits.usage_tokens, facts.usage)
+        if let (Some(limit), Some(u)) = (limits.usage, facts.usage)
             && u > limit
         {
             return Some(Reason::Usage);
@@ -74,6 +72,18 @@ impl TriggerConfig {
         }
         None
     }
+}
+
+/// The token thresholds a turn's triggers check, in the provider's units
+/// (derived by the engine's limits from this config and the model).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Thresholds {
+    /// History tokens above this fire.
+    pub(crate) tokens: Option<Calibrated>,
+    /// Whether `tokens` comes from the window fraction (else `max_tokens`).
+    pub(crate) from_window: bool,
+    /// Provider-reported usage above this fires.
+    pub(crate) usage: Option<Reported>,
 }
 
 /// What a turn knows when its triggers are checked.

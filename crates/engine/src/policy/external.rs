@@ -184,7 +184,10 @@ mod tests {
             c,
             "before <EXTERNAL-CONTENT source=\"a\">\n> [clipped for brevity]\n</EXTERNAL-CONTENT> mid <EXTERNAL-CONTENT>\n> [clipped for brevity]\n</EXTERNAL-CONTENT> end"
         );
-        assert_eq!(clip_blocks(&c, &Tag::new("EXTERNAL-CONTENT"), &mut None), None);
+        assert_eq!(
+            clip_blocks(&c, &Tag::new("EXTERNAL-CONTENT"), &mut None),
+            None
+        );
     }
 
     #[test]
