@@ -17,8 +17,9 @@ use tokio::sync::oneshot;
 
 use crate::carryover::Carryover;
 use crate::engine::Engine;
+use crate::input::Input;
 use crate::recall::HandleKey;
-use crate::thread::{Input, Thread};
+use crate::thread::Thread;
 
 /// Prepares one compaction at a time for one conversation.
 pub struct Preparer {

@@ -12,10 +12,11 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::Event;
+use crate::input::Input;
 use crate::limits::Limits;
 use crate::report::Outcome;
 use crate::snapshot::SnapshotSink;
-use crate::thread::{Input, Thread};
+use crate::thread::Thread;
 
 /// Compacts one conversation according to a [`Config`].
 ///

@@ -9,8 +9,8 @@ use abridge_tokens::{Counted, Reported};
 
 use crate::compactor::Compactor;
 use crate::error::Result;
+use crate::input::Input;
 use crate::report::Report;
-use crate::thread::Input;
 
 /// A conversation that grows turn by turn and compacts itself.
 ///

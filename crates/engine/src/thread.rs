@@ -36,169 +36,21 @@ use std::time::Instant;
 
 use abridge_model::{Conversation, Message, Role, iterations};
 use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter};
-use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
-use crate::cancel::Cancel;
 use crate::carryover::Carryover;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::Event;
+use crate::input::{Action, Input};
 use crate::plan::Plan;
 use crate::recall::HandleKey;
 use crate::report::Outcome;
 use crate::report::{Eval, unchanged};
 use crate::rewrite::Rewriter;
+use crate::state::ThreadState;
 use crate::summarize_step::KeptBriefing;
 use crate::trigger::{Reason, TurnFacts};
-
-/// What a turn is given: a history, how it relates to the last turn's, and
-/// what to do with it.
-#[derive(Debug, Clone)]
-pub struct Input<'a> {
-    history: &'a Conversation,
-    resent: bool,
-    extending: Option<usize>,
-    action: Action,
-    cancel: Cancel,
-}
-
-/// What a turn does with its history.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Action {
-    /// Check the triggers; compact when one fires.
-    Evaluate,
-    /// Compact now, to this target in the provider's units (or the
-    /// configured one).
-    Compact(Option<Calibrated>),
-    /// The agent asked: brief everything before the last iterations.
-    Requested { keep_iterations: usize },
-}
-
-impl<'a> Input<'a> {
-    fn new(history: &'a Conversation, action: Action) -> Self {
-        Input {
-            history,
-            resent: false,
-            extending: None,
-            action,
-            cancel: Cancel::never(),
-        }
-    }
-
-    /// Check the triggers and compact when one fires. The history is what
-    /// the last turn returned plus the messages added since, unless
-    /// [`resent`](Self::resent) says otherwise.
-    pub fn evaluate(history: &'a Conversation) -> Self {
-        Input::new(history, Action::Evaluate)
-    }
-
-    /// Compact now to the configured target (`budget.target_tokens`, or the
-    /// derived one); without any target, clip old content without dropping
-    /// iterations.
-    pub fn compact(history: &'a Conversation) -> Self {
-        Input::new(history, Action::Compact(None))
-    }
-
-    /// Compact now to `target` tokens in the provider's units, e.g. after
-    /// the provider refused the history as too long.
-    pub fn compact_to(history: &'a Conversation, target: Calibrated) -> Self {
-        Input::new(history, Action::Compact(Some(target)))
-    }
-
-    /// The agent asked (`compact_history`): everything before the last
-    /// `keep_iterations` iterations becomes a briefing (or is dropped when
-    /// no summarizer gives one), whatever the triggers say. The thread's
-    /// focus is what the briefing concentrates on.
-    pub fn requested(history: &'a Conversation, keep_iterations: usize) -> Self {
-        Input::new(history, Action::Requested { keep_iterations })
-    }
-
-    /// The history is the client's own whole log, sent again on every turn
-    /// (a proxy, an agent that keeps its original history): the compaction
-    /// carried over applies while the log still starts with what it
-    /// compacted, and a new compaction is carried over to the next turn.
-    pub fn resent(mut self) -> Self {
-        self.resent = true;
-        self
-    }
-
-    /// The caller knows the first `unchanged` messages are the last turn's
-    /// whole history, in the same envelope (it compared the bytes, or only
-    /// appended messages): nothing before them, nor the tool declarations,
-    /// is hashed or counted again, so the turn costs what the added
-    /// messages cost. Ignored when it does not match the last turn.
-    pub fn extending(mut self, unchanged: usize) -> Self {
-        self.extending = Some(unchanged);
-        self
-    }
-
-    /// The turn stops with [`Error::Cancelled`](crate::Error::Cancelled) at
-    /// its next check once `cancel` is set (e.g. the client it is for left).
-    pub fn cancelled_by(mut self, cancel: &Cancel) -> Self {
-        self.cancel = cancel.clone();
-        self
-    }
-}
-
-/// What a thread keeps across restarts: everything but its caches.
-/// Serialized as JSON with a format version; the carried-over messages are
-/// kept by the owner in their conversation's wire format (a store writes
-/// them as a request body), so they are not part of the JSON.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ThreadState {
-    /// Format version of this serialization ([`ThreadState::VERSION`]).
-    #[serde(default)]
-    pub format: u32,
-    /// The correction to the provider's count learned so far.
-    #[serde(default)]
-    pub calibration: Calibration,
-    /// The compaction carried over to the next turn, if any.
-    #[serde(skip)]
-    pub carryover: Option<Carryover>,
-    /// Iterations of the history when it last compacted (the cadence counts
-    /// from there).
-    #[serde(default)]
-    pub compacted_at: usize,
-    /// abridge's count of the history last sent (what the next reported
-    /// usage is about).
-    #[serde(default)]
-    pub last_sent: Option<Counted>,
-    /// What briefings should focus on.
-    #[serde(default)]
-    pub focus: Option<String>,
-    /// The last briefing this thread made, as data (the offline sheet): a
-    /// chained compaction merges it rather than parse its text back.
-    #[serde(default)]
-    pub briefing: Option<KeptBriefing>,
-}
-
-impl ThreadState {
-    /// The format written by this release.
-    pub const VERSION: u32 = 1;
-
-    /// Reads a stored state: this release's JSON, or the bare calibration
-    /// that stores wrote before threads were persisted whole.
-    pub fn from_json(json: &str) -> serde_json::Result<ThreadState> {
-        let state: ThreadState = serde_json::from_str(json)?;
-        if state.format > 0 {
-            return Ok(state);
-        }
-        Ok(ThreadState {
-            calibration: serde_json::from_str(json)?,
-            ..ThreadState::default()
-        })
-    }
-
-    /// The state as JSON (the carryover's messages aside).
-    pub fn to_json(&self) -> serde_json::Result<String> {
-        serde_json::to_string(&ThreadState {
-            format: ThreadState::VERSION,
-            carryover: None,
-            ..self.clone()
-        })
-    }
-}
 
 /// One conversation's state between turns. Keep one per conversation, with
 /// the [`Engine`] it was made for.
@@ -708,29 +560,6 @@ fn opened(before: usize, added: &[Message]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_state_round_trips_and_a_bare_calibration_reads_as_one() {
-        let mut calibration = Calibration::default();
-        calibration.observe(Counted(10_000), Reported(12_500));
-        let state = ThreadState {
-            calibration,
-            compacted_at: 7,
-            last_sent: Some(Counted(41_000)),
-            focus: Some("the flaky test".into()),
-            ..ThreadState::default()
-        };
-        let json = state.to_json().unwrap();
-        let back = ThreadState::from_json(&json).unwrap();
-        assert_eq!(back.format, ThreadState::VERSION);
-        assert_eq!(ThreadState { format: 0, ..back }, state);
-        // What stores held before threads were stored whole.
-        let old = serde_json::to_string(&calibration).unwrap();
-        let migrated = ThreadState::from_json(&old).unwrap();
-        assert_eq!(migrated.calibration, calibration);
-        assert_eq!((migrated.compacted_at, migrated.last_sent), (0, None));
-        assert!(ThreadState::from_json(r#"{"factor": "high"}"#).is_err());
-    }
 
     #[test]
     fn opened_counts_iterations_as_iterations_does() {

@@ -34,6 +34,7 @@ mod held;
 mod host;
 mod listen;
 mod metrics;
+mod native;
 mod prepare;
 mod raw;
 mod recall;

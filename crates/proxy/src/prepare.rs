@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use abridge::background::Preparer;
 use abridge::model::{
-    Conversation, Part, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
+    Conversation, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
 use abridge::tokens::{Calibrated, Counted};
 use abridge::{AttemptOutcome, Cancel, Input, Report};
@@ -20,6 +20,7 @@ use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::metrics::{Decoded, Metrics, Passthrough};
+use crate::native::{is_compaction_block, provider_compaction, server_state};
 use crate::raw::{messages_from, same_post};
 use crate::recall::{self, Recalling};
 use crate::session::{
@@ -589,46 +590,4 @@ fn resume_point(state: &SessionState, wire: Wire, bytes: &[u8]) -> Option<Resume
         }
     }
     best.map(Resume::Rewritten)
-}
-
-/// How the provider summarizes this conversation itself, if it does: a
-/// compaction entry in `context_management` (Anthropic's `compact_*` edit,
-/// the Responses API's `{"type": "compaction", "compact_threshold": …}`), or
-/// compaction blocks or items already in the history. Context *editing*
-/// (`clear_tool_uses_*`, `clear_thinking_*`) is not that: it clears what
-/// abridge leaves, after abridge rewrote the history, and the two work side
-/// by side.
-fn provider_compaction(conv: &Conversation) -> Option<&'static str> {
-    let management = conv.extra.get("context_management");
-    // Anthropic lists its edits under `edits`; the Responses API lists entries.
-    let entries = management
-        .and_then(|c| c.get("edits"))
-        .or(management)
-        .and_then(serde_json::Value::as_array);
-    let compacts = entries.into_iter().flatten().any(|e| {
-        e.get("type")
-            .and_then(serde_json::Value::as_str)
-            .is_some_and(|t| t.starts_with("compact"))
-    });
-    if compacts {
-        return Some("context_management compaction");
-    }
-    conv.messages
-        .iter()
-        .flat_map(|m| &m.parts)
-        .any(is_compaction_block)
-        .then_some("compaction items in the history")
-}
-
-/// The field by which a Responses request leans on a history the provider
-/// stores, if it does: `previous_response_id` or `conversation`.
-fn server_state(conv: &Conversation) -> Option<&'static str> {
-    ["previous_response_id", "conversation"]
-        .into_iter()
-        .find(|k| conv.extra.get(*k).is_some_and(|v| !v.is_null()))
-}
-
-/// An Anthropic `compaction` block, or a Responses `compaction` item.
-fn is_compaction_block(p: &Part) -> bool {
-    matches!(p, Part::Opaque(v) if v.get("type").and_then(|t| t.as_str()) == Some("compaction"))
 }

@@ -1,0 +1,97 @@
+//! What a thread keeps across restarts.
+
+use abridge_tokens::Counted;
+use serde::{Deserialize, Serialize};
+
+use crate::calibration::Calibration;
+use crate::carryover::Carryover;
+use crate::summarize_step::KeptBriefing;
+
+/// What a thread keeps across restarts: everything but its caches.
+/// Serialized as JSON with a format version; the carried-over messages are
+/// kept by the owner in their conversation's wire format (a store writes
+/// them as a request body), so they are not part of the JSON.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ThreadState {
+    /// Format version of this serialization ([`ThreadState::VERSION`]).
+    #[serde(default)]
+    pub format: u32,
+    /// The correction to the provider's count learned so far.
+    #[serde(default)]
+    pub calibration: Calibration,
+    /// The compaction carried over to the next turn, if any.
+    #[serde(skip)]
+    pub carryover: Option<Carryover>,
+    /// Iterations of the history when it last compacted (the cadence counts
+    /// from there).
+    #[serde(default)]
+    pub compacted_at: usize,
+    /// abridge's count of the history last sent (what the next reported
+    /// usage is about).
+    #[serde(default)]
+    pub last_sent: Option<Counted>,
+    /// What briefings should focus on.
+    #[serde(default)]
+    pub focus: Option<String>,
+    /// The last briefing this thread made, as data (the offline sheet): a
+    /// chained compaction merges it rather than parse its text back.
+    #[serde(default)]
+    pub briefing: Option<KeptBriefing>,
+}
+
+impl ThreadState {
+    /// The format written by this release.
+    pub const VERSION: u32 = 1;
+
+    /// Reads a stored state: this release's JSON, or the bare calibration
+    /// that stores wrote before threads were persisted whole.
+    pub fn from_json(json: &str) -> serde_json::Result<ThreadState> {
+        let state: ThreadState = serde_json::from_str(json)?;
+        if state.format > 0 {
+            return Ok(state);
+        }
+        Ok(ThreadState {
+            calibration: serde_json::from_str(json)?,
+            ..ThreadState::default()
+        })
+    }
+
+    /// The state as JSON (the carryover's messages aside).
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(&ThreadState {
+            format: ThreadState::VERSION,
+            carryover: None,
+            ..self.clone()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use abridge_tokens::Reported;
+
+    use super::*;
+
+    #[test]
+    fn a_state_round_trips_and_a_bare_calibration_reads_as_one() {
+        let mut calibration = Calibration::default();
+        calibration.observe(Counted(10_000), Reported(12_500));
+        let state = ThreadState {
+            calibration,
+            compacted_at: 7,
+            last_sent: Some(Counted(41_000)),
+            focus: Some("the flaky test".into()),
+            ..ThreadState::default()
+        };
+        let json = state.to_json().unwrap();
+        let back = ThreadState::from_json(&json).unwrap();
+        assert_eq!(back.format, ThreadState::VERSION);
+        assert_eq!(ThreadState { format: 0, ..back }, state);
+        // What stores held before threads were stored whole.
+        let old = serde_json::to_string(&calibration).unwrap();
+        let migrated = ThreadState::from_json(&old).unwrap();
+        assert_eq!(migrated.calibration, calibration);
+        assert_eq!((migrated.compacted_at, migrated.last_sent), (0, None));
+        assert!(ThreadState::from_json(r#"{"factor": "high"}"#).is_err());
+    }
+}
