@@ -1,0 +1,103 @@
+//! The sheet: rendering, merging a previous briefing, fitting a budget.
+
+use super::*;
+
+#[test]
+fn every_section_parses_back_as_its_kind() {
+    let sections: Vec<Section> = Kind::ALL
+        .into_iter()
+        .map(|k| {
+            Section::new(
+                k,
+                vec![
+                    SheetItem::new("src/lib.rs"),
+                    SheetItem::new("APP-1432 done"),
+                ],
+            )
+        })
+        .collect();
+    let mut text = String::new();
+    for s in &sections {
+        s.render(&Root(None), &mut text);
+    }
+    let (known, foreign) = parse(&text);
+    assert!(foreign.is_empty(), "{foreign:?}");
+    let kinds: Vec<Kind> = known.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, Kind::ALL);
+    for s in known {
+        let texts: Vec<&str> = s.items.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(texts, ["src/lib.rs", "APP-1432 done"], "{:?}", s.kind);
+    }
+}
+
+#[test]
+fn foreign_headings_become_the_earlier_briefing() {
+    let mut sections = vec![
+        Section::new(Kind::Files, vec![SheetItem::keyed("read · a.rs", "a.rs")]),
+        Section::new(Kind::Earlier, Vec::new()),
+    ];
+    let (known, foreign) = parse("## Summary\nThe agent fixed APP-1.\n## Files\n- edited · b.rs\n");
+    merge(&mut sections, known, foreign);
+    let texts = |s: &Section| s.items.iter().map(|i| i.text.clone()).collect::<Vec<_>>();
+    assert_eq!(texts(&sections[0]), ["edited · b.rs", "read · a.rs"]);
+    assert_eq!(
+        texts(&sections[1]),
+        ["## Summary", "The agent fixed APP-1."]
+    );
+}
+
+/// Chained as data, a file seen in both compactions is listed once, in
+/// its newest form, though the first sheet showed it relative to a root
+/// (parsed back from text, the shown path would not match the new one).
+#[test]
+fn a_chained_sheet_merges_by_absolute_path() {
+    let file = |ops: &str, path: &str| SheetItem::keyed(format!("{ops} · {path}"), path);
+    let paths = [
+        "/home/u/proj/app/a.rs",
+        "/home/u/proj/app/b.rs",
+        "/home/u/proj/app/c.rs",
+    ];
+    let first = Sheet {
+        sections: vec![Section::new(
+            Kind::Files,
+            paths.iter().map(|p| file("read", p)).collect(),
+        )],
+    };
+    let mut text = String::new();
+    let root = Root::of(&first.sections);
+    assert_eq!(root.0.as_deref(), Some("/home/u/proj/"));
+    first.sections[0].render(&root, &mut text);
+    assert!(text.contains("- read · app/a.rs"), "{text}");
+    let mut next = vec![Section::new(Kind::Files, vec![file("edited", paths[0])])];
+    merge(&mut next, first.sections.clone(), Vec::new());
+    let texts: Vec<&str> = next[0].items.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "read · /home/u/proj/app/b.rs",
+            "read · /home/u/proj/app/c.rs",
+            "edited · /home/u/proj/app/a.rs"
+        ]
+    );
+    let (known, _) = parse(&text);
+    let mut from_text = vec![Section::new(Kind::Files, vec![file("edited", paths[0])])];
+    merge(&mut from_text, known, Vec::new());
+    assert_eq!(
+        from_text[0].items.len(),
+        4,
+        "the text's relative path is another key"
+    );
+}
+
+#[test]
+fn a_sheet_round_trips_as_json() {
+    let sheet = Sheet {
+        sections: vec![Section::new(
+            Kind::Files,
+            vec![SheetItem::keyed("read · /a.rs", "/a.rs")],
+        )],
+    };
+    let json = serde_json::to_string(&sheet).unwrap();
+    assert!(json.contains(r#""kind":"files""#), "{json}");
+    assert_eq!(serde_json::from_str::<Sheet>(&json).unwrap(), sheet);
+}
