@@ -337,8 +337,17 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
             .collect()
     };
     let (hb, ha) = (hashes(&before), hashes(&after));
-    let before = lines(&before, &hb, &ha, &mut counter);
-    let after = lines(&after, &ha, &hb, &mut counter);
+    // A briefing is found by the report's index (after), or by the wrapper
+    // the compaction was configured with (an earlier one, before).
+    let wrapper = &snap.config.summary.wrapper;
+    let earlier = |i: usize| {
+        abridge::summarize::unwrap(wrapper, &before.messages[i].text_content()).is_some()
+    };
+    let before_lines = lines(&before, &hb, &ha, &mut counter, earlier);
+    let after = lines(&after, &ha, &hb, &mut counter, |i| {
+        snap.report.briefing == Some(i)
+    });
+    let before = before_lines;
     Ok(CompactionDetail {
         entry: snap.entry,
         report: snap.report,
@@ -348,14 +357,25 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
     })
 }
 
-fn lines(conv: &Conversation, own: &[u64], other: &[u64], counter: &mut TokenCounter) -> Vec<Line> {
+/// The diff's lines of `conv`; `is_briefing(i)`: whether message `i` is one.
+fn lines(
+    conv: &Conversation,
+    own: &[u64],
+    other: &[u64],
+    counter: &mut TokenCounter,
+    is_briefing: impl Fn(usize) -> bool,
+) -> Vec<Line> {
     let other: std::collections::HashSet<u64> = other.iter().copied().collect();
     conv.messages
         .iter()
         .zip(own)
-        .map(|(m, h)| Line {
+        .enumerate()
+        .map(|(i, (m, h))| Line {
             role: m.role.clone(),
-            kind: kind_of(m),
+            kind: match is_briefing(i) {
+                true => "briefing".to_owned(),
+                false => kind_of(m),
+            },
             tokens: counter.count_message(m).total() as u64,
             text: m.text_content(),
             changed: !other.contains(h),
@@ -371,9 +391,6 @@ fn kind_of(m: &abridge_model::Message) -> String {
     }
     if m.tool_results().next().is_some() {
         return "tool result".to_owned();
-    }
-    if m.text_content().contains("<compacted-history>") {
-        return "briefing".to_owned();
     }
     "text".to_owned()
 }

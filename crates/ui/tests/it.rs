@@ -319,3 +319,35 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
         "gpt-4o has a price"
     );
 }
+
+#[tokio::test]
+async fn a_briefing_under_a_configured_wrapper_is_shown_as_the_briefing() {
+    let dir = tempdir::Dir::new();
+    let path = dir.0.join("store.sqlite");
+    let conv = decode(&std::fs::read(example("coding-agent.openai.json")).unwrap())
+        .unwrap()
+        .remove(0);
+    let config = Config::from_toml(
+        "[budget]\ntarget_tokens = 700\nmin_iterations = 1\n[summary]\nwrapper = \"session-notes\"\n",
+    )
+    .unwrap();
+    let mut compactor = Compactor::new(config).unwrap();
+    compactor.set_store(Box::new(Store::open(&path).unwrap().with_source("notes")));
+    let report = compactor.compact(&conv).unwrap().report;
+    let at = report.briefing.expect("a briefing");
+    let id = report.snapshot.unwrap();
+    let url = serve(&path, None).await;
+    let (status, html) = get(&format!("{url}/ui/compactions/{id}")).await;
+    assert_eq!(status, 200);
+    let after = html.split("id=\"after\"").nth(1).unwrap();
+    let line = after.split("<li").nth(at + 1).unwrap();
+    assert!(
+        line.contains("&lt;session-notes&gt;") || line.contains("<session-notes>"),
+        "{line}"
+    );
+    assert!(
+        line.contains(" · briefing · "),
+        "the briefing's line says so: {line}"
+    );
+    assert!(!html.contains("compacted-history"));
+}
