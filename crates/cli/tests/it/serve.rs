@@ -35,6 +35,18 @@ fn tiny_messages(n: usize) -> String {
     body
 }
 
+/// `abridge serve` keeping nothing on disk, its upstream refusing.
+fn serve_in_memory() -> Server {
+    Server::start(&[
+        "serve",
+        "--no-store",
+        "--listen",
+        "127.0.0.1:0",
+        "--openai-upstream",
+        "http://127.0.0.1:9/v1",
+    ])
+}
+
 fn metric(proxy: &Server, name: &str) -> Option<u64> {
     let (_, text) = proxy.get("/metrics");
     text.lines()
@@ -47,14 +59,7 @@ fn a_client_that_leaves_mid_compaction_stops_it_within_a_second_of_work() {
         eprintln!("skipped: needs /proc to read the server's CPU time");
         return;
     }
-    let proxy = Server::start(&[
-        "serve",
-        "--no-store",
-        "--listen",
-        "127.0.0.1:0",
-        "--openai-upstream",
-        "http://127.0.0.1:9/v1",
-    ]);
+    let proxy = serve_in_memory();
     proxy.wait_ready();
     let pid = proxy.pid();
     let body = tiny_messages(200_000);
@@ -104,14 +109,7 @@ fn a_client_that_leaves_mid_compaction_stops_it_within_a_second_of_work() {
 
 #[test]
 fn abridge_serve_is_ready_once_its_tokenizer_tables_are_expanded() {
-    let proxy = Server::start(&[
-        "serve",
-        "--no-store",
-        "--listen",
-        "127.0.0.1:0",
-        "--openai-upstream",
-        "http://127.0.0.1:9/v1",
-    ]);
+    let proxy = serve_in_memory();
     // Live at once; ready once warmed, which takes a moment of its own.
     assert_eq!(proxy.get("/healthz").0, 200);
     let (status, text) = proxy.get("/readyz");
