@@ -132,7 +132,8 @@ pub struct BudgetConfig {
     pub target_tokens: Option<u64>,
     /// Target as a fraction of the trigger threshold (hysteresis).
     pub target_ratio: f64,
-    /// A compaction that would clear fewer tokens than this is skipped, so
+    /// A compaction that would clear fewer tokens than this (in the
+    /// provider's units, like the trigger and the target) is skipped, so
     /// that a provider's prompt cache is broken only for a real gain.
     pub clear_at_least: u64,
     /// The kept tail is at most this fraction of the window…

@@ -58,10 +58,10 @@ pub enum Event {
     CompactionSkipped {
         /// The trigger that fired.
         reason: Reason,
-        /// Tokens the compaction would have cleared.
-        would_clear: Counted,
-        /// The configured minimum.
-        clear_at_least: Counted,
+        /// Tokens the compaction would have cleared, in the provider's units.
+        would_clear: Calibrated,
+        /// The configured minimum, in the provider's units.
+        clear_at_least: Calibrated,
     },
     /// A compaction failed; the history was left as it was.
     CompactionFailed {

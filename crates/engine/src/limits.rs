@@ -1,6 +1,6 @@
 //! Thresholds and budgets derived from a config and the model registry.
 
-use abridge_tokens::{Calibrated, Counted, Price, Registry, Reported, TokenizerKind};
+use abridge_tokens::{Calibrated, Price, Registry, Reported, TokenizerKind};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -30,7 +30,7 @@ pub struct Limits {
     /// Most tokens the verbatim tail may hold (above the iteration floor).
     pub kept_budget: Calibrated,
     /// A compaction that would clear fewer tokens than this is skipped.
-    pub clear_at_least: Counted,
+    pub clear_at_least: Calibrated,
 }
 
 impl Limits {
@@ -85,7 +85,7 @@ impl Limits {
             every_iterations: t.every_iterations,
             target: target.map(Calibrated),
             kept_budget: Calibrated(kept_budget),
-            clear_at_least: Counted(b.clear_at_least),
+            clear_at_least: Calibrated(b.clear_at_least),
         }
     }
 

@@ -437,14 +437,16 @@ impl Thread {
             .trigger_tokens
             .map(|t| calibration.unapply(t).get());
         let mut outcome = self.run(engine, conv, &plan, eval)?;
+        // Compared in the provider's units, like the trigger it is kept under.
         let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
+        let cleared = calibration.apply(saved);
         let clear_at_least = engine.limits.clear_at_least;
-        if !outcome.report.compacted || reason == Reason::Forced || saved >= clear_at_least {
+        if !outcome.report.compacted || reason == Reason::Forced || cleared >= clear_at_least {
             return Ok(outcome);
         }
         let skip = Event::CompactionSkipped {
             reason,
-            would_clear: saved,
+            would_clear: cleared,
             clear_at_least,
         };
         engine.emit(&skip);

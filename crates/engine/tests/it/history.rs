@@ -249,3 +249,43 @@ fn reported_usage_calibrates_triggers_and_targets() {
         .unwrap();
     assert_eq!(last.1.get(), (last.0.get() as f64 * factor).ceil() as u64);
 }
+
+/// A cadence compaction (no target, so what it clears does not depend on
+/// the calibration) on a thread whose provider counts `factor` × abridge's
+/// count: whether it compacted, and what it cleared in abridge's count.
+fn cadence_once(conv: &Conversation, clear_at_least: u64, factor: u64) -> (bool, u64) {
+    let mut cfg = Config::default();
+    cfg.trigger.every_iterations = Some(5);
+    cfg.budget.kept_cap = 1_000;
+    cfg.budget.clear_at_least = clear_at_least;
+    let engine = abridge::Engine::new(cfg).unwrap();
+    let mut thread = abridge::Thread::new(&engine);
+    let mut calibration = abridge::Calibration::default();
+    calibration.observe(abridge::tokens::Counted(10_000), Reported(10_000 * factor));
+    thread.set_calibration(calibration);
+    let report = thread
+        .turn(&engine, abridge::Input::evaluate(conv))
+        .unwrap()
+        .report;
+    let saved = report.tokens_before.get() - report.tokens_after.get();
+    (report.compacted, saved)
+}
+
+#[test]
+fn clear_at_least_is_in_the_providers_units_like_the_trigger() {
+    let conv = run(Spec {
+        iterations: 30,
+        ..Spec::default()
+    });
+    let (compacted, saved) = cadence_once(&conv, 0, 1);
+    assert!(compacted && saved > 1_000, "{saved}");
+    // Half again what it clears as abridge counts: skipped where the
+    // provider counts the same, kept where it counts twice as much.
+    let minimum = saved * 3 / 2;
+    assert!(!cadence_once(&conv, minimum, 1).0);
+    assert_eq!(
+        cadence_once(&conv, minimum, 2),
+        (true, saved),
+        "the provider would see 2 × {saved} tokens cleared, over {minimum}"
+    );
+}
