@@ -59,7 +59,7 @@ pub use briefing::{
 pub use config::FactConfig;
 pub use facts::{Facts, FileFact, extract};
 pub use ident::{identifiers, mentions, prose_identifiers};
-pub use outcome::{CallOutcome, DEFAULT_ERROR_PREFIXES, outcome};
+pub use outcome::{CallOutcome, DEFAULT_ERROR_PREFIXES, failure_summary, outcome};
 pub use progress::CommandFact;
 pub use sheet::{SectionKind, Sheet, SheetItem, SheetSection};
 pub use spec::Detail;

@@ -75,7 +75,7 @@ pub(crate) fn exit_code(text: &str) -> Option<i64> {
 /// first line that points at a source position (`lib/a.ex:58:13: …`) or
 /// else the last that names an error, so the cause shows and not only the
 /// tool's banner. Escaped newlines (`\\n` in hook output) count as breaks.
-pub(crate) fn failure_summary(text: &str, max: usize) -> String {
+pub fn failure_summary(text: &str, max: usize) -> String {
     let lines: Vec<&str> = text
         .lines()
         .flat_map(|l| l.split("\\n"))

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use abridge_model::{Message, Part};
-use abridge_summarize::{CallOutcome, outcome};
+use abridge_summarize::{CallOutcome, failure_summary, outcome};
 use abridge_tokens::TokenizerKind;
 
 use super::handle::{Handle, HandleKey};
@@ -15,6 +15,9 @@ use super::original::Original;
 
 /// The heading the index goes under; the rest of its line names the tool.
 const HEADING: &str = "## Recallable originals";
+
+/// Most characters of a failed result's reason on its index line.
+const FAILURE_CHARS: usize = 100;
 
 /// How a region's label ends (`the 12 replaced messages`).
 const REGION: &str = " replaced message";
@@ -77,20 +80,32 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         if o.pieces.is_empty() {
             continue;
         }
-        let failed = matches!(
-            outcome(r, &r.text(), inp.error_prefixes),
-            CallOutcome::Failed(_)
-        );
+        let text = r.text();
+        // A failure says how, so the model can tell which output to recall.
+        let failed = match outcome(r, &text, inp.error_prefixes) {
+            CallOutcome::Ok => String::new(),
+            CallOutcome::Failed(code) => {
+                let exit = code.map_or(String::new(), |c| format!(" (exit {c})"));
+                let why = failure_summary(&text, FAILURE_CHARS).replace(" · ", " - ");
+                // The exit code is said once: a banner that only repeats it goes.
+                let banner = code.map(|c| format!("exit code {c}")).unwrap_or_default();
+                let why = match why.get(..banner.len()) {
+                    Some(b) if !banner.is_empty() && b.eq_ignore_ascii_case(&banner) => why
+                        [banner.len()..]
+                        .trim_start_matches([' ', '…'])
+                        .to_owned(),
+                    _ => why,
+                };
+                match why.is_empty() {
+                    true => format!(" · failed{exit}"),
+                    false => format!(" · failed{exit}: {why}"),
+                }
+            }
+        };
         lines.push(Line {
             key: o.label.clone(),
             argument: argument_of(&o.label).to_owned(),
-            text: format!(
-                "- {} · {}{} · {}",
-                o.label,
-                size(o.bytes()),
-                if failed { " · failed" } else { "" },
-                o.handle
-            ),
+            text: format!("- {} · {}{failed} · {}", o.label, size(o.bytes()), o.handle),
         });
         by_place.push((place, originals.len()));
         originals.push(o);
@@ -333,7 +348,7 @@ mod tests {
             "newest read of a.rs only"
         );
         assert!(
-            lines[4].starts_with("- Bash: cargo test · 18 B · failed · abr_"),
+            lines[4].starts_with("- Bash: cargo test · 18 B · failed (exit 1): failed · abr_"),
             "{lines:?}"
         );
         assert_eq!(lines.len(), 5);
