@@ -17,7 +17,7 @@ use super::original::Original;
 const HEADING: &str = "## Recallable originals";
 
 /// Most characters of a failed result's reason on its index line.
-const FAILURE_CHARS: usize = 100;
+const FAILURE_CHARS: usize = 60;
 
 /// How a region's label ends (`the 12 replaced messages`).
 const REGION: &str = " replaced message";
