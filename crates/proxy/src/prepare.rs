@@ -356,9 +356,8 @@ impl Context<'_> {
             input = input.extending(n);
         }
         let turned = s.thread.turn(&s.engine, input);
-        if self.cancel.is_cancelled() {
-            // Nobody is waiting for the body: what the turn did stays in the
-            // thread (a carried compaction serves the client's retry).
+        if let Err(abridge::Error::Cancelled) = turned {
+            // Stopped part-way: nothing changed, nothing to account.
             return self.abandoned();
         }
         // What goes out, what the engine reported, why, and its tokens.
@@ -397,6 +396,11 @@ impl Context<'_> {
             p.poll(conv, s.thread.calibrated(sent));
         }
         self.account(s, report.as_ref());
+        if self.cancel.is_cancelled() {
+            // The turn finished (accounted and saved: a carried compaction
+            // serves the client's retry), but nobody waits for the body.
+            return self.abandoned();
+        }
         let (body, recall) = match out {
             Some(c) => self.encode_recalling(s, c),
             None => (None, None),
