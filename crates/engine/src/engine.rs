@@ -234,9 +234,9 @@ impl Engine {
 
     /// `[recall]` when the model that reads a history with these `tools`
     /// can call the recall tool: recall is on, and either the caller adds
-    /// the tool to histories that have tools ([`declare_recall_tool`]
-    /// (Self::declare_recall_tool)) and this one has some, or the caller
-    /// declares it itself. A history sent with no tools (an agent that acts
+    /// the tool to histories that have tools
+    /// ([`declare_recall_tool`](Self::declare_recall_tool)) and this one
+    /// has some, or the caller declares it itself. A history sent with no tools (an agent that acts
     /// through its text) gets no handles and no index: nothing in it asks
     /// the model to call a tool it does not have.
     pub(crate) fn recall_for(&self, tools: Option<&[Tool]>) -> Option<&RecallConfig> {

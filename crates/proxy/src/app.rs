@@ -78,9 +78,11 @@ async fn healthz(State(app): State<Arc<App>>) -> Response<Body> {
 /// 200 when warmed up and nothing is degraded, else 503 saying what.
 async fn readyz(State(app): State<Arc<App>>) -> Response<Body> {
     if app.warmed.get().is_none() {
-        let mut r = Response::new(Body::from("warming: expanding the tokenizer tables\n"));
-        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-        return r;
+        let warming = "warming: expanding the tokenizer tables\n";
+        return axum::response::IntoResponse::into_response((
+            StatusCode::SERVICE_UNAVAILABLE,
+            warming,
+        ));
     }
     health(&app, StatusCode::SERVICE_UNAVAILABLE)
 }

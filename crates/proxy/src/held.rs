@@ -11,13 +11,14 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use abridge::model::Message;
+use abridge::model::{Message, Part};
 
 /// Estimated bytes a decoded history of `messages` from a `body_len`-byte
 /// body holds: its text (at most the body) plus each message's structs,
 /// one part and its place in the body's shape.
 pub(crate) fn cost(body_len: usize, messages: usize) -> usize {
-    const PER_MESSAGE: usize = std::mem::size_of::<Message>() + 264 + 48;
+    // The message, its one part, and its start and anchor in the shape.
+    const PER_MESSAGE: usize = size_of::<Message>() + size_of::<Part>() + 48;
     body_len.saturating_add(messages.saturating_mul(PER_MESSAGE))
 }
 
@@ -86,6 +87,6 @@ mod tests {
         assert!(!held.holds(&b) && held.holds(&a));
         assert_eq!(held.total(), 80);
         assert!(held.fits(100) && !held.fits(101));
-        assert!(cost(1_000, 10) > 1_000 + 10 * std::mem::size_of::<Message>());
+        assert!(cost(1_000, 10) > 1_000 + 10 * size_of::<Message>());
     }
 }

@@ -340,14 +340,11 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
     // A briefing is found by the report's index (after), or by the wrapper
     // the compaction was configured with (an earlier one, before).
     let wrapper = &snap.config.summary.wrapper;
-    let earlier = |i: usize| {
-        abridge::summarize::unwrap(wrapper, &before.messages[i].text_content()).is_some()
-    };
-    let before_lines = lines(&before, &hb, &ha, &mut counter, earlier);
-    let after = lines(&after, &ha, &hb, &mut counter, |i| {
+    let earlier = |_: usize, text: &str| abridge::summarize::unwrap(wrapper, text).is_some();
+    let before = lines(&before, &hb, &ha, &mut counter, earlier);
+    let after = lines(&after, &ha, &hb, &mut counter, |i, _| {
         snap.report.briefing == Some(i)
     });
-    let before = before_lines;
     Ok(CompactionDetail {
         entry: snap.entry,
         report: snap.report,
@@ -357,28 +354,32 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
     })
 }
 
-/// The diff's lines of `conv`; `is_briefing(i)`: whether message `i` is one.
+/// The diff's lines of `conv`; `is_briefing(i, text)`: whether message `i`,
+/// whose text it is given, is one.
 fn lines(
     conv: &Conversation,
     own: &[u64],
     other: &[u64],
     counter: &mut TokenCounter,
-    is_briefing: impl Fn(usize) -> bool,
+    is_briefing: impl Fn(usize, &str) -> bool,
 ) -> Vec<Line> {
     let other: std::collections::HashSet<u64> = other.iter().copied().collect();
     conv.messages
         .iter()
         .zip(own)
         .enumerate()
-        .map(|(i, (m, h))| Line {
-            role: m.role.clone(),
-            kind: match is_briefing(i) {
-                true => "briefing".to_owned(),
-                false => kind_of(m),
-            },
-            tokens: counter.count_message(m).total() as u64,
-            text: m.text_content(),
-            changed: !other.contains(h),
+        .map(|(i, (m, h))| {
+            let text = m.text_content();
+            Line {
+                role: m.role.clone(),
+                kind: match is_briefing(i, &text) {
+                    true => "briefing".to_owned(),
+                    false => kind_of(m),
+                },
+                tokens: counter.count_message(m).total() as u64,
+                text,
+                changed: !other.contains(h),
+            }
         })
         .collect()
 }
