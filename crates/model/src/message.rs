@@ -288,6 +288,21 @@ impl ImageSource {
             ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
         }
     }
+
+    /// An image given as a URL: inline data for a `data:` URL in base64
+    /// (the inverse of [`ImageSource::to_url`]), the URL itself otherwise.
+    pub fn from_url(url: &str) -> ImageSource {
+        let inline = url
+            .strip_prefix("data:")
+            .and_then(|rest| rest.split_once(";base64,"));
+        match inline {
+            Some((media_type, data)) => ImageSource::Base64 {
+                media_type: media_type.to_owned(),
+                data: data.to_owned(),
+            },
+            None => ImageSource::Url(url.to_owned()),
+        }
+    }
 }
 
 /// A tool call made by the assistant.

@@ -18,7 +18,7 @@ use crate::forward::{OnUsage, Target, Upstream, is_event_stream, proxy_error, re
 use crate::listen::ReadingBody;
 use crate::metrics::{Metrics, Passthrough, Route};
 use crate::prepare::{Context, Prepared};
-use crate::recall::{self, Resend};
+use crate::recall::{Onward, Resend};
 use crate::route::{Passthroughs, Provider, Refused, origin_form};
 use crate::session::{SESSION_HEADER, Sessions};
 use crate::store::SharedStore;
@@ -309,18 +309,19 @@ async fn compact_and_send(
     let on_usage = on_usage(app, &prepared);
     match prepared.recall.take() {
         Some(r) if upstream.status().is_success() => {
-            let resend = Resend {
-                upstream: app.upstream.clone(),
-                method,
-                target,
-                headers,
+            let onward = Onward {
+                resend: Resend {
+                    upstream: app.upstream.clone(),
+                    method,
+                    target,
+                    headers,
+                },
+                metrics: app.metrics.clone(),
+                on_usage,
+                extra,
             };
-            let metrics = app.metrics.clone();
-            if is_event_stream(upstream.headers()) {
-                recall::streamed(r, upstream, resend, metrics, on_usage, extra)
-            } else {
-                recall::whole(r, upstream, resend, metrics, on_usage, extra).await
-            }
+            let stream = is_event_stream(upstream.headers());
+            r.api.respond(r, upstream, onward, stream).await
         }
         _ => relay(
             upstream,

@@ -40,6 +40,7 @@ mod raw;
 mod recall;
 mod route;
 mod session;
+mod sse;
 mod store;
 mod tenant;
 mod usage;

@@ -449,7 +449,7 @@ impl Context<'_> {
         let Some((bytes, value)) = self.encoded(conv) else {
             return (None, None);
         };
-        let api = recall::Api::of(s.wire);
+        let api = recall::on(s.wire);
         let recalling = tool.zip(api).map(|(tool, api)| Recalling {
             engine: s.engine.clone(),
             scope: s.recall_scope(),

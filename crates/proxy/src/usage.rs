@@ -1,8 +1,8 @@
 //! Reading the provider's usage report from a response on its way through,
 //! without holding back a byte of it.
 //!
-//! Streams are Server-Sent Events: lines are split incrementally and only a
-//! `data:` line that mentions `usage` is parsed (Chat Completions' final
+//! Streams are Server-Sent Events, read by the proxy's one reader; only
+//! an event whose data mentions `usage` is parsed (Chat Completions' final
 //! `include_usage` chunk; the Responses API's `response.completed`;
 //! Anthropic's `message_start` and `message_delta`). A plain JSON body is
 //! parsed once it is complete.
@@ -10,16 +10,19 @@
 use abridge::model::{Family, Usage};
 use serde_json::Value;
 
+use crate::sse::SseReader;
+
 /// Largest plain body read for its usage (larger ones pass unread).
 const MAX_BODY: usize = 8 << 20;
-/// Longest SSE line kept while waiting for its end.
-const MAX_LINE: usize = 4 << 20;
+/// Largest event kept while waiting for its end.
+const MAX_EVENT: usize = 4 << 20;
 
 /// Watches one response.
 #[derive(Debug)]
 pub(crate) struct UsageTap {
     family: Family,
-    stream: bool,
+    /// The stream's events, when the response is one.
+    events: Option<SseReader>,
     buf: Vec<u8>,
     overflow: bool,
     usage: Option<Usage>,
@@ -30,7 +33,7 @@ impl UsageTap {
     pub(crate) fn new(family: Family, stream: bool) -> Self {
         UsageTap {
             family,
-            stream,
+            events: stream.then(|| SseReader::with_limit(MAX_EVENT)),
             buf: Vec::new(),
             overflow: false,
             usage: None,
@@ -39,54 +42,25 @@ impl UsageTap {
 
     /// Looks at the next chunk.
     pub(crate) fn feed(&mut self, chunk: &[u8]) {
-        if !self.stream {
-            if self.buf.len() + chunk.len() > MAX_BODY {
-                self.overflow = true;
-                self.buf = Vec::new();
-            } else if !self.overflow {
-                self.buf.extend_from_slice(chunk);
+        if let Some(events) = self.events.as_mut() {
+            for e in events.feed(chunk) {
+                self.event(&e.data);
             }
-            return;
-        }
-        let mut rest = chunk;
-        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
-            self.buf.extend_from_slice(&rest[..end]);
-            let line = std::mem::take(&mut self.buf);
-            self.line(&line);
-            rest = &rest[end + 1..];
-        }
-        if self.buf.len() + rest.len() <= MAX_LINE {
-            self.buf.extend_from_slice(rest);
-        } else {
-            self.buf.clear();
-        }
-    }
-
-    /// The usage reported, once the response is complete.
-    pub(crate) fn finish(mut self) -> Option<Usage> {
-        if self.stream {
-            let line = std::mem::take(&mut self.buf);
-            self.line(&line);
+        } else if self.buf.len() + chunk.len() > MAX_BODY {
+            self.overflow = true;
+            self.buf = Vec::new();
         } else if !self.overflow {
-            let body = std::mem::take(&mut self.buf);
-            if let Ok(v) = serde_json::from_slice::<Value>(&body)
-                && let Some(u) = v.get("usage")
-            {
-                self.merge(u);
-            }
+            self.buf.extend_from_slice(chunk);
         }
-        self.usage
     }
 
-    fn line(&mut self, line: &[u8]) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(data) = line.strip_prefix(b"data:") else {
-            return;
-        };
-        if !contains(data, b"\"usage\"") {
+    /// Looks at one event's data (for a caller that reads the stream's
+    /// events itself).
+    pub(crate) fn event(&mut self, data: &str) {
+        if !data.contains("\"usage\"") {
             return;
         }
-        let Ok(v) = serde_json::from_slice::<Value>(data) else {
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
             return;
         };
         let usage = v
@@ -97,6 +71,23 @@ impl UsageTap {
         if let Some(u) = usage {
             self.merge(u);
         }
+    }
+
+    /// The usage reported, once the response is complete.
+    pub(crate) fn finish(mut self) -> Option<Usage> {
+        if let Some(events) = self.events.take() {
+            if let Some(e) = events.finish() {
+                self.event(&e.data);
+            }
+        } else if !self.overflow {
+            let body = std::mem::take(&mut self.buf);
+            if let Ok(v) = serde_json::from_slice::<Value>(&body)
+                && let Some(u) = v.get("usage")
+            {
+                self.merge(u);
+            }
+        }
+        self.usage
     }
 
     /// Anthropic reports input at `message_start` and output (sometimes
@@ -113,10 +104,6 @@ impl UsageTap {
         u.cache_read_tokens = keep(u.cache_read_tokens, next.cache_read_tokens);
         u.cache_write_tokens = keep(u.cache_write_tokens, next.cache_write_tokens);
     }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 #[cfg(test)]

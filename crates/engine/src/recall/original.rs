@@ -56,6 +56,19 @@ pub enum Piece {
 }
 
 impl Piece {
+    /// The piece as a content part of a message (an image by its URL, or
+    /// inline when its URL is a `data:` URL).
+    pub fn to_part(&self) -> Part {
+        match self {
+            Piece::Text { text } => Part::text(text.clone()),
+            Piece::Image { url } => Part::Image(abridge_model::ImagePart {
+                source: ImageSource::from_url(url),
+                source_extra: Default::default(),
+                extra: Default::default(),
+            }),
+        }
+    }
+
     fn bytes(&self) -> &[u8] {
         match self {
             Piece::Text { text } => text.as_bytes(),

@@ -183,7 +183,7 @@ pub(crate) fn encode(conv: &Conversation) -> Result<Value> {
         .map(Value::Array)
 }
 
-fn encode_message(m: &Message) -> Result<Value> {
+pub(crate) fn encode_message(m: &Message) -> Result<Value> {
     let parts: Vec<&Part> = m.parts.iter().collect();
     let form = if m.role == Role::Tool {
         ContentForm::Blocks

@@ -123,6 +123,28 @@ pub fn decode_wire_messages(
     Ok(out)
 }
 
+/// Encodes messages as elements of a wire format's history (`messages`,
+/// or the Responses API's `input` items): the inverse of
+/// [`decode_wire_messages`], for a caller that appends to a body it holds.
+/// Error locations count from `first`.
+pub fn encode_wire_messages(
+    wire: impl Into<Wire>,
+    messages: &[crate::message::Message],
+    first: usize,
+) -> Result<Vec<Value>> {
+    let encode_one: fn(&crate::message::Message, usize) -> Result<Value> = match wire.into() {
+        Wire::OpenAi => openai::encode_message,
+        Wire::Anthropic => anthropic::encode_message,
+        Wire::AiSdk => |m, _| ai_sdk::encode_message(m),
+        Wire::Responses => responses::encode_item,
+    };
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| encode_one(m, first + i))
+        .collect()
+}
+
 /// Encodes a conversation as a request body of its own wire family.
 pub fn encode(conv: &Conversation) -> Result<Value> {
     match conv.format {

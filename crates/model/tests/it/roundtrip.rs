@@ -1,6 +1,8 @@
 //! Lossless round trips of OpenAI and Anthropic bodies over generated conversations.
 
-use abridge_model::{Family, convert, decode, encode, validate};
+use abridge_model::{
+    Family, Wire, convert, decode, decode_wire_messages, encode, encode_wire_messages, validate,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -238,6 +240,20 @@ proptest! {
         prop_assert_eq!(convs[0].family, Family::Anthropic);
         prop_assert!(validate(&convs[0]).is_empty(), "{:?}", validate(&convs[0]));
         prop_assert_eq!(encode(&convs[0]).unwrap(), body);
+    }
+
+    #[test]
+    fn messages_alone_round_trip_as_a_bodys_do(system in text(), task in text(), steps in prop::collection::vec(step(), 0..6), env in extra()) {
+        // What a caller appending to a body it holds encodes (the proxy's
+        // recall rounds) is what the body's own codec writes.
+        for (wire, body) in [
+            (Wire::OpenAi, openai_body(&system, &task, &steps, env.clone())),
+            (Wire::Anthropic, anthropic_body(&system, &task, &steps, env.clone())),
+        ] {
+            let items = body["messages"].as_array().unwrap().clone();
+            let messages = decode_wire_messages(wire, items.clone(), 0).unwrap();
+            prop_assert_eq!(encode_wire_messages(wire, &messages, 0).unwrap(), items);
+        }
     }
 
     #[test]

@@ -13,25 +13,79 @@
 //! it (the client never sees calls it did not run). When the rounds run
 //! out, the last response goes to the client without its recall calls.
 
-mod items;
+mod api;
+mod chat;
+mod messages;
+mod responses;
 mod stream;
 mod whole;
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use abridge::Engine;
-use abridge::model::{Conversation, Family, Wire};
-use abridge::recall::{Answer, Piece, RecallScope, RecallTool};
-use axum::body::Bytes;
-use axum::http::{HeaderMap, Method};
-use serde_json::{Value, json};
+use abridge::model::{Conversation, Wire};
+use abridge::recall::{Answer, RecallScope, RecallTool};
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response};
+use futures_util::future::BoxFuture;
+use serde_json::Value;
 
-use crate::forward::{Target, Upstream};
+use self::api::Api;
+use self::chat::Chat;
+use self::messages::Messages;
+use self::responses::Responses;
+use crate::forward::{OnUsage, Target, Upstream};
 use crate::metrics::Metrics;
 
-pub(crate) use stream::streamed;
-pub(crate) use whole::whole;
+/// The APIs the proxy answers the recall tool on, by the wire a request
+/// speaks. An API is a file implementing [`Api`] and a line here.
+pub(crate) fn on(wire: Wire) -> Option<&'static dyn Answering> {
+    match wire {
+        Wire::OpenAi => Some(&On::<Chat>(PhantomData)),
+        Wire::Anthropic => Some(&On::<Messages>(PhantomData)),
+        Wire::Responses => Some(&On::<Responses>(PhantomData)),
+        Wire::AiSdk => None,
+    }
+}
+
+/// Answers the recall calls of one API's responses.
+pub(crate) trait Answering: std::fmt::Debug + Sync {
+    /// The client's response to `first` (an event stream when `stream`),
+    /// its recall calls answered and continued upstream.
+    fn respond(
+        &self,
+        r: Recalling,
+        first: reqwest::Response,
+        onward: Onward,
+        stream: bool,
+    ) -> BoxFuture<'static, Response<Body>>;
+}
+
+struct On<A>(PhantomData<fn() -> A>);
+
+impl<A: Api> std::fmt::Debug for On<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "recall on {}", A::WIRE.as_str())
+    }
+}
+
+impl<A: Api> Answering for On<A> {
+    fn respond(
+        &self,
+        r: Recalling,
+        first: reqwest::Response,
+        onward: Onward,
+        stream: bool,
+    ) -> BoxFuture<'static, Response<Body>> {
+        if stream {
+            let response = stream::streamed::<A>(r, first, onward);
+            return Box::pin(std::future::ready(response));
+        }
+        Box::pin(whole::whole::<A>(r, first, onward))
+    }
+}
 
 /// What a request needs to answer the recall tool in its response.
 #[derive(Debug)]
@@ -44,41 +98,23 @@ pub(crate) struct Recalling {
     pub(crate) tool: String,
     /// Most rounds answered for one client request.
     pub(crate) max_rounds: usize,
-    pub(crate) api: Api,
+    /// The shapes of the request's API.
+    pub(crate) api: &'static dyn Answering,
     /// The body sent upstream, continued round by round.
     pub(crate) body: Value,
     /// Calls answered for this request (for its request log row).
     pub(crate) answered: Arc<AtomicU32>,
 }
 
-/// The APIs the proxy answers the recall tool on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Api {
-    /// OpenAI Chat Completions.
-    Chat,
-    /// Anthropic Messages.
-    Messages,
-    /// The OpenAI Responses API.
-    Responses,
-}
-
-impl Api {
-    /// The API a request of `wire` speaks, if the proxy answers on it.
-    pub(crate) fn of(wire: Wire) -> Option<Api> {
-        match wire {
-            Wire::OpenAi => Some(Api::Chat),
-            Wire::Anthropic => Some(Api::Messages),
-            Wire::Responses => Some(Api::Responses),
-            Wire::AiSdk => None,
-        }
-    }
-
-    fn family(self) -> Family {
-        match self {
-            Api::Messages => Family::Anthropic,
-            Api::Chat | Api::Responses => Family::OpenAi,
-        }
-    }
+/// Where a request's rounds go on to, and what its reply carries.
+pub(crate) struct Onward {
+    /// How to send the continued requests.
+    pub(crate) resend: Resend,
+    pub(crate) metrics: Arc<Metrics>,
+    /// Takes the first round's usage once the rounds are over.
+    pub(crate) on_usage: Option<OnUsage>,
+    /// The proxy's own headers for the client.
+    pub(crate) extra: Vec<(HeaderName, HeaderValue)>,
 }
 
 /// How to send a continued request: where the first one went.
@@ -117,7 +153,7 @@ pub(crate) struct Call {
 /// true when it did. The declaration goes last, so the client's tools keep
 /// their place.
 pub(crate) fn declare(conv: &mut Conversation, wire: Wire, tool: &RecallTool) -> bool {
-    if Api::of(wire).is_none() {
+    if on(wire).is_none() {
         return false;
     }
     let Some(tools) = conv.tools.as_mut().filter(|t| !t.is_empty()) else {
@@ -150,70 +186,6 @@ impl Recalling {
             .fetch_add(answered.len() as u32, Ordering::Relaxed);
         answered
     }
-
-    /// Appends the model's turn (an assistant message; the Responses API's
-    /// output items) and the answers to its calls to the body.
-    fn continue_with(&mut self, turn: Value, answers: &[(String, Answer)]) {
-        let added: Vec<Value> = match self.api {
-            Api::Responses => return items::continue_input(&mut self.body, turn, answers),
-            Api::Chat => answers
-                .iter()
-                .map(|(id, a)| json!({"role": "tool", "tool_call_id": id, "content": chat_text(a)}))
-                .collect(),
-            Api::Messages => {
-                let results: Vec<Value> = answers
-                    .iter()
-                    .map(|(id, a)| {
-                        let mut r = json!({"type": "tool_result", "tool_use_id": id,
-                            "content": anthropic_content(a)});
-                        if a.is_error {
-                            r["is_error"] = Value::Bool(true);
-                        }
-                        r
-                    })
-                    .collect();
-                vec![json!({"role": "user", "content": results})]
-            }
-        };
-        if let Some(messages) = self.body.get_mut("messages").and_then(Value::as_array_mut) {
-            messages.push(turn);
-            messages.extend(added);
-        }
-    }
-}
-
-/// An answer as a Chat Completions tool message's text (its images cannot
-/// go there: said in their place).
-fn chat_text(a: &Answer) -> String {
-    let texts: Vec<&str> = a
-        .pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Text { text } => text.as_str(),
-            Piece::Image { .. } => {
-                "[an image: Chat Completions tool results carry text only, so it is not shown here]"
-            }
-        })
-        .collect();
-    texts.join("\n")
-}
-
-/// An answer as Anthropic `tool_result` content blocks.
-fn anthropic_content(a: &Answer) -> Vec<Value> {
-    a.pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Text { text } => json!({"type": "text", "text": text}),
-            Piece::Image { url } => match url
-                .strip_prefix("data:")
-                .and_then(|rest| rest.split_once(";base64,"))
-            {
-                Some((media_type, data)) => json!({"type": "image",
-                    "source": {"type": "base64", "media_type": media_type, "data": data}}),
-                None => json!({"type": "image", "source": {"type": "url", "url": url}}),
-            },
-        })
-        .collect()
 }
 
 /// Adds every number of `more` to the same field of `sum` (usage objects).
@@ -246,4 +218,16 @@ fn exhausted_note(rounds: usize) -> String {
         "[abridge: the model asked to recall originals more than {rounds} times for one request; \
          its last recall was not answered]"
     )
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// The data of one event the proxy wrote, parsed when it is JSON.
+    pub(crate) fn data(b: &Bytes) -> Value {
+        let text = String::from_utf8_lossy(b);
+        let line = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        serde_json::from_str(line).unwrap_or(Value::String(line.into()))
+    }
 }

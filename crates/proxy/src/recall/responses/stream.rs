@@ -11,8 +11,9 @@
 use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::{Call, add_usage, items};
-use super::{Round, sse};
+use super::super::api::{Round, sse};
+use super::super::{Call, add_usage};
+use super::{is_call, is_reasoning, is_recall, kept, recall_calls};
 
 /// An output item of the round, as its events built it.
 struct Item {
@@ -26,7 +27,8 @@ struct Item {
     held: Vec<Value>,
 }
 
-pub(super) struct Responses {
+/// The client's Responses stream.
+pub(crate) struct ResponsesStream {
     tool: String,
     round: usize,
     /// The next `sequence_number` the client sees.
@@ -43,9 +45,9 @@ pub(super) struct Responses {
     failed: bool,
 }
 
-impl Responses {
+impl ResponsesStream {
     pub(super) fn new(tool: &str) -> Self {
-        Responses {
+        ResponsesStream {
             tool: tool.to_owned(),
             round: 0,
             seq: 0,
@@ -94,7 +96,7 @@ impl Responses {
         let from = self
             .items
             .iter()
-            .rposition(|i| i.shown.is_none() && !items::is_reasoning(&i.json))
+            .rposition(|i| i.shown.is_none() && !is_reasoning(&i.json))
             .map_or(0, |p| p + 1);
         let mut out = Vec::new();
         for k in from..self.items.len() {
@@ -109,7 +111,7 @@ impl Responses {
     fn note_events(&mut self, note: &str) -> Vec<Bytes> {
         let n = self.next;
         self.next += 1;
-        let done = items::note(note);
+        let done = super::note(note);
         let mut added = done.clone();
         added["status"] = json!("in_progress");
         added["content"] = json!([]);
@@ -129,7 +131,7 @@ impl Responses {
     }
 }
 
-impl Round for Responses {
+impl Round for ResponsesStream {
     fn event(&mut self, name: Option<&str>, data: &str) -> Vec<Bytes> {
         let Ok(v) = serde_json::from_str::<Value>(data) else {
             return vec![sse(name, &data)];
@@ -152,7 +154,7 @@ impl Round for Responses {
             "response.output_item.added" => {
                 let json = v["item"].clone();
                 let upstream = v["output_index"].as_u64().unwrap_or(u64::MAX);
-                let held = items::is_call(&json) || items::is_reasoning(&json);
+                let held = is_call(&json) || is_reasoning(&json);
                 let mut out = match held {
                     true => Vec::new(),
                     false => self.release_reasoning(),
@@ -196,12 +198,12 @@ impl Round for Responses {
         if self.failed || !completed {
             return Vec::new();
         }
-        items::recall_calls(self.items.iter().map(|i| &i.json), &self.tool)
+        recall_calls(self.items.iter().map(|i| &i.json), &self.tool)
     }
 
     fn turn(&self) -> Value {
-        let keep = items::kept(self.items.iter().map(|i| &i.json), |i| {
-            !items::is_call(i) || items::is_recall(i, &self.tool)
+        let keep = kept(self.items.iter().map(|i| &i.json), |i| {
+            !is_call(i) || is_recall(i, &self.tool)
         });
         let turn = self.items.iter().zip(keep).filter(|(_, k)| *k);
         Value::Array(turn.map(|(i, _)| i.json.clone()).collect())
@@ -219,8 +221,8 @@ impl Round for Responses {
         }
         // The client's own calls, with the reasoning that led them (what
         // was shown already is not shown again).
-        let own = items::kept(self.items.iter().map(|i| &i.json), |i| {
-            items::is_call(i) && !items::is_recall(i, &self.tool)
+        let own = kept(self.items.iter().map(|i| &i.json), |i| {
+            is_call(i) && !is_recall(i, &self.tool)
         });
         let mut out = Vec::new();
         for (k, own) in own.into_iter().enumerate() {
@@ -250,14 +252,10 @@ impl Round for Responses {
 mod tests {
     use super::*;
 
-    fn data(b: &Bytes) -> Value {
-        let text = String::from_utf8_lossy(b);
-        let line = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
-        serde_json::from_str(line).unwrap()
-    }
+    use crate::recall::tests::data;
 
     /// A round's events: each item added then done, then `response.completed`.
-    fn round(m: &mut Responses, items: &[Value], input_tokens: u64) -> Vec<Value> {
+    fn round(m: &mut ResponsesStream, items: &[Value], input_tokens: u64) -> Vec<Value> {
         let mut events =
             vec![json!({"type": "response.created", "response": {"id": "resp", "output": []}})];
         for (i, item) in items.iter().enumerate() {
@@ -290,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_responses_turn_that_recalls_continues_as_one_response() {
-        let mut m = Responses::new("abridge_recall");
+        let mut m = ResponsesStream::new("abridge_recall");
         let rs1 =
             json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e1"});
         let recall = json!({"type": "function_call", "id": "fc_r", "call_id": "call_r",
@@ -363,7 +361,7 @@ mod tests {
 
     #[test]
     fn exhausted_rounds_end_with_a_note_and_a_failure_ends_the_stream() {
-        let mut m = Responses::new("abridge_recall");
+        let mut m = ResponsesStream::new("abridge_recall");
         let recall = json!({"type": "function_call", "id": "fc_r", "call_id": "call_r",
             "name": "abridge_recall", "arguments": "{}"});
         round(&mut m, std::slice::from_ref(&recall), 10);
@@ -376,7 +374,7 @@ mod tests {
             "[note]"
         );
 
-        let mut failing = Responses::new("abridge_recall");
+        let mut failing = ResponsesStream::new("abridge_recall");
         let out = failing.event(
             None,
             &json!({"type": "response.failed", "response": {}}).to_string(),
