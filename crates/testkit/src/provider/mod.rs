@@ -9,16 +9,21 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use abridge_model::{Family, Format, Role, decode_as, validate};
-use abridge_tokens::{TokenCounter, TokenizerKind};
+use abridge_model::Family;
+use abridge_tokens::TokenizerKind;
 
 use crate::reply::{Api, Event, RECALL_TOOL, Reply};
+
+mod check;
+
 use crate::script::ShellScript;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Response, StatusCode, header};
 use axum::routing::{get, post};
+pub use check::{RequestCheck, body_hash};
+use check::{check, declares, handles_in, reasoning_payload};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -85,110 +90,6 @@ impl Default for ProviderOptions {
             script: None,
             recall: None,
         }
-    }
-}
-
-/// What the provider saw of one request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestCheck {
-    /// Request path.
-    pub path: String,
-    /// Text of the first user message.
-    pub first_user: String,
-    /// Whether it asked for a stream.
-    pub stream: bool,
-    /// Tokens (messages and tools) by the provider's tokenizer.
-    pub tokens: u64,
-    /// Messages in the request.
-    pub messages: usize,
-    /// API rules it breaks (empty: valid).
-    pub violations: Vec<String>,
-    /// True when it is above `max_tokens`.
-    pub over_limit: bool,
-    /// Whether it starts with every message of the session's previous
-    /// request, byte for byte but for `cache_control` markers (`None` for
-    /// a session's first request).
-    pub prefix_kept: Option<bool>,
-    /// Header names it carried (lower case), for checks on forwarding.
-    pub headers: Vec<String>,
-    /// [`body_hash`] of the body as received.
-    pub body_hash: u64,
-    /// `cache_control` markers anywhere in the body.
-    pub cache_breakpoints: usize,
-    /// [`body_hash`] of the system prompt and tool declarations as
-    /// received (Anthropic `system` and `tools`; OpenAI leading system
-    /// messages and `tools`; the recall tool a proxy adds left out), to
-    /// tell whether the client's went byte for byte.
-    pub head_hash: u64,
-    /// Reasoning items in the request (Responses `input`).
-    #[serde(default)]
-    pub reasoning_items: usize,
-    /// Of those, how many carry an `encrypted_content` or `summary` the
-    /// provider never issued: a reasoning item that was edited on its way.
-    #[serde(default)]
-    pub altered_reasoning: usize,
-    /// Whether it declares the recall tool the proxy answers.
-    #[serde(default)]
-    pub recall_declared: bool,
-    /// The texts of the recall tool's results in its last message (a
-    /// request the proxy continued after answering the tool).
-    #[serde(default)]
-    pub recalled: Vec<String>,
-    /// Calls of the recall tool anywhere in its history.
-    #[serde(default)]
-    pub recall_calls: usize,
-    /// Every recall handle its body names, in order.
-    #[serde(default)]
-    pub handles: Vec<String>,
-}
-
-/// A hash of a request body, to tell whether it arrived byte for byte.
-pub fn body_hash(body: &[u8]) -> u64 {
-    use std::hash::{DefaultHasher, Hasher};
-    let mut h = DefaultHasher::new();
-    h.write(body);
-    h.finish()
-}
-
-/// A value without its `cache_control` markers: clients move them every
-/// turn and the provider's cache matches content, not markers. A content of
-/// one plain text block is its string (Claude Code writes its newest
-/// message as a marked block and the same message as a string after).
-fn unmarked(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| {
-                    let v = unmarked(v);
-                    match v.as_array().map(Vec::as_slice) {
-                        Some([one]) if k == "content" && is_plain_text(one) => {
-                            (k.clone(), one["text"].clone())
-                        }
-                        _ => (k.clone(), v),
-                    }
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(unmarked).collect()),
-        other => other.clone(),
-    }
-}
-
-fn is_plain_text(block: &Value) -> bool {
-    block.get("type").and_then(Value::as_str) == Some("text")
-        && block.get("text").is_some_and(Value::is_string)
-        && block.as_object().is_some_and(|b| b.len() == 2)
-}
-
-fn count_key(v: &Value, key: &str) -> usize {
-    match v {
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| usize::from(k == key) + count_key(v, key))
-            .sum(),
-        Value::Array(a) => a.iter().map(|v| count_key(v, key)).sum(),
-        _ => 0,
     }
 }
 
@@ -396,144 +297,6 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
     sse(events, s.options.chunk_delay, drop_mid)
 }
 
-fn check(
-    s: &Shared,
-    api: Api,
-    headers: &HeaderMap,
-    request: &Value,
-    body: &[u8],
-) -> (RequestCheck, String) {
-    let format = match api {
-        Api::Chat => Format::OpenAi,
-        Api::Responses => Format::Responses,
-        Api::Messages => Format::Anthropic,
-    };
-    let stream = request.get("stream") == Some(&Value::Bool(true));
-    let mut recalled = Vec::new();
-    let mut recall_calls = 0;
-    let (tokens, violations, messages) = match decode_as(body, Some(format)) {
-        Ok(mut convs) if convs.len() == 1 => {
-            let conv = convs.remove(0);
-            recalled = recall_results(&conv);
-            recall_calls = conv
-                .messages
-                .iter()
-                .flat_map(|m| m.tool_calls())
-                .filter(|c| c.name == RECALL_TOOL)
-                .count();
-            let tokens = TokenCounter::new(s.options.tokenizer).count_conversation(&conv) as u64;
-            let v = validate(&conv).iter().map(|v| v.to_string()).collect();
-            let user = conv
-                .messages
-                .iter()
-                .find(|m| m.role == Role::User)
-                .map(|m| m.text_content());
-            (tokens, v, (user, conv.messages.len()))
-        }
-        Ok(_) => (0, vec!["not one conversation".into()], (None, 0)),
-        Err(e) => (0, vec![format!("does not decode: {e}")], (None, 0)),
-    };
-    let raw: Vec<String> = request
-        .get(api.history_key())
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(|m| unmarked(m).to_string()).collect())
-        .unwrap_or_default();
-    let first_user = messages.0.clone().unwrap_or_default();
-    let key = headers
-        .get("x-fake-session")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or(messages.0)
-        .unwrap_or_default();
-    let reasoning: Vec<String> = request
-        .get(api.history_key())
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"))
-        .map(reasoning_payload)
-        .collect();
-    let mut seen = s.seen.lock().unwrap();
-    let prefix_kept = seen
-        .last
-        .get(&key)
-        .map(|prev| raw.len() >= prev.len() && raw[..prev.len()] == prev[..]);
-    // A request the proxy continued after answering the recall tool is
-    // compared with the client's request before it, and leaves it in place:
-    // the client's next request goes on from its own history.
-    if recalled.is_empty() {
-        seen.last.insert(key.clone(), raw);
-    }
-    let check = RequestCheck {
-        path: api.path().to_owned(),
-        first_user,
-        stream,
-        tokens,
-        messages: messages.1,
-        violations,
-        over_limit: s.options.max_tokens.is_some_and(|m| tokens > m),
-        prefix_kept,
-        headers: headers.keys().map(|k| k.as_str().to_owned()).collect(),
-        body_hash: body_hash(body),
-        cache_breakpoints: count_key(request, "cache_control"),
-        head_hash: head_hash(request),
-        reasoning_items: reasoning.len(),
-        altered_reasoning: reasoning
-            .iter()
-            .filter(|r| !seen.reasoning.contains(*r))
-            .count(),
-        recall_declared: declares(request, RECALL_TOOL),
-        recalled,
-        recall_calls,
-        handles: handles_in(body).into_iter().map(|(_, h)| h).collect(),
-    };
-    (check, key)
-}
-
-/// The texts of the recall tool's results in the last message.
-fn recall_results(conv: &abridge_model::Conversation) -> Vec<String> {
-    let recall_ids: Vec<&str> = conv
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_calls())
-        .filter(|c| c.name == RECALL_TOOL)
-        .map(|c| c.id.as_str())
-        .collect();
-    conv.messages
-        .last()
-        .into_iter()
-        .flat_map(|m| m.tool_results())
-        .filter(|r| recall_ids.contains(&r.call_id.as_str()))
-        .map(|r| r.text())
-        .collect()
-}
-
-/// The recall handles written in a body (`abr_` and 6 to 16 of
-/// `[0-9a-z]`), with where each starts.
-fn handles_in(body: &[u8]) -> Vec<(usize, String)> {
-    let text = String::from_utf8_lossy(body);
-    text.match_indices("abr_")
-        .filter_map(|(at, _)| {
-            let tail: String = text[at + 4..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
-                .collect();
-            (6..=16)
-                .contains(&tail.len())
-                .then(|| (at, format!("abr_{tail}")))
-        })
-        .collect()
-}
-
-/// Whether a request declares a tool of this name.
-fn declares(request: &Value, name: &str) -> bool {
-    request["tools"].as_array().is_some_and(|tools| {
-        tools.iter().any(|t| {
-            t["name"].as_str() == Some(name) || t["function"]["name"].as_str() == Some(name)
-        })
-    })
-}
-
 /// The first recall handle written in a body (`abr_` and 6 to 16 of
 /// `[0-9a-z]`) that names one original rather than a whole replaced
 /// region, as a model looking for a file would pick it; else the first.
@@ -552,45 +315,6 @@ fn first_handle(body: &[u8]) -> Option<String> {
         .find(|(at, _)| !region(*at))
         .map(|(_, h)| h)
         .or(first)
-}
-
-/// What must come back unchanged of a reasoning item.
-fn reasoning_payload(item: &Value) -> String {
-    json!([item.get("summary"), item.get("encrypted_content")]).to_string()
-}
-
-/// [`RequestCheck::head_hash`]: the client's own tools (the recall tool a
-/// proxy adds is left out).
-fn head_hash(request: &Value) -> u64 {
-    let tools: Option<Vec<&Value>> = request.get("tools").and_then(Value::as_array).map(|t| {
-        t.iter()
-            .filter(|t| {
-                t["name"].as_str() != Some(RECALL_TOOL)
-                    && t["function"]["name"].as_str() != Some(RECALL_TOOL)
-            })
-            .collect()
-    });
-    let leading = request
-        .get("messages")
-        .or_else(|| request.get("input"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .take_while(|m| {
-            matches!(
-                m.get("role").and_then(Value::as_str),
-                Some("system" | "developer")
-            )
-        })
-        .cloned()
-        .collect::<Vec<_>>();
-    let head = json!([
-        request.get("system"),
-        request.get("instructions"),
-        tools,
-        leading
-    ]);
-    body_hash(head.to_string().as_bytes())
 }
 
 fn error_body(family: Family, kind: &str, message: &str) -> String {
