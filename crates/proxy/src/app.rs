@@ -127,15 +127,15 @@ async fn metrics(State(app): State<Arc<App>>) -> Response<Body> {
 }
 
 async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    conversation(app, Wire::OpenAi, Route::ChatCompletions, req).await
+    conversation(app, Wire::OpenAi, req).await
 }
 
 async fn responses(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    conversation(app, Wire::Responses, Route::Responses, req).await
+    conversation(app, Wire::Responses, req).await
 }
 
 async fn messages(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    conversation(app, Wire::Anthropic, Route::Messages, req).await
+    conversation(app, Wire::Anthropic, req).await
 }
 
 /// Any other path and method: forwarded untouched to its provider's
@@ -186,7 +186,7 @@ fn refused(app: &App, provider: Provider, uri: &axum::http::Uri, why: Refused) -
     proxy_error(provider, status, &why.to_string())
 }
 
-async fn conversation(app: Arc<App>, wire: Wire, route: Route, req: Request) -> Response<Body> {
+async fn conversation(app: Arc<App>, wire: Wire, req: Request) -> Response<Body> {
     let start = Instant::now();
     let (parts, body) = req.into_parts();
     let provider = Provider::from(wire.family());
@@ -205,7 +205,7 @@ async fn conversation(app: Arc<App>, wire: Wire, route: Route, req: Request) -> 
             }
         },
     };
-    app.metrics.request(route, response.status().as_u16());
+    app.metrics.request(Route::of(wire), response.status().as_u16());
     response
 }
 

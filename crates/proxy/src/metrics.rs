@@ -52,6 +52,19 @@ label_values! {
     }
 }
 
+impl Route {
+    /// The route a conversation request of `wire` came by.
+    pub(crate) fn of(wire: abridge::model::Wire) -> Route {
+        use abridge::model::Wire;
+        match wire {
+            Wire::OpenAi => Route::ChatCompletions,
+            Wire::Responses => Route::Responses,
+            Wire::Anthropic => Route::Messages,
+            Wire::AiSdk => Route::Other,
+        }
+    }
+}
+
 label_values! {
     /// Why a request was forwarded as the client sent it.
     Passthrough {
