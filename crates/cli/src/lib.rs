@@ -28,6 +28,19 @@ struct Cli {
     command: Command,
 }
 
+/// Whether `args` (the program's name left out) parse as an `abridge`
+/// command line, or what is wrong with them: for the tests that hold the
+/// README's and the book's samples to the real command line.
+#[doc(hidden)]
+pub fn parses(args: impl IntoIterator<Item = String>) -> Result<(), String> {
+    use clap::error::ErrorKind;
+    match Cli::try_parse_from(std::iter::once("abridge".to_owned()).chain(args)) {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print messages, iterations, tool calls, tokens and validity of conversations.

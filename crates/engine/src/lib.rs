@@ -91,3 +91,14 @@ pub use state::ThreadState;
 pub use summarize_step::KeptBriefing;
 pub use thread::Thread;
 pub use trigger::{Reason, TriggerConfig};
+
+/// The book's chapter on the library (`docs/src/library.md`): its samples
+/// compile as doctests, so the book cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/src/library.md")]
+pub struct LibraryChapter;
+
+/// The README's tour: its Rust sample compiles as a doctest too.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeTour;

@@ -205,7 +205,8 @@ async fn conversation(app: Arc<App>, wire: Wire, req: Request) -> Response<Body>
             }
         },
     };
-    app.metrics.request(Route::of(wire), response.status().as_u16());
+    app.metrics
+        .request(Route::of(wire), response.status().as_u16());
     response
 }
 

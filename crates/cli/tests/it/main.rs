@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
 mod commands;
+mod docs;
 mod engine;
 mod serve;
 mod snapshots;
