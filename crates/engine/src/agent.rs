@@ -170,19 +170,7 @@ pub fn handle_compact_history(
         is_error: (is_error && out.family == Family::Anthropic).then_some(true),
         extra: Extra::new(),
     };
-    out.messages.push(match out.family {
-        Family::OpenAi => Message {
-            role: Role::Tool,
-            parts: vec![Part::ToolResult(result)],
-            form: ContentForm::Absent,
-            ..Message::default()
-        },
-        Family::Anthropic => Message {
-            role: Role::User,
-            parts: vec![Part::ToolResult(result)],
-            form: ContentForm::Blocks,
-            ..Message::default()
-        },
-    });
+    out.messages
+        .extend(out.family.result_messages(vec![result]));
     Some(out)
 }

@@ -67,6 +67,7 @@ pub fn run(spec: Spec) -> Conversation {
     conv.model = Some(match spec.family {
         Family::OpenAi => "gpt-4o".to_owned(),
         Family::Anthropic => "claude-sonnet-4-5".to_owned(),
+        Family::Gemini => "gemini-2.5-pro".to_owned(),
     });
     conv.messages.push(Message::text(
         Role::System,
@@ -107,7 +108,7 @@ pub fn run(spec: Spec) -> Conversation {
                 name: tool.to_owned(),
                 arguments: match spec.family {
                     Family::OpenAi => Arguments::Json(args.to_string()),
-                    Family::Anthropic => Arguments::Value(args),
+                    Family::Anthropic | Family::Gemini => Arguments::Value(args),
                 },
                 extra: type_function(spec.family),
                 function_extra: Extra::new(),
@@ -166,29 +167,8 @@ fn type_function(family: Family) -> Extra {
 }
 
 fn push_results(conv: &mut Conversation, results: Vec<ToolResult>) {
-    match conv.family {
-        Family::OpenAi => {
-            for r in results {
-                // OpenAI tool messages hold text only.
-                let mut r = r;
-                r.parts.retain(|p| p.as_text().is_some());
-                r.form = ContentForm::Text;
-                r.is_error = None;
-                conv.messages.push(Message {
-                    role: Role::Tool,
-                    parts: vec![Part::ToolResult(r)],
-                    form: ContentForm::Absent,
-                    ..Message::default()
-                });
-            }
-        }
-        Family::Anthropic => conv.messages.push(Message {
-            role: Role::User,
-            parts: results.into_iter().map(Part::ToolResult).collect(),
-            form: ContentForm::Blocks,
-            ..Message::default()
-        }),
-    }
+    let messages = conv.family.result_messages(results);
+    conv.messages.extend(messages);
 }
 
 fn result_text(rng: &mut Rng, tool: &str, it: usize, lines: usize) -> (String, bool) {

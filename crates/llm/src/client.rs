@@ -15,11 +15,13 @@ use crate::serialize::history;
 /// The default prompt (`prompt.md`), reviewed as text.
 pub const DEFAULT_PROMPT: &str = include_str!("prompt.md");
 
-/// Default base URL: OpenAI's ends in `/v1`; Anthropic's is the host root.
+/// Default base URL: OpenAI's ends in `/v1`; Anthropic's and Gemini's are
+/// the host root.
 pub(crate) fn default_base_url(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "https://api.openai.com/v1",
         Family::Anthropic => "https://api.anthropic.com",
+        Family::Gemini => "https://generativelanguage.googleapis.com",
     }
 }
 
@@ -28,6 +30,7 @@ pub(crate) fn default_key_variable(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "OPENAI_API_KEY",
         Family::Anthropic => "ANTHROPIC_API_KEY",
+        Family::Gemini => "GEMINI_API_KEY",
     }
 }
 
@@ -251,6 +254,21 @@ impl LlmSummarizer {
                 });
                 (format!("{}/v1/messages", self.base_url), body)
             }
+            Family::Gemini => {
+                if let Some(k) = key {
+                    headers.push(("x-goog-api-key", k.to_owned()));
+                }
+                let body = json!({
+                    "systemInstruction": {"parts": [{"text": system}]},
+                    "contents": [{"role": "user", "parts": [{"text": user}]}],
+                    "generationConfig": {"temperature": 0.1, "maxOutputTokens": max_tokens},
+                });
+                let url = format!(
+                    "{}/v1beta/models/{}:generateContent",
+                    self.base_url, self.model
+                );
+                (url, body)
+            }
         };
         Ok((url, body, headers))
     }
@@ -346,6 +364,18 @@ impl LlmSummarizer {
                     .collect::<Vec<_>>()
                     .join("\n")
             }),
+            // The answer's text parts; thoughts (`thought: true`) are not it.
+            Family::Gemini => v
+                .pointer("/candidates/0/content/parts")
+                .and_then(Value::as_array)
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .filter(|p| p.get("thought") != Some(&Value::Bool(true)))
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("")
+                }),
         };
         match out {
             Some(t) if !t.trim().is_empty() => Ok(t.trim().to_owned()),

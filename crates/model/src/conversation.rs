@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::message::{Extra, Message, Role};
+use crate::message::{ContentForm, Extra, Message, Part, Role, ToolResult};
 
 /// Which provider API a conversation's structure follows — the one name for
 /// "OpenAI or Anthropic" across abridge (codecs, converter, summarizers, CLI).
@@ -15,6 +15,9 @@ pub enum Family {
     OpenAi,
     /// Anthropic Messages (top-level `system`, `tool_use` / `tool_result` blocks).
     Anthropic,
+    /// Google Gemini (`systemInstruction`, `contents` of user and model
+    /// turns, `functionCall` / `functionResponse` parts).
+    Gemini,
 }
 
 impl Family {
@@ -23,11 +26,40 @@ impl Family {
         match self {
             Family::OpenAi => "openai",
             Family::Anthropic => "anthropic",
+            Family::Gemini => "gemini",
         }
     }
 
-    /// Both families, for listings and help texts.
-    pub const ALL: [Family; 2] = [Family::OpenAi, Family::Anthropic];
+    /// The messages that carry tool results in this family's shape: an
+    /// OpenAI `tool` message each (text only, as Chat Completions takes
+    /// it), or one user turn with them all (Anthropic, Gemini).
+    pub fn result_messages(self, results: Vec<ToolResult>) -> Vec<Message> {
+        match self {
+            Family::OpenAi => results
+                .into_iter()
+                .map(|mut r| {
+                    r.parts.retain(|p| p.as_text().is_some());
+                    r.form = ContentForm::Text;
+                    r.is_error = None;
+                    Message {
+                        role: Role::Tool,
+                        parts: vec![Part::ToolResult(r)],
+                        form: ContentForm::Absent,
+                        ..Message::default()
+                    }
+                })
+                .collect(),
+            Family::Anthropic | Family::Gemini => vec![Message {
+                role: Role::User,
+                parts: results.into_iter().map(Part::ToolResult).collect(),
+                form: ContentForm::Blocks,
+                ..Message::default()
+            }],
+        }
+    }
+
+    /// Every family, for listings and help texts.
+    pub const ALL: [Family; 3] = [Family::OpenAi, Family::Anthropic, Family::Gemini];
 }
 
 impl std::fmt::Display for Family {
@@ -44,7 +76,9 @@ impl std::str::FromStr for Family {
         Family::ALL
             .into_iter()
             .find(|f| f.as_str() == s)
-            .ok_or_else(|| format!("unknown API family \"{s}\" (expected openai or anthropic)"))
+            .ok_or_else(|| {
+                format!("unknown API family \"{s}\" (expected openai, anthropic or gemini)")
+            })
     }
 }
 
@@ -65,6 +99,8 @@ pub enum Format {
     AiSdk,
     /// An OpenAI Responses API request body (`input` items).
     Responses,
+    /// A Gemini API request body (`contents`).
+    Gemini,
 }
 
 impl Format {
@@ -78,6 +114,7 @@ impl Format {
             Format::TauBench => "tau-bench",
             Format::AiSdk => "ai-sdk",
             Format::Responses => "responses",
+            Format::Gemini => "gemini",
         }
     }
 
@@ -85,6 +122,7 @@ impl Format {
     pub fn family(self) -> Family {
         match self {
             Format::Anthropic | Format::ClaudeCode => Family::Anthropic,
+            Format::Gemini => Family::Gemini,
             Format::OpenAi
             | Format::MiniSweAgent
             | Format::TauBench
@@ -106,11 +144,19 @@ pub enum Wire {
     AiSdk,
     /// An OpenAI Responses API request body.
     Responses,
+    /// A Gemini API request body.
+    Gemini,
 }
 
 impl Wire {
     /// Every wire format, for listings and help texts.
-    pub const ALL: [Wire; 4] = [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk, Wire::Responses];
+    pub const ALL: [Wire; 5] = [
+        Wire::OpenAi,
+        Wire::Anthropic,
+        Wire::AiSdk,
+        Wire::Responses,
+        Wire::Gemini,
+    ];
 
     /// Name on the command line (`openai`, `anthropic`, `ai-sdk`, `responses`).
     pub fn as_str(self) -> &'static str {
@@ -124,6 +170,7 @@ impl Wire {
             Wire::Anthropic => Format::Anthropic,
             Wire::AiSdk => Format::AiSdk,
             Wire::Responses => Format::Responses,
+            Wire::Gemini => Format::Gemini,
         }
     }
 
@@ -132,12 +179,13 @@ impl Wire {
         self.format().family()
     }
 
-    /// The request body field that holds the history: `messages`, or the
-    /// Responses API's `input` (AI SDK messages are a bare array, kept
-    /// under `messages` where one is wrapped in an object).
+    /// The request body field that holds the history: `messages`, the
+    /// Responses API's `input` or Gemini's `contents` (AI SDK messages are
+    /// a bare array, kept under `messages` where one is wrapped in an object).
     pub fn history_key(self) -> &'static str {
         match self {
             Wire::Responses => "input",
+            Wire::Gemini => "contents",
             Wire::OpenAi | Wire::Anthropic | Wire::AiSdk => "messages",
         }
     }
@@ -147,6 +195,7 @@ impl Wire {
         match format {
             Format::AiSdk => Wire::AiSdk,
             Format::Responses => Wire::Responses,
+            Format::Gemini => Wire::Gemini,
             other => Wire::from(other.family()),
         }
     }
@@ -157,6 +206,7 @@ impl From<Family> for Wire {
         match f {
             Family::OpenAi => Wire::OpenAi,
             Family::Anthropic => Wire::Anthropic,
+            Family::Gemini => Wire::Gemini,
         }
     }
 }
@@ -277,6 +327,7 @@ impl Conversation {
         let format = match family {
             Family::OpenAi => Format::OpenAi,
             Family::Anthropic => Format::Anthropic,
+            Family::Gemini => Format::Gemini,
         };
         Conversation {
             format,
@@ -370,7 +421,10 @@ pub fn wire_offset(family: Family, messages: &[Message]) -> usize {
     match family {
         // Only the Responses API carries a system prompt outside its items.
         Family::OpenAi => messages.iter().take_while(|m| m.meta.instructions).count(),
-        Family::Anthropic => messages.iter().take_while(|m| is_top_system(m)).count(),
+        // Anthropic's top-level `system`, Gemini's `systemInstruction`.
+        Family::Anthropic | Family::Gemini => {
+            messages.iter().take_while(|m| is_top_system(m)).count()
+        }
     }
 }
 

@@ -147,6 +147,7 @@ impl Feed {
                     ReasoningKind::Thinking => 0,
                     ReasoningKind::Redacted => 1,
                     ReasoningKind::Field => 2,
+                    ReasoningKind::Thought => 3,
                 });
                 self.extra(&r.extra);
             }

@@ -177,6 +177,21 @@ impl Usage {
         }
     }
 
+    /// Reads a Gemini `usageMetadata` object: the prompt count includes
+    /// what came from a cache (`cachedContentTokenCount`), and thinking is
+    /// output, as Google bills it.
+    pub fn from_gemini(v: &Value) -> Usage {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let prompt = n("promptTokenCount");
+        let cached = n("cachedContentTokenCount").min(prompt);
+        Usage {
+            input_tokens: prompt - cached,
+            output_tokens: n("candidatesTokenCount") + n("thoughtsTokenCount"),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        }
+    }
+
     /// Total prompt size the provider saw: input plus cached reads and writes.
     pub fn prompt_tokens(&self) -> u64 {
         self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
@@ -397,6 +412,9 @@ pub enum ReasoningKind {
     Redacted,
     /// OpenAI-compatible `reasoning_content` field of an assistant message.
     Field,
+    /// Gemini text part with `thought: true` (its `thoughtSignature` is
+    /// the signature).
+    Thought,
 }
 
 impl Message {

@@ -127,6 +127,7 @@ pub fn validate(conv: &Conversation) -> Vec<Violation> {
     match conv.family {
         Family::OpenAi => validate_openai(&conv.messages),
         Family::Anthropic => validate_anthropic(&conv.messages),
+        Family::Gemini => validate_gemini(&conv.messages),
     }
 }
 
@@ -289,6 +290,48 @@ fn validate_anthropic(messages: &[Message]) -> Vec<Violation> {
                 if m.has_tool_calls() || m.has_tool_results() {
                     p.push(i, None, Rule::MisplacedPart);
                 }
+            }
+            other => {
+                p.close_unanswered();
+                p.push(i, None, Rule::RoleNotAllowed(other.as_str().to_owned()));
+            }
+        }
+    }
+    p.finish()
+}
+
+/// Gemini answers a model turn's function calls in the turn right after
+/// it (the user's, or a `function` turn), one response per call, in any
+/// order and beside other parts; ids need only be unique within a turn
+/// (the API pairs by name and place where they are left out). A turn
+/// needs at least one part.
+fn validate_gemini(messages: &[Message]) -> Vec<Violation> {
+    let lead = crate::conversation::wire_offset(Family::Gemini, messages);
+    let mut p = Pairing {
+        ids_unique_globally: false,
+        offset: lead,
+        ..Pairing::default()
+    };
+    for (i, m) in messages.iter().enumerate().skip(lead) {
+        if m.parts.is_empty() {
+            p.push(i, None, Rule::EmptyContent);
+        }
+        match &m.role {
+            Role::Assistant => {
+                p.open(i, m);
+                if m.has_tool_results() {
+                    p.push(i, None, Rule::MisplacedPart);
+                }
+            }
+            Role::User | Role::Function => {
+                for part in &m.parts {
+                    match part {
+                        Part::ToolResult(r) => p.answer(i, &r.call_id),
+                        Part::ToolCall(_) => p.push(i, None, Rule::MisplacedPart),
+                        _ => {}
+                    }
+                }
+                p.close_unanswered();
             }
             other => {
                 p.close_unanswered();

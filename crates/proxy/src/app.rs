@@ -461,6 +461,7 @@ fn is_overflow_body(body: &[u8]) -> bool {
         "context window",
         "too many tokens",
         "input is too long",
+        "exceeds the maximum number of tokens",
     ]
     .iter()
     .any(|m| text.contains(m))

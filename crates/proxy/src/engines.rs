@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use abridge::model::Conversation;
+use abridge::model::{Conversation, Wire};
 use abridge::recall::OriginalCache;
 use abridge::{Config, Engine};
 
@@ -33,8 +33,9 @@ pub(crate) struct Engines {
     by_model: Mutex<HashMap<EngineKey, Arc<ModelEngines>>>,
 }
 
-/// A model (the config's or the request's).
-type EngineKey = Option<String>;
+/// A model (the config's or the request's), and whether the proxy answers
+/// the recall tool on the API its requests come by.
+type EngineKey = (Option<String>, bool);
 
 impl Engines {
     /// The engines for a conversation: the config's, with the request's
@@ -47,13 +48,16 @@ impl Engines {
         handle: &tokio::runtime::Handle,
     ) -> Result<Arc<ModelEngines>, String> {
         let model = base.model.clone().or_else(|| conv.model.clone());
-        let key = model.clone();
+        // Where the proxy cannot answer the tool, nothing may point at it.
+        let recalls = crate::recall::on(Wire::of(conv.format)).is_some();
+        let key = (model.clone(), recalls);
         let mut map = self.by_model.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = map.get(&key) {
             return Ok(e.clone());
         }
         let mut config = base.clone();
         config.model = model;
+        config.recall.enabled &= recalls;
         // One memory of originals for both: a background briefing's
         // handles are answered like the request path's.
         let originals = Arc::new(OriginalCache::new(

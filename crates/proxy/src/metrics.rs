@@ -47,6 +47,8 @@ label_values! {
         Responses => "responses",
         /// `POST /v1/messages`.
         Messages => "messages",
+        /// `POST /{v1,v1beta}/models/{model}:generateContent` and `:streamGenerateContent`.
+        Gemini => "gemini",
         /// Anything else, forwarded untouched.
         Other => "other",
     }
@@ -60,6 +62,7 @@ impl Route {
             Wire::OpenAi => Route::ChatCompletions,
             Wire::Responses => Route::Responses,
             Wire::Anthropic => Route::Messages,
+            Wire::Gemini => Route::Gemini,
             Wire::AiSdk => Route::Other,
         }
     }

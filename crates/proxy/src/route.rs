@@ -92,6 +92,7 @@ impl From<Family> for Provider {
         match family {
             Family::OpenAi => Provider::OpenAi,
             Family::Anthropic => Provider::Anthropic,
+            Family::Gemini => Provider::Gemini,
         }
     }
 }

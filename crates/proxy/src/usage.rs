@@ -96,6 +96,7 @@ impl UsageTap {
         let next = match self.family {
             Family::OpenAi => Usage::from_openai(v),
             Family::Anthropic => Usage::from_anthropic(v),
+            Family::Gemini => Usage::from_gemini(v),
         };
         let u = self.usage.get_or_insert(next);
         let keep = |old: u64, new: u64| if new > 0 { new } else { old };

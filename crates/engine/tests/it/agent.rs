@@ -71,7 +71,7 @@ fn with_call(family: Family, iterations: usize, args: serde_json::Value) -> Conv
             extra.insert("type".into(), json!("function"));
             Arguments::Json(args.to_string())
         }
-        Family::Anthropic => Arguments::Value(args),
+        Family::Anthropic | Family::Gemini => Arguments::Value(args),
     };
     m.parts.push(Part::ToolCall(ToolCall {
         id: "compact-1".into(),

@@ -332,11 +332,11 @@ pub(crate) fn encode_block(p: &Part, index: usize) -> Result<Value> {
                 ],
                 &r.extra,
             ),
-            ReasoningKind::Field => {
+            ReasoningKind::Field | ReasoningKind::Thought => {
                 return Err(Error::Unrepresentable {
                     index,
                     target: "Anthropic",
-                    reason: "unsigned reasoning_content (convert the conversation first)".into(),
+                    reason: "another API's reasoning (convert the conversation first)".into(),
                 });
             }
         },

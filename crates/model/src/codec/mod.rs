@@ -4,6 +4,7 @@ mod ai_sdk;
 mod anthropic;
 mod claude_code;
 mod convert;
+mod gemini;
 mod logs;
 mod openai;
 mod responses;
@@ -74,6 +75,14 @@ pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
             other => vec![openai::decode_body(other)?],
         },
         Format::Anthropic => vec![anthropic::decode_body(value)?],
+        Format::Gemini => match value {
+            Value::Array(items) => {
+                let mut conv = Conversation::new(Family::Gemini);
+                conv.messages = gemini::decode_contents(items, 0)?;
+                vec![conv]
+            }
+            other => vec![gemini::decode_body(other)?],
+        },
         Format::Responses => match value {
             Value::Array(items) => {
                 let mut conv = Conversation::new(Family::OpenAi);
@@ -115,6 +124,7 @@ pub fn decode_wire_messages(
             Wire::AiSdk => ai_sdk::decode_message,
             // An item's place in its turn depends on the items before it.
             Wire::Responses => return responses::decode_items(items, first),
+            Wire::Gemini => return gemini::decode_contents(items, first),
         };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
@@ -137,6 +147,8 @@ pub fn encode_wire_messages(
         Wire::Anthropic => anthropic::encode_message,
         Wire::AiSdk => |m, _| ai_sdk::encode_message(m),
         Wire::Responses => responses::encode_item,
+        // A response is named after its call, found among the turns before.
+        Wire::Gemini => return gemini::encode_contents(messages, first),
     };
     messages
         .iter()
@@ -155,7 +167,14 @@ pub fn encode(conv: &Conversation) -> Result<Value> {
     match conv.family {
         Family::OpenAi => openai::encode_body(conv),
         Family::Anthropic => anthropic::encode_body(conv),
+        Family::Gemini => gemini::encode_body(conv),
     }
+}
+
+/// A Gemini `contents` item: a turn of `parts` (no OpenAI or Anthropic
+/// message has them).
+fn is_gemini_content(v: &Value) -> bool {
+    v.get("parts").is_some_and(Value::is_array) && v.get("content").is_none()
 }
 
 /// Guesses the format of a parsed JSON document.
@@ -169,6 +188,8 @@ pub fn detect(v: &Value) -> Result<Format> {
                 Ok(Format::Responses)
             } else if items.iter().any(is_ai_sdk_message) {
                 Ok(Format::AiSdk)
+            } else if items.iter().any(is_gemini_content) {
+                Ok(Format::Gemini)
             } else if first.is_some_and(|m| m.get("role").is_some()) {
                 Ok(Format::OpenAi)
             } else {
@@ -190,6 +211,9 @@ pub fn detect(v: &Value) -> Result<Format> {
             }
             if !map.contains_key("messages") && map.contains_key("input") {
                 return Ok(Format::Responses);
+            }
+            if !map.contains_key("messages") && map.contains_key("contents") {
+                return Ok(Format::Gemini);
             }
             let Some(Value::Array(messages)) = map.get("messages") else {
                 return Err(Error::UnknownFormat(

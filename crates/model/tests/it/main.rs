@@ -5,6 +5,7 @@ mod ai_sdk;
 mod common;
 mod convert;
 mod corpus;
+mod gemini;
 mod responses;
 mod roundtrip;
 mod validate;

@@ -46,7 +46,7 @@ pub(crate) fn on(wire: Wire) -> Option<&'static dyn Answering> {
         Wire::OpenAi => Some(&On::<Chat>(PhantomData)),
         Wire::Anthropic => Some(&On::<Messages>(PhantomData)),
         Wire::Responses => Some(&On::<Responses>(PhantomData)),
-        Wire::AiSdk => None,
+        Wire::AiSdk | Wire::Gemini => None,
     }
 }
 

@@ -228,6 +228,7 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
                 "This model's maximum context length is exceeded (context_length_exceeded)"
             }
             Family::Anthropic => "prompt is too long",
+            Family::Gemini => "The input token count exceeds the maximum number of tokens allowed",
         };
         return plain(400, &error_body(family, "invalid_request_error", msg));
     }
@@ -321,6 +322,9 @@ fn error_body(family: Family, kind: &str, message: &str) -> String {
     match family {
         Family::OpenAi => json!({"error": {"message": message, "type": kind, "code": kind}}),
         Family::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        Family::Gemini => {
+            json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}})
+        }
     }
     .to_string()
 }

@@ -13,6 +13,8 @@ pub(super) fn convert(extra: &Extra, to: Family, w: &mut Warnings) -> Extra {
     match to {
         Family::Anthropic => to_anthropic(extra, w),
         Family::OpenAi => to_openai(extra, w),
+        // Gemini goes through Anthropic (`super::gemini`).
+        Family::Gemini => extra.clone(),
     }
 }
 

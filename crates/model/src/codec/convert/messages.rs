@@ -36,6 +36,8 @@ pub(super) fn convert(messages: &[Message], to: Family, w: &mut Warnings) -> Res
             }
             Ok(out)
         }
+        // Gemini goes through Anthropic (`super::gemini`).
+        Family::Gemini => Err(unrepresentable(0, to, "a conversion not through Anthropic")),
     }
 }
 

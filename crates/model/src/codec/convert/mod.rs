@@ -1,5 +1,6 @@
-//! Conversion between the OpenAI and Anthropic wire families, and to and
-//! from the Responses API and the AI SDK through Chat Completions.
+//! Conversion between the OpenAI and Anthropic wire families, to and from
+//! the Responses API and the AI SDK through Chat Completions, and to and
+//! from Gemini through Anthropic.
 //!
 //! Structure is translated (tool messages ⇄ `tool_result` blocks, top-level
 //! `system` ⇄ system messages, tool declarations, `tool_choice`, stop
@@ -15,6 +16,7 @@
 
 mod ai_sdk;
 mod envelope;
+mod gemini;
 mod messages;
 mod responses;
 mod tools;
@@ -41,6 +43,26 @@ pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
         return Ok(Converted {
             conversation: conv.clone(),
             warnings: Vec::new(),
+        });
+    }
+    // Gemini goes through Anthropic, its nearest kin.
+    if conv.family == Family::Gemini {
+        let mut w = Warnings::default();
+        let anthropic = gemini::to_anthropic(conv, &mut w)?;
+        let mut converted = convert(&anthropic, to)?;
+        for warning in converted.warnings.drain(..) {
+            w.add(warning);
+        }
+        converted.warnings = w.0;
+        return Ok(converted);
+    }
+    if to == Family::Gemini {
+        let anthropic = convert(conv, Family::Anthropic)?;
+        let mut w = Warnings(anthropic.warnings);
+        let conversation = gemini::from_anthropic(&anthropic.conversation, &mut w)?;
+        return Ok(Converted {
+            conversation,
+            warnings: w.0,
         });
     }
     let mut w = Warnings::default();
@@ -153,6 +175,7 @@ fn target_name(family: Family) -> &'static str {
     match family {
         Family::OpenAi => "OpenAI",
         Family::Anthropic => "Anthropic",
+        Family::Gemini => "Gemini",
     }
 }
 

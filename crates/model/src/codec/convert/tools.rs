@@ -29,7 +29,7 @@ fn function(tool: &Tool, to: Family, w: &mut Warnings) -> Result<Tool> {
         Tool::Opaque(_) => {
             let what = match to {
                 Family::Anthropic => "a non-function tool declaration",
-                Family::OpenAi => "a server or non-function tool declaration",
+                Family::OpenAi | Family::Gemini => "a server or non-function tool declaration",
             };
             return Err(unrepresentable(0, to, what));
         }
