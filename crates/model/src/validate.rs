@@ -43,6 +43,10 @@ pub enum Rule {
     /// A reasoning item not followed by an item of the model's turn
     /// (Responses: "provided without its required following item").
     ReasoningNotFollowed,
+    /// A model turn with function calls that does not come right after a
+    /// user turn or a function response (Gemini: "function call turn comes
+    /// immediately after a user turn or after a function response turn").
+    CallNotAfterUser,
 }
 
 impl Rule {
@@ -59,6 +63,7 @@ impl Rule {
             Rule::MisplacedPart => "misplaced-part",
             Rule::EmptyContent => "empty-content",
             Rule::ReasoningNotFollowed => "reasoning-not-followed",
+            Rule::CallNotAfterUser => "call-not-after-user",
         }
     }
 }
@@ -99,6 +104,10 @@ impl fmt::Display for Violation {
             Rule::ReasoningNotFollowed => write!(
                 f,
                 "reasoning item {id} was provided without its required following item"
+            ),
+            Rule::CallNotAfterUser => write!(
+                f,
+                "a function call turn must come right after a user turn or a function response"
             ),
         }?;
         Ok(())
@@ -318,6 +327,11 @@ fn validate_gemini(messages: &[Message]) -> Vec<Violation> {
         }
         match &m.role {
             Role::Assistant => {
+                let after_user =
+                    i > lead && matches!(messages[i - 1].role, Role::User | Role::Function);
+                if m.has_tool_calls() && !after_user {
+                    p.push(i, None, Rule::CallNotAfterUser);
+                }
                 p.open(i, m);
                 if m.has_tool_results() {
                     p.push(i, None, Rule::MisplacedPart);

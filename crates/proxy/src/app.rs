@@ -19,7 +19,7 @@ use crate::listen::ReadingBody;
 use crate::metrics::{Metrics, Passthrough, Route};
 use crate::prepare::{Context, Prepared};
 use crate::recall::{Onward, Resend};
-use crate::route::{Passthroughs, Provider, Refused, origin_form};
+use crate::route::{self, Passthroughs, Provider, Refused, origin_form};
 use crate::session::{SESSION_HEADER, Sessions};
 use crate::store::SharedStore;
 use crate::tenant::Secret;
@@ -138,12 +138,18 @@ async fn messages(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
     conversation(app, Wire::Anthropic, req).await
 }
 
-/// Any other path and method: forwarded untouched to its provider's
-/// upstream (among them the Responses API's `/v1/responses/compact`, the
-/// provider's own compaction, whose compaction items then tell abridge to
-/// leave that history alone, and the Gemini API). Logged once per tenant
-/// and path, counted every time.
+/// A Gemini conversation (`…/models/{model}:generateContent` and
+/// `:streamGenerateContent`, which no fixed route can match), or any other
+/// path and method: forwarded untouched to its provider's upstream (among
+/// them the Responses API's `/v1/responses/compact`, the provider's own
+/// compaction, whose compaction items then tell abridge to leave that
+/// history alone, and the rest of the Gemini API: `countTokens`, models,
+/// files, cached contents). Logged once per tenant and path, counted every
+/// time.
 async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
+    if req.method() == Method::POST && route::gemini_conversation(req.uri().path()).is_some() {
+        return conversation(app, Wire::Gemini, req).await;
+    }
     let (parts, body) = req.into_parts();
     let provider = Provider::of(parts.uri.path(), &parts.headers, parts.uri.query());
     let response = match target(&app, provider, &parts.uri) {
@@ -248,15 +254,12 @@ async fn compact_and_send(
     } = request;
     let mut prepared = {
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
-        while_client_waits(move |cancel| {
-            app.context(cancel)
-                .prepare(wire, &headers, uri.query(), &bytes)
-        })
-        .await
-        .unwrap_or_else(|e| Prepared {
-            warning: Some(format!("compaction stopped: {e}")),
-            ..Prepared::default()
-        })
+        while_client_waits(move |cancel| app.context(cancel).prepare(wire, &headers, &uri, &bytes))
+            .await
+            .unwrap_or_else(|e| Prepared {
+                warning: Some(format!("compaction stopped: {e}")),
+                ..Prepared::default()
+            })
     };
     let family = wire.family();
     if let Some(why) = &prepared.reject {

@@ -32,10 +32,12 @@ pub(crate) fn provider_compaction(conv: &Conversation) -> Option<&'static str> {
         .then_some("compaction items in the history")
 }
 
-/// The field by which a Responses request leans on a history the provider
-/// stores, if it does: `previous_response_id` or `conversation`.
+/// The field by which a request leans on a history the provider stores,
+/// if it does: a Responses request's `previous_response_id` or
+/// `conversation`, a Gemini request's `cachedContent` (turns the server
+/// holds, which abridge neither sees nor may rewrite).
 pub(crate) fn server_state(conv: &Conversation) -> Option<&'static str> {
-    ["previous_response_id", "conversation"]
+    ["previous_response_id", "conversation", "cachedContent"]
         .into_iter()
         .find(|k| conv.extra.get(*k).is_some_and(|v| !v.is_null()))
 }

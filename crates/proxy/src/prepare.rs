@@ -13,7 +13,7 @@ use abridge::tokens::{Calibrated, Counted};
 use abridge::{AttemptOutcome, Cancel, Input, Report};
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Uri};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::cap_breakpoints;
@@ -85,20 +85,25 @@ impl Context<'_> {
         &self,
         wire: Wire,
         headers: &HeaderMap,
-        query: Option<&str>,
+        uri: &Uri,
         bytes: &[u8],
     ) -> Prepared {
+        let query = uri.query();
         let tenant = self.secret.tenant_of(headers, query);
         let quick = quick_key(&tenant, headers, bytes);
         if let Some(p) = self.continued(quick, &tenant, wire, bytes) {
             return p;
         }
         self.metrics.decoded(Decoded::Whole);
-        let conv = match decode_as(bytes, Some(wire.format())) {
+        let mut conv = match decode_as(bytes, Some(wire.format())) {
             Ok(mut convs) if convs.len() == 1 => convs.remove(0),
             Ok(_) => return self.unusable("not one conversation".into()),
             Err(e) => return self.unusable(format!("body does not decode: {e}")),
         };
+        if conv.model.is_none() {
+            // Gemini names the model in the path (it is not written back).
+            conv.model = crate::route::gemini_conversation(uri.path()).map(str::to_owned);
+        }
         if self.cancel.is_cancelled() {
             return self.abandoned();
         }

@@ -74,6 +74,18 @@ impl Provider {
     }
 }
 
+/// The model of a Gemini conversation request (`POST
+/// /{v1,v1beta}/models/{model}:generateContent` or
+/// `:streamGenerateContent`), which its path names: the body does not.
+pub(crate) fn gemini_conversation(path: &str) -> Option<&str> {
+    let rest = path
+        .strip_prefix("/v1beta/models/")
+        .or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, method) = rest.split_once(':')?;
+    let conversation = matches!(method, "generateContent" | "streamGenerateContent");
+    (conversation && !model.is_empty() && !model.contains('/')).then_some(model)
+}
+
 /// The headers that carry a provider's credential, and the provider each
 /// goes to (`None`: any of them: Anthropic and Gemini take `Authorization`
 /// bearers too). Gemini also takes its key as the [`KEY_PARAM`] parameter.

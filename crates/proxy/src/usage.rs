@@ -57,18 +57,14 @@ impl UsageTap {
     /// Looks at one event's data (for a caller that reads the stream's
     /// events itself).
     pub(crate) fn event(&mut self, data: &str) {
-        if !data.contains("\"usage\"") {
+        // `"usage"`, or Gemini's `"usageMetadata"`.
+        if !data.contains("\"usage") {
             return;
         }
         let Ok(v) = serde_json::from_str::<Value>(data) else {
             return;
         };
-        let usage = v
-            .get("usage")
-            .or_else(|| v.pointer("/message/usage"))
-            .or_else(|| v.pointer("/response/usage"))
-            .filter(|u| !u.is_null());
-        if let Some(u) = usage {
+        if let Some(u) = report_in(&v) {
             self.merge(u);
         }
     }
@@ -82,7 +78,7 @@ impl UsageTap {
         } else if !self.overflow {
             let body = std::mem::take(&mut self.buf);
             if let Ok(v) = serde_json::from_slice::<Value>(&body)
-                && let Some(u) = v.get("usage")
+                && let Some(u) = report_in(&v)
             {
                 self.merge(u);
             }
@@ -105,6 +101,22 @@ impl UsageTap {
         u.cache_read_tokens = keep(u.cache_read_tokens, next.cache_read_tokens);
         u.cache_write_tokens = keep(u.cache_write_tokens, next.cache_write_tokens);
     }
+}
+
+/// The usage report in a response or one event of its stream: `usage`
+/// (OpenAI's; Anthropic's, also inside `message_start`; the Responses
+/// API's inside `response`) or Gemini's `usageMetadata`, of the last chunk
+/// of a Gemini stream sent as one JSON array.
+fn report_in(v: &Value) -> Option<&Value> {
+    let v = match v {
+        Value::Array(chunks) => chunks.last()?,
+        other => other,
+    };
+    v.get("usage")
+        .or_else(|| v.pointer("/message/usage"))
+        .or_else(|| v.pointer("/response/usage"))
+        .or_else(|| v.get("usageMetadata"))
+        .filter(|u| !u.is_null())
 }
 
 #[cfg(test)]
@@ -157,5 +169,27 @@ mod tests {
             br#"{"id":"r","object":"response","usage":{"input_tokens":321,"output_tokens":4}}"#,
         );
         assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(321));
+    }
+
+    #[test]
+    fn gemini_usage_is_read_from_events_and_from_a_json_array() {
+        let chunk = |prompt: u64, out: u64| {
+            format!(
+                "data: {{\"candidates\":[],\"usageMetadata\":{{\"promptTokenCount\":{prompt},\"cachedContentTokenCount\":100,\"candidatesTokenCount\":{out},\"thoughtsTokenCount\":7}}}}\r\n\r\n"
+            )
+        };
+        let mut tap = UsageTap::new(Family::Gemini, true);
+        tap.feed(chunk(900, 3).as_bytes());
+        tap.feed(chunk(900, 12).as_bytes());
+        let u = tap.finish().expect("usage");
+        assert_eq!(
+            (u.prompt_tokens(), u.cache_read_tokens, u.output_tokens),
+            (900, 100, 19)
+        );
+        let mut tap = UsageTap::new(Family::Gemini, false);
+        tap.feed(br#"[{"candidates":[],"usageMetadata":{"promptTokenCount":50}},"#);
+        tap.feed(br#"{"candidates":[],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":4}}]"#);
+        let u = tap.finish().expect("usage");
+        assert_eq!((u.prompt_tokens(), u.output_tokens), (50, 4));
     }
 }

@@ -17,15 +17,18 @@ pub(crate) enum Api {
     Responses,
     /// Anthropic Messages.
     Messages,
+    /// Gemini `generateContent` and `streamGenerateContent`.
+    Gemini,
 }
 
 impl Api {
-    /// The request path.
+    /// The request path (Gemini's names the model: its route's pattern).
     pub(crate) fn path(self) -> &'static str {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Responses => "/v1/responses",
             Api::Messages => "/v1/messages",
+            Api::Gemini => "/v1beta/models/{action}",
         }
     }
 
@@ -33,9 +36,16 @@ impl Api {
     pub(crate) fn history_key(self) -> &'static str {
         match self {
             Api::Responses => "input",
+            Api::Gemini => "contents",
             Api::Chat | Api::Messages => "messages",
         }
     }
+}
+
+/// The signature the fake Gemini model puts on the call of turn `n`:
+/// opaque to the client, which must send it back unchanged.
+pub(crate) fn thought_signature(n: usize) -> String {
+    format!("c2lnbmF0dXJl{n:04}")
 }
 
 /// The assistant's answer: a call of the first declared tool, or text.
@@ -80,13 +90,19 @@ impl Reply {
             .and_then(Value::as_array)
             .and_then(|t| t.first());
         let call = tool.map(|t| {
-            let f = t.get("function").unwrap_or(t);
+            let f = t
+                .get("function")
+                .or_else(|| t.pointer("/functionDeclarations/0"))
+                .unwrap_or(t);
             let name = f
                 .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("tool")
                 .to_owned();
-            let schema = f.get("parameters").or_else(|| f.get("input_schema"));
+            let schema = f
+                .get("parameters")
+                .or_else(|| f.get("input_schema"))
+                .or_else(|| f.get("parametersJsonSchema"));
             (name, arguments_for(schema, turn))
         });
         Reply {
@@ -135,6 +151,7 @@ impl Reply {
         let n = self.turn;
         match api {
             Api::Responses => self.response(tokens),
+            Api::Gemini => self.gemini_chunk(&self.gemini_parts(), true, tokens),
             Api::Chat => {
                 let mut message = json!({"role": "assistant", "content": self.text});
                 let mut finish = "stop";
@@ -181,11 +198,47 @@ impl Reply {
         out
     }
 
+    /// A Gemini answer's parts: its text, then its calls (no ids, as the
+    /// API sends them), the first signed.
+    fn gemini_parts(&self) -> Vec<Value> {
+        let mut parts = vec![json!({"text": self.text})];
+        for (i, (_, name, args)) in self.calls().into_iter().enumerate() {
+            let mut part = json!({"functionCall": {"name": name, "args": args}});
+            if i == 0 {
+                part["thoughtSignature"] = json!(thought_signature(self.turn));
+            }
+            parts.push(part);
+        }
+        parts
+    }
+
+    /// A Gemini response, or one chunk of its stream (`last`: with the
+    /// finish reason).
+    fn gemini_chunk(&self, parts: &[Value], last: bool, tokens: u64) -> Value {
+        let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
+        if last {
+            candidate["finishReason"] = json!("STOP");
+        }
+        json!({"candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": tokens, "candidatesTokenCount": 20,
+                "totalTokenCount": tokens + 20, "thoughtsTokenCount": 4},
+            "modelVersion": self.model, "responseId": format!("resp-{}", self.turn)})
+    }
+
     /// The stream: `(event name, data)` pairs.
     pub(crate) fn events(&self, api: Api, tokens: u64, usage: bool) -> Vec<Event> {
         let n = self.turn;
         match api {
             Api::Responses => self.response_events(tokens),
+            // The text first, the calls with the finish; usage on each chunk.
+            Api::Gemini => {
+                let parts = self.gemini_parts();
+                let (text, calls) = parts.split_at(1);
+                vec![
+                    (None, self.gemini_chunk(text, false, tokens).to_string()),
+                    (None, self.gemini_chunk(calls, true, tokens).to_string()),
+                ]
+            }
             Api::Chat => {
                 let chunk = |delta: Value, finish: Value| {
                     (None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,

@@ -30,12 +30,22 @@ pub(crate) struct ShellTool {
 }
 
 /// The client's shell tool: the first declared tool (Chat Completions,
-/// Responses or Messages declaration) with a string `command` or `cmd`.
+/// Responses, Messages or Gemini declaration) with a string `command` or `cmd`.
 pub(crate) fn shell_tool(request: &Value) -> Option<ShellTool> {
     let tools = request.get("tools")?.as_array()?;
-    tools.iter().find_map(|t| {
+    // Gemini groups its function declarations in one tool object.
+    let declared = tools
+        .iter()
+        .flat_map(|t| match t.get("functionDeclarations") {
+            Some(Value::Array(functions)) => functions.iter().collect(),
+            _ => vec![t],
+        });
+    declared.into_iter().find_map(|t| {
         let f = t.get("function").unwrap_or(t);
-        let schema = f.get("parameters").or_else(|| f.get("input_schema"))?;
+        let schema = f
+            .get("parameters")
+            .or_else(|| f.get("input_schema"))
+            .or_else(|| f.get("parametersJsonSchema"))?;
         let props = schema.get("properties")?;
         let field = ["command", "cmd"].into_iter().find(|k| {
             props

@@ -95,6 +95,18 @@ fn a_missing_response_is_a_violation() {
 }
 
 #[test]
+fn a_call_turn_must_follow_the_users() {
+    let body = json!({"contents": [
+        {"role": "user", "parts": [{"text": "Go."}]},
+        {"role": "model", "parts": [{"text": "Thinking aloud."}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "ls", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "c1", "name": "ls", "response": {"output": ""}}}]}]});
+    let conv = decode_value(body, Format::Gemini).unwrap().remove(0);
+    let rules: Vec<Rule> = validate(&conv).into_iter().map(|v| v.rule).collect();
+    assert_eq!(rules, [Rule::CallNotAfterUser]);
+}
+
+#[test]
 fn a_clipped_response_is_still_an_object() {
     let body = json!({"contents": [
         {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "ls", "args": {}}}]},

@@ -5,6 +5,7 @@
 mod connections;
 mod failures;
 mod faults;
+mod gemini;
 mod loops;
 mod memory;
 mod persist;

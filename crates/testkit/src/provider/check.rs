@@ -43,11 +43,12 @@ pub struct RequestCheck {
     /// messages and `tools`; the recall tool a proxy adds left out), to
     /// tell whether the client's went byte for byte.
     pub head_hash: u64,
-    /// Reasoning items in the request (Responses `input`).
+    /// Reasoning items in the request (Responses `input`), or Gemini's
+    /// thought signatures.
     #[serde(default)]
     pub reasoning_items: usize,
-    /// Of those, how many carry an `encrypted_content` or `summary` the
-    /// provider never issued: a reasoning item that was edited on its way.
+    /// Of those, how many carry an `encrypted_content` or `summary` (a
+    /// signature) the provider never issued: edited on its way.
     #[serde(default)]
     pub altered_reasoning: usize,
     /// Whether it declares the recall tool the proxy answers.
@@ -126,6 +127,7 @@ pub(super) fn check(
         Api::Chat => Format::OpenAi,
         Api::Responses => Format::Responses,
         Api::Messages => Format::Anthropic,
+        Api::Gemini => Format::Gemini,
     };
     let stream = request.get("stream") == Some(&Value::Bool(true));
     let mut recalled = Vec::new();
@@ -164,14 +166,23 @@ pub(super) fn check(
         .map(str::to_owned)
         .or(messages.0)
         .unwrap_or_default();
-    let reasoning: Vec<String> = request
+    let items = request
         .get(api.history_key())
         .and_then(Value::as_array)
         .into_iter()
-        .flatten()
-        .filter(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"))
-        .map(reasoning_payload)
-        .collect();
+        .flatten();
+    let reasoning: Vec<String> = match api {
+        // Gemini's thought signatures, on whichever part they came.
+        Api::Gemini => items
+            .flat_map(|c| c["parts"].as_array().into_iter().flatten())
+            .filter_map(|p| p.get("thoughtSignature").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect(),
+        _ => items
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"))
+            .map(reasoning_payload)
+            .collect(),
+    };
     let mut seen = s.seen.lock().unwrap();
     let prefix_kept = seen
         .last
@@ -248,7 +259,10 @@ pub(super) fn handles_in(body: &[u8]) -> Vec<(usize, String)> {
 pub(super) fn declares(request: &Value, name: &str) -> bool {
     request["tools"].as_array().is_some_and(|tools| {
         tools.iter().any(|t| {
-            t["name"].as_str() == Some(name) || t["function"]["name"].as_str() == Some(name)
+            let gemini = t["functionDeclarations"].as_array().into_iter().flatten();
+            t["name"].as_str() == Some(name)
+                || t["function"]["name"].as_str() == Some(name)
+                || gemini.into_iter().any(|f| f["name"].as_str() == Some(name))
         })
     })
 }
@@ -264,8 +278,12 @@ fn head_hash(request: &Value) -> u64 {
     let tools: Option<Vec<&Value>> = request.get("tools").and_then(Value::as_array).map(|t| {
         t.iter()
             .filter(|t| {
+                let recall_only = t["functionDeclarations"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().all(|f| f["name"].as_str() == Some(RECALL_TOOL)));
                 t["name"].as_str() != Some(RECALL_TOOL)
                     && t["function"]["name"].as_str() != Some(RECALL_TOOL)
+                    && !recall_only
             })
             .collect()
     });
@@ -286,6 +304,7 @@ fn head_hash(request: &Value) -> u64 {
     let head = json!([
         request.get("system"),
         request.get("instructions"),
+        request.get("systemInstruction"),
         tools,
         leading
     ]);

@@ -148,6 +148,7 @@ impl Provider {
             .route(Api::Chat.path(), post(chat))
             .route(Api::Responses.path(), post(responses))
             .route(Api::Messages.path(), post(messages))
+            .route(Api::Gemini.path(), post(gemini))
             .route("/_report", get(report))
             .route(
                 "/v1/models",
@@ -193,10 +194,58 @@ async fn messages(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes)
     answer(&s, Api::Messages, &headers, &body).await
 }
 
+/// `POST /v1beta/models/{model}:{method}`: `generateContent`, or
+/// `streamGenerateContent` (server-sent events with `alt=sse`, else one
+/// JSON array sent in pieces).
+async fn gemini(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Path(action): axum::extract::Path<String>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    let stream = match action.split_once(':').map(|(_, m)| m) {
+        Some("generateContent") => false,
+        Some("streamGenerateContent") => true,
+        _ => {
+            return plain(
+                404,
+                &error_body(Family::Gemini, "NOT_FOUND", "no such method"),
+            );
+        }
+    };
+    let sse = query.is_some_and(|q| q.split('&').any(|p| p == "alt=sse"));
+    let how = GeminiCall {
+        path: format!("/v1beta/models/{action}"),
+        stream,
+        sse,
+    };
+    answer_as(&s, Api::Gemini, Some(how), &headers, &body).await
+}
+
+/// What a Gemini request's URL says: its path (the model in it), whether
+/// it streams, and how.
+struct GeminiCall {
+    path: String,
+    stream: bool,
+    sse: bool,
+}
+
 async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Response<Body> {
+    answer_as(s, api, None, headers, body).await
+}
+
+async fn answer_as(
+    s: &Shared,
+    api: Api,
+    gemini: Option<GeminiCall>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response<Body> {
     let family = match api {
         Api::Chat | Api::Responses => Family::OpenAi,
         Api::Messages => Family::Anthropic,
+        Api::Gemini => Family::Gemini,
     };
     let fail = headers
         .get("x-fake-fail")
@@ -218,7 +267,11 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
             &error_body(family, "invalid_request_error", "body is not JSON"),
         );
     };
-    let (check, key) = check(s, api, headers, &request, body);
+    let (mut check, key) = check(s, api, headers, &request, body);
+    if let Some(g) = &gemini {
+        check.path = g.path.clone();
+        check.stream = g.stream;
+    }
     let tokens = check.tokens;
     let stream = check.stream;
     s.seen.lock().unwrap().report.requests.push(check);
@@ -289,8 +342,21 @@ async fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8]) -> Respo
             .map(reasoning_payload);
         s.seen.lock().unwrap().reasoning.extend(reasoning);
     }
+    if api == Api::Gemini && !reply.calls().is_empty() {
+        let signature = crate::reply::thought_signature(reply.turn);
+        s.seen.lock().unwrap().reasoning.insert(signature);
+    }
     if !stream {
         return plain(200, &body.to_string());
+    }
+    if gemini.as_ref().is_some_and(|g| !g.sse) {
+        // A stream without `alt=sse`: one JSON array, sent in pieces.
+        let chunks: Vec<String> = reply
+            .events(api, tokens, true)
+            .into_iter()
+            .map(|(_, data)| data)
+            .collect();
+        return plain(200, &format!("[{}]", chunks.join(",\r\n")));
     }
     let usage = request.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
     let events = reply.events(api, tokens, usage);
