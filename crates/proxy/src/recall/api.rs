@@ -27,6 +27,13 @@ pub(super) trait Api: Send + 'static {
     /// A usage report (the object at [`Api::USAGE`]) read.
     fn usage(report: &Value) -> Usage;
 
+    /// A response that came as a JSON array of stream chunks, as one
+    /// response; `None` where the API sends no such thing.
+    fn gather(chunks: Vec<Value>) -> Option<Value> {
+        let _ = chunks;
+        None
+    }
+
     /// The recall calls of a whole response.
     fn calls(response: &Value, tool: &str) -> Vec<Call>;
 

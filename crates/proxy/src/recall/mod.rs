@@ -15,6 +15,7 @@
 
 mod api;
 mod chat;
+mod gemini;
 mod messages;
 mod responses;
 mod stream;
@@ -34,6 +35,7 @@ use serde_json::Value;
 
 use self::api::Api;
 use self::chat::Chat;
+use self::gemini::Gemini;
 use self::messages::Messages;
 use self::responses::Responses;
 use crate::forward::{OnUsage, Target, Upstream};
@@ -46,7 +48,8 @@ pub(crate) fn on(wire: Wire) -> Option<&'static dyn Answering> {
         Wire::OpenAi => Some(&On::<Chat>(PhantomData)),
         Wire::Anthropic => Some(&On::<Messages>(PhantomData)),
         Wire::Responses => Some(&On::<Responses>(PhantomData)),
-        Wire::AiSdk | Wire::Gemini => None,
+        Wire::Gemini => Some(&On::<Gemini>(PhantomData)),
+        Wire::AiSdk => None,
     }
 }
 

@@ -38,7 +38,16 @@ pub(super) async fn whole<A: Api>(
         let status = response.status();
         let head = response.headers().clone();
         let bytes = response.bytes().await.unwrap_or_default();
-        let parsed = serde_json::from_slice::<Value>(&bytes).ok();
+        // A stream sent as one JSON array (Gemini's without `alt=sse`) is
+        // read as one response, and merged back into an array of one.
+        let (parsed, array) = match serde_json::from_slice::<Value>(&bytes).ok() {
+            Some(Value::Array(chunks)) => (A::gather(chunks), true),
+            other => (other, false),
+        };
+        let shaped = |v: Value| match array {
+            true => Value::Array(vec![v]),
+            false => v,
+        };
         if rounds == 0 {
             first_usage = parsed.as_ref().and_then(|v| {
                 let report = v.get(A::USAGE).filter(|u| u.is_object())?;
@@ -59,7 +68,7 @@ pub(super) async fn whole<A: Api>(
             if !calls.is_empty() {
                 metrics.recall_rounds_exhausted();
             }
-            let merged = earlier.merge(v, &r.tool, rounds, &exhausted_note(rounds));
+            let merged = shaped(earlier.merge(v, &r.tool, rounds, &exhausted_note(rounds)));
             report(first_usage);
             return reply(
                 status,
@@ -83,7 +92,7 @@ pub(super) async fn whole<A: Api>(
                 tracing::warn!(error = %e, "a recall round could not be sent");
                 let note =
                     "[abridge: the upstream failed while the proxy answered the model's recall]";
-                let merged = earlier.merge(v, &r.tool, rounds, note);
+                let merged = shaped(earlier.merge(v, &r.tool, rounds, note));
                 report(first_usage);
                 return reply(
                     status,

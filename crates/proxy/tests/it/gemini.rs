@@ -56,8 +56,14 @@ fn model_parts(text: &str, sse: bool) -> Vec<Value> {
         .collect()
 }
 
-/// `turns` requests of a Gemini CLI-like agent through the proxy.
-async fn gemini_loop(proxy: &str, turns: usize, how: &str) -> LoopLog {
+/// `turns` requests of a Gemini CLI-like agent through the proxy, whole,
+/// streamed as events (`sse`) or as one JSON array (`array`).
+pub(crate) async fn gemini_loop(
+    proxy: &str,
+    turns: usize,
+    how: &str,
+    headers: &[(&str, &str)],
+) -> LoopLog {
     let http = client();
     let mut contents =
         vec![json!({"parts": [{"text": "Read every module and report."}], "role": "user"})];
@@ -68,13 +74,14 @@ async fn gemini_loop(proxy: &str, turns: usize, how: &str) -> LoopLog {
             "array" => ("streamGenerateContent", ""),
             _ => ("generateContent", ""),
         };
-        let resp = http
+        let mut req = http
             .post(format!("{proxy}/v1beta/models/{MODEL}:{method}{query}"))
             .header("x-goog-api-key", "gemini-test-key")
-            .json(&body(&contents))
-            .send()
-            .await
-            .unwrap();
+            .json(&body(&contents));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.unwrap();
         assert_eq!(resp.status(), 200, "turn {turn}");
         log.note(resp.headers());
         let mut parts = model_parts(&resp.text().await.unwrap(), how == "sse");
@@ -90,9 +97,11 @@ async fn gemini_loop(proxy: &str, turns: usize, how: &str) -> LoopLog {
             }
         }
         contents.push(json!({"parts": parts, "role": "model"}));
-        if !responses.is_empty() {
-            contents.push(json!({"parts": responses, "role": "user"}));
+        // A turn that called nothing ended: the user speaks next.
+        if responses.is_empty() {
+            responses.push(json!({"text": "Go on."}));
         }
+        contents.push(json!({"parts": responses, "role": "user"}));
     }
     log
 }
@@ -140,7 +149,7 @@ fn assert_bounded(report: &ProviderReport, compactions: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_60_turn_gemini_loop_stays_under_the_trigger() {
     let setup = start(CONFIG, options(), None).await;
-    let log = gemini_loop(&setup.proxy, 60, "whole").await;
+    let log = gemini_loop(&setup.proxy, 60, "whole", &[]).await;
     let metrics = metrics_text(&setup.proxy).await;
     let report = setup.provider.report();
     assert_eq!(report.requests.len(), 60);
@@ -172,7 +181,7 @@ async fn a_60_turn_gemini_loop_stays_under_the_trigger() {
 async fn gemini_streams_stay_under_the_trigger_both_ways() {
     for how in ["sse", "array"] {
         let setup = start(CONFIG, options(), None).await;
-        let log = gemini_loop(&setup.proxy, 40, how).await;
+        let log = gemini_loop(&setup.proxy, 40, how, &[]).await;
         let report = setup.provider.report();
         assert!(report.requests.iter().all(|r| r.stream), "{how}");
         assert_bounded(&report, log.compacted);
@@ -199,5 +208,26 @@ async fn a_request_on_server_cached_content_goes_as_sent() {
     assert_eq!(resp.status(), 200);
     let report = setup.provider.report();
     assert_eq!(report.requests[0].body_hash, body_hash(text.as_bytes()));
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recall_in_a_json_array_stream_is_answered_and_merged() {
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    let log = gemini_loop(&setup.proxy, 14, "array", &[("x-fake-recall", "alone")]).await;
+    assert!(log.compacted > 0);
+    let report = setup.provider.report();
+    let (continued, own): (Vec<_>, Vec<_>) =
+        report.requests.iter().partition(|r| !r.recalled.is_empty());
+    assert!(!continued.is_empty(), "no recall was answered");
+    assert!(
+        own.iter().all(|r| r.recall_calls == 0),
+        "the client saw a recall call"
+    );
+    for r in &report.requests {
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.altered_reasoning, 0);
+    }
+    assert!(continued.iter().all(|r| r.recalled[0].contains("abr_")));
     setup.stop().await;
 }

@@ -2,11 +2,12 @@
 //! recalls an original by the handle it read, the proxy answers it from
 //! what it kept and continues the upstream call, and the client sees one
 //! response without the tool, streamed or not, Chat Completions,
-//! Anthropic or the Responses API.
+//! Anthropic, the Responses API or Gemini.
 
 use abridge_testkit::{ProviderOptions, ProviderReport};
 
 use crate::CONFIG;
+use crate::gemini::gemini_loop;
 use crate::responses::responses_loop;
 use crate::support::{anthropic_loop, file_content, metric, metrics_text, openai_loop, start};
 
@@ -17,9 +18,10 @@ enum Api {
     Chat,
     Anthropic,
     Responses,
+    Gemini,
 }
 
-const APIS: [Api; 3] = [Api::Chat, Api::Anthropic, Api::Responses];
+const APIS: [Api; 4] = [Api::Chat, Api::Anthropic, Api::Responses, Api::Gemini];
 
 async fn run(api: Api, stream: bool, mode: &str, toml: &str) -> (ProviderReport, String) {
     let setup = start(toml, ProviderOptions::default(), None).await;
@@ -28,6 +30,10 @@ async fn run(api: Api, stream: bool, mode: &str, toml: &str) -> (ProviderReport,
         Api::Chat => openai_loop(&setup.proxy, TURNS, stream, &headers).await,
         Api::Anthropic => anthropic_loop(&setup.proxy, TURNS, stream, &headers).await,
         Api::Responses => responses_loop(&setup.proxy, TURNS, stream, &headers).await,
+        Api::Gemini => {
+            let how = if stream { "sse" } else { "whole" };
+            gemini_loop(&setup.proxy, TURNS, how, &headers).await
+        }
     };
     assert!(log.compacted > 0, "{api:?}: the loop should have compacted");
     let metrics = metrics_text(&setup.proxy).await;
