@@ -43,9 +43,10 @@ pub enum Rule {
     /// A reasoning item not followed by an item of the model's turn
     /// (Responses: "provided without its required following item").
     ReasoningNotFollowed,
-    /// A model turn with function calls that does not come right after a
-    /// user turn or a function response (Gemini: "function call turn comes
-    /// immediately after a user turn or after a function response turn").
+    /// A model turn with function calls right after another model turn
+    /// (Gemini: "function call turn comes immediately after a user turn or
+    /// after a function response turn"; a first turn may call, as Gemini
+    /// CLI's side requests do).
     CallNotAfterUser,
 }
 
@@ -327,9 +328,11 @@ fn validate_gemini(messages: &[Message]) -> Vec<Violation> {
         }
         match &m.role {
             Role::Assistant => {
-                let after_user =
-                    i > lead && matches!(messages[i - 1].role, Role::User | Role::Function);
-                if m.has_tool_calls() && !after_user {
+                // Gemini CLI's side requests open with a model turn that
+                // calls: only a call turn right after another model turn
+                // is refused.
+                let after_model = i > lead && messages[i - 1].role == Role::Assistant;
+                if m.has_tool_calls() && after_model {
                     p.push(i, None, Rule::CallNotAfterUser);
                 }
                 p.open(i, m);
