@@ -56,7 +56,7 @@ enum Command {
     Convert {
         /// File to convert (`-` for stdin; `FILE#N` picks the N-th conversation).
         file: String,
-        /// Target format: openai, anthropic, ai-sdk or responses.
+        /// Target format: openai, anthropic, ai-sdk, responses or gemini.
         #[arg(long, value_name = "FORMAT")]
         to: Wire,
         /// Print compact JSON instead of pretty.

@@ -220,14 +220,13 @@ impl std::fmt::Display for Wire {
 impl std::str::FromStr for Wire {
     type Err = String;
 
-    /// `openai`, `anthropic`, `ai-sdk` or `responses`.
+    /// `openai`, `anthropic`, `ai-sdk`, `responses` or `gemini`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Wire::ALL
-            .into_iter()
-            .find(|w| w.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown format \"{s}\" (expected openai, anthropic, ai-sdk or responses)")
-            })
+        Wire::ALL.into_iter().find(|w| w.as_str() == s).ok_or_else(|| {
+            format!(
+                "unknown format \"{s}\" (expected openai, anthropic, ai-sdk, responses or gemini)"
+            )
+        })
     }
 }
 

@@ -493,8 +493,16 @@ fn convert_writes_ai_sdk_messages_and_reads_them_back() {
     };
     assert_eq!(parsed(&back), parsed(&original));
     let bad = abridge(
+        &["convert", example.to_str().unwrap(), "--to", "cohere"],
+        None,
+    );
+    assert!(text(&bad.stderr).contains("expected openai, anthropic, ai-sdk, responses or gemini"));
+    // Gemini is a target: contents of user and model turns, validated back.
+    let gemini = abridge(
         &["convert", example.to_str().unwrap(), "--to", "gemini"],
         None,
     );
-    assert!(text(&bad.stderr).contains("expected openai, anthropic, ai-sdk or responses"));
+    assert!(gemini.status.success(), "{}", text(&gemini.stderr));
+    let body: serde_json::Value = serde_json::from_slice(&gemini.stdout).unwrap();
+    assert!(body["contents"].as_array().is_some_and(|c| c.len() > 2));
 }
