@@ -37,7 +37,7 @@ echo "== The dashboard in Chromium (headless, playwright-core); screenshots in t
 echo "== AI SDK (Node) through the proxy"
 (cd sdk-tests/node && npm ci --no-audit --no-fund --loglevel=error && node --test)
 
-echo "== Real agent clients (Claude Code, Codex, the OpenAI Agents SDK) through the proxy and in-process"
+echo "== Real agent clients (Claude Code, Codex, Gemini CLI, the OpenAI Agents SDK) through the proxy and in-process"
 # Claude Code's npm package carries its native binary (pinned in the lockfile).
 (cd sdk-tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 clients_venv="$target_dir/clients-venv"

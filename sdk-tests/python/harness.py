@@ -32,7 +32,8 @@ def provider(*flags):
 def proxy(upstream, config, *flags):
     """`abridge serve` in front of the fake provider, with `config`."""
     return start([os.path.join(BIN, "abridge"), "serve", "--listen", "127.0.0.1:0", "--config", config,
-                  "--openai-upstream", upstream + "/v1", "--anthropic-upstream", upstream, *flags])
+                  "--openai-upstream", upstream + "/v1", "--anthropic-upstream", upstream,
+                  "--gemini-upstream", upstream, *flags])
 
 
 def report(upstream):

@@ -129,6 +129,16 @@ impl Reply {
             .and_then(Value::as_str)
             .unwrap_or("fake-model")
             .to_owned();
+        if let Some(answer) = script::structured_answer(request) {
+            return Reply {
+                turn,
+                model,
+                text: answer.to_string(),
+                call: None,
+                reasoning: false,
+                recall: None,
+            };
+        }
         let call = shell_tool(request).and_then(|tool| {
             let n = next_step();
             (n < script.steps).then(|| (tool.name.clone(), script::arguments(n, &tool)))
