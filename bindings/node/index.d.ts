@@ -1,7 +1,7 @@
 // Type declarations of the abridge Node package (index.js).
 
-/** A format of messages: OpenAI or Anthropic request bodies, or AI SDK `ModelMessage[]`. */
-export type Format = 'openai' | 'anthropic' | 'ai-sdk'
+/** A format of messages: OpenAI Chat Completions, Anthropic Messages, OpenAI Responses or Gemini request bodies, or AI SDK `ModelMessage[]`. */
+export type Format = 'openai' | 'anthropic' | 'responses' | 'gemini' | 'ai-sdk'
 
 /** The tokenizers abridge counts with. */
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'claude_calibrated' | 'open_calibrated' | 'estimate'

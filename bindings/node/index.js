@@ -56,8 +56,8 @@ function compacted(text, key) {
 }
 
 /**
- * Compacts an OpenAI or Anthropic request body (or a bare list of their
- * messages) to `options.targetTokens` (or the config's target). Returns
+ * Compacts a Chat Completions, Anthropic, Responses or Gemini request body
+ * (or a bare list of its messages, items or contents) to `options.targetTokens` (or the config's target). Returns
  * `{ body, report }`, the body in the shape it was given.
  */
 function compact(body, options = {}) {
@@ -78,8 +78,8 @@ function compactModelMessages(messages, options = {}) {
 
 /**
  * Every conversation in a file's text (request bodies, AI SDK messages,
- * Claude Code logs, agent trajectories) as `to`: 'openai', 'anthropic' or
- * 'ai-sdk'. Returns an array (a tau-bench file holds many runs).
+ * Claude Code logs, agent trajectories) as `to`: 'openai', 'anthropic',
+ * 'responses', 'gemini' or 'ai-sdk'. Returns an array (a tau-bench file holds many runs).
  */
 function convert(text, { to }) {
   return JSON.parse(call(() => native.convert(String(text), to)))

@@ -43,6 +43,37 @@ test('Anthropic bodies keep their top-level system', () => {
   assert.deepEqual(abridge.validate(body), [])
 })
 
+test('Gemini bodies and contents come back in their shape, signatures on their calls', () => {
+  const contents = [{ role: 'user', parts: [{ text: 'Fix src/date.rs.' }] }]
+  for (let i = 0; i < 30; i++) {
+    contents.push({ role: 'model', parts: [{ functionCall: { name: 'read_file', args: { path: `src/f${i}.rs` } }, thoughtSignature: `c2ln${String(i).padStart(4, '0')}` }] })
+    contents.push({ role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: `fn f${i}() {}\n`.repeat(120) } } }] })
+  }
+  const body = { contents, systemInstruction: { parts: [{ text: 'Be brief.' }] }, generationConfig: { temperature: 0.2 } }
+  assert.ok(abridge.countTokens(body) > 12000)
+  const { body: out, report } = abridge.compact(body, { targetTokens: 4000 })
+  assert.ok(report.compacted && report.tokens_after <= 4000, `${report.tokens_after}`)
+  assert.deepEqual(out.systemInstruction, body.systemInstruction)
+  assert.deepEqual(out.generationConfig, body.generationConfig)
+  assert.deepEqual(out.contents.slice(-2), contents.slice(-2))
+  assert.deepEqual(abridge.validate(out), [])
+  for (const p of out.contents.flatMap((t) => t.parts).filter((p) => p.thoughtSignature)) {
+    assert.equal(p.functionCall.args.path, `src/f${Number(p.thoughtSignature.slice(4))}.rs`)
+  }
+  const list = abridge.compact(contents, { targetTokens: 4000 }).body
+  assert.ok(Array.isArray(list))
+  assert.deepEqual(abridge.validate(list, { format: 'gemini' }), [])
+
+  const s = new abridge.Session(null, { format: 'gemini', triggerTokens: 5000, targetTokens: 3000 })
+  s.push(contents[0])
+  for (let i = 1; i < contents.length; i += 2) {
+    s.push(contents.slice(i, i + 2))
+    assert.ok(s.turn().tokens <= 5000)
+  }
+  assert.deepEqual(abridge.validate(s.messages, { format: 'gemini' }), [])
+  assert.equal(s.tokens, abridge.countTokens(s.messages, { format: 'gemini' }))
+})
+
 test('Responses bodies and item lists come back in their shape, reasoning untouched', () => {
   const items = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix src/date.rs.' }] }]
   for (let i = 0; i < 30; i++) {

@@ -96,6 +96,38 @@ class Api(unittest.TestCase):
         self.assertEqual(abridge.validate(s.messages), [])
         self.assertEqual(s.tokens, abridge.count_tokens(s.messages))
 
+    def test_gemini_bodies_and_contents_compact_in_their_own_shape(self):
+        contents = [{"role": "user", "parts": [{"text": "Fix src/date.rs."}]}]
+        for i in range(30):
+            contents.append({"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": f"src/f{i}.rs"}},
+                                                         "thoughtSignature": f"c2ln{i:04}"}]})
+            contents.append({"role": "user", "parts": [{"functionResponse": {"name": "read_file",
+                                                                             "response": {"output": f"fn f{i}() {{}}\n" * 120}}}]})
+        body = {"contents": contents, "systemInstruction": {"parts": [{"text": "Be brief."}]},
+                "generationConfig": {"temperature": 0.2}}
+        self.assertGreater(abridge.count_tokens(body), 12000)
+        out = abridge.compact(body, target_tokens=4000)
+        self.assertTrue(out["report"]["compacted"])
+        self.assertLessEqual(out["report"]["tokens_after"], 4000)
+        self.assertEqual(out["body"]["systemInstruction"], body["systemInstruction"])
+        self.assertEqual(out["body"]["generationConfig"], body["generationConfig"])
+        self.assertEqual(out["body"]["contents"][-2:], contents[-2:], "the newest call and response as sent")
+        self.assertEqual(abridge.validate(out["body"]), [])
+        signed = [p for t in out["body"]["contents"] for p in t["parts"] if "thoughtSignature" in p]
+        self.assertTrue(all(p["functionCall"]["args"]["path"] == f"src/f{int(p['thoughtSignature'][4:])}.rs"
+                            for p in signed), "signatures stay on their calls")
+        as_list = abridge.compact(contents, target_tokens=4000)["body"]
+        self.assertIsInstance(as_list, list)
+        self.assertEqual(abridge.validate(as_list, format="gemini"), [])
+
+        s = abridge.Session(format="gemini", trigger_tokens=5000, target_tokens=3000)
+        s.push(contents[0])
+        for i in range(1, len(contents), 2):
+            s.push(contents[i:i + 2])
+            self.assertLessEqual(s.turn()["tokens"], 5000)
+        self.assertEqual(abridge.validate(s.messages, format="gemini"), [])
+        self.assertEqual(s.tokens, abridge.count_tokens(s.messages, format="gemini"))
+
     def test_errors_are_typed_and_name_what_and_where(self):
         with self.assertRaisesRegex(abridge.InputError, "messages"):
             abridge.compact({"model": "x"})

@@ -31,8 +31,14 @@ impl Decoded {
             Value::Object(body) if body.get("messages").is_some_and(Value::is_array) => {
                 (Shape::Body, Value::Object(body))
             }
-            Value::Object(body) if body.contains_key("input") => {
-                let conversation = decode_value(Value::Object(body), Format::Responses)?.remove(0);
+            // Bodies whose history is not `messages`: the Responses API's
+            // `input`, Gemini's `contents`.
+            Value::Object(body) if body.contains_key("input") || body.contains_key("contents") => {
+                let own = match body.contains_key("input") {
+                    true => Format::Responses,
+                    false => Format::Gemini,
+                };
+                let conversation = decode_value(Value::Object(body), own)?.remove(0);
                 return Ok(Decoded {
                     conversation,
                     shape: Shape::Body,
@@ -40,19 +46,19 @@ impl Decoded {
             }
             Value::Object(_) => {
                 return Err(not_messages(
-                    "an object without a `messages` array or an `input`",
+                    "an object without a `messages` array, an `input` or `contents`",
                 ));
             }
             Value::Array(items) => {
                 let list = Value::Array(items);
                 // Lists whose items carry their own decoding: the AI SDK's
-                // messages and Responses input items.
+                // messages, Responses input items and Gemini contents.
                 let own = match format {
-                    Some(w @ (Wire::AiSdk | Wire::Responses)) => Some(w.format()),
+                    Some(w @ (Wire::AiSdk | Wire::Responses | Wire::Gemini)) => Some(w.format()),
                     Some(_) => None,
-                    None => detect(&list)
-                        .ok()
-                        .filter(|f| matches!(f, Format::AiSdk | Format::Responses)),
+                    None => detect(&list).ok().filter(|f| {
+                        matches!(f, Format::AiSdk | Format::Responses | Format::Gemini)
+                    }),
                 };
                 if let Some(format) = own {
                     let conversation = decode_value(list, format)?.remove(0);
@@ -105,7 +111,7 @@ fn not_messages(what: &str) -> Error {
     Error::Input(abridge_model::Error::Shape {
         at: "input".into(),
         expected: format!(
-            "a request body with `messages` or `input`, or an array of messages or input items, found {what}"
+            "a request body with `messages`, `input` or `contents`, or an array of messages, input items or contents, found {what}"
         ),
     })
 }

@@ -191,3 +191,79 @@ fn compactions_are_recorded_in_a_store_when_asked() {
     assert_eq!(out.report.snapshot, Some(entries[0].id));
     std::fs::remove_file(&path).ok();
 }
+
+/// Gemini contents as Gemini CLI sends them: a call per model turn (the
+/// first signed), its response in the next user turn, no ids.
+fn gemini_contents(iterations: usize) -> Vec<Value> {
+    let mut c =
+        vec![json!({"role": "user", "parts": [{"text": "Fix the failing test in src/date.rs."}]})];
+    for i in 0..iterations {
+        c.push(json!({"role": "model", "parts": [{"functionCall": {"name": "read_file",
+            "args": {"path": format!("src/f{i}.rs")}}, "thoughtSignature": format!("c2ln{i:04}")}]}));
+        c.push(
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "read_file",
+            "response": {"output": format!("fn f{i}() {{}}\n").repeat(120)}}}]}),
+        );
+    }
+    c
+}
+
+#[test]
+fn gemini_bodies_and_contents_come_back_in_their_shape() {
+    let contents = gemini_contents(30);
+    let body = json!({"contents": contents, "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "generationConfig": {"temperature": 0.2}});
+    let before = count_tokens(body.clone(), &Options::default()).unwrap();
+    assert!(before.get() > 12_000, "{before}");
+    let out = compact(body, &target(4_000)).unwrap();
+    assert!(out.report.compacted);
+    assert!(out.report.tokens_after.get() <= 4_000);
+    assert_eq!(
+        out.value["systemInstruction"]["parts"][0]["text"],
+        "Be brief."
+    );
+    assert_eq!(out.value["generationConfig"]["temperature"], 0.2);
+    let back = out.value["contents"].as_array().unwrap();
+    assert_eq!(back.last(), contents.last(), "the newest response as sent");
+    // Every signature the compacted history keeps is byte-identical and on
+    // the call it was on.
+    for turn in back.iter().filter(|t| t["role"] == "model") {
+        for part in turn["parts"].as_array().unwrap() {
+            if let Some(sig) = part.get("thoughtSignature") {
+                let n: usize = sig.as_str().unwrap()[4..].parse().unwrap();
+                assert_eq!(part["functionCall"]["args"]["path"], format!("src/f{n}.rs"));
+            }
+        }
+    }
+    assert!(validate(out.value.clone(), None).unwrap().is_empty());
+    assert_eq!(
+        count_tokens(out.value, &Options::default()).unwrap(),
+        out.report.tokens_after
+    );
+    // A bare list of contents stays a list.
+    let list = compact(json!(contents), &target(4_000)).unwrap().value;
+    assert_eq!(list.as_array().unwrap().len(), contents.len());
+    assert!(validate(list, Some(Wire::Gemini)).unwrap().is_empty());
+}
+
+#[test]
+fn a_gemini_session_grows_and_stays_under_its_trigger() {
+    let options: Options = serde_json::from_value(json!({
+        "format": "gemini",
+        "config": {"trigger": {"max_tokens": 4000}, "budget": {"target_tokens": 2500}},
+    }))
+    .unwrap();
+    let mut session = Session::new(None, &options).unwrap();
+    let contents = gemini_contents(40);
+    session.push(contents[0].clone()).unwrap();
+    let mut compactions = 0;
+    for pair in contents[1..].chunks(2) {
+        assert!(session.push(json!(pair)).unwrap().get() > 0);
+        let turn = session.turn(None).unwrap();
+        compactions += usize::from(turn.compacted);
+        assert!(turn.tokens.get() <= 4000, "{}", turn.tokens);
+        let now = session.messages().unwrap();
+        assert!(validate(now, Some(Wire::Gemini)).unwrap().is_empty());
+    }
+    assert!(compactions > 0);
+}

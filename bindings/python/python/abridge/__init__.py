@@ -86,13 +86,15 @@ def compact(
     return {"body": out["value"], "report": out["report"]}
 
 
-def count_tokens(body: Any, *, tokenizer: Optional[str] = None, model: Optional[str] = None) -> int:
-    """Tokens of a body or list of messages (tool declarations included)."""
+def count_tokens(body: Any, *, tokenizer: Optional[str] = None, model: Optional[str] = None,
+                 format: Optional[str] = None) -> int:
+    """Tokens of a body or list of messages (tool declarations included);
+    `format` as for `validate` when a bare list is ambiguous."""
     if _is_langchain(body):
         from ._lc import to_dicts
 
         body = to_dicts(body)
-    return _native.count_tokens(json.dumps(body), _options(tokenizer=tokenizer, model=model))
+    return _native.count_tokens(json.dumps(body), _options(tokenizer=tokenizer, model=model, format=format))
 
 
 def validate(body: Any, *, format: Optional[str] = None) -> List[Dict[str, Any]]:
