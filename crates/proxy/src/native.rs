@@ -34,12 +34,21 @@ pub(crate) fn provider_compaction(conv: &Conversation) -> Option<&'static str> {
 
 /// The field by which a request leans on a history the provider stores,
 /// if it does: a Responses request's `previous_response_id` or
-/// `conversation`, a Gemini request's `cachedContent` (turns the server
-/// holds, which abridge neither sees nor may rewrite).
+/// `conversation` (turns the server holds and continues, which abridge
+/// neither sees nor may rewrite).
 pub(crate) fn server_state(conv: &Conversation) -> Option<&'static str> {
-    ["previous_response_id", "conversation", "cachedContent"]
+    ["previous_response_id", "conversation"]
         .into_iter()
         .find(|k| conv.extra.get(*k).is_some_and(|v| !v.is_null()))
+}
+
+/// The server-held content a Gemini request builds on (`cachedContent`,
+/// e.g. `cachedContents/abc`): a prefix the server puts before the
+/// request's own `contents`, which stay the request's and are compacted as
+/// usual. The name passes through as sent; the cached tokens reach the
+/// session's count through the usage the provider reports.
+pub(crate) fn cached_content(conv: &Conversation) -> Option<&str> {
+    conv.extra.get("cachedContent").and_then(|v| v.as_str())
 }
 
 /// An Anthropic `compaction` block, or a Responses `compaction` item.

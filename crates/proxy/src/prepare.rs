@@ -20,7 +20,7 @@ use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::metrics::{Decoded, Metrics, Passthrough};
-use crate::native::{is_compaction_block, provider_compaction, server_state};
+use crate::native::{cached_content, is_compaction_block, provider_compaction, server_state};
 use crate::raw::{messages_from, same_post};
 use crate::recall::{self, Recalling};
 use crate::session::{
@@ -299,6 +299,12 @@ impl Context<'_> {
             .of(&self.config.engine, conv, self.store, self.handle)?;
         let key = tenant.key.clone();
         let wire = Wire::of(conv.format);
+        if let Some(name) = cached_content(conv) {
+            // Said once per session: the session opens once.
+            tracing::info!(session = %id, cached_content = name,
+                "the session builds on content the server holds: passed through as named, \
+                 its own contents compacted, the cached tokens counted through reported usage");
+        }
         let mut state = SessionState::new(id, tenant, wire, engines.request.clone());
         state.preparer = engines.background.as_ref().and_then(|engine| {
             let trigger = engine.limits().trigger_tokens?;

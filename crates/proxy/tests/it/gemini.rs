@@ -4,7 +4,7 @@
 //! trigger, valid, with its system instruction, tools and every thought
 //! signature it kept byte for byte.
 
-use abridge_testkit::{ProviderOptions, ProviderReport, body_hash};
+use abridge_testkit::{ProviderOptions, ProviderReport};
 use serde_json::{Value, json};
 
 use crate::CONFIG;
@@ -64,6 +64,17 @@ pub(crate) async fn gemini_loop(
     how: &str,
     headers: &[(&str, &str)],
 ) -> LoopLog {
+    gemini_loop_with(proxy, turns, how, headers, &[]).await
+}
+
+/// [`gemini_loop`] with `fields` set in every request body.
+async fn gemini_loop_with(
+    proxy: &str,
+    turns: usize,
+    how: &str,
+    headers: &[(&str, &str)],
+    fields: &[(&str, Value)],
+) -> LoopLog {
     let http = client();
     let mut contents =
         vec![json!({"parts": [{"text": "Read every module and report."}], "role": "user"})];
@@ -74,10 +85,14 @@ pub(crate) async fn gemini_loop(
             "array" => ("streamGenerateContent", ""),
             _ => ("generateContent", ""),
         };
+        let mut request = body(&contents);
+        for (k, v) in fields {
+            request[*k] = v.clone();
+        }
         let mut req = http
             .post(format!("{proxy}/v1beta/models/{MODEL}:{method}{query}"))
             .header("x-goog-api-key", "gemini-test-key")
-            .json(&body(&contents));
+            .json(&request);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -189,25 +204,16 @@ async fn gemini_streams_stay_under_the_trigger_both_ways() {
     }
 }
 
+/// A request on server-held cached content: the server puts it before
+/// the request's own `contents`, which the proxy compacts as usual; the
+/// name goes on every request as sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_on_server_cached_content_goes_as_sent() {
+async fn contents_on_server_cached_content_are_compacted_and_the_name_kept() {
     let setup = start(CONFIG, options(), None).await;
-    let mut request = body(&[json!({"parts": [{"text": "x ".repeat(9000)}], "role": "user"})]);
-    request["cachedContent"] = json!("cachedContents/abc123");
-    let text = request.to_string();
-    let resp = client()
-        .post(format!(
-            "{}/v1beta/models/{MODEL}:generateContent",
-            setup.proxy
-        ))
-        .header("x-goog-api-key", "gemini-test-key")
-        .body(text.clone())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let report = setup.provider.report();
-    assert_eq!(report.requests[0].body_hash, body_hash(text.as_bytes()));
+    let cached = [("cachedContent", json!("cachedContents/abc123"))];
+    let log = gemini_loop_with(&setup.proxy, 30, "whole", &[], &cached).await;
+    // The head (system, tools, cachedContent) is the first request's.
+    assert_bounded(&setup.provider.report(), log.compacted);
     setup.stop().await;
 }
 

@@ -272,8 +272,9 @@ pub(super) fn reasoning_payload(item: &Value) -> String {
     json!([item.get("summary"), item.get("encrypted_content")]).to_string()
 }
 
-/// [`RequestCheck::head_hash`]: the client's own tools (the recall tool a
-/// proxy adds is left out).
+/// [`RequestCheck::head_hash`]: the system prompt, the client's own tools
+/// (the recall tool a proxy adds is left out), and Gemini's server-held
+/// prefix (`cachedContent`).
 fn head_hash(request: &Value) -> u64 {
     let tools: Option<Vec<&Value>> = request.get("tools").and_then(Value::as_array).map(|t| {
         t.iter()
@@ -305,6 +306,7 @@ fn head_hash(request: &Value) -> u64 {
         request.get("system"),
         request.get("instructions"),
         request.get("systemInstruction"),
+        request.get("cachedContent"),
         tools,
         leading
     ]);
