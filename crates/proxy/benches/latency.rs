@@ -8,9 +8,9 @@
 //! Workloads: a session's repeated requests (each adds two messages) with a
 //! 375 KB and a 2 MB history, one at a time and 32 sessions at once; the
 //! same 375 KB session on the Messages API with its cache marker moved to
-//! the newest message every turn, as Claude Code sends it, and on the
-//! Responses API as input items; and the first request of new sessions
-//! with a 375 KB history.
+//! the newest message every turn, as Claude Code sends it, on the
+//! Responses API as input items and on the Gemini API as contents; and the
+//! first request of new sessions with a 375 KB history.
 //!
 //! `cargo bench -p abridge-proxy --bench latency`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -58,6 +58,9 @@ enum Api {
     Messages,
     /// Responses, the history as input items after `instructions`.
     Responses,
+    /// Gemini `generateContent`, the history as contents after
+    /// `systemInstruction`.
+    Gemini,
 }
 
 fn body(messages: &[Value], api: Api) -> Vec<u8> {
@@ -67,6 +70,8 @@ fn body(messages: &[Value], api: Api) -> Vec<u8> {
             "system": messages[0]["content"], "messages": anthropic(&messages[1..])}),
         Api::Responses => json!({"model": "fake-model", "instructions": messages[0]["content"],
             "input": items(&messages[1..]), "store": false}),
+        Api::Gemini => json!({"systemInstruction": {"parts": [{"text": messages[0]["content"]}]},
+            "contents": contents(&messages[1..])}),
     };
     serde_json::to_vec(&body).unwrap()
 }
@@ -84,6 +89,24 @@ fn items(messages: &[Value]) -> Vec<Value> {
                     "arguments": c["function"]["arguments"]})
             }
             _ => json!({"type": "message", "role": m["role"], "content": m["content"]}),
+        })
+        .collect()
+}
+
+/// Chat Completions messages as Gemini contents (calls without ids, as
+/// the API sends them).
+fn contents(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| match m["role"].as_str() {
+            Some("tool") => json!({"role": "user", "parts": [{"functionResponse": {
+                "name": "read_file", "response": {"output": m["content"]}}}]}),
+            Some("assistant") if m.get("tool_calls").is_some() => {
+                json!({"role": "model", "parts": [{"functionCall": {"name": "read_file",
+                    "args": {"path": "src/m.rs"}}}]})
+            }
+            Some("assistant") => json!({"role": "model", "parts": [{"text": m["content"]}]}),
+            _ => json!({"role": "user", "parts": [{"text": m["content"]}]}),
         })
         .collect()
 }
@@ -118,14 +141,19 @@ fn anthropic(messages: &[Value]) -> Vec<Value> {
 }
 
 async fn send(client: &reqwest::Client, base: &str, b: Vec<u8>, api: Api) -> Duration {
-    let path = match api {
-        Api::Chat => "chat/completions",
-        Api::Messages => "messages",
-        Api::Responses => "responses",
+    // Gemini's paths start at the host's root and name the model.
+    let url = match api {
+        Api::Chat => format!("{base}/chat/completions"),
+        Api::Messages => format!("{base}/messages"),
+        Api::Responses => format!("{base}/responses"),
+        Api::Gemini => format!(
+            "{}/v1beta/models/fake-model:generateContent",
+            base.trim_end_matches("/v1")
+        ),
     };
     let t = Instant::now();
     let r = client
-        .post(format!("{base}/{path}"))
+        .post(url)
         .header("content-type", "application/json")
         .header("anthropic-version", "2023-06-01")
         .body(b)
@@ -288,6 +316,14 @@ async fn run() {
             warm: 10,
         },
         Case {
+            name: "375 KB Gemini session, one at a time",
+            api: Api::Gemini,
+            bytes: 375_000,
+            concurrent: 1,
+            requests: 60,
+            warm: 10,
+        },
+        Case {
             name: "375 KB session, 32 concurrent",
             api: Api::Chat,
             bytes: 375_000,
@@ -347,6 +383,7 @@ async fn abridge(upstream: &str, toml: &str) -> String {
     let mut config = ProxyConfig::from_toml(toml).unwrap();
     config.serve.openai_upstream = format!("{upstream}/v1");
     config.serve.anthropic_upstream = upstream.to_owned();
+    config.serve.gemini_upstream = upstream.to_owned();
     let proxy = Proxy::new(config, None).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
