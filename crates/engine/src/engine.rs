@@ -129,7 +129,7 @@ impl Engine {
         };
         let name = self.config.recall.tool.as_str();
         match tools {
-            Some(t) if !t.is_empty() && !t.iter().any(|t| t.name() == Some(name)) => tokens,
+            Some(t) if !t.is_empty() && !t.iter().any(|t| t.declares(name)) => tokens,
             _ => 0,
         }
     }

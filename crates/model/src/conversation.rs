@@ -247,6 +247,24 @@ impl Tool {
             Tool::Opaque(v) => v.get("name").and_then(Value::as_str),
         }
     }
+
+    /// Whether this declaration declares a function named `name`: its own
+    /// name, or one of a Gemini tool's grouped `functionDeclarations`.
+    pub fn declares(&self, name: &str) -> bool {
+        if self.name() == Some(name) {
+            return true;
+        }
+        let Tool::Opaque(v) = self else {
+            return false;
+        };
+        v.get("functionDeclarations")
+            .and_then(Value::as_array)
+            .is_some_and(|group| {
+                group
+                    .iter()
+                    .any(|f| f.get("name").and_then(Value::as_str) == Some(name))
+            })
+    }
 }
 
 /// A function tool declaration.

@@ -47,6 +47,15 @@ fn a_call_keeps_its_signature_and_pairs_with_its_response() {
 }
 
 #[test]
+fn a_grouped_declaration_declares_each_of_its_functions() {
+    let conv = decode(CLI.as_bytes()).unwrap().remove(0);
+    let tools = conv.tools.as_deref().unwrap();
+    assert!(tools.iter().any(|t| t.declares("run_shell_command")));
+    assert!(!tools.iter().any(|t| t.declares("abridge_recall")));
+    assert_eq!(tools[0].name(), None, "a group has no name of its own");
+}
+
+#[test]
 fn calls_without_ids_pair_by_name_and_place_and_stay_without_them() {
     let body = json!({"contents": [
         {"role": "user", "parts": [{"text": "Read both."}]},

@@ -162,7 +162,7 @@ pub(crate) fn declare(conv: &mut Conversation, wire: Wire, tool: &RecallTool) ->
     let Some(tools) = conv.tools.as_mut().filter(|t| !t.is_empty()) else {
         return false;
     };
-    if tools.iter().any(|t| t.name() == Some(tool.name.as_str())) {
+    if tools.iter().any(|t| t.declares(&tool.name)) {
         // The client has a tool of that name: it is the client's.
         return false;
     }
