@@ -11,6 +11,8 @@
 //! - 6: an `originals` table (what the recall tool answers with).
 //! - 7: a `settings` table (the proxy's server secret, which its tenants
 //!   and handles are derived with).
+//! - 8: `gemini` among the families a snapshot or a session may have
+//!   (SQLite cannot alter a CHECK: both tables are rebuilt).
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -21,7 +23,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 7;
+pub(crate) const VERSION: i64 = 8;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -155,10 +157,42 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
     }
     if version == 6 {
         tx.execute_batch(V7_SETTINGS).map_err(sql)?;
+        version = 7;
+    }
+    if version == 7 {
+        for table in ["snapshots", "sessions"] {
+            widen_families(&tx, table).map_err(sql)?;
+        }
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;
     tx.commit().map_err(sql)
+}
+
+/// The families a row may have before version 8, and from it.
+const FAMILIES_V2: &str = "('openai', 'anthropic')";
+const FAMILIES_V8: &str = "('openai', 'anthropic', 'gemini')";
+
+/// Rebuilds `table` with Gemini among its families: the same definition
+/// (as SQLite keeps it, columns added by later versions included) under a
+/// new name, the rows copied, the old table dropped.
+fn widen_families(tx: &Transaction<'_>, table: &str) -> rusqlite::Result<()> {
+    let definition: String = tx.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get(0),
+    )?;
+    let wider = definition.replace(FAMILIES_V2, FAMILIES_V8);
+    let Some(columns) = wider.find('(') else {
+        return Ok(());
+    };
+    let rebuilt = format!("CREATE TABLE {table}_v8 {}", &wider[columns..]);
+    tx.execute_batch(&format!(
+        "{rebuilt};
+         INSERT INTO {table}_v8 SELECT * FROM {table};
+         DROP TABLE {table};
+         ALTER TABLE {table}_v8 RENAME TO {table};"
+    ))
 }
 
 /// Adds the `family` column (from the report's side key) and rewrites

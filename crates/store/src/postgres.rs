@@ -25,7 +25,7 @@ const SCHEMA: &str = "
 SELECT pg_advisory_xact_lock(7400912);
 CREATE TABLE IF NOT EXISTS abridge_sessions (
     id                 TEXT PRIMARY KEY,
-    family             TEXT NOT NULL CHECK (family IN ('openai', 'anthropic')),
+    family             TEXT NOT NULL CHECK (family IN ('openai', 'anthropic', 'gemini')),
     model              TEXT,
     source_len         BIGINT,
     source_fingerprint BIGINT,
@@ -80,7 +80,16 @@ ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS recalls BIGINT NOT NULL DE
 CREATE TABLE IF NOT EXISTS abridge_settings (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
-);";
+);
+DO $$ BEGIN
+    -- Sessions of a store created before Gemini: widen their families.
+    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'abridge_sessions_family_check'
+               AND pg_get_constraintdef(oid) NOT LIKE '%gemini%') THEN
+        ALTER TABLE abridge_sessions DROP CONSTRAINT abridge_sessions_family_check;
+        ALTER TABLE abridge_sessions ADD CONSTRAINT abridge_sessions_family_check
+            CHECK (family IN ('openai', 'anthropic', 'gemini'));
+    END IF;
+END $$;";
 
 /// Sessions and snapshots in PostgreSQL. A clone shares the pool.
 #[derive(Clone)]

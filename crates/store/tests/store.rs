@@ -66,6 +66,23 @@ fn snapshot_round_trip() {
 }
 
 #[test]
+fn a_gemini_compaction_is_recorded_and_restored_as_gemini() {
+    use abridge::model::{Family, Wire, convert_to};
+    let gemini = convert_to(&conv(), Wire::Gemini).unwrap().conversation;
+    let path = std::env::temp_dir().join(format!("abridge-gemini-{}.sqlite", std::process::id()));
+    let mut c = compactor();
+    c.set_store(Box::new(Store::open(&path).unwrap()));
+    let out = c.compact(&gemini).unwrap();
+    assert_eq!(out.report.snapshot, Some(SnapshotId(1)), "{:?}", out.report);
+    let s = Store::open(&path).unwrap().get(SnapshotId(1)).unwrap();
+    let history = s.history().unwrap();
+    assert_eq!(history.family, Family::Gemini);
+    assert_eq!(history.messages, gemini.messages);
+    assert_eq!(s.compacted().unwrap().family, Family::Gemini);
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
 fn a_store_that_fails_to_write_reports_an_event_and_keeps_the_result() {
     let dir = std::env::temp_dir().join(format!("abridge-store-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -255,7 +272,9 @@ fn a_session_round_trips_with_its_carryover_and_version() {
     let responses = abridge::model::decode_value(body, abridge::model::Format::Responses)
         .unwrap()
         .remove(0);
-    for history in [conv(), responses] {
+    // A Gemini session: its own family, its contents carried as contents.
+    let gemini = convert_to(&conv(), Wire::Gemini).unwrap().conversation;
+    for history in [conv(), responses, gemini] {
         let wire = Wire::of(history.format);
         session_round_trip(history, wire);
     }

@@ -107,17 +107,43 @@ impl Postgres {
         self.signal("-CONT")
     }
 
+    /// Runs `sql` in a client of its own (`psql`, autocommit) and returns
+    /// what it printed (unaligned, tuples only).
+    pub fn psql(&self, sql: &str) -> Result<String, String> {
+        let out = Command::new(self.psql_bin())
+            .args([
+                "-X",
+                "-q",
+                "-t",
+                "-A",
+                "-v",
+                "ON_ERROR_STOP=1",
+                &self.url,
+                "-c",
+                sql,
+            ])
+            .output()
+            .map_err(|e| format!("psql: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("psql: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    fn psql_bin(&self) -> PathBuf {
+        let beside = self.bin.join("psql");
+        match beside.is_file() {
+            true => beside,
+            false => PathBuf::from("psql"),
+        }
+    }
+
     /// Opens a transaction in another client (`psql`), runs `sql` in it and
     /// keeps it open — holding whatever locks `sql` took — until the
     /// returned [`Held`] is released or dropped.
     pub fn hold(&self, sql: &str) -> Result<Held, String> {
         use std::io::{BufRead, Write};
-        let beside = self.bin.join("psql");
-        let psql = match beside.is_file() {
-            true => beside,
-            false => PathBuf::from("psql"),
-        };
-        let mut child = Command::new(psql)
+        let mut child = Command::new(self.psql_bin())
             .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", &self.url])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

@@ -421,3 +421,35 @@ async fn another_key_reads_no_original_on_any_replica() {
         assert_kept(&got, &target, &what);
     }
 }
+
+/// A store made before Gemini held only OpenAI and Anthropic sessions (a
+/// CHECK on the family): connecting widens it, and a Gemini session's
+/// state is saved like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_from_before_gemini_keeps_gemini_sessions() {
+    let Some((pg, provider)) = postgres_and_provider().await else {
+        return;
+    };
+    let old = "CREATE TABLE abridge_sessions (
+        id TEXT PRIMARY KEY,
+        family TEXT NOT NULL CHECK (family IN ('openai', 'anthropic')),
+        model TEXT, source_len BIGINT, source_fingerprint BIGINT, tokens BIGINT, body TEXT,
+        calibration TEXT NOT NULL, version BIGINT NOT NULL DEFAULT 0,
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now())";
+    pg.psql(old).unwrap();
+    let (url, stop, done) = replica(&pg, &provider).await;
+    let log = crate::gemini::gemini_loop(&url, 16, "whole", &[]).await;
+    assert!(log.compacted > 0);
+    let count = "SELECT count(*) FROM abridge_sessions WHERE family = 'gemini'";
+    let mut saved = String::new();
+    for _ in 0..100 {
+        saved = pg.psql(count).unwrap();
+        if saved != "0" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(saved, "1", "the Gemini session was not saved");
+    let _ = stop.send(());
+    let _ = done.await;
+}
