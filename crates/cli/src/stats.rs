@@ -152,20 +152,21 @@ pub(crate) fn stats(
 ) -> Stats {
     let mut counter = TokenCounter::new(kind);
     let per_message = counter.count_messages(&conv.messages);
-    let tools_tokens = counter.count_tools(conv.tools.as_deref());
+    // Figures of a display: bare counts from here on.
+    let tools_tokens = counter.count_tools(conv.tools.as_deref()).get() as usize;
     let mut by_kind = TokenCounts::default();
     let mut by_role: BTreeMap<String, usize> = BTreeMap::new();
     let mut roles: BTreeMap<String, usize> = BTreeMap::new();
     for (m, c) in conv.messages.iter().zip(&per_message) {
         by_kind.add(c);
-        *by_role.entry(m.role.as_str().to_owned()).or_default() += c.total();
+        *by_role.entry(m.role.as_str().to_owned()).or_default() += c.total().get() as usize;
         *roles.entry(m.role.as_str().to_owned()).or_default() += 1;
     }
-    let total = by_kind.total() + tools_tokens;
+    let total = by_kind.total().get() as usize + tools_tokens;
     let mut largest: Vec<(usize, usize)> = per_message
         .iter()
         .enumerate()
-        .map(|(i, c)| (i, c.total()))
+        .map(|(i, c)| (i, c.total().get() as usize))
         .collect();
     largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let largest = largest

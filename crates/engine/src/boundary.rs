@@ -6,20 +6,21 @@
 use std::ops::Range;
 
 use abridge_model::{Iteration, Message, head_len, iterations};
+use abridge_tokens::Counted;
 
 /// Number of trailing iterations to keep verbatim.
 ///
 /// `tokens[i]` is the token count of message `i`.
 pub(crate) fn tail_iterations(
     its: &[Iteration],
-    tokens: &[u64],
-    budget: u64,
+    tokens: &[Counted],
+    budget: Counted,
     floor: usize,
 ) -> usize {
     let mut kept = 0;
-    let mut used = 0u64;
+    let mut used = Counted::ZERO;
     for it in its.iter().rev() {
-        let cost: u64 = tokens[it.range()].iter().sum();
+        let cost: Counted = tokens[it.range()].iter().sum();
         if kept >= floor && used + cost > budget {
             break;
         }
@@ -61,13 +62,13 @@ mod tests {
     #[test]
     fn budget_and_floor() {
         // head 0..2, iterations of 10, 20, 30, 40 tokens
-        let tokens = [5, 5, 10, 20, 30, 40];
+        let tokens = [5, 5, 10, 20, 30, 40].map(Counted);
         let its = its(&[2, 3, 4, 5], 6);
-        assert_eq!(tail_iterations(&its, &tokens, 75, 1), 2);
-        assert_eq!(tail_iterations(&its, &tokens, 70, 1), 2);
-        assert_eq!(tail_iterations(&its, &tokens, 69, 1), 1);
-        assert_eq!(tail_iterations(&its, &tokens, 0, 3), 3);
-        assert_eq!(tail_iterations(&its, &tokens, 1_000, 1), 4);
-        assert_eq!(tail_iterations(&its, &tokens, 0, 9), 4);
+        assert_eq!(tail_iterations(&its, &tokens, Counted(75), 1), 2);
+        assert_eq!(tail_iterations(&its, &tokens, Counted(70), 1), 2);
+        assert_eq!(tail_iterations(&its, &tokens, Counted(69), 1), 1);
+        assert_eq!(tail_iterations(&its, &tokens, Counted(0), 3), 3);
+        assert_eq!(tail_iterations(&its, &tokens, Counted(1_000), 1), 4);
+        assert_eq!(tail_iterations(&its, &tokens, Counted(0), 9), 4);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use abridge_model::{Conversation, Tool};
 use abridge_summarize::{FactConfig, Offline, Summarizer};
-use abridge_tokens::{Registry, TokenCounter};
+use abridge_tokens::{Counted, Registry, TokenCounter};
 
 use crate::config::{Config, RecallConfig};
 use crate::error::Result;
@@ -35,7 +35,7 @@ pub struct Engine {
     originals: Arc<OriginalCache>,
     /// The caller adds the recall tool to what it sends (a proxy): the
     /// tokens of its declaration, counted with the history's tools.
-    declares_recall: Option<u64>,
+    declares_recall: Option<Counted>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -110,7 +110,7 @@ impl Engine {
     pub fn declare_recall_tool(&mut self) {
         self.declares_recall = self
             .recall_tool()
-            .map(|t| self.counter().count_tools(Some(&[t.to_tool()])) as u64);
+            .map(|t| self.counter().count_tools(Some(&[t.to_tool()])));
     }
 
     /// The recall tool's declaration, when `[recall]` is on.
@@ -123,14 +123,14 @@ impl Engine {
     /// `tools` ([`declare_recall_tool`](Self::declare_recall_tool)): for a
     /// history that has tools of its own and not one of that name (an agent
     /// that declares it itself has it counted with its tools).
-    pub(crate) fn recall_tool_tokens(&self, tools: Option<&[Tool]>) -> u64 {
+    pub(crate) fn recall_tool_tokens(&self, tools: Option<&[Tool]>) -> Counted {
         let Some(tokens) = self.declares_recall else {
-            return 0;
+            return Counted::ZERO;
         };
         let name = self.config.recall.tool.as_str();
         match tools {
             Some(t) if !t.is_empty() && !t.iter().any(|t| t.declares(name)) => tokens,
-            _ => 0,
+            _ => Counted::ZERO,
         }
     }
 

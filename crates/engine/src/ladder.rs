@@ -43,7 +43,7 @@ const CUT_NOTE: &str = "[tool result cut to fit the context window";
 
 /// Tokens left for what the steps make of the old region (a briefing or
 /// an omission note) when the newest results are cut to fit.
-const RESERVE: u64 = 256;
+const RESERVE: Counted = Counted(256);
 
 impl Rewriter<'_> {
     /// Climbs down the ladder until `target` is reached — or, rather than
@@ -52,11 +52,11 @@ impl Rewriter<'_> {
     /// steps for a target.
     pub(crate) fn degrade(
         &mut self,
-        run_steps: &mut dyn FnMut(&mut Rewriter<'_>, &mut Work, u64) -> bool,
+        run_steps: &mut dyn FnMut(&mut Rewriter<'_>, &mut Work, Counted) -> bool,
         conv: &Conversation,
         work: &mut Work,
-        target: u64,
-        ceiling: Option<u64>,
+        target: Counted,
+        ceiling: Option<Counted>,
     ) -> bool {
         while work.tail_n > 1 {
             work.tail_n -= 1;
@@ -123,7 +123,7 @@ impl Rewriter<'_> {
         work: &mut Work,
         newest: usize,
         tools: Option<&[Tool]>,
-        excess: impl Fn(&mut Rewriter<'_>, &Work) -> u64,
+        excess: impl Fn(&mut Rewriter<'_>, &Work) -> Counted,
     ) -> usize {
         let mut changed = 0;
         for i in newest..work.messages.len() {
@@ -140,10 +140,10 @@ impl Rewriter<'_> {
                 }
                 // Measured only where there is something to cut.
                 let over = excess(self, work);
-                if over == 0 {
+                if over == Counted::ZERO {
                     return changed;
                 }
-                let tokens = self.counter.count_text(&text) as u64;
+                let tokens = self.counter.count_text(&text);
                 let recall = self.engine.recall_for(tools);
                 let handle = recall.map(|_| {
                     let call = work.messages[..i]
@@ -171,7 +171,7 @@ impl Rewriter<'_> {
         let d = Degradation {
             rung,
             count,
-            tokens_after: Counted(work.total),
+            tokens_after: work.total,
         };
         self.engine.emit(&Event::Degraded(d));
         work.degraded.push(d);
@@ -196,10 +196,16 @@ fn can_cut(r: &ToolResult, text: &str) -> bool {
 /// Cuts one result, whose `text` is `tokens` long, so that it loses about
 /// `excess` of them: its beginning and end are kept under a note of what
 /// was cut; when too little would be left, it becomes the placeholder.
-fn cut_to_fit(r: &mut ToolResult, text: &str, tokens: u64, excess: u64, handle: Option<&Handle>) {
+fn cut_to_fit(
+    r: &mut ToolResult,
+    text: &str,
+    tokens: Counted,
+    excess: Counted,
+    handle: Option<&Handle>,
+) {
     // Characters per token of this text; a margin so one cut is enough.
-    let per_token = text.len() as f64 / tokens.max(1) as f64;
-    let drop_chars = ((excess as f64 + 64.0) * per_token.max(1.0)) as usize;
+    let per_token = text.len() as f64 / tokens.get().max(1) as f64;
+    let drop_chars = ((excess.get() as f64 + 64.0) * per_token.max(1.0)) as usize;
     let keep = text.len().saturating_sub(drop_chars);
     let replacement = if keep < MIN_CUT_CHARS {
         result(handle)

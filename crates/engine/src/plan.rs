@@ -3,6 +3,8 @@
 //! trigger or a forced compaction, or from an agent's request — and
 //! executes it (`rewrite.rs`), so no evaluation mutates the config.
 
+use abridge_tokens::Counted;
+
 use crate::config::Config;
 use crate::policy::{Policy, Step};
 use crate::trigger::Reason;
@@ -14,13 +16,13 @@ pub(crate) struct Plan {
     pub(crate) reason: Reason,
     /// Tokens to reach; without one, old content is clipped but no
     /// iteration is summarized or dropped.
-    pub(crate) target: Option<u64>,
+    pub(crate) target: Option<Counted>,
     /// Steps in order; each stops as soon as the target is reached.
     pub(crate) steps: Vec<Step>,
     /// Fewest iterations the verbatim tail keeps.
     pub(crate) floor: usize,
     /// Most tokens the tail keeps above the floor.
-    pub(crate) kept_budget: u64,
+    pub(crate) kept_budget: Counted,
     /// What briefings should focus on.
     pub(crate) focus: Option<String>,
     /// The tail may grow back into what an instant briefing leaves of the
@@ -31,7 +33,7 @@ pub(crate) struct Plan {
     pub(crate) degrade: bool,
     /// The trigger that fired, when it is a size: the ladder stays under it
     /// rather than cut the newest results to reach the target.
-    pub(crate) ceiling: Option<u64>,
+    pub(crate) ceiling: Option<Counted>,
 }
 
 impl Plan {
@@ -39,9 +41,9 @@ impl Plan {
     /// most `kept_budget` in the tail above the floor (both in abridge's count).
     pub(crate) fn configured(
         config: &Config,
-        kept_budget: u64,
+        kept_budget: Counted,
         reason: Reason,
-        target: Option<u64>,
+        target: Option<Counted>,
         focus: Option<String>,
     ) -> Plan {
         let mut steps: Vec<Step> = config
@@ -70,13 +72,17 @@ impl Plan {
     /// An agent's `compact_history` request: everything before the last
     /// `keep_iterations` becomes a briefing (or is dropped when no
     /// summarizer gives one), whatever the triggers say.
-    pub(crate) fn on_request(tokens: u64, keep_iterations: usize, focus: Option<String>) -> Plan {
+    pub(crate) fn on_request(
+        tokens: Counted,
+        keep_iterations: usize,
+        focus: Option<String>,
+    ) -> Plan {
         Plan {
             reason: Reason::Forced,
-            target: Some(tokens.saturating_sub(1)),
+            target: Some(tokens.saturating_sub(Counted(1))),
             steps: vec![Step::Summarize, Step::Policy(Policy::DropIterations)],
             floor: keep_iterations.max(1),
-            kept_budget: 0,
+            kept_budget: Counted::ZERO,
             focus,
             grow_tail: false,
             degrade: false,

@@ -33,8 +33,8 @@ pub(crate) struct Work {
     /// Iterations kept verbatim at the end.
     pub(crate) tail_n: usize,
     /// Tokens now, tool declarations included.
-    pub(crate) total: u64,
-    pub(crate) tools: u64,
+    pub(crate) total: Counted,
+    pub(crate) tools: Counted,
     runs: Vec<PolicyRun>,
     attempts: Vec<Attempt>,
     summarizer: Option<String>,
@@ -48,18 +48,18 @@ pub(crate) struct Work {
 
 impl Work {
     /// Adds what a step did, given the tokens after it.
-    fn record(&mut self, kind: PolicyKind, items: usize, now: u64) {
+    fn record(&mut self, kind: PolicyKind, items: usize, now: Counted) {
         let saved = self.total.saturating_sub(now);
         self.total = now;
         match self.runs.iter_mut().find(|r| r.policy == kind) {
             Some(r) => {
                 r.items += items;
-                r.tokens_saved += Counted(saved);
+                r.tokens_saved += saved;
             }
             None => self.runs.push(PolicyRun {
                 policy: kind,
                 items,
-                tokens_saved: Counted(saved),
+                tokens_saved: saved,
             }),
         }
     }
@@ -87,10 +87,10 @@ impl Rewriter<'_> {
         plan: &Plan,
         eval: Eval,
     ) -> Result<Outcome<'a>> {
-        if plan.target.is_some_and(|t| eval.tokens <= Counted(t)) {
+        if plan.target.is_some_and(|t| eval.tokens <= t) {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
-        let mut work = self.start(conv, plan, eval.tokens.get());
+        let mut work = self.start(conv, plan, eval.tokens);
         self.cancel.check()?;
         if let Err(e) = self.shrink(conv, plan, &mut work) {
             return Err(self.floor_sent(conv, plan, work, &eval, e));
@@ -102,7 +102,7 @@ impl Rewriter<'_> {
         self.finish(conv, plan, work, eval)
     }
 
-    fn start(&mut self, conv: &Conversation, plan: &Plan, tokens: u64) -> Work {
+    fn start(&mut self, conv: &Conversation, plan: &Plan, tokens: Counted) -> Work {
         let mut messages = conv.messages.clone();
         self.pin(conv.family, &mut messages);
         let counts = self.message_tokens(&messages);
@@ -116,7 +116,7 @@ impl Rewriter<'_> {
             messages,
             tail_n,
             total: tokens,
-            tools: self.counter.count_tools(conv.tools.as_deref()) as u64
+            tools: self.counter.count_tools(conv.tools.as_deref())
                 + self.engine.recall_tool_tokens(conv.tools.as_deref()),
             runs: Vec::new(),
             attempts: Vec::new(),
@@ -136,7 +136,7 @@ impl Rewriter<'_> {
                 return Ok(());
             };
             if work.tail_n <= plan.floor {
-                let mut steps = |c: &mut Rewriter<'_>, w: &mut Work, t: u64| {
+                let mut steps = |c: &mut Rewriter<'_>, w: &mut Work, t: Counted| {
                     let plan = Plan {
                         target: Some(t),
                         ..plan.clone()
@@ -172,17 +172,17 @@ impl Rewriter<'_> {
     }
 
     /// Whether head, kept tail and tool declarations fit the target together.
-    fn kept_fits(&mut self, target: Option<u64>, work: &Work) -> bool {
+    fn kept_fits(&mut self, target: Option<Counted>, work: &Work) -> bool {
         target.is_none_or(|t| self.kept_tokens(work) <= t)
     }
 
     /// Tokens of what the old region's steps cannot touch: head, kept
     /// tail and tool declarations.
-    pub(crate) fn kept_tokens(&mut self, work: &Work) -> u64 {
+    pub(crate) fn kept_tokens(&mut self, work: &Work) -> Counted {
         let region = old_region(&work.messages, work.tail_n);
         let tokens = self.message_tokens(&work.messages);
-        tokens[..region.start].iter().sum::<u64>()
-            + tokens[region.end..].iter().sum::<u64>()
+        tokens[..region.start].iter().sum::<Counted>()
+            + tokens[region.end..].iter().sum::<Counted>()
             + work.tools
     }
 
@@ -194,7 +194,7 @@ impl Rewriter<'_> {
         &mut self,
         p: Policy,
         conv: &Conversation,
-        target: Option<u64>,
+        target: Option<Counted>,
         work: &mut Work,
     ) -> bool {
         let old = iterations(&work.messages).len().saturating_sub(work.tail_n);
@@ -247,7 +247,7 @@ impl Rewriter<'_> {
         work.total <= target
     }
 
-    fn tokens_of(&mut self, work: &Work) -> u64 {
+    fn tokens_of(&mut self, work: &Work) -> Counted {
         self.total_of(&work.messages, work.tools)
     }
 
@@ -261,7 +261,7 @@ impl Rewriter<'_> {
         conv: &Conversation,
         plan: &Plan,
         work: &mut Work,
-        target: u64,
+        target: Counted,
         first: &Briefed,
         summarizer: usize,
     ) -> Option<Briefed> {
@@ -270,11 +270,11 @@ impl Rewriter<'_> {
         let start = old_region(&work.messages, work.tail_n).start;
         let mut extra = 0;
         for it in iterations(&work.messages).iter().rev().skip(work.tail_n) {
-            let cost: u64 = tokens[it.range()].iter().sum();
+            let cost: Counted = tokens[it.range()].iter().sum();
             if it.start < start || cost > left {
                 break;
             }
-            left -= cost;
+            left = left.saturating_sub(cost);
             extra += 1;
         }
         let tail_n = work.tail_n;
@@ -296,19 +296,19 @@ impl Rewriter<'_> {
         None
     }
 
-    pub(crate) fn total_of(&mut self, messages: &[Message], tools: u64) -> u64 {
+    pub(crate) fn total_of(&mut self, messages: &[Message], tools: Counted) -> Counted {
         messages
             .iter()
-            .map(|m| self.counter.count_message(m).total() as u64)
-            .sum::<u64>()
+            .map(|m| self.counter.count_message(m).total())
+            .sum::<Counted>()
             + tools
     }
 
     /// Token count of each message (from the thread's cache).
-    pub(crate) fn message_tokens(&mut self, messages: &[Message]) -> Vec<u64> {
+    pub(crate) fn message_tokens(&mut self, messages: &[Message]) -> Vec<Counted> {
         messages
             .iter()
-            .map(|m| self.counter.count_message(m).total() as u64)
+            .map(|m| self.counter.count_message(m).total())
             .collect()
     }
 
@@ -319,7 +319,7 @@ impl Rewriter<'_> {
         conv: &Conversation,
         plan: &Plan,
         work: &Work,
-        target: u64,
+        target: Counted,
         only: Option<usize>,
         attempts: &mut Vec<Attempt>,
     ) -> Option<Briefed> {
@@ -333,21 +333,21 @@ impl Rewriter<'_> {
         }
         let tokens = self.message_tokens(&work.messages);
         // An earlier briefing is replaced, not kept.
-        let earlier_tokens = earlier.map_or(0, |i| tokens[i]);
-        let pinned_in_region: u64 = work.messages[region.clone()]
+        let earlier_tokens = earlier.map_or(Counted::ZERO, |i| tokens[i]);
+        let pinned_in_region: Counted = work.messages[region.clone()]
             .iter()
             .zip(&tokens[region.clone()])
             .filter(|(m, _)| m.meta.pinned)
             .map(|(_, t)| t)
             .sum();
-        let kept = tokens[..region.start].iter().sum::<u64>()
-            + tokens[region.end..].iter().sum::<u64>()
+        let kept = tokens[..region.start].iter().sum::<Counted>()
+            + tokens[region.end..].iter().sum::<Counted>()
             + pinned_in_region
             + work.tools;
         let room = target
-            .saturating_sub((kept - earlier_tokens) + 32)
-            .min(self.engine.config.summary.max_tokens);
-        if room < 64 {
+            .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted(32))
+            .min(Counted(self.engine.config.summary.max_tokens));
+        if room < Counted(64) {
             return None;
         }
         let pinned = self.pinned_flags_of(conv.family, &conv.messages);
@@ -358,7 +358,7 @@ impl Rewriter<'_> {
             pinned: &pinned,
             work: &work.messages,
             tail_len: work.messages.len() - region.end,
-            budget: room as usize,
+            budget: room,
             tokenizer: self.engine.limits.tokenizer,
             facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
@@ -399,17 +399,16 @@ impl Rewriter<'_> {
             messages_before: conv.messages.len(),
             messages_after: after.messages.len(),
             tokens_before: eval.tokens,
-            tokens_after: Counted(work.total),
-            tokens_saved: eval.tokens.saturating_sub(Counted(work.total)),
-            target: plan.target.map(Counted),
+            tokens_after: work.total,
+            tokens_saved: eval.tokens.saturating_sub(work.total),
+            target: plan.target,
             summarizer: work.summarizer.clone(),
             duration_us: eval.start.elapsed().as_micros() as u64,
         };
         self.engine.emit(&event);
         eval.events.push(event);
         let events = std::mem::take(&mut eval.events);
-        let target = plan.target.map(Counted);
-        let mut report = report_of(conv, &after, plan, target, work, &eval, events);
+        let mut report = report_of(conv, &after, plan, plan.target, work, &eval, events);
         self.cancel.check()?;
         self.snapshot(conv, &after, &originals, &mut report);
         Ok(Outcome {
@@ -507,31 +506,31 @@ impl Rewriter<'_> {
     /// The error when even the floor is over the target; it carries the
     /// smallest valid history the ladder reached, whose handles lead to
     /// the originals it replaced.
-    fn cannot_shrink(&mut self, conv: &Conversation, work: &mut Work, target: u64) -> Error {
+    fn cannot_shrink(&mut self, conv: &Conversation, work: &mut Work, target: Counted) -> Error {
         let smallest = smallest(conv, work).map(Box::new);
         let tokens = self.message_tokens(&work.messages);
         let its = iterations(&work.messages);
         let tail_start = tail_start(&work.messages, &its, work.tail_n);
         let head = head_len(&work.messages).min(tail_start);
-        let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<u64>();
+        let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<Counted>();
         let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.messages.len()));
-        let pinned: u64 = (head..tail_start)
+        let pinned: Counted = (head..tail_start)
             .filter(|&i| work.messages[i].meta.pinned)
             .map(|i| tokens[i])
             .sum();
-        let old = sum(head..tail_start) - pinned;
+        let old = sum(head..tail_start).saturating_sub(pinned);
         let briefing = earlier_briefing(&work.messages, head, &self.engine.facts.wrapper)
-            .map_or(0, |i| tokens[i]);
+            .map_or(Counted::ZERO, |i| tokens[i]);
         Error::CannotShrink {
-            floor: Counted(head_t + pinned + old + tail_t + work.tools),
-            target: Counted(target),
-            head: Counted(head_t - briefing),
-            briefing: Counted(briefing),
-            pinned: Counted(pinned),
-            old: Counted(old),
-            tail: Counted(tail_t),
+            floor: head_t + pinned + old + tail_t + work.tools,
+            target,
+            head: head_t.saturating_sub(briefing),
+            briefing,
+            pinned,
+            old,
+            tail: tail_t,
             tail_iterations: work.tail_n.min(its.len()),
-            tools: Counted(work.tools),
+            tools: work.tools,
             smallest,
         }
     }
@@ -551,7 +550,7 @@ fn report_of(
         reason: Some(plan.reason),
         compacted: true,
         tokens_before: eval.tokens,
-        tokens_after: Counted(work.total),
+        tokens_after: work.total,
         messages_before: conv.messages.len(),
         messages_after: after.messages.len(),
         tail_iterations: work.tail_n.min(iterations(&after.messages).len()),

@@ -24,7 +24,7 @@ use abridge_summarize::{
     FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification, defuse, extract,
     leaks_wrapper, task_text, unwrap, verify, wrap,
 };
-use abridge_tokens::TokenizerKind;
+use abridge_tokens::{Counted, TokenizerKind};
 
 use crate::cancel::Cancel;
 use crate::config::RecallConfig;
@@ -49,11 +49,11 @@ pub(crate) struct Briefed {
 pub(crate) struct Inputs<'a> {
     pub(crate) original: &'a [Message],
     /// Token count of each original message (from the compactor's cache).
-    pub(crate) original_tokens: &'a [u64],
+    pub(crate) original_tokens: &'a [Counted],
     pub(crate) pinned: &'a [bool],
     pub(crate) work: &'a [Message],
     pub(crate) tail_len: usize,
-    pub(crate) budget: usize,
+    pub(crate) budget: Counted,
     pub(crate) tokenizer: TokenizerKind,
     pub(crate) facts: &'a FactConfig,
     pub(crate) focus: Option<&'a str>,
@@ -83,7 +83,7 @@ struct Region<'a> {
     replaced: Cow<'a, [Message]>,
     replaced_iterations: usize,
     /// Their tokens.
-    tokens: usize,
+    tokens: Counted,
     /// Pinned iterations, kept verbatim after the briefing.
     kept: Vec<Message>,
 }
@@ -102,7 +102,7 @@ impl<'a> Region<'a> {
             previous_at,
             replaced: Cow::Borrowed(&[]),
             replaced_iterations: 0,
-            tokens: 0,
+            tokens: Counted::ZERO,
             kept: Vec::new(),
         };
         // The replaced messages' run in `orig` while they form one.
@@ -130,7 +130,7 @@ impl<'a> Region<'a> {
                     None
                 }
             };
-            r.tokens += inp.original_tokens[it.range()].iter().sum::<u64>() as usize;
+            r.tokens += inp.original_tokens[it.range()].iter().sum::<Counted>();
             r.replaced_iterations += 1;
         }
         if let Some(run) = run {
@@ -139,7 +139,7 @@ impl<'a> Region<'a> {
         // The new briefing replaces the earlier one too: with no iteration
         // to replace, it re-condenses that one alone.
         if let Some(i) = previous_at {
-            r.tokens += inp.original_tokens[i] as usize;
+            r.tokens += inp.original_tokens[i];
         }
         (!r.replaced.is_empty() || previous_at.is_some()).then_some(r)
     }
@@ -238,9 +238,10 @@ pub(crate) fn run(
         previous_sheet,
         tail: &inp.work[inp.work.len() - inp.tail_len..],
         // The index's share is kept out of what the summarizer may fill.
-        budget_tokens: inp.recall.map_or(inp.budget, |r| {
-            (inp.budget as f64 * (1.0 - r.index_share)) as usize
-        }),
+        budget_tokens: inp
+            .recall
+            .map_or(inp.budget, |r| inp.budget.scaled(1.0 - r.index_share))
+            .get() as usize,
         tokenizer: inp.tokenizer,
         focus: inp.focus,
         facts: inp.facts,
@@ -297,19 +298,22 @@ fn with_index(
     let Some(recall) = inp.recall else {
         return Vec::new();
     };
-    let tokens = w.tokens.unwrap_or_else(|| inp.tokenizer.count(&w.text));
+    let tokens = w
+        .tokens
+        .unwrap_or_else(|| Counted::of(inp.tokenizer.count(&w.text)));
     let text = &mut w.text;
     let share = recall.index_share;
-    let budget = ((tokens as f64 * share / (1.0 - share)) as usize)
+    let budget = tokens
+        .scaled(share / (1.0 - share))
         .min(inp.budget.saturating_sub(tokens))
-        .min(region.tokens.saturating_sub(tokens + 1));
+        .min(region.tokens.saturating_sub(tokens + Counted(1)));
     let built = index::build(&index::IndexInputs {
         replaced: &region.replaced,
         previous: indexing.previous,
         recent: indexing.recent,
         tool: &recall.tool,
         error_prefixes: inp.error_prefixes,
-        budget,
+        budget: budget.get() as usize,
         tokenizer: inp.tokenizer,
         key: inp.key,
     });
@@ -326,7 +330,7 @@ struct Written {
     verification: Option<Verification>,
     sheet: Option<Sheet>,
     /// Its tokens, when the check's count of it still holds.
-    tokens: Option<usize>,
+    tokens: Option<Counted>,
 }
 
 /// One summarizer's briefing, checked; an LLM briefing is also verified
@@ -354,7 +358,7 @@ fn attempt(
         });
     }
     let facts = extract(&region.replaced, inp.facts);
-    let (text, v) = verify(&text, &facts, inp.budget, inp.tokenizer);
+    let (text, v) = verify(&text, &facts, inp.budget.get() as usize, inp.tokenizer);
     // Verification rewrote the text: data that says otherwise is not kept.
     Ok(Written {
         text,
@@ -368,9 +372,9 @@ fn attempt(
 fn check(
     text: &str,
     inp: &Inputs<'_>,
-    region_tokens: usize,
+    region_tokens: Counted,
     quotes: bool,
-) -> Result<usize, SummarizeError> {
+) -> Result<Counted, SummarizeError> {
     let reject = |why: String| Err(SummarizeError::Rejected(why));
     let trimmed = text.trim();
     if trimmed.chars().count() < MIN_CHARS {
@@ -388,13 +392,13 @@ fn check(
     if !quotes && MARKUP.iter().any(|t| trimmed.contains(t)) {
         return reject("contains tool-call markup".into());
     }
-    let tokens = inp.tokenizer.count(trimmed);
+    let tokens = Counted::of(inp.tokenizer.count(trimmed));
     if tokens >= region_tokens {
         return reject(format!(
             "not smaller than what it replaces ({tokens} ≥ {region_tokens} tokens)"
         ));
     }
-    if tokens > inp.budget + inp.budget / 10 {
+    if tokens > inp.budget + inp.budget.scaled(0.1) {
         return reject(format!("over budget ({tokens} > {} tokens)", inp.budget));
     }
     Ok(tokens)

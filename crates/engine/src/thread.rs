@@ -180,12 +180,12 @@ impl Thread {
 
     /// Tokens of a history: messages plus tool declarations.
     pub fn count(&mut self, conv: &Conversation) -> Counted {
-        Counted::of(self.counter.count_conversation(conv))
+        self.counter.count_conversation(conv)
     }
 
     /// Tokens of a history's tool declarations.
     pub fn tool_tokens(&mut self, conv: &Conversation) -> Counted {
-        Counted::of(self.counter.count_tools(conv.tools.as_deref()))
+        self.counter.count_tools(conv.tools.as_deref())
     }
 
     /// Token count of each message.
@@ -199,7 +199,7 @@ impl Thread {
     }
 
     fn tokens_of(&mut self, m: &Message) -> Counted {
-        Counted::of(self.counter.count_message(m).total())
+        self.counter.count_message(m).total()
     }
 
     /// One turn: counts what the input adds, emits a history-size event and
@@ -301,7 +301,7 @@ impl Thread {
             Some(s) => s.tools,
             None => self.tool_tokens(history),
         };
-        let recall_tool = Counted(engine.recall_tool_tokens(history.tools.as_deref()));
+        let recall_tool = engine.recall_tool_tokens(history.tools.as_deref());
         let declared = match view {
             Some(_) => recall_tool,
             None => Counted::ZERO,
@@ -403,11 +403,11 @@ impl Thread {
             Action::Compact(target) => {
                 let target = target
                     .or(engine.limits.target)
-                    .map(|t| calibration.unapply(t).get());
+                    .map(|t| calibration.unapply(t));
                 self.plan(engine, calibration, Reason::Forced, target)
             }
             Action::Requested { keep_iterations } => {
-                Plan::on_request(eval.tokens.get(), keep_iterations, self.state.focus.clone())
+                Plan::on_request(eval.tokens, keep_iterations, self.state.focus.clone())
             }
         };
         self.run(engine, conv, &plan, eval)
@@ -426,16 +426,13 @@ impl Thread {
         let target = engine
             .limits
             .target_for(reason)
-            .map(|t| calibration.unapply(t).get());
+            .map(|t| calibration.unapply(t));
         // The cadence counts from this evaluation, whatever it does.
         self.state.compacted_at = eval.iterations;
         let (tokens, its, start) = (eval.tokens, eval.iterations, eval.start);
         let cancel = eval.cancel.clone();
         let mut plan = self.plan(engine, calibration, reason, target);
-        plan.ceiling = engine
-            .limits
-            .trigger_tokens
-            .map(|t| calibration.unapply(t).get());
+        plan.ceiling = engine.limits.trigger_tokens.map(|t| calibration.unapply(t));
         let mut outcome = self.run(engine, conv, &plan, eval)?;
         // Compared in the provider's units, like the trigger it is kept under.
         let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
@@ -470,12 +467,12 @@ impl Thread {
         engine: &Engine,
         calibration: Calibration,
         reason: Reason,
-        target: Option<u64>,
+        target: Option<Counted>,
     ) -> Plan {
         let kept_budget = calibration.unapply(engine.limits.kept_budget);
         Plan::configured(
             &engine.config,
-            kept_budget.get(),
+            kept_budget,
             reason,
             target,
             self.state.focus.clone(),

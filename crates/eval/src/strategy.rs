@@ -78,7 +78,7 @@ pub(crate) struct Applied {
 
 /// Tokens of a history with `kind`.
 pub(crate) fn count(conv: &Conversation, kind: TokenizerKind) -> u64 {
-    TokenCounter::new(kind).count_conversation(conv) as u64
+    TokenCounter::new(kind).count_conversation(conv).get()
 }
 
 /// The briefing strategies' pipeline: the old region becomes one briefing

@@ -58,7 +58,7 @@ fn decode_and_count(b: Bencher, kind: TokenizerKind) {
         convs
             .iter()
             .map(|c| counter.count_conversation(c))
-            .sum::<usize>()
+            .sum::<abridge_tokens::Counted>()
     });
 }
 
@@ -75,6 +75,6 @@ fn recount_cached(b: Bencher) {
         convs
             .iter()
             .map(|c| counter.count_conversation(c))
-            .sum::<usize>()
+            .sum::<abridge_tokens::Counted>()
     });
 }

@@ -48,7 +48,7 @@ pub fn growth(conv: &Conversation, counter: &mut TokenCounter) -> Vec<Growth> {
             let ((a, pa), (b, pb)) = (w[0], w[1]);
             let counted = conv.messages[a..b]
                 .iter()
-                .map(|m| counter.count_message(m).total() as u64)
+                .map(|m| counter.count_message(m).total().get())
                 .sum();
             Growth {
                 provider: pb - pa,

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::image::image_tokens;
 use crate::tokenizer::TokenizerKind;
+use crate::units::Counted;
 
 /// Leading bytes of an image hashed for the count cache: its header.
 const IMAGE_HASH_BYTES: usize = 65_536;
@@ -33,14 +34,16 @@ pub struct TokenCounts {
 
 impl TokenCounts {
     /// Sum of all kinds.
-    pub fn total(&self) -> usize {
-        self.text
-            + self.tool_args
-            + self.tool_results
-            + self.images
-            + self.reasoning
-            + self.other
-            + self.overhead
+    pub fn total(&self) -> Counted {
+        Counted::of(
+            self.text
+                + self.tool_args
+                + self.tool_results
+                + self.images
+                + self.reasoning
+                + self.other
+                + self.overhead,
+        )
     }
 
     /// Adds another count in place.
@@ -66,7 +69,7 @@ pub struct TokenCounter {
     hits: u64,
     misses: u64,
     /// The last tool declarations counted: a hash of their text, and tokens.
-    tools: Option<(u64, usize)>,
+    tools: Option<(u64, Counted)>,
 }
 
 impl TokenCounter {
@@ -98,8 +101,8 @@ impl TokenCounter {
     }
 
     /// Tokens of plain text.
-    pub fn count_text(&self, text: &str) -> usize {
-        self.kind.count(text)
+    pub fn count_text(&self, text: &str) -> Counted {
+        Counted::of(self.kind.count(text))
     }
 
     /// Tokens of one message, from the cache when its content was seen before.
@@ -124,8 +127,10 @@ impl TokenCounter {
     }
 
     /// Tokens of the tool declarations (their JSON), 0 without tools.
-    pub fn count_tools(&mut self, tools: Option<&[Tool]>) -> usize {
-        let Some(tools) = tools else { return 0 };
+    pub fn count_tools(&mut self, tools: Option<&[Tool]>) -> Counted {
+        let Some(tools) = tools else {
+            return Counted::ZERO;
+        };
         let texts: Vec<std::borrow::Cow<'_, str>> = tools
             .iter()
             .flat_map(|t| match t {
@@ -152,14 +157,14 @@ impl TokenCounter {
         {
             return n;
         }
-        let n = texts.iter().map(|t| self.kind.count(t)).sum();
+        let n = Counted::of(texts.iter().map(|t| self.kind.count(t)).sum());
         self.tools = Some((key, n));
         n
     }
 
     /// Total prompt tokens of a conversation: messages plus tool declarations.
-    pub fn count_conversation(&mut self, conv: &Conversation) -> usize {
-        let messages: usize = conv
+    pub fn count_conversation(&mut self, conv: &Conversation) -> Counted {
+        let messages: Counted = conv
             .messages
             .iter()
             .map(|m| self.count_message(m).total())

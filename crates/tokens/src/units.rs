@@ -38,6 +38,14 @@ macro_rules! unit {
                 $name(self.0.saturating_sub(other.0))
             }
 
+            /// `self - other`, or `None` when `other` is larger.
+            pub const fn checked_sub(self, other: $name) -> Option<$name> {
+                match self.0.checked_sub(other.0) {
+                    Some(n) => Some($name(n)),
+                    None => None,
+                }
+            }
+
             /// A fraction of this figure, rounded down (a target as a share
             /// of a trigger, a soft threshold).
             pub fn scaled(self, ratio: f64) -> $name {

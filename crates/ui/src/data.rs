@@ -376,7 +376,7 @@ fn lines(
                     true => "briefing".to_owned(),
                     false => kind_of(m),
                 },
-                tokens: counter.count_message(m).total() as u64,
+                tokens: counter.count_message(m).total().get(),
                 text,
                 changed: !other.contains(h),
             }

@@ -142,7 +142,9 @@ pub(super) fn check(
                 .flat_map(|m| m.tool_calls())
                 .filter(|c| c.name == RECALL_TOOL)
                 .count();
-            let tokens = TokenCounter::new(s.options.tokenizer).count_conversation(&conv) as u64;
+            let tokens = TokenCounter::new(s.options.tokenizer)
+                .count_conversation(&conv)
+                .get();
             let v = validate(&conv).iter().map(|v| v.to_string()).collect();
             let user = conv
                 .messages

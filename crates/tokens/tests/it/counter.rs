@@ -31,7 +31,7 @@ fn counts_by_kind() {
     );
     assert_eq!(
         counter.count_conversation(conv),
-        c.iter().map(|m| m.total()).sum::<usize>()
+        c.iter().map(|m| m.total()).sum::<abridge_tokens::Counted>()
     );
 }
 
