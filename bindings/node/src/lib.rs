@@ -138,7 +138,7 @@ impl NativeSession {
     /// Evaluates the triggers and compacts when one fires; `{tokens, compacted, report}` as JSON.
     #[napi]
     pub fn turn(&mut self, usage: Option<i64>) -> Result<String, String> {
-        let usage = usage.and_then(|u| u64::try_from(u).ok()).map(Reported);
+        let usage = usage.and_then(|u| u64::try_from(u).ok()).map(Reported::new);
         let t = self.inner.turn(usage).map_err(js)?;
         to_text(&t)
     }

@@ -156,7 +156,7 @@ impl Session {
     /// `{tokens, compacted, report}` as JSON.
     #[pyo3(signature = (usage = None))]
     fn turn(&self, py: Python<'_>, usage: Option<u64>) -> PyResult<String> {
-        py.detach(|| self.with(|s| to_text(&s.turn(usage.map(Reported))?)))
+        py.detach(|| self.with(|s| to_text(&s.turn(usage.map(Reported::new))?)))
     }
 
     /// The history to send now (JSON).

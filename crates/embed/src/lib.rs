@@ -15,7 +15,7 @@
 //! }
 //! let options = Options { target_tokens: Some(2_000), ..Options::default() };
 //! let out = compact(json!(messages), &options)?;
-//! assert!(out.report.compacted && out.report.tokens_after <= Counted(2_000));
+//! assert!(out.report.compacted && out.report.tokens_after <= Counted::new(2_000));
 //! assert_eq!(out.value.as_array().map(Vec::len), Some(messages.len())); // a list back, pairs intact
 //! # Ok::<(), abridge_embed::Error>(())
 //! ```

@@ -62,13 +62,13 @@ mod tests {
     #[test]
     fn budget_and_floor() {
         // head 0..2, iterations of 10, 20, 30, 40 tokens
-        let tokens = [5, 5, 10, 20, 30, 40].map(Counted);
+        let tokens = [5, 5, 10, 20, 30, 40].map(Counted::new);
         let its = its(&[2, 3, 4, 5], 6);
-        assert_eq!(tail_iterations(&its, &tokens, Counted(75), 1), 2);
-        assert_eq!(tail_iterations(&its, &tokens, Counted(70), 1), 2);
-        assert_eq!(tail_iterations(&its, &tokens, Counted(69), 1), 1);
-        assert_eq!(tail_iterations(&its, &tokens, Counted(0), 3), 3);
-        assert_eq!(tail_iterations(&its, &tokens, Counted(1_000), 1), 4);
-        assert_eq!(tail_iterations(&its, &tokens, Counted(0), 9), 4);
+        assert_eq!(tail_iterations(&its, &tokens, Counted::new(75), 1), 2);
+        assert_eq!(tail_iterations(&its, &tokens, Counted::new(70), 1), 2);
+        assert_eq!(tail_iterations(&its, &tokens, Counted::new(69), 1), 1);
+        assert_eq!(tail_iterations(&its, &tokens, Counted::new(0), 3), 3);
+        assert_eq!(tail_iterations(&its, &tokens, Counted::new(1_000), 1), 4);
+        assert_eq!(tail_iterations(&its, &tokens, Counted::new(0), 9), 4);
     }
 }

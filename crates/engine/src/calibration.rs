@@ -90,13 +90,13 @@ impl Calibration {
 
     /// abridge's count in the provider's units (rounded up).
     pub fn apply(&self, counted: Counted) -> Calibrated {
-        Calibrated((counted.get() as f64 * self.factor).ceil() as u64)
+        Calibrated::new((counted.get() as f64 * self.factor).ceil() as u64)
     }
 
     /// A figure in the provider's units as abridge counts it (rounded down,
     /// so a target is never overshot).
     pub fn unapply(&self, provider: Calibrated) -> Counted {
-        Counted((provider.get() as f64 / self.factor).floor() as u64)
+        Counted::new((provider.get() as f64 / self.factor).floor() as u64)
     }
 }
 
@@ -107,39 +107,51 @@ mod tests {
     #[test]
     fn learns_a_smoothed_factor_and_ignores_mismatches() {
         let mut c = Calibration::default();
-        assert_eq!(c.apply(Counted(1_000)), Calibrated(1_000));
-        c.observe(Counted(10_000), Reported(13_000));
+        assert_eq!(c.apply(Counted::new(1_000)), Calibrated::new(1_000));
+        c.observe(Counted::new(10_000), Reported::new(13_000));
         assert!((c.factor() - 1.3).abs() < 1e-9);
-        c.observe(Counted(10_000), Reported(12_000));
+        c.observe(Counted::new(10_000), Reported::new(12_000));
         assert!((c.factor() - (0.3 * 1.2 + 0.7 * 1.3)).abs() < 1e-9);
-        c.observe(Counted(10_000), Reported(90_000)); // 9×: not the same prompt
-        c.observe(Counted(100), Reported(300)); // too small to tell
+        c.observe(Counted::new(10_000), Reported::new(90_000)); // 9×: not the same prompt
+        c.observe(Counted::new(100), Reported::new(300)); // too small to tell
         assert_eq!(c.samples(), 2);
         let f = c.factor();
         assert_eq!(
-            c.apply(Counted(100_000)),
-            Calibrated((100_000.0 * f).ceil() as u64)
+            c.apply(Counted::new(100_000)),
+            Calibrated::new((100_000.0 * f).ceil() as u64)
         );
-        assert!(c.apply(c.unapply(Calibrated(60_000))) <= Calibrated(60_001));
+        assert!(c.apply(c.unapply(Calibrated::new(60_000))) <= Calibrated::new(60_001));
     }
 
     #[test]
     fn an_anchored_calibration_keeps_the_providers_count_of_the_prefix() {
         let mut c = Calibration::default();
-        c.observe(Counted(20_000), Reported(20_000));
+        c.observe(Counted::new(20_000), Reported::new(20_000));
         // The provider counted the last prompt 1% over the factor's guess.
-        let a = c.anchored(Counted(25_000), Counted(20_000), Reported(20_200));
-        assert_eq!(a.apply(Counted(25_000)), Calibrated(25_200));
+        let a = c.anchored(
+            Counted::new(25_000),
+            Counted::new(20_000),
+            Reported::new(20_200),
+        );
+        assert_eq!(a.apply(Counted::new(25_000)), Calibrated::new(25_200));
         // Where abridge counts more than the provider, what was added is
         // still taken at abridge's count.
         let mut over = Calibration::default();
-        over.observe(Counted(20_000), Reported(14_000));
-        let a = over.anchored(Counted(25_000), Counted(20_000), Reported(14_000));
-        assert_eq!(a.apply(Counted(25_000)), Calibrated(19_000));
+        over.observe(Counted::new(20_000), Reported::new(14_000));
+        let a = over.anchored(
+            Counted::new(25_000),
+            Counted::new(20_000),
+            Reported::new(14_000),
+        );
+        assert_eq!(a.apply(Counted::new(25_000)), Calibrated::new(19_000));
         assert_eq!(a.samples(), c.samples());
         // A history that does not grow from it says nothing of it.
         assert_eq!(
-            c.anchored(Counted(15_000), Counted(20_000), Reported(20_200)),
+            c.anchored(
+                Counted::new(15_000),
+                Counted::new(20_000),
+                Reported::new(20_200)
+            ),
             c
         );
     }

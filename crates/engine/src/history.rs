@@ -24,7 +24,7 @@ use crate::report::Report;
 ///     history.push(Message::text(Role::Assistant, format!("Reading part {i}.")));
 ///     history.push(Message::text(Role::User, format!("[validation] part {i}: {}", "log line ".repeat(20))));
 ///     let turn = history.turn(None)?;
-///     assert!(turn.tokens <= Counted(2000));
+///     assert!(turn.tokens <= Counted::new(2000));
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -43,7 +43,7 @@ const CUT_NOTE: &str = "[tool result cut to fit the context window";
 
 /// Tokens left for what the steps make of the old region (a briefing or
 /// an omission note) when the newest results are cut to fit.
-const RESERVE: Counted = Counted(256);
+const RESERVE: Counted = Counted::new(256);
 
 impl Rewriter<'_> {
     /// Climbs down the ladder until `target` is reached — or, rather than

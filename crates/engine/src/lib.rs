@@ -23,7 +23,7 @@
 //! let conv = decode(&bytes)?.remove(0);
 //! let outcome = compactor.compact(&conv)?;
 //! assert!(outcome.report.compacted);
-//! assert!(outcome.report.tokens_after <= abridge::tokens::Counted(300));
+//! assert!(outcome.report.tokens_after <= abridge::tokens::Counted::new(300));
 //! assert!(abridge::model::validate(&outcome.conversation).is_empty());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -76,16 +76,16 @@ impl Limits {
             kept_budget = kept_budget.min(t / 2);
         }
         Limits {
-            window: window.map(Calibrated),
+            window: window.map(Calibrated::new),
             tokenizer,
             price: info.and_then(|i| i.price),
-            trigger_tokens: trigger_tokens.map(Calibrated),
+            trigger_tokens: trigger_tokens.map(Calibrated::new),
             trigger_from_window,
-            usage_tokens: t.usage_tokens.map(Reported),
+            usage_tokens: t.usage_tokens.map(Reported::new),
             every_iterations: t.every_iterations,
-            target: target.map(Calibrated),
-            kept_budget: Calibrated(kept_budget),
-            clear_at_least: Calibrated(b.clear_at_least),
+            target: target.map(Calibrated::new),
+            kept_budget: Calibrated::new(kept_budget),
+            clear_at_least: Calibrated::new(b.clear_at_least),
         }
     }
 

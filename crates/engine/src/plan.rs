@@ -79,7 +79,7 @@ impl Plan {
     ) -> Plan {
         Plan {
             reason: Reason::Forced,
-            target: Some(tokens.saturating_sub(Counted(1))),
+            target: Some(tokens.saturating_sub(Counted::new(1))),
             steps: vec![Step::Summarize, Step::Policy(Policy::DropIterations)],
             floor: keep_iterations.max(1),
             kept_budget: Counted::ZERO,

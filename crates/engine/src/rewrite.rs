@@ -345,9 +345,9 @@ impl Rewriter<'_> {
             + pinned_in_region
             + work.tools;
         let room = target
-            .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted(32))
-            .min(Counted(self.engine.config.summary.max_tokens));
-        if room < Counted(64) {
+            .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted::new(32))
+            .min(Counted::new(self.engine.config.summary.max_tokens));
+        if room < Counted::new(64) {
             return None;
         }
         let pinned = self.pinned_flags_of(conv.family, &conv.messages);

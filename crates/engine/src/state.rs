@@ -75,11 +75,11 @@ mod tests {
     #[test]
     fn a_state_round_trips_and_a_bare_calibration_reads_as_one() {
         let mut calibration = Calibration::default();
-        calibration.observe(Counted(10_000), Reported(12_500));
+        calibration.observe(Counted::new(10_000), Reported::new(12_500));
         let state = ThreadState {
             calibration,
             compacted_at: 7,
-            last_sent: Some(Counted(41_000)),
+            last_sent: Some(Counted::new(41_000)),
             focus: Some("the flaky test".into()),
             ..ThreadState::default()
         };

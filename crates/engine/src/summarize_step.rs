@@ -306,7 +306,7 @@ fn with_index(
     let budget = tokens
         .scaled(share / (1.0 - share))
         .min(inp.budget.saturating_sub(tokens))
-        .min(region.tokens.saturating_sub(tokens + Counted(1)));
+        .min(region.tokens.saturating_sub(tokens + Counted::new(1)));
     let built = index::build(&index::IndexInputs {
         replaced: &region.replaced,
         previous: indexing.previous,

@@ -388,7 +388,7 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
         return None;
     }
     Some(Box::new(move |u| {
-        let prompt = u.map(|u| Reported(u.prompt_tokens()));
+        let prompt = u.map(|u| Reported::new(u.prompt_tokens()));
         if let (Some(slot), Some(t)) = (&slot, prompt) {
             slot.set(t);
         }

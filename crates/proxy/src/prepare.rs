@@ -484,7 +484,7 @@ impl Context<'_> {
         let mut guard = session.blocking_lock();
         let s = &mut *guard;
         let target = tokens.scaled(self.config.serve.overflow_ratio);
-        let input = Input::compact_to(conv, target.max(Calibrated(1)))
+        let input = Input::compact_to(conv, target.max(Calibrated::new(1)))
             .resent()
             .cancelled_by(self.cancel);
         match s.thread.turn(&s.engine, input) {

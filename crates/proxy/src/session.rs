@@ -107,7 +107,7 @@ impl LastUsage {
     pub(crate) fn take(&self) -> Option<Reported> {
         Some(self.0.swap(0, Ordering::Relaxed))
             .filter(|t| *t > 0)
-            .map(Reported)
+            .map(Reported::new)
     }
 }
 

@@ -192,7 +192,10 @@ impl Entry {
         provider_before: Option<i64>,
         provider_after: Option<i64>,
     ) -> Entry {
-        let (before, after) = (Counted(row::count(before)), Counted(row::count(after)));
+        let (before, after) = (
+            Counted::new(row::count(before)),
+            Counted::new(row::count(after)),
+        );
         let identity = Calibration::default();
         Entry {
             id: SnapshotId(0),
@@ -202,10 +205,12 @@ impl Entry {
             family: Family::OpenAi,
             tokens_before: before,
             tokens_after: after,
-            provider_tokens_before: provider_before
-                .map_or_else(|| identity.apply(before), |t| Calibrated(row::count(t))),
+            provider_tokens_before: provider_before.map_or_else(
+                || identity.apply(before),
+                |t| Calibrated::new(row::count(t)),
+            ),
             provider_tokens_after: provider_after
-                .map_or_else(|| identity.apply(after), |t| Calibrated(row::count(t))),
+                .map_or_else(|| identity.apply(after), |t| Calibrated::new(row::count(t))),
             summarizer: None,
             dropped_iterations: 0,
         }

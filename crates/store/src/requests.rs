@@ -61,12 +61,12 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRecord> {
         source: r.get(0)?,
         at: r.get(1)?,
         model: r.get(2)?,
-        tokens: Calibrated(n(3)?.unwrap_or(0)),
-        usage: n(4)?.map(Reported),
+        tokens: Calibrated::new(n(3)?.unwrap_or(0)),
+        usage: n(4)?.map(Reported::new),
         compacted: r.get(5)?,
         snapshot: r.get::<_, Option<i64>>(6)?.map(SnapshotId),
-        trigger: n(7)?.map(Calibrated),
-        target: n(8)?.map(Calibrated),
+        trigger: n(7)?.map(Calibrated::new),
+        target: n(8)?.map(Calibrated::new),
         recalls: u32::try_from(n(9)?.unwrap_or(0)).unwrap_or(u32::MAX),
     })
 }

@@ -267,7 +267,7 @@ pub(crate) fn record_from(id: &str, parts: StoredParts) -> Result<SessionRecord>
                 family,
                 source,
                 &body,
-                Counted(crate::row::count(tokens)),
+                Counted::new(crate::row::count(tokens)),
             )?;
             (Some(carry), wire)
         }

@@ -292,13 +292,13 @@ fn session_round_trip(history: abridge::model::Conversation, wire: abridge::mode
     config.budget.min_iterations = 1;
     let mut compactor = Compactor::new(config).unwrap();
     let out = compactor
-        .turn(Input::compact_to(&history, Calibrated(600)).resent())
+        .turn(Input::compact_to(&history, Calibrated::new(600)).resent())
         .unwrap()
         .conversation
         .into_owned();
     compactor.set_focus(Some("the failing test".into()));
     let mut calibration = Calibration::default();
-    calibration.observe(Counted(1000), Reported(1300));
+    calibration.observe(Counted::new(1000), Reported::new(1300));
     compactor.set_calibration(calibration);
     let state: ThreadState = compactor.thread().state().clone();
     assert_eq!(
@@ -375,12 +375,12 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
         source: source.into(),
         at: String::new(),
         model: Some("gpt-4o".into()),
-        tokens: Calibrated(tokens),
-        usage: usage.map(Reported),
+        tokens: Calibrated::new(tokens),
+        usage: usage.map(Reported::new),
         compacted,
         snapshot: None,
-        trigger: Some(Calibrated(60_000)),
-        target: Some(Calibrated(40_000)),
+        trigger: Some(Calibrated::new(60_000)),
+        target: Some(Calibrated::new(40_000)),
         recalls: u32::from(compacted) * 3,
     };
     for (i, t) in [10_000, 30_000, 61_000].into_iter().enumerate() {
@@ -397,7 +397,7 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
         a.iter().map(|r| r.tokens.get()).collect::<Vec<_>>(),
         [10_000, 30_000, 61_000]
     );
-    assert_eq!(a[2].usage, Some(Reported(61_100)));
+    assert_eq!(a[2].usage, Some(Reported::new(61_100)));
     assert!(a[2].compacted && !a[0].compacted);
     assert_eq!(
         (a[2].recalls, a[0].recalls),
@@ -407,12 +407,12 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
     assert!(a[0].at.ends_with('Z') && a[0].at <= a[2].at, "{}", a[0].at);
     assert_eq!(
         store.requests("a", 2).unwrap()[0].tokens,
-        Calibrated(30_000),
+        Calibrated::new(30_000),
         "the newest two, oldest first"
     );
     let stats = store.request_stats().unwrap();
     assert_eq!(stats["a"].requests, 3);
-    assert_eq!(stats["a"].last.tokens, Calibrated(61_000));
+    assert_eq!(stats["a"].last.tokens, Calibrated::new(61_000));
     assert_eq!(stats["b"].last.usage, None);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -465,7 +465,7 @@ fn entries_carry_the_provider_units_of_a_calibrated_compaction() {
     use abridge_store::SnapshotStore;
     let mut c = compactor();
     let mut calibration = Calibration::default();
-    calibration.observe(Counted(10_000), Reported(13_000));
+    calibration.observe(Counted::new(10_000), Reported::new(13_000));
     c.set_calibration(calibration);
     let mut store = Store::in_memory().unwrap();
     let before = conv();

@@ -22,11 +22,18 @@ macro_rules! unit {
             Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
         )]
         #[serde(transparent)]
-        pub struct $name(pub u64);
+        pub struct $name(u64);
 
         impl $name {
             /// Zero tokens.
             pub const ZERO: $name = $name(0);
+
+            /// A figure of this unit: only where the figure is known to be
+            /// in it (a tokenizer's count, a provider's report, a configured
+            /// threshold).
+            pub const fn new(tokens: u64) -> $name {
+                $name(tokens)
+            }
 
             /// The figure as a bare integer (for display, storage and ratios).
             pub const fn get(self) -> u64 {

@@ -72,12 +72,12 @@ static MANY: LazyLock<Option<(Ui, PathBuf)>> = LazyLock::new(|| {
             source: format!("{:032x}", i % 5_000),
             at: String::new(),
             model: Some("gpt-4o".into()),
-            tokens: Calibrated(1_000 + i),
-            usage: Some(Reported(1_000 + i)),
+            tokens: Calibrated::new(1_000 + i),
+            usage: Some(Reported::new(1_000 + i)),
             compacted: false,
             snapshot: None,
-            trigger: Some(Calibrated(60_000)),
-            target: Some(Calibrated(40_000)),
+            trigger: Some(Calibrated::new(60_000)),
+            target: Some(Calibrated::new(40_000)),
             recalls: 0,
         };
         store.record_request(&r).ok()?;

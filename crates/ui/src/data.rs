@@ -277,7 +277,7 @@ pub(crate) fn session(store: &dyn SnapshotStore, source: &str) -> Result<Session
     };
     if let Some(last) = entries.last().filter(|_| requests.is_empty()) {
         let snap = store.get(last.id).map_err(|e| e.to_string())?;
-        trigger = snap.config.trigger.max_tokens.map(Calibrated);
+        trigger = snap.config.trigger.max_tokens.map(Calibrated::new);
         target = snap.report.target.map(|t| snap.report.calibration.apply(t));
     }
     if entries.is_empty() && requests.is_empty() {

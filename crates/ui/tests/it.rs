@@ -277,12 +277,12 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
             source: "a1b2c3".into(),
             at: String::new(),
             model: Some("gpt-4o".into()),
-            tokens: Calibrated(1_000 + (i % 10) * 500),
-            usage: Some(Reported(1_050 + (i % 10) * 500)),
+            tokens: Calibrated::new(1_000 + (i % 10) * 500),
+            usage: Some(Reported::new(1_050 + (i % 10) * 500)),
             compacted: i >= 9,
             snapshot,
-            trigger: Some(Calibrated(6_000)),
-            target: Some(Calibrated(3_600)),
+            trigger: Some(Calibrated::new(6_000)),
+            target: Some(Calibrated::new(3_600)),
             // The model recalled originals on two requests.
             recalls: u32::from(i == 12 || i == 20) * 2,
         };

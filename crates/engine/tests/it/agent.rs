@@ -14,8 +14,8 @@ use serde_json::json;
 #[test]
 fn status_message_reports_use_cost_and_hint() {
     let m = status_message(
-        Calibrated(96_000),
-        Some(Calibrated(128_000)),
+        Calibrated::new(96_000),
+        Some(Calibrated::new(128_000)),
         Some(Price::anthropic(2.5, 10.0)),
         0.7,
     );
@@ -25,8 +25,13 @@ fn status_message_reports_use_cost_and_hint() {
         "[context status] 96000 tokens in use of a 128000-token window (75.0%). Sending this context costs about $0.3000 uncached, $0.0240 while its prefix stays cached. \
          The history is getting long: call compact_history to condense older steps (recent ones stay verbatim)."
     );
-    let calm =
-        status_message(Calibrated(10_000), Some(Calibrated(128_000)), None, 0.7).text_content();
+    let calm = status_message(
+        Calibrated::new(10_000),
+        Some(Calibrated::new(128_000)),
+        None,
+        0.7,
+    )
+    .text_content();
     assert!(
         !calm.contains("compact_history") && calm.contains("(7.8%)"),
         "{calm}"

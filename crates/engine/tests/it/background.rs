@@ -37,7 +37,7 @@ fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
             counter.fetch_add(1, Ordering::SeqCst);
         }
     });
-    let preparer = Preparer::new(Calibrated(10_000), Arc::new(engine));
+    let preparer = Preparer::new(Calibrated::new(10_000), Arc::new(engine));
     (full, now, preparer, builds)
 }
 
@@ -75,13 +75,13 @@ async fn prepared_compaction_is_applied_with_the_messages_added_since() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_preparation_is_discarded() {
     let (_, now, mut preparer, _) = setup();
-    preparer.poll(&now, Calibrated(50_000));
+    preparer.poll(&now, Calibrated::new(50_000));
     preparer.wait().await;
     // The history was rewritten under the preparation (an earlier message changed).
     let mut changed = now.clone();
     changed.messages[3] = Message::text(Role::User, "edited by the agent");
     assert!(preparer.take(&changed).is_none());
     // Below the soft threshold nothing starts.
-    preparer.poll(&now, Calibrated(5_000));
+    preparer.poll(&now, Calibrated::new(5_000));
     assert!(!preparer.is_running());
 }

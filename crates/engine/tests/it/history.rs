@@ -220,7 +220,7 @@ fn reported_usage_calibrates_triggers_and_targets() {
     let mut compactions = 0;
     for m in &conv.messages[head..] {
         if m.role == Role::Assistant {
-            let t = session.turn(reported.map(Reported)).unwrap();
+            let t = session.turn(reported.map(Reported::new)).unwrap();
             compactions += usize::from(t.compacted());
             // What the provider reports for the prompt just sent.
             let seen = (t.tokens.get() as f64 * PROVIDER) as u64;
@@ -261,7 +261,10 @@ fn cadence_once(conv: &Conversation, clear_at_least: u64, factor: u64) -> (bool,
     let engine = abridge::Engine::new(cfg).unwrap();
     let mut thread = abridge::Thread::new(&engine);
     let mut calibration = abridge::Calibration::default();
-    calibration.observe(abridge::tokens::Counted(10_000), Reported(10_000 * factor));
+    calibration.observe(
+        abridge::tokens::Counted::new(10_000),
+        Reported::new(10_000 * factor),
+    );
     thread.set_calibration(calibration);
     let report = thread
         .turn(&engine, abridge::Input::evaluate(conv))

@@ -286,7 +286,7 @@ fn a_chained_compaction_merges_the_kept_sheet_as_data() {
         ..full.clone_envelope()
     };
     let target = |c: &mut Compactor, conv: &Conversation| c.count(conv).get() * 2 / 5;
-    let t = abridge::tokens::Calibrated(target(&mut c, &first));
+    let t = abridge::tokens::Calibrated::new(target(&mut c, &first));
     let out = c.compact_to(&first, t).unwrap();
     let text = out
         .report
@@ -301,7 +301,7 @@ fn a_chained_compaction_merges_the_kept_sheet_as_data() {
     history
         .messages
         .extend_from_slice(&full.messages[2 + 2 * 6..]);
-    let t = abridge::tokens::Calibrated(target(&mut c, &history));
+    let t = abridge::tokens::Calibrated::new(target(&mut c, &history));
     let out = c.compact_to(&history, t).unwrap();
     let sheet = out
         .report
