@@ -417,7 +417,7 @@ pub(crate) fn restore(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
 /// `abridge recall`: the original from the store, in pages; exit 1 when
 /// there is none.
 pub(crate) fn recall(args: &RecallArgs, out: &mut dyn Write) -> Result<ExitCode> {
-    let mut store = args.store.read()?;
+    let store = args.store.read()?;
     let mut failed = None;
     let input = abridge::recall::RecallInput {
         handle: args.handle.clone(),

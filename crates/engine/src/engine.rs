@@ -30,7 +30,7 @@ pub struct Engine {
     pub(crate) limits: Limits,
     pub(crate) facts: FactConfig,
     pub(crate) summarizers: Vec<Arc<dyn Summarizer>>,
-    store: Option<Arc<Mutex<Box<dyn SnapshotSink>>>>,
+    store: Option<Arc<dyn SnapshotSink>>,
     sinks: Vec<Sink>,
     originals: Arc<OriginalCache>,
     /// The caller adds the recall tool to what it sends (a proxy): the
@@ -95,7 +95,7 @@ impl Engine {
     /// A store that fails makes a `snapshot_failed` event; the compaction
     /// still returns its result and the caller's history is untouched.
     pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
-        self.store = Some(Arc::new(Mutex::new(store)));
+        self.store = Some(Arc::from(store));
     }
 
     /// Shares `cache` for the originals this engine keeps and recalls (the
@@ -275,9 +275,7 @@ impl Engine {
     }
 
     /// Runs `f` with the snapshot store, when one is set.
-    pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut dyn SnapshotSink) -> T) -> Option<T> {
-        let store = self.store.as_ref()?;
-        let mut guard = store.lock().unwrap_or_else(|p| p.into_inner());
-        Some(f(guard.as_mut()))
+    pub(crate) fn with_store<T>(&self, f: impl FnOnce(&dyn SnapshotSink) -> T) -> Option<T> {
+        self.store.as_deref().map(f)
     }
 }

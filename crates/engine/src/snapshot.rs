@@ -39,14 +39,16 @@ impl SnapshotError {
     }
 }
 
-/// Records a snapshot of every compaction.
-pub trait SnapshotSink: Send {
+/// Records a snapshot of every compaction. Shared by every thread of an
+/// engine (every session of a proxy's model) at once: a store that needs a
+/// lock keeps its own, around what it must not do twice at a time.
+pub trait SnapshotSink: Send + Sync {
     /// Stores the snapshot and returns its id.
-    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError>;
+    fn record(&self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError>;
 
     /// The original a handle names, when this store keeps it (a store that
     /// keeps none answers `None`), with the session that kept it.
-    fn recall(&mut self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
+    fn recall(&self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         let _ = handle;
         Ok(None)
     }

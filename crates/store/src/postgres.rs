@@ -414,12 +414,12 @@ impl SessionStore for PgStore {
 }
 
 impl SnapshotSink for PgStore {
-    fn record(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+    fn record(&self, s: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         self.insert(self.source.as_deref(), s)
             .map_err(SnapshotError::new)
     }
 
-    fn recall(&mut self, handle: &recall::Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
+    fn recall(&self, handle: &recall::Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         self.original(handle).map_err(SnapshotError::new)
     }
 }

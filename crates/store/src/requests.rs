@@ -78,8 +78,7 @@ fn int(v: Option<u64>) -> Option<i64> {
 impl Store {
     /// Appends a request; every thousandth row trims the log to [`KEPT_REQUESTS`].
     pub(crate) fn insert_request(&mut self, r: &RequestRecord) -> Result<()> {
-        let id = self
-            .conn
+        let id = self.conn()
             .query_row(
                 &format!(
                     "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id"
@@ -99,7 +98,7 @@ impl Store {
             )
             .map_err(|e| self.sql(e))?;
         if id % 1000 == 0 {
-            self.conn
+            self.conn()
                 .execute(
                     "DELETE FROM requests WHERE id <= ?1",
                     params![id - KEPT_REQUESTS],
@@ -114,7 +113,8 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM (SELECT id, {COLUMNS} FROM requests WHERE source = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt
             .query_map(params![source, limit], row)
@@ -129,7 +129,8 @@ impl Store {
             "SELECT {COLUMNS}, c.n FROM requests r JOIN
                (SELECT max(id) AS last, count(*) AS n FROM requests GROUP BY source) c ON r.id = c.last"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let rows = stmt
             .query_map([], |r| Ok((row(r)?, r.get::<_, i64>(10)?)))
             .map_err(|e| self.sql(e))?;

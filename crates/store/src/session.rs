@@ -116,13 +116,13 @@ impl SessionStore for Store {
     }
 
     fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String> {
-        self.conn
+        self.conn()
             .execute(
                 "INSERT OR IGNORE INTO settings (name, value) VALUES (?1, ?2)",
                 params![name, fresh],
             )
             .map_err(|e| self.sql(e))?;
-        self.conn
+        self.conn()
             .query_row(
                 "SELECT value FROM settings WHERE name = ?1",
                 params![name],
@@ -137,7 +137,7 @@ impl SessionStore for Store {
 
     fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
         let row = self
-            .conn
+            .conn()
             .query_row(
                 "SELECT family, model, source_len, source_fingerprint, tokens, body, calibration,
                     version FROM sessions WHERE id = ?1",
@@ -161,7 +161,7 @@ impl SessionStore for Store {
     }
 
     fn session_version(&self, id: &str) -> Result<Option<i64>> {
-        self.conn
+        self.conn()
             .query_row(
                 "SELECT version FROM sessions WHERE id = ?1",
                 params![id],
@@ -173,7 +173,7 @@ impl SessionStore for Store {
 
     fn save_session(&mut self, record: &SessionRecord) -> Result<i64> {
         let p = stored_parts(record)?;
-        self.conn
+        self.conn()
             .query_row(
                 "INSERT INTO sessions (id, family, model, source_len, source_fingerprint, tokens,
                     body, calibration, version, updated_at)

@@ -1,6 +1,7 @@
 //! The embedded store: one SQLite file.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use abridge::model::Family;
 use abridge::recall::{Handle, StoredOriginal};
@@ -14,7 +15,9 @@ use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
 /// A snapshot store in one SQLite file.
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) conn: Connection,
+    /// Behind its own lock: one connection, used by one caller at a time
+    /// (the store is shared, e.g. by every session of an engine).
+    conn: Mutex<Connection>,
     path: String,
     source: Option<String>,
     retention: StoreConfig,
@@ -105,10 +108,16 @@ impl Store {
         Self::init(conn, ":memory:".into())
     }
 
+    /// The connection, for one statement or transaction.
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic mid-statement leaves SQLite consistent: go on.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn init(mut conn: Connection, path: String) -> Result<Store> {
         migrate::run(&mut conn, &path)?;
         Ok(Store {
-            conn,
+            conn: Mutex::new(conn),
             path,
             source: None,
             retention: StoreConfig::default(),
@@ -146,7 +155,7 @@ impl Store {
 
     /// Gives the space of removed snapshots back to the file system.
     pub fn vacuum(&self) -> Result<()> {
-        self.conn.execute_batch("VACUUM").map_err(|e| self.sql(e))
+        self.conn().execute_batch("VACUUM").map_err(|e| self.sql(e))
     }
 
     pub(crate) fn sql(&self, cause: rusqlite::Error) -> Error {
@@ -156,7 +165,7 @@ impl Store {
         }
     }
 
-    fn insert(&mut self, s: &SnapshotData<'_>) -> Result<SnapshotId> {
+    fn insert(&self, s: &SnapshotData<'_>) -> Result<SnapshotId> {
         let r = SnapshotRow::of(s)?;
         let originals = OriginalRow::all(s)?;
         let path = self.path.clone();
@@ -164,7 +173,8 @@ impl Store {
             path: path.clone(),
             cause,
         };
-        let tx = self.conn.transaction().map_err(sql)?;
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(sql)?;
         tx.execute(
             "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
                     summarizer, briefing, attempts, report, config, before_body, after_body,
@@ -208,15 +218,16 @@ impl Store {
             }
         }
         tx.commit().map_err(sql)?;
+        drop(conn);
         let retention = self.retention;
         // The snapshot is stored: a retention pass that fails now is tried
         // again after the next one, and never costs this one.
-        let _ = self.prune(&retention);
+        let _ = self.prune_shared(&retention);
         Ok(id)
     }
 
     fn count_and_bytes(&self) -> Result<(usize, u64)> {
-        self.conn
+        self.conn()
             .query_row(
                 &format!("SELECT count(*), coalesce(sum({SIZE}), 0) FROM snapshots"),
                 [],
@@ -234,13 +245,7 @@ const ENTRY_WIDTH: usize = 11;
 
 impl SnapshotStore for Store {
     fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned> {
-        let removed = self.prune_rows(retention).map_err(|e| self.sql(e))?;
-        let (kept, bytes) = self.count_and_bytes()?;
-        Ok(Pruned {
-            removed,
-            kept,
-            bytes,
-        })
+        self.prune_shared(retention)
     }
 
     fn requests(&self, source: &str, limit: usize) -> Result<Vec<crate::RequestRecord>> {
@@ -253,7 +258,8 @@ impl SnapshotStore for Store {
 
     fn list(&self, limit: usize) -> Result<Vec<Entry>> {
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM snapshots ORDER BY id DESC LIMIT ?1");
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt
             .query_map(params![limit], entry)
@@ -268,7 +274,7 @@ impl SnapshotStore for Store {
              FROM snapshots WHERE id = ?1"
         );
         let row = self
-            .conn
+            .conn()
             .query_row(&sql, params![id.0], |r| {
                 Ok((
                     entry(r)?,
@@ -293,11 +299,22 @@ impl SnapshotStore for Store {
 }
 
 impl Store {
-    fn prune_rows(&mut self, retention: &StoreConfig) -> rusqlite::Result<usize> {
+    /// [`SnapshotStore::prune`] through a shared reference (a recording
+    /// store prunes after each snapshot).
+    fn prune_shared(&self, retention: &StoreConfig) -> Result<Pruned> {
+        let removed = self.prune_rows(retention).map_err(|e| self.sql(e))?;
+        let (kept, bytes) = self.count_and_bytes()?;
+        Ok(Pruned {
+            removed,
+            kept,
+            bytes,
+        })
+    }
+
+    fn prune_rows(&self, retention: &StoreConfig) -> rusqlite::Result<usize> {
         // Reads, then deletes: take the write lock first (see `migrate::run`).
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM snapshots", [], |r| {
             r.get(0)
         })?;
@@ -333,11 +350,11 @@ impl Store {
 }
 
 impl SnapshotSink for Store {
-    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+    fn record(&self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         self.insert(snapshot).map_err(SnapshotError::new)
     }
 
-    fn recall(&mut self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
+    fn recall(&self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         self.original(handle).map_err(SnapshotError::new)
     }
 }
@@ -346,7 +363,7 @@ impl Store {
     /// The original a handle names, if kept.
     pub fn original(&self, handle: &Handle) -> Result<Option<StoredOriginal>> {
         let row = self
-            .conn
+            .conn()
             .query_row(
                 "SELECT o.handle, o.kind, o.label, o.body, s.source FROM originals o
                  LEFT JOIN snapshots s ON s.id = o.snapshot WHERE o.handle = ?1",

@@ -467,7 +467,7 @@ fn entries_carry_the_provider_units_of_a_calibrated_compaction() {
     let mut calibration = Calibration::default();
     calibration.observe(Counted::new(10_000), Reported::new(13_000));
     c.set_calibration(calibration);
-    let mut store = Store::in_memory().unwrap();
+    let store = Store::in_memory().unwrap();
     let before = conv();
     let out = c.compact(&before).unwrap();
     let data = abridge::SnapshotData {

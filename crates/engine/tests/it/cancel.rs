@@ -30,7 +30,7 @@ impl Summarizer for LeavesMidway {
 struct Counting(Arc<Mutex<u64>>);
 
 impl SnapshotSink for Counting {
-    fn record(&mut self, _: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+    fn record(&self, _: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         let mut n = self.0.lock().unwrap();
         *n += 1;
         Ok(SnapshotId(*n as i64))
@@ -105,4 +105,48 @@ fn a_turn_cancelled_before_it_starts_counts_nothing() {
         events.lock().unwrap().is_empty(),
         "not even a history_size event"
     );
+}
+
+/// Waits in `record` until `n` calls are inside it at once.
+struct Meeting(std::sync::Barrier);
+
+impl SnapshotSink for Meeting {
+    fn record(&self, _: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+        self.0.wait();
+        Ok(SnapshotId(1))
+    }
+}
+
+/// Two threads of one engine (two sessions of a proxy's model) are in the
+/// store at the same time: the engine holds no lock around it, so a slow
+/// store call of one session holds up no other.
+#[test]
+fn two_threads_of_one_engine_record_at_once() {
+    let conv = run(Spec {
+        iterations: 40,
+        ..Spec::default()
+    });
+    let mut config = Config::default();
+    config.budget.target_tokens = Some(3_000);
+    config.budget.min_iterations = 1;
+    let mut engine = Engine::new(config).unwrap();
+    engine.set_store(Box::new(Meeting(std::sync::Barrier::new(2))));
+    let engine = Arc::new(engine);
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..2 {
+        let (engine, conv, tx) = (engine.clone(), conv.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let mut thread = Thread::new(&engine);
+            let out = thread.turn(&engine, Input::compact(&conv).resent());
+            let _ = tx.send(out.map(|o| o.report.snapshot));
+        });
+    }
+    // With one lock around the store, the second call never enters and
+    // the first waits at the barrier for ever.
+    for _ in 0..2 {
+        let recorded = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a thread is stuck behind the other's store call");
+        assert_eq!(recorded.unwrap(), Some(SnapshotId(1)));
+    }
 }

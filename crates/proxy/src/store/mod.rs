@@ -306,7 +306,7 @@ fn read(
 pub(crate) struct SessionSink(pub(crate) Arc<StoreWorker>);
 
 impl SnapshotSink for SessionSink {
-    fn record(&mut self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
+    fn record(&self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
         let Some(slot) = self.0.health.snapshot_slot() else {
             self.0.metrics.store_dropped();
             return Err(SnapshotError::new(Dropped));
@@ -328,7 +328,7 @@ impl SnapshotSink for SessionSink {
         }
     }
 
-    fn recall(&mut self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
+    fn recall(&self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
         match self.0.original(handle) {
             Some(Ok(o)) => {
                 self.0.metrics.recall_from_store(o.is_some());
