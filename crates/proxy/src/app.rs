@@ -17,7 +17,8 @@ use crate::engines::Engines;
 use crate::forward::{OnUsage, Target, Upstream, is_event_stream, proxy_error, relay};
 use crate::listen::ReadingBody;
 use crate::metrics::{Metrics, Passthrough, Route};
-use crate::prepare::{Context, Prepared};
+use crate::prepare::Context;
+use crate::prepared::Prepared;
 use crate::recall::{Onward, Resend};
 use crate::route::{self, Passthroughs, Provider, Refused, origin_form};
 use crate::session::{SESSION_HEADER, Sessions};
@@ -256,17 +257,14 @@ async fn compact_and_send(
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
         while_client_waits(move |cancel| app.context(cancel).prepare(wire, &headers, &uri, &bytes))
             .await
-            .unwrap_or_else(|e| Prepared {
-                warning: Some(format!("compaction stopped: {e}")),
-                ..Prepared::default()
-            })
+            .unwrap_or_else(|e| Prepared::as_sent(format!("compaction stopped: {e}")))
     };
     let family = wire.family();
-    if let Some(why) = &prepared.reject {
+    if let Prepared::Refused(why) = &prepared {
         return proxy_error(family, StatusCode::BAD_REQUEST, why);
     }
     app.metrics.added(start.elapsed().as_secs_f64());
-    let body = prepared.body.clone().unwrap_or(bytes);
+    let body = prepared.body().cloned().unwrap_or(bytes);
     let sent = Instant::now();
     let mut upstream = match app
         .upstream
@@ -282,9 +280,10 @@ async fn compact_and_send(
         let status = upstream.status();
         let head = upstream.headers().clone();
         let text = upstream.bytes().await.unwrap_or_default();
-        let retry = match (&prepared.session, &prepared.conv) {
-            (Some(s), Some(c)) if is_overflow_body(&text) => {
-                let (app2, s, c, tokens) = (app.clone(), s.clone(), c.clone(), prepared.tokens);
+        let retry = match prepared.turn() {
+            Some(t) if is_overflow_body(&text) => {
+                let (app2, s, c, tokens) =
+                    (app.clone(), t.session.clone(), t.conv.clone(), t.tokens);
                 while_client_waits(move |cancel| app2.context(cancel).shrink(&s, &c, tokens))
                     .await
                     .ok()
@@ -296,7 +295,7 @@ async fn compact_and_send(
             return buffered(status, &head, text, extra);
         };
         // The retried body is compacted anew, without the recall tool.
-        prepared.recall = None;
+        prepared.take_recall();
         extra.push((
             HeaderName::from_static("x-abridge-retried"),
             HeaderValue::from_static("overflow"),
@@ -311,7 +310,7 @@ async fn compact_and_send(
         };
     }
     let on_usage = on_usage(app, &prepared);
-    match prepared.recall.take() {
+    match prepared.take_recall() {
         Some(r) if upstream.status().is_success() => {
             let onward = Onward {
                 resend: Resend {
@@ -339,17 +338,18 @@ async fn compact_and_send(
 /// The headers that tell the client what the proxy did.
 fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::new();
-    if let Some(id) = &p.id
+    if let Some(id) = p.session_id()
         && let Ok(v) = HeaderValue::from_str(&id.0)
     {
         out.push((HeaderName::from_static(SESSION_HEADER), v));
     }
-    if let Some(r) = p.report.as_ref().filter(|r| r.compacted)
+    let report = p.turn().and_then(|t| t.report.as_ref());
+    if let Some(r) = report.filter(|r| r.compacted)
         && let Ok(v) = HeaderValue::from_str(&format!("{} -> {}", r.tokens_before, r.tokens_after))
     {
         out.push((HeaderName::from_static("x-abridge-compacted"), v));
     }
-    if let Some(r) = p.report.as_ref().filter(|r| !r.degraded.is_empty()) {
+    if let Some(r) = report.filter(|r| !r.degraded.is_empty()) {
         let rungs: Vec<String> = r
             .degraded
             .iter()
@@ -359,13 +359,13 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
             out.push((HeaderName::from_static("x-abridge-degraded"), v));
         }
     }
-    if p.handover {
+    if matches!(p, Prepared::AsSent(a) if a.handover.is_some()) {
         out.push((
             HeaderName::from_static("x-abridge-handover"),
             HeaderValue::from_static("provider-compaction"),
         ));
     }
-    if let Some(w) = &p.warning {
+    if let Some(w) = p.warning() {
         let clean: String = w
             .chars()
             .filter(|c| c.is_ascii() && !c.is_ascii_control())
@@ -381,15 +381,13 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
 /// When the response ends: the provider's usage calibrates the session,
 /// and the request goes to the request log (off the request path).
 fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
-    let slot = p.usage.clone();
-    let log = app.store.clone().zip(p.request.clone());
-    let recalls = p.recall.as_ref().map(|r| r.answered.clone());
-    if slot.is_none() && log.is_none() {
-        return None;
-    }
+    let t = p.turn()?;
+    let slot = t.usage.clone();
+    let log = app.store.clone().map(|s| (s, t.request.clone()));
+    let recalls = t.recall.as_ref().map(|r| r.answered.clone());
     Some(Box::new(move |u| {
         let prompt = u.map(|u| Reported::new(u.prompt_tokens()));
-        if let (Some(slot), Some(t)) = (&slot, prompt) {
+        if let Some(t) = prompt {
             slot.set(t);
         }
         if let Some((store, mut request)) = log {

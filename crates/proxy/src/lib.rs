@@ -36,6 +36,7 @@ mod listen;
 mod metrics;
 mod native;
 mod prepare;
+mod prepared;
 mod raw;
 mod recall;
 mod route;

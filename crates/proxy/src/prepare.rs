@@ -21,42 +21,12 @@ use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::metrics::{Decoded, Metrics, Passthrough};
 use crate::native::{cached_content, is_compaction_block, provider_compaction, server_state};
+use crate::prepared::{AsSent, Prepared, Turn};
 use crate::raw::{messages_from, same_post};
 use crate::recall::{self, Recalling};
-use crate::session::{
-    LastUsage, RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of,
-};
+use crate::session::{RawState, SessionId, SessionState, Sessions, Shared, quick_key, tail_of};
 use crate::store::SharedStore;
 use crate::tenant::{Secret, TenantId};
-
-/// The outcome of preparing one request.
-#[derive(Debug, Default)]
-pub(crate) struct Prepared {
-    /// The body to send instead of the client's (`None`: send the client's bytes).
-    pub(crate) body: Option<Bytes>,
-    /// The session, when the body is a conversation.
-    pub(crate) session: Option<Shared>,
-    /// Its id.
-    pub(crate) id: Option<SessionId>,
-    /// The conversation as the client sent it (for a retry).
-    pub(crate) conv: Option<Arc<Conversation>>,
-    /// Where the response's usage goes.
-    pub(crate) usage: Option<Arc<LastUsage>>,
-    /// What the engine did.
-    pub(crate) report: Option<Report>,
-    /// Why the request went as sent, or what failed.
-    pub(crate) warning: Option<String>,
-    /// The request should be refused (strict mode).
-    pub(crate) reject: Option<String>,
-    /// Tokens of what is sent, in the provider's units.
-    pub(crate) tokens: Calibrated,
-    /// The request log's row for it (its usage filled when the response ends).
-    pub(crate) request: Option<RequestRecord>,
-    /// The provider's own compaction is in charge of this history.
-    pub(crate) handover: bool,
-    /// The body declares the recall tool: what answering it needs.
-    pub(crate) recall: Option<Recalling>,
-}
 
 /// Everything a request needs from the running proxy.
 pub(crate) struct Context<'a> {
@@ -126,17 +96,12 @@ impl Context<'_> {
             },
         };
         let conv = Arc::new(conv);
-        let mut prepared = {
-            let mut guard = session.blocking_lock();
-            self.refresh_if_shared(&mut guard);
-            let prepared = self.turn(&mut guard, &conv, None);
-            let raw = RawState::of(bytes, wire, conv.clone());
-            self.keep_raw(&mut guard, raw);
-            self.sessions.set_quick(quick, guard.id.clone());
-            prepared
-        };
-        prepared.session = Some(session);
-        prepared.conv = Some(conv);
+        let mut guard = session.blocking_lock();
+        self.refresh_if_shared(&mut guard);
+        let prepared = self.turn(&session, &mut guard, &conv, None);
+        let raw = RawState::of(bytes, wire, conv.clone());
+        self.keep_raw(&mut guard, raw);
+        self.sessions.set_quick(quick, guard.id.clone());
         prepared
     }
 
@@ -161,10 +126,7 @@ impl Context<'_> {
             let Some(resume) = resume_point(&guard, wire, bytes) else {
                 continue;
             };
-            let mut prepared = self.take_added(&mut guard, wire, bytes, resume)?;
-            drop(guard);
-            prepared.session = Some(session);
-            return Some(prepared);
+            return self.take_added(&session, &mut guard, wire, bytes, resume);
         }
         None
     }
@@ -172,6 +134,7 @@ impl Context<'_> {
     /// A turn of a session whose last body `bytes` goes on from.
     fn take_added(
         &self,
+        session: &Shared,
         state: &mut SessionState,
         wire: Wire,
         bytes: &[u8],
@@ -224,8 +187,7 @@ impl Context<'_> {
             return None;
         }
         self.refresh_if_shared(state);
-        let mut prepared = self.turn(state, &raw.history, Some(unchanged));
-        prepared.conv = Some(raw.history.clone());
+        let prepared = self.turn(session, state, &raw.history, Some(unchanged));
         self.keep_raw(state, Some(RawState::new(bytes, shape, raw.history)));
         Some(prepared)
     }
@@ -250,12 +212,10 @@ impl Context<'_> {
         if self.sessions.first_handover(&id) {
             tracing::info!(session = %id, how, "the provider's own compaction is in charge; forwarding this session's history as sent");
         }
-        Prepared {
-            id: Some(id),
-            warning: Some(format!("provider compaction in charge ({how})")),
-            handover: true,
-            ..Prepared::default()
-        }
+        Prepared::AsSent(AsSent {
+            why: format!("provider compaction in charge ({how})"),
+            handover: Some(id),
+        })
     }
 
     /// A Responses request that continues a history the provider stores
@@ -263,31 +223,23 @@ impl Context<'_> {
     fn held_upstream(&self, field: &str) -> Prepared {
         self.metrics.passthrough(Passthrough::ServerState);
         tracing::debug!(field, "history held by the provider; forwarding as sent");
-        Prepared {
-            warning: Some(format!("history held by the provider ({field})")),
-            ..Prepared::default()
-        }
+        Prepared::as_sent(format!("history held by the provider ({field})"))
     }
 
     /// A request whose client left before it was ready.
     fn abandoned(&self) -> Prepared {
         self.metrics.abandoned();
         tracing::debug!("the client left before its request was ready; its compaction stopped");
-        Prepared {
-            warning: Some("the client left".into()),
-            ..Prepared::default()
-        }
+        Prepared::as_sent("the client left")
     }
 
     /// A body the proxy cannot work with: forwarded as sent, or refused.
     fn unusable(&self, why: String) -> Prepared {
         tracing::warn!(%why, "forwarding a request as sent");
         self.metrics.passthrough(Passthrough::Undecodable);
-        let strict = self.config.serve.strict;
-        Prepared {
-            reject: strict.then(|| why.clone()),
-            warning: Some(why),
-            ..Prepared::default()
+        match self.config.serve.strict {
+            true => Prepared::Refused(why),
+            false => Prepared::as_sent(why),
         }
     }
 
@@ -349,8 +301,9 @@ impl Context<'_> {
     /// known to be the last turn's whole history.
     fn turn(
         &self,
+        session: &Shared,
         state: &mut SessionState,
-        conv: &Conversation,
+        conv: &Arc<Conversation>,
         unchanged: Option<usize>,
     ) -> Prepared {
         if let Some(u) = state.usage.take() {
@@ -433,17 +386,18 @@ impl Context<'_> {
             target: limits.target,
             recalls: 0,
         };
-        Prepared {
+        Prepared::Turn(Box::new(Turn {
             body,
-            id: Some(state.id.clone()),
-            usage: Some(state.usage.clone()),
-            tokens,
+            session: session.clone(),
+            id: state.id.clone(),
+            conv: conv.clone(),
+            usage: state.usage.clone(),
             report,
             warning,
-            request: Some(request),
+            tokens,
+            request,
             recall,
-            ..Prepared::default()
-        }
+        }))
     }
 
     /// The compacted history to send, with the recall tool declared when
