@@ -94,9 +94,11 @@ export interface Turn {
   tokens: number
   compacted: boolean
   report: Report | null
+  /** Engine time spent in the turn, in microseconds. */
+  duration_us: number
 }
 
-/** Compacts an OpenAI or Anthropic body (or a bare list of messages); the body comes back in the shape given. */
+/** Compacts a Chat Completions, Anthropic, Responses or Gemini body (or a bare list of its messages); the body comes back in the shape given. */
 export function compact<B>(body: B, options?: Options): { body: B; report: Report }
 /** `compact` off the main thread (for LLM summarizers). */
 export function compactAsync<B>(body: B, options?: Options): Promise<{ body: B; report: Report }>

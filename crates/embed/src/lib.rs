@@ -32,9 +32,10 @@ pub use abridge_model::{Violation, Wire};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use abridge::TurnReport;
 pub use error::{Error, ErrorKind, Result};
 pub use options::{ConfigSource, Options};
-pub use session::{Session, Turn};
+pub use session::Session;
 pub use shape::{Decoded, Shape};
 
 /// A compacted history, in the shape it was given, and what was done.

@@ -1,16 +1,15 @@
 //! A history that an agent loop grows message by message.
 
-use abridge::Event;
 use abridge::recall::{Answer, RecallTool};
 use abridge::tokens::{Counted, Reported};
+use abridge::{Event, TurnReport};
 use abridge_model::{Conversation, decode_wire_messages};
-use serde::Serialize;
 use serde_json::Value;
 
+use crate::Wire;
 use crate::error::Result;
 use crate::options::Options;
 use crate::shape::{Decoded, Shape};
-use crate::{Report, Wire};
 
 /// An agent's history kept by abridge: push what the loop adds, call
 /// [`turn`](Session::turn) before each model call, send
@@ -19,17 +18,6 @@ pub struct Session {
     inner: abridge::History,
     wire: Wire,
     shape: Shape,
-}
-
-/// What one turn did.
-#[derive(Debug, Clone, Serialize)]
-pub struct Turn {
-    /// Tokens of the history after the turn.
-    pub tokens: Counted,
-    /// True when the history was rewritten this turn.
-    pub compacted: bool,
-    /// The compaction report, when a trigger fired.
-    pub report: Option<Report>,
 }
 
 impl Session {
@@ -63,13 +51,8 @@ impl Session {
 
     /// Evaluates the triggers (with the provider-reported prompt tokens of
     /// the last call, when known) and compacts when one fires.
-    pub fn turn(&mut self, usage: Option<Reported>) -> Result<Turn> {
-        let t = self.inner.turn(usage)?;
-        Ok(Turn {
-            tokens: t.tokens,
-            compacted: t.compacted(),
-            report: t.report,
-        })
+    pub fn turn(&mut self, usage: Option<Reported>) -> Result<TurnReport> {
+        Ok(self.inner.turn(usage)?)
     }
 
     /// The history to send now, in the shape the session started with.

@@ -109,7 +109,7 @@ fn a_session_grows_and_stays_under_its_trigger() {
     for pair in list[1..].chunks(2) {
         assert!(session.push(json!(pair)).unwrap().get() > 0);
         let turn = session.turn(None).unwrap();
-        compactions += usize::from(turn.compacted);
+        compactions += usize::from(turn.compacted());
         assert!(turn.tokens.get() <= 4000, "{}", turn.tokens);
         assert!(
             validate(session.messages().unwrap(), Some(Wire::AiSdk))
@@ -260,7 +260,7 @@ fn a_gemini_session_grows_and_stays_under_its_trigger() {
     for pair in contents[1..].chunks(2) {
         assert!(session.push(json!(pair)).unwrap().get() > 0);
         let turn = session.turn(None).unwrap();
-        compactions += usize::from(turn.compacted);
+        compactions += usize::from(turn.compacted());
         assert!(turn.tokens.get() <= 4000, "{}", turn.tokens);
         let now = session.messages().unwrap();
         assert!(validate(now, Some(Wire::Gemini)).unwrap().is_empty());

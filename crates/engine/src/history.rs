@@ -39,7 +39,8 @@ pub struct History {
     sent: usize,
 }
 
-/// What one turn did.
+/// What one turn did: the one result type of a turn, for the library and
+/// (as JSON: `{tokens, compacted, report, duration_us}`) for the packages.
 #[derive(Debug, Clone)]
 pub struct TurnReport {
     /// Tokens of the history after the turn.
@@ -54,6 +55,18 @@ impl TurnReport {
     /// True when the history was rewritten this turn.
     pub fn compacted(&self) -> bool {
         self.report.as_ref().is_some_and(|r| r.compacted)
+    }
+}
+
+impl serde::Serialize for TurnReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("TurnReport", 4)?;
+        out.serialize_field("tokens", &self.tokens)?;
+        out.serialize_field("compacted", &self.compacted())?;
+        out.serialize_field("report", &self.report)?;
+        out.serialize_field("duration_us", &(self.duration.as_micros() as u64))?;
+        out.end()
     }
 }
 
