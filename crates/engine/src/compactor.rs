@@ -37,7 +37,7 @@ impl Compactor {
 
     /// A compactor with the given registry (the config's `[models]` are added to it).
     pub fn with_registry(config: Config, registry: Registry) -> Result<Self> {
-        let engine = Engine::with_registry(config, registry)?;
+        let engine = Engine::builder(config).registry(registry).build()?;
         Ok(Compactor::from_engine(Arc::new(engine)))
     }
 

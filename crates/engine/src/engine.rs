@@ -52,38 +52,137 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-impl Engine {
-    /// An engine with the built-in model registry plus the config's `[models]`.
-    pub fn new(config: Config) -> Result<Self> {
-        Self::with_registry(config, Registry::new())
+/// What an engine is built with besides its config: everything is set
+/// before the engine is shared, and nothing changes it after.
+///
+/// ```
+/// use abridge::{Config, Engine};
+///
+/// let engine = Engine::builder(Config::default())
+///     .subscribe(|e| eprintln!("{e:?}"))
+///     .build()?;
+/// assert_eq!(engine.summarizer_names(), ["offline"]);
+/// # Ok::<(), abridge::Error>(())
+/// ```
+#[must_use]
+pub struct EngineBuilder {
+    config: Config,
+    registry: Registry,
+    summarizers: Vec<Box<dyn Summarizer>>,
+    store: Option<Box<dyn SnapshotSink>>,
+    originals: Option<Arc<OriginalCache>>,
+    declares_recall: bool,
+    sinks: Vec<Sink>,
+}
+
+impl EngineBuilder {
+    /// The model registry (the built-in one by default); the config's
+    /// `[models]` are added to it.
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
     }
 
-    /// An engine with the given registry (the config's `[models]` are added to it).
-    pub fn with_registry(config: Config, mut registry: Registry) -> Result<Self> {
+    /// The summarizer cascade, tried in order. The offline fact sheet is
+    /// appended as the last resort unless `summary.offline = false`, so a
+    /// compaction that needs a briefing always gets one. (The config's
+    /// `[[summarizers]]` are built by `abridge_llm::cascade`.)
+    pub fn summarizers(mut self, cascade: Vec<Box<dyn Summarizer>>) -> Self {
+        self.summarizers = cascade;
+        self
+    }
+
+    /// Records a snapshot of every compaction (off by default). A store
+    /// that fails makes a `snapshot_failed` event; the compaction still
+    /// returns its result and the caller's history is untouched.
+    pub fn store(mut self, store: Box<dyn SnapshotSink>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The memory of originals this engine keeps and recalls, shared with
+    /// other engines (a proxy's engines answer for each other); by default
+    /// its own, of `[recall] memory_megabytes`.
+    pub fn originals(mut self, cache: Arc<OriginalCache>) -> Self {
+        self.originals = Some(cache);
+        self
+    }
+
+    /// The caller adds the recall tool's declaration to the tools of every
+    /// history it sends that has tools (as the proxy does): budgets count it.
+    pub fn declares_recall_tool(mut self) -> Self {
+        self.declares_recall = true;
+        self
+    }
+
+    /// Calls `f` with every event.
+    pub fn subscribe(mut self, f: impl FnMut(&Event) + Send + 'static) -> Self {
+        self.sinks.push(Arc::new(Mutex::new(f)));
+        self
+    }
+
+    /// The engine, or why its config cannot make one.
+    pub fn build(self) -> Result<Engine> {
+        let EngineBuilder {
+            config,
+            mut registry,
+            summarizers,
+            store,
+            originals,
+            declares_recall,
+            sinks,
+        } = self;
         config.check()?;
         registry.extend(config.models.clone());
-        let originals = Arc::new(OriginalCache::new(
-            (config.recall.memory_megabytes as usize).saturating_mul(1_000_000),
-        ));
+        let originals = originals.unwrap_or_else(|| Arc::new(OriginalCache::of(&config.recall)));
         let mut engine = Engine {
             limits: Limits::new(&config, &registry),
             facts: config.facts(),
             config,
             summarizers: Vec::new(),
-            store: None,
-            sinks: Vec::new(),
+            store: store.map(Arc::from),
+            sinks,
             originals,
             declares_recall: None,
         };
-        engine.set_summarizers(Vec::new());
+        engine.set_summarizers(summarizers);
+        if declares_recall {
+            engine.declares_recall = engine
+                .recall_tool()
+                .map(|t| engine.counter().count_tools(Some(&[t.to_tool()])));
+        }
         Ok(engine)
     }
+}
 
-    /// Sets the summarizer cascade, tried in order. The offline fact sheet
-    /// is appended as the last resort unless `summary.offline = false`, so
-    /// a compaction that needs a briefing always gets one. (The config's
-    /// `[[summarizers]]` are built by `abridge_llm::cascade`.)
-    pub fn set_summarizers(&mut self, cascade: Vec<Box<dyn Summarizer>>) {
+impl Engine {
+    /// An engine with the built-in model registry plus the config's
+    /// `[models]`, and nothing else: [`builder`](Self::builder) for more.
+    pub fn new(config: Config) -> Result<Self> {
+        Self::builder(config).build()
+    }
+
+    /// An engine to be built from `config` and what the builder adds.
+    pub fn builder(config: Config) -> EngineBuilder {
+        EngineBuilder {
+            config,
+            registry: Registry::new(),
+            summarizers: Vec::new(),
+            store: None,
+            originals: None,
+            declares_recall: false,
+            sinks: Vec::new(),
+        }
+    }
+
+    /// The summarizers' names, in the order they are tried.
+    pub fn summarizer_names(&self) -> Vec<String> {
+        self.summarizers.iter().map(|s| s.name()).collect()
+    }
+
+    /// Replaces the summarizer cascade (see [`EngineBuilder::summarizers`]):
+    /// for a [`Compactor`](crate::Compactor), which owns its engine.
+    pub(crate) fn set_summarizers(&mut self, cascade: Vec<Box<dyn Summarizer>>) {
         let mut cascade: Vec<Arc<dyn Summarizer>> = cascade.into_iter().map(Arc::from).collect();
         if self.config.summary.offline {
             cascade.push(Arc::new(Offline));
@@ -91,26 +190,10 @@ impl Engine {
         self.summarizers = cascade;
     }
 
-    /// Records a snapshot of every compaction from now on (off by default).
-    /// A store that fails makes a `snapshot_failed` event; the compaction
-    /// still returns its result and the caller's history is untouched.
-    pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
+    /// Sets the store (see [`EngineBuilder::store`]): for a
+    /// [`Compactor`](crate::Compactor), which owns its engine.
+    pub(crate) fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
         self.store = Some(Arc::from(store));
-    }
-
-    /// Shares `cache` for the originals this engine keeps and recalls (the
-    /// engines of one proxy answer for each other).
-    pub fn share_originals(&mut self, cache: Arc<OriginalCache>) {
-        self.originals = cache;
-    }
-
-    /// Says that the caller adds the recall tool's declaration to the tools
-    /// of every history it sends that has tools (as the proxy does), so
-    /// that budgets count it.
-    pub fn declare_recall_tool(&mut self) {
-        self.declares_recall = self
-            .recall_tool()
-            .map(|t| self.counter().count_tools(Some(&[t.to_tool()])));
     }
 
     /// The recall tool's declaration, when `[recall]` is on.
@@ -245,8 +328,9 @@ impl Engine {
         (r.enabled && callable).then_some(r)
     }
 
-    /// Calls `f` with every event from now on.
-    pub fn subscribe(&mut self, f: impl FnMut(&Event) + Send + 'static) {
+    /// Adds a subscriber (see [`EngineBuilder::subscribe`]): for a
+    /// [`Compactor`](crate::Compactor), which owns its engine.
+    pub(crate) fn subscribe(&mut self, f: impl FnMut(&Event) + Send + 'static) {
         self.sinks.push(Arc::new(Mutex::new(f)));
     }
 

@@ -79,7 +79,7 @@ pub use config::{
     BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, RecallConfig,
     StoreConfig, SummarizerSpec, SummaryConfig,
 };
-pub use engine::Engine;
+pub use engine::{Engine, EngineBuilder};
 pub use error::{Error, Result};
 pub use event::{Degradation, Event, PolicyRun, Rung};
 pub use history::{History, TurnReport};

@@ -94,7 +94,7 @@ struct Measured {
     /// Tokens of its tool declarations.
     tools: Counted,
     /// Tokens of the recall tool's declaration when the caller adds it
-    /// ([`Engine::declare_recall_tool`]): to every rewritten history.
+    /// ([`EngineBuilder::declares_recall_tool`](crate::EngineBuilder::declares_recall_tool)): to every rewritten history.
     recall_tool: Counted,
     /// The same when this history goes out rewritten (a carried prefix
     /// applied), else none.

@@ -60,30 +60,26 @@ impl Engines {
         config.recall.enabled &= recalls;
         // One memory of originals for both: a background briefing's
         // handles are answered like the request path's.
-        let originals = Arc::new(OriginalCache::new(
-            (config.recall.memory_megabytes as usize).saturating_mul(1_000_000),
-        ));
+        let originals = Arc::new(OriginalCache::of(&config.recall));
         let build = |summarizers| -> Result<Arc<Engine>, String> {
-            let mut engine = Engine::new(config.clone()).map_err(|e| e.to_string())?;
-            engine.share_originals(originals.clone());
-            engine.declare_recall_tool();
-            if let Some(summarizers) = summarizers {
-                engine.set_summarizers(summarizers);
-            }
+            let mut engine = Engine::builder(config.clone())
+                .originals(originals.clone())
+                .declares_recall_tool()
+                .summarizers(summarizers);
             if let Some(store) = store {
-                engine.set_store(Box::new(SessionSink(store.clone())));
+                engine = engine.store(Box::new(SessionSink(store.clone())));
             }
-            Ok(Arc::new(engine))
+            engine.build().map(Arc::new).map_err(|e| e.to_string())
         };
         let background = match config.summarizers.is_empty() {
             true => None,
-            false => Some(build(Some(abridge_llm::cascade(
+            false => Some(build(abridge_llm::cascade(
                 &config.summarizers,
                 Some(handle.clone()),
-            )))?),
+            ))?),
         };
         let engines = Arc::new(ModelEngines {
-            request: build(None)?,
+            request: build(Vec::new())?,
             background,
         });
         if map.len() >= MODELS {

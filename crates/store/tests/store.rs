@@ -554,8 +554,10 @@ fn compact_as(
     name: &str,
     key: Option<abridge::recall::HandleKey>,
 ) -> Vec<abridge::recall::Handle> {
-    let mut engine = abridge::Engine::new(config(700)).unwrap();
-    engine.set_store(Box::new(Store::open(path).unwrap().with_source(name)));
+    let engine = abridge::Engine::builder(config(700))
+        .store(Box::new(Store::open(path).unwrap().with_source(name)))
+        .build()
+        .unwrap();
     let mut thread = abridge::Thread::new(&engine);
     thread.set_name(name);
     if let Some(k) = key {
@@ -586,8 +588,10 @@ fn a_stored_original_resolves_only_in_its_scope() {
     assert!(keyed.iter().all(|h| !legacy.contains(h)));
 
     // A fresh engine: nothing in memory, the store answers.
-    let mut engine = abridge::Engine::new(Config::default()).unwrap();
-    engine.set_store(Box::new(Store::open(&path).unwrap()));
+    let engine = abridge::Engine::builder(Config::default())
+        .store(Box::new(Store::open(&path).unwrap()))
+        .build()
+        .unwrap();
     let scope = |key: &HandleKey, session: &str| RecallScope {
         key: key.clone(),
         session: session.into(),

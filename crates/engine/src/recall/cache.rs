@@ -27,6 +27,11 @@ struct Inner {
 }
 
 impl OriginalCache {
+    /// A cache of `[recall] memory_megabytes`.
+    pub fn of(config: &crate::config::RecallConfig) -> Self {
+        Self::new((config.memory_megabytes as usize).saturating_mul(1_000_000))
+    }
+
     /// A cache holding at most `max_bytes` of content (an original larger
     /// than that is not kept).
     pub fn new(max_bytes: usize) -> Self {

@@ -31,12 +31,14 @@ fn setup() -> (Conversation, Conversation, Preparer, Arc<AtomicUsize>) {
     let counter = builds.clone();
     let mut cfg = Config::default();
     cfg.budget.target_tokens = Some(15_000);
-    let mut engine = Engine::new(cfg).unwrap();
-    engine.subscribe(move |e| {
-        if matches!(e, Event::HistoryCompacted { .. }) {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let engine = Engine::builder(cfg)
+        .subscribe(move |e| {
+            if matches!(e, Event::HistoryCompacted { .. }) {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build()
+        .unwrap();
     let preparer = Preparer::new(Calibrated::new(10_000), Arc::new(engine));
     (full, now, preparer, builds)
 }

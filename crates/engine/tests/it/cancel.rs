@@ -41,12 +41,13 @@ fn engine(cancel: &Cancel, recorded: &Arc<Mutex<u64>>, events: &Arc<Mutex<Vec<Ev
     let mut config = Config::default();
     config.budget.target_tokens = Some(3_000);
     config.budget.min_iterations = 1;
-    let mut engine = Engine::new(config).unwrap();
-    engine.set_summarizers(vec![Box::new(LeavesMidway(cancel.clone()))]);
-    engine.set_store(Box::new(Counting(recorded.clone())));
     let seen = events.clone();
-    engine.subscribe(move |e| seen.lock().unwrap().push(e.clone()));
-    engine
+    Engine::builder(config)
+        .summarizers(vec![Box::new(LeavesMidway(cancel.clone()))])
+        .store(Box::new(Counting(recorded.clone())))
+        .subscribe(move |e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -129,8 +130,10 @@ fn two_threads_of_one_engine_record_at_once() {
     let mut config = Config::default();
     config.budget.target_tokens = Some(3_000);
     config.budget.min_iterations = 1;
-    let mut engine = Engine::new(config).unwrap();
-    engine.set_store(Box::new(Meeting(std::sync::Barrier::new(2))));
+    let engine = Engine::builder(config)
+        .store(Box::new(Meeting(std::sync::Barrier::new(2))))
+        .build()
+        .unwrap();
     let engine = Arc::new(engine);
     let (tx, rx) = std::sync::mpsc::channel();
     for _ in 0..2 {
