@@ -62,17 +62,17 @@ impl Compactor {
         &mut self.thread
     }
 
-    /// See [`Engine::set_summarizers`].
+    /// Replaces its engine's summarizer cascade (see [`EngineBuilder::summarizers`](crate::EngineBuilder::summarizers)).
     pub fn set_summarizers(&mut self, cascade: Vec<Box<dyn Summarizer>>) {
         Arc::make_mut(&mut self.engine).set_summarizers(cascade);
     }
 
-    /// See [`Engine::set_store`].
+    /// Records its compactions in `store` (see [`EngineBuilder::store`](crate::EngineBuilder::store)).
     pub fn set_store(&mut self, store: Box<dyn SnapshotSink>) {
         Arc::make_mut(&mut self.engine).set_store(store);
     }
 
-    /// See [`Engine::subscribe`].
+    /// Calls `f` with every event of its engine (see [`EngineBuilder::subscribe`](crate::EngineBuilder::subscribe)).
     pub fn subscribe(&mut self, f: impl FnMut(&Event) + Send + 'static) {
         Arc::make_mut(&mut self.engine).subscribe(f);
     }
