@@ -7,7 +7,8 @@ use crate::trigger::TriggerConfig;
 use std::collections::BTreeMap;
 
 use abridge_model::Family;
-use abridge_summarize::{DEFAULT_ERROR_PREFIXES, FactConfig};
+use abridge_summarize::FactConfig;
+use abridge_summarize::outcome::DEFAULT_ERROR_PREFIXES;
 use abridge_tokens::{ModelInfo, TokenizerKind};
 use serde::{Deserialize, Serialize};
 
@@ -274,7 +275,7 @@ impl Default for SummaryConfig {
         SummaryConfig {
             offline: true,
             max_tokens: 8_000,
-            wrapper: abridge_summarize::DEFAULT_WRAPPER.to_owned(),
+            wrapper: abridge_summarize::wrapper::DEFAULT_WRAPPER.to_owned(),
             todo_tools: FactConfig::default().todo_tools,
         }
     }

@@ -122,7 +122,7 @@ impl Report {
     pub fn briefing_text(&self, after: &Conversation, wrapper: &str) -> Option<String> {
         match self.briefing {
             Some(i) => after.messages.get(i).and_then(|m| {
-                abridge_summarize::unwrap(wrapper, &m.text_content()).map(str::to_owned)
+                abridge_summarize::wrapper::unwrap(wrapper, &m.text_content()).map(str::to_owned)
             }),
             None => briefing_in(after, wrapper),
         }
@@ -133,9 +133,9 @@ impl Report {
 /// history no report describes: one the engine could not bring to its
 /// target, or one a caller brought).
 pub fn briefing_in(conv: &Conversation, wrapper: &str) -> Option<String> {
-    conv.messages
-        .iter()
-        .find_map(|m| abridge_summarize::unwrap(wrapper, &m.text_content()).map(str::to_owned))
+    conv.messages.iter().find_map(|m| {
+        abridge_summarize::wrapper::unwrap(wrapper, &m.text_content()).map(str::to_owned)
+    })
 }
 
 /// The result of an evaluation: the history to send, and the report.

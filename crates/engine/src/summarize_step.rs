@@ -20,10 +20,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
-use abridge_summarize::{
-    FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification, defuse, extract,
-    leaks_wrapper, task_text, unwrap, verify, wrap,
-};
+use abridge_summarize::facts::{extract, task_text};
+use abridge_summarize::verify::verify;
+use abridge_summarize::wrapper::{defuse, leaks_wrapper, unwrap, wrap};
+use abridge_summarize::{FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification};
 use abridge_tokens::{Counted, TokenizerKind};
 
 use crate::cancel::Cancel;

@@ -2,7 +2,8 @@
 
 use abridge::model::{Conversation, Message, Role, validate};
 use abridge::recall::split_index;
-use abridge::summarize::{identifiers, mentions, prose_identifiers, split_arguments};
+use abridge::summarize::ident::{identifiers, mentions, prose_identifiers};
+use abridge::summarize::tools::split_arguments;
 use abridge::tokens::TokenizerKind;
 
 use crate::strategy::{Applied, count, text_of};

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use abridge_model::text::{clip, first_line};
 use abridge_model::{Message, Part, Role, ToolResult};
-use abridge_summarize::{CallOutcome, ToolKind, classify, first_string, outcome};
+use abridge_summarize::outcome::{CallOutcome, outcome};
+use abridge_summarize::tools::{ToolKind, classify, first_string};
 use serde_json::Value;
 
 /// Characters of one tool output kept in the serialization.

@@ -6,11 +6,13 @@ use abridge_model::text::clip;
 use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
+pub use crate::briefing::task_text;
 use crate::config::FactConfig;
 use crate::ident::{identifiers, is_reference, prose_identifiers};
 use crate::outcome::{CallOutcome, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
-use crate::progress::{self, CommandFact, first_sentence, is_exploration, progress_of};
+pub use crate::progress::CommandFact;
+use crate::progress::{self, first_sentence, is_exploration, progress_of};
 use crate::tools::{ToolKind, classify, first_string, split_arguments};
 use crate::wrapper::unwrap;
 

@@ -1,7 +1,7 @@
 //! Briefings for abridge: when clipping is not enough, the history before a
 //! boundary becomes one briefing.
 //!
-//! - [`extract`]: facts taken deterministically from the replaced messages —
+//! - [`facts::extract`]: facts taken deterministically from the replaced messages —
 //!   files read/written/edited, commands with exit status, errors (the latest
 //!   verbatim), identifiers, the latest task list, user messages, decisions,
 //!   the last state. Nothing is marked done unless a tool result shows it.
@@ -9,7 +9,7 @@
 //!   a token budget (oldest, least important items go first) and merged with
 //!   the previous briefing when compactions chain — as data ([`Sheet`]) when
 //!   abridge kept it, parsed back from its text otherwise.
-//! - [`wrap`] / [`unwrap`]: the `<compacted-history>` wrapper.
+//! - [`wrapper::wrap`] / [`wrapper::unwrap`]: the `<compacted-history>` wrapper.
 //!
 //! ```
 //! use abridge_model::{Message, Role};
@@ -40,29 +40,26 @@
 
 mod briefing;
 mod config;
-mod facts;
-mod ident;
-mod outcome;
+pub mod facts;
+pub mod ident;
+pub mod outcome;
 mod outline;
 mod progress;
 mod sheet;
 mod spec;
 #[cfg(test)]
 mod testing;
-mod tools;
-mod verify;
-mod wrapper;
+pub mod tools;
+pub mod verify;
+pub mod wrapper;
 
+// The interface: what a summarizer is given and gives back. Helpers other
+// crates share (facts, identifiers, call outcomes, tool kinds, the check
+// of a briefing, the wrapper) are reached through their modules.
 pub use briefing::{
-    AsyncSummarizer, BoxFuture, Briefing, Offline, Request, SummarizeError, Summarizer, task_text,
+    AsyncSummarizer, BoxFuture, Briefing, Offline, Request, SummarizeError, Summarizer,
 };
 pub use config::FactConfig;
-pub use facts::{Facts, FileFact, extract};
-pub use ident::{identifiers, mentions, prose_identifiers};
-pub use outcome::{CallOutcome, DEFAULT_ERROR_PREFIXES, failure_summary, outcome};
-pub use progress::CommandFact;
 pub use sheet::{SectionKind, Sheet, SheetItem, SheetSection};
 pub use spec::Detail;
-pub use tools::{ToolKind, classify, first_string, split_arguments};
-pub use verify::{Verification, verify};
-pub use wrapper::{DEFAULT_WRAPPER, defuse, leaks_wrapper, unwrap, wrap};
+pub use verify::Verification;

@@ -340,7 +340,8 @@ pub(crate) fn compaction(store: &dyn SnapshotStore, id: i64) -> Result<Compactio
     // A briefing is found by the report's index (after), or by the wrapper
     // the compaction was configured with (an earlier one, before).
     let wrapper = &snap.config.summary.wrapper;
-    let earlier = |_: usize, text: &str| abridge::summarize::unwrap(wrapper, text).is_some();
+    let earlier =
+        |_: usize, text: &str| abridge::summarize::wrapper::unwrap(wrapper, text).is_some();
     let before = lines(&before, &hb, &ha, &mut counter, earlier);
     let after = lines(&after, &ha, &hb, &mut counter, |i, _| {
         snap.report.briefing == Some(i)

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use abridge_model::text::first_line;
 use abridge_model::{ContentForm, Message, Part, ToolResult};
-use abridge_summarize::{CallOutcome, outcome};
+use abridge_summarize::outcome::{CallOutcome, outcome};
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{failed_result, is_result_placeholder, result};

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use abridge_model::{Message, Part};
-use abridge_summarize::{CallOutcome, failure_summary, outcome};
+use abridge_summarize::outcome::{CallOutcome, failure_summary, outcome};
 use abridge_tokens::TokenizerKind;
 
 use super::handle::{Handle, HandleKey};

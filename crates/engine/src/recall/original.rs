@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use abridge_model::{Arguments, ImageSource, Message, Part, ReasoningKind, ToolCall, ToolResult};
-use abridge_summarize::{ToolKind, classify, first_string};
+use abridge_summarize::tools::{ToolKind, classify, first_string};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

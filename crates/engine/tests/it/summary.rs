@@ -2,7 +2,7 @@
 //! Code's own compaction summary.
 
 use abridge::model::{Conversation, Message, Part, Role, decode, validate};
-use abridge::summarize::{identifiers, mentions};
+use abridge::summarize::ident::{identifiers, mentions};
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, PolicyKind};
 
