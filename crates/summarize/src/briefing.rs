@@ -1,6 +1,6 @@
 //! Summarizers and the request they get.
 
-use abridge_model::{Message, Role};
+use abridge_model::Message;
 use abridge_tokens::TokenizerKind;
 
 use std::future::Future;
@@ -13,7 +13,6 @@ use crate::facts::extract;
 use crate::progress::progress_of;
 use crate::sheet::{FOCUS_NOTE, Previous, Sheet, render};
 use crate::spec::{successful_commands, task_details};
-use crate::wrapper::unwrap;
 
 /// What a summarizer is asked to condense.
 #[derive(Debug, Clone, Copy)]
@@ -172,15 +171,4 @@ impl Summarizer for Offline {
     fn is_instant(&self) -> bool {
         true
     }
-}
-
-/// The task: text of the user messages before the first assistant message,
-/// except an earlier briefing.
-pub fn task_text(head: &[Message], tag: &str) -> String {
-    head.iter()
-        .filter(|m| m.role == Role::User)
-        .map(Message::text_content)
-        .filter(|t| unwrap(tag, t).is_none() && !t.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n\n")
 }

@@ -6,7 +6,6 @@ use abridge_model::text::clip;
 use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
-pub use crate::briefing::task_text;
 use crate::config::FactConfig;
 use crate::ident::{identifiers, is_reference, prose_identifiers};
 use crate::outcome::{CallOutcome, failure_summary, outcome};
@@ -391,6 +390,17 @@ fn error_excerpt(text: &str) -> String {
 const ERROR_HEAD: usize = 2;
 const ERROR_TAIL: usize = 12;
 const ERROR_LINE_CHARS: usize = 200;
+
+/// The task: text of the user messages before the first assistant message,
+/// except an earlier briefing.
+pub fn task_text(head: &[Message], tag: &str) -> String {
+    head.iter()
+        .filter(|m| m.role == Role::User)
+        .map(Message::text_content)
+        .filter(|t| unwrap(tag, t).is_none() && !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
 
 #[cfg(test)]
 mod tests {
