@@ -123,7 +123,62 @@ impl TokenCounter {
 
     /// Tokens of every message, in order.
     pub fn count_messages(&mut self, messages: &[Message]) -> Vec<TokenCounts> {
+        self.prefill(messages);
         messages.iter().map(|m| self.count_message(m)).collect()
+    }
+
+    /// Counts the messages not in the cache on every core when there is
+    /// enough new text to be worth the threads (a history seen for the
+    /// first time), and keeps their counts; the caller then reads them
+    /// from the cache in order.
+    fn prefill(&mut self, messages: &[Message]) {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+        if threads < 2 {
+            return;
+        }
+        let mut new: Vec<(u64, &Message)> = Vec::new();
+        let mut bytes = 0;
+        for m in messages {
+            let key = content_hash(m);
+            if !self.cache.contains_key(&key) {
+                bytes += text_bytes(m);
+                new.push((key, m));
+            }
+        }
+        if bytes < PARALLEL_BYTES || self.cache.len() + new.len() > self.capacity {
+            return;
+        }
+        // Contiguous shares of about equal text, one per thread.
+        let share = bytes.div_ceil(threads);
+        let mut chunks: Vec<&[(u64, &Message)]> = Vec::with_capacity(threads);
+        let (mut start, mut acc) = (0, 0);
+        for (i, (_, m)) in new.iter().enumerate() {
+            acc += text_bytes(m);
+            if acc >= share {
+                chunks.push(&new[start..=i]);
+                (start, acc) = (i + 1, 0);
+            }
+        }
+        chunks.push(&new[start..]);
+        let kind = self.kind;
+        let counted: Vec<Vec<(u64, TokenCounts)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .iter()
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|(key, m)| (*key, count_uncached(kind, m)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        for (key, counts) in counted.into_iter().flatten() {
+            self.misses += 1;
+            self.cache.insert(key, counts);
+        }
     }
 
     /// Tokens of the tool declarations (their JSON), 0 without tools.
@@ -164,6 +219,7 @@ impl TokenCounter {
 
     /// Total prompt tokens of a conversation: messages plus tool declarations.
     pub fn count_conversation(&mut self, conv: &Conversation) -> Counted {
+        self.prefill(&conv.messages);
         let messages: Counted = conv
             .messages
             .iter()
@@ -199,6 +255,35 @@ fn count_part(kind: TokenizerKind, p: &Part, c: &mut TokenCounts, in_result: boo
         }
         Part::Reasoning(r) => c.reasoning += kind.count(&r.text),
         Part::Opaque(v) => c.other += kind.count(&v.to_string()),
+    }
+}
+
+/// New text below which counting stays on the calling thread (threads cost
+/// tens of microseconds; 256 KB of text takes milliseconds to count).
+const PARALLEL_BYTES: usize = 256 * 1024;
+
+/// Most threads one count uses.
+const MAX_THREADS: usize = 8;
+
+/// Bytes of text a message holds (what its count's time depends on).
+fn text_bytes(m: &Message) -> usize {
+    m.parts.iter().map(part_bytes).sum()
+}
+
+fn part_bytes(p: &Part) -> usize {
+    match p {
+        Part::Text(t) => t.text.len(),
+        Part::Image(_) => 0,
+        Part::ToolCall(c) => {
+            c.name.len()
+                + match &c.arguments {
+                    Arguments::Json(s) | Arguments::Custom(s) => s.len(),
+                    Arguments::Value(_) => 64,
+                }
+        }
+        Part::ToolResult(r) => r.parts.iter().map(part_bytes).sum(),
+        Part::Reasoning(r) => r.text.len(),
+        Part::Opaque(_) => 256,
     }
 }
 

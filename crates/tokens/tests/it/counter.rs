@@ -161,3 +161,37 @@ fn structured_tool_inputs_hash_by_content() {
     );
     assert_ne!(h(serde_json::json!(["x"])), h(serde_json::json!("x")));
 }
+
+/// A history with more new text than one thread counts alone is counted on
+/// every core, to the same figures, message by message, as one thread.
+#[test]
+fn a_large_new_history_counts_the_same_on_every_core() {
+    let mut conv = abridge_model::Conversation::new(abridge_model::Family::OpenAi);
+    for i in 0..400 {
+        let text = format!(
+            "step {i}: {} fn f{i}(x: u32) -> u32 {{ x * {i} }}\n",
+            "prose words ".repeat(i % 50 + 60)
+        );
+        conv.messages.push(Message::text(
+            if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            },
+            text,
+        ));
+    }
+    let kind = TokenizerKind::O200kBase;
+    let mut parallel = TokenCounter::new(kind);
+    // A cache of one entry cannot take the prefill: one thread counts.
+    let mut serial = TokenCounter::with_capacity(kind, 1);
+    assert_eq!(
+        parallel.count_conversation(&conv),
+        serial.count_conversation(&conv)
+    );
+    assert_eq!(
+        parallel.count_messages(&conv.messages),
+        serial.count_messages(&conv.messages)
+    );
+    assert_eq!(parallel.cache_stats().1, 400, "each message tokenized once");
+}
