@@ -233,17 +233,24 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(run.count("abridge_over_target_total"), 0)
         self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
 
+    def direct_then_through(self, name, client, grows_past):
+        """`client` run directly, where it grows past `grows_past` tokens, then
+        through the proxy with a 30,000 trigger: both finish, with as many
+        requests."""
+        direct = Run(self, client)
+        direct.summary(f"{name}, direct")
+        self.assertIn(DONE, direct.answer)
+        self.assertGreater(direct.peak(), grows_past, "the run grows far past the trigger without abridge")
+        run = Run(self, client, trigger=30_000, limit=30_000)
+        run.summary(f"{name}, through abridge (trigger 30,000)")
+        self.assertIn(DONE, run.answer)
+        self.assertEqual(len(run.requests), len(direct.requests))
+        return direct, run
+
     @unittest.skipUnless(os.path.exists(CODEX), "Codex is not installed (npm ci in sdk-tests/clients)")
     def test_codex_as_shipped_stays_under_the_trigger(self):
         home = os.path.join(self.tmp, "codex-home")
-        direct = Run(self, lambda url: codex(url, home))
-        direct.summary("codex, direct")
-        self.assertIn(DONE, direct.answer)
-        self.assertGreater(direct.peak(), 150_000, "the run grows far past the trigger without abridge")
-        run = Run(self, lambda url: codex(url, home), trigger=30_000, limit=30_000)
-        run.summary("codex, through abridge (trigger 30,000)")
-        self.assertIn(DONE, run.answer)
-        self.assertEqual(len(run.requests), len(direct.requests))
+        _, run = self.direct_then_through("codex", lambda url: codex(url, home), 150_000)
         run.check_valid()
         self.assertLessEqual(run.peak(), 30_000)
         self.assertGreaterEqual(run.count("abridge_compactions_total"), 1)
@@ -262,14 +269,7 @@ class ClientTest(unittest.TestCase):
     @unittest.skipUnless(os.path.exists(GEMINI), "Gemini CLI is not installed (npm ci in sdk-tests/clients)")
     def test_gemini_cli_as_shipped_stays_under_the_trigger(self):
         home = os.path.join(self.tmp, "gemini-home")
-        direct = Run(self, lambda url: gemini_cli(url, home))
-        direct.summary("gemini cli, direct")
-        self.assertIn(DONE, direct.answer)
-        self.assertGreater(direct.peak(), 100_000, "the run grows far past the trigger without abridge")
-        run = Run(self, lambda url: gemini_cli(url, home), trigger=30_000, limit=30_000)
-        run.summary("gemini cli, through abridge (trigger 30,000)")
-        self.assertIn(DONE, run.answer)
-        self.assertEqual(len(run.requests), len(direct.requests))
+        direct, run = self.direct_then_through("gemini cli", lambda url: gemini_cli(url, home), 100_000)
         # The agent's own steps go to the model it was given; its side
         # queries (next-speaker and loop checks) to a flash model.
         main = [r for r in run.requests if "/gemini-2.5-pro:streamGenerateContent" in r["path"]]
