@@ -37,12 +37,17 @@ impl SnapshotSink for Counting {
     }
 }
 
-fn engine(cancel: &Cancel, recorded: &Arc<Mutex<u64>>, events: &Arc<Mutex<Vec<Event>>>) -> Engine {
+/// Compaction to 3,000 tokens, keeping the last iteration.
+fn config() -> Config {
     let mut config = Config::default();
     config.budget.target_tokens = Some(3_000);
     config.budget.min_iterations = 1;
+    config
+}
+
+fn engine(cancel: &Cancel, recorded: &Arc<Mutex<u64>>, events: &Arc<Mutex<Vec<Event>>>) -> Engine {
     let seen = events.clone();
-    Engine::builder(config)
+    Engine::builder(config())
         .summarizers(vec![Box::new(LeavesMidway(cancel.clone()))])
         .store(Box::new(Counting(recorded.clone())))
         .subscribe(move |e| seen.lock().unwrap().push(e.clone()))
@@ -127,10 +132,7 @@ fn two_threads_of_one_engine_record_at_once() {
         iterations: 40,
         ..Spec::default()
     });
-    let mut config = Config::default();
-    config.budget.target_tokens = Some(3_000);
-    config.budget.min_iterations = 1;
-    let engine = Engine::builder(config)
+    let engine = Engine::builder(config())
         .store(Box::new(Meeting(std::sync::Barrier::new(2))))
         .build()
         .unwrap();
