@@ -25,16 +25,11 @@ pub(super) async fn whole<A: Api>(
     // The first round's usage is what the sent history cost; it is
     // reported once the rounds are over, with how many calls were answered.
     let mut first_usage = None;
-    let mut on_usage = on_usage;
-    let mut report = |usage| {
-        if let Some(done) = on_usage.take() {
-            done(usage);
-        }
-    };
     let mut response = first;
     let mut earlier = Rounds::<A>::default();
     let mut rounds = 0;
-    loop {
+    // What the client gets: the last status and headers, and a body.
+    let (status, head, body) = loop {
         let status = response.status();
         let head = response.headers().clone();
         let bytes = response.bytes().await.unwrap_or_default();
@@ -55,28 +50,19 @@ pub(super) async fn whole<A: Api>(
             });
         }
         let Some(v) = parsed.filter(|_| status.is_success()) else {
-            report(first_usage);
-            return reply(status, &head, bytes, &extra, rounds);
+            break (status, head, bytes);
         };
         let calls = A::calls(&v, &r.tool);
         if calls.is_empty() && rounds == 0 {
             // Nothing to answer: the response goes as it came, byte for byte.
-            report(first_usage);
-            return reply(status, &head, bytes, &extra, rounds);
+            break (status, head, bytes);
         }
         if calls.is_empty() || rounds == r.max_rounds {
             if !calls.is_empty() {
                 metrics.recall_rounds_exhausted();
             }
             let merged = shaped(earlier.merge(v, &r.tool, rounds, &exhausted_note(rounds)));
-            report(first_usage);
-            return reply(
-                status,
-                &head,
-                Bytes::from(merged.to_string()),
-                &extra,
-                rounds,
-            );
+            break (status, head, Bytes::from(merged.to_string()));
         }
         rounds += 1;
         metrics.recall_round();
@@ -93,17 +79,14 @@ pub(super) async fn whole<A: Api>(
                 let note =
                     "[abridge: the upstream failed while the proxy answered the model's recall]";
                 let merged = shaped(earlier.merge(v, &r.tool, rounds, note));
-                report(first_usage);
-                return reply(
-                    status,
-                    &head,
-                    Bytes::from(merged.to_string()),
-                    &extra,
-                    rounds,
-                );
+                break (status, head, Bytes::from(merged.to_string()));
             }
         };
+    };
+    if let Some(done) = on_usage {
+        done(first_usage);
     }
+    reply(status, &head, body, &extra, rounds)
 }
 
 /// What the client's response gathers from the rounds before the last:
