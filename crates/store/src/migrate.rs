@@ -17,7 +17,7 @@
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
 
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::{Value, json};
 
 use crate::{Error, Result};
@@ -186,13 +186,30 @@ fn widen_families(tx: &Transaction<'_>, table: &str) -> rusqlite::Result<()> {
     let Some(columns) = wider.find('(') else {
         return Ok(());
     };
+    // An AUTOINCREMENT table's next id (past rows deleted since) goes on
+    // from where it was: a new row never takes an id an old one had.
+    let next: Option<i64> = tx
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = ?1",
+            [table],
+            |r| r.get(0),
+        )
+        .optional()?;
     let rebuilt = format!("CREATE TABLE {table}_v8 {}", &wider[columns..]);
     tx.execute_batch(&format!(
         "{rebuilt};
          INSERT INTO {table}_v8 SELECT * FROM {table};
          DROP TABLE {table};
          ALTER TABLE {table}_v8 RENAME TO {table};"
-    ))
+    ))?;
+    if let Some(seq) = next {
+        tx.execute("DELETE FROM sqlite_sequence WHERE name = ?1", [table])?;
+        tx.execute(
+            "INSERT INTO sqlite_sequence (name, seq) VALUES (?1, ?2)",
+            params![table, seq],
+        )?;
+    }
+    Ok(())
 }
 
 /// Adds the `family` column (from the report's side key) and rewrites

@@ -177,6 +177,28 @@ fn a_store_written_by_the_previous_release_opens_lists_and_restores() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A store whose newest snapshot was deleted before the upgrade (a user's
+/// `abridge prune`, or by hand) hands out a new id, not the deleted one's:
+/// request-log rows that named it must not come to name another.
+#[test]
+fn ids_go_on_past_deleted_snapshots_across_the_upgrade() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let dir = std::env::temp_dir().join(format!("abridge-store-seq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("v1.sqlite");
+    std::fs::copy(format!("{fixtures}/v1.sqlite"), &path).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("DELETE FROM snapshots WHERE id = 5", [])
+        .unwrap();
+    let mut c = compactor();
+    c.set_store(Box::new(Store::open(&path).unwrap()));
+    let history = conv();
+    let out = c.compact(&history).unwrap();
+    assert_eq!(out.report.snapshot, Some(SnapshotId(6)));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_store_from_a_newer_release_is_refused_with_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("abridge-store-new-{}", std::process::id()));
