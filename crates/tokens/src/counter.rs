@@ -107,7 +107,11 @@ impl TokenCounter {
 
     /// Tokens of one message, from the cache when its content was seen before.
     pub fn count_message(&mut self, m: &Message) -> TokenCounts {
-        let key = content_hash(m);
+        self.count_keyed(content_hash(m), m)
+    }
+
+    /// [`count_message`](Self::count_message) with its hash already taken.
+    fn count_keyed(&mut self, key: u64, m: &Message) -> TokenCounts {
         if let Some(c) = self.cache.get(&key) {
             self.hits += 1;
             return *c;
@@ -123,26 +127,31 @@ impl TokenCounter {
 
     /// Tokens of every message, in order.
     pub fn count_messages(&mut self, messages: &[Message]) -> Vec<TokenCounts> {
-        self.prefill(messages);
-        messages.iter().map(|m| self.count_message(m)).collect()
+        // Each message hashed once: the prefill and the reads share the keys.
+        let keys: Vec<u64> = messages.iter().map(content_hash).collect();
+        self.prefill(&keys, messages);
+        keys.iter()
+            .zip(messages)
+            .map(|(key, m)| self.count_keyed(*key, m))
+            .collect()
     }
 
     /// Counts the messages not in the cache on every core when there is
     /// enough new text to be worth the threads (a history seen for the
     /// first time), and keeps their counts; the caller then reads them
     /// from the cache in order.
-    fn prefill(&mut self, messages: &[Message]) {
+    fn prefill(&mut self, keys: &[u64], messages: &[Message]) {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
         if threads < 2 {
             return;
         }
-        let mut new: Vec<(u64, &Message)> = Vec::new();
+        let mut new: Vec<(u64, &Message, usize)> = Vec::new();
         let mut bytes = 0;
-        for m in messages {
-            let key = content_hash(m);
-            if !self.cache.contains_key(&key) {
-                bytes += text_bytes(m);
-                new.push((key, m));
+        for (key, m) in keys.iter().zip(messages) {
+            if !self.cache.contains_key(key) {
+                let size = text_bytes(m);
+                bytes += size;
+                new.push((*key, m, size));
             }
         }
         if bytes < PARALLEL_BYTES || self.cache.len() + new.len() > self.capacity {
@@ -150,16 +159,18 @@ impl TokenCounter {
         }
         // Contiguous shares of about equal text, one per thread.
         let share = bytes.div_ceil(threads);
-        let mut chunks: Vec<&[(u64, &Message)]> = Vec::with_capacity(threads);
+        let mut chunks: Vec<&[(u64, &Message, usize)]> = Vec::with_capacity(threads);
         let (mut start, mut acc) = (0, 0);
-        for (i, (_, m)) in new.iter().enumerate() {
-            acc += text_bytes(m);
+        for (i, (_, _, size)) in new.iter().enumerate() {
+            acc += size;
             if acc >= share {
                 chunks.push(&new[start..=i]);
                 (start, acc) = (i + 1, 0);
             }
         }
-        chunks.push(&new[start..]);
+        if start < new.len() {
+            chunks.push(&new[start..]);
+        }
         let kind = self.kind;
         let counted: Vec<Vec<(u64, TokenCounts)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = chunks
@@ -168,7 +179,7 @@ impl TokenCounter {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|(key, m)| (*key, count_uncached(kind, m)))
+                            .map(|(key, m, _)| (*key, count_uncached(kind, m)))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -219,11 +230,10 @@ impl TokenCounter {
 
     /// Total prompt tokens of a conversation: messages plus tool declarations.
     pub fn count_conversation(&mut self, conv: &Conversation) -> Counted {
-        self.prefill(&conv.messages);
-        let messages: Counted = conv
-            .messages
+        let messages: Counted = self
+            .count_messages(&conv.messages)
             .iter()
-            .map(|m| self.count_message(m).total())
+            .map(TokenCounts::total)
             .sum();
         messages + self.count_tools(conv.tools.as_deref())
     }
