@@ -81,7 +81,7 @@ impl Rewriter<'_> {
             items += policy::apply(p, &mut work.messages, region.clone(), &forced, found);
         }
         if items > 0 {
-            work.total = self.total_of(&work.messages, work.tools);
+            self.recount(work);
             self.degraded(work, Rung::KeptIterationsClipped, items);
             if work.total <= target {
                 return true;
@@ -102,7 +102,7 @@ impl Rewriter<'_> {
             c.kept_tokens(w).saturating_sub(kept_limit)
         });
         if cut > 0 {
-            work.total = self.total_of(&work.messages, work.tools);
+            self.recount(work);
             if work.total > limit && run_steps(self, work, limit) {
                 self.degraded(work, Rung::NewestResultsCut, cut);
                 return true;
@@ -161,7 +161,7 @@ impl Rewriter<'_> {
                 };
                 cut_to_fit(r, &text, tokens, over, handle.as_ref());
                 changed += 1;
-                work.total = self.total_of(&work.messages, work.tools);
+                work.total = self.recount_region(work, i..i + 1, work.messages.len());
             }
         }
         changed

@@ -4,6 +4,7 @@
 //! below the floor, the ladder (`ladder.rs`) takes over.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
 use abridge_summarize::Sheet;
@@ -30,6 +31,12 @@ const STEPS: usize = 4;
 /// The history being rewritten and what has been done to it.
 pub(crate) struct Work {
     pub(crate) messages: Vec<Message>,
+    /// Tokens of each of `messages`, kept beside them: a step recounts
+    /// only what it changed, so a turn hashes the history once, not once
+    /// per step (which made compaction super-linear in messages).
+    counts: Vec<Counted>,
+    /// Tokens of each message of the history as it came in.
+    original: Vec<Counted>,
     /// Iterations kept verbatim at the end.
     pub(crate) tail_n: usize,
     /// Tokens now, tool declarations included.
@@ -105,7 +112,8 @@ impl Rewriter<'_> {
     fn start(&mut self, conv: &Conversation, plan: &Plan, tokens: Counted) -> Work {
         let mut messages = conv.messages.clone();
         self.pin(conv.family, &mut messages);
-        let counts = self.message_tokens(&messages);
+        // Pinning changes no count: counts depend on content alone.
+        let counts = self.message_tokens(&conv.messages);
         let tail_n = tail_iterations(
             &iterations(&messages),
             &counts,
@@ -114,6 +122,8 @@ impl Rewriter<'_> {
         );
         Work {
             messages,
+            original: counts.clone(),
+            counts,
             tail_n,
             total: tokens,
             tools: self.counter.count_tools(conv.tools.as_deref())
@@ -180,7 +190,7 @@ impl Rewriter<'_> {
     /// tail and tool declarations.
     pub(crate) fn kept_tokens(&mut self, work: &Work) -> Counted {
         let region = old_region(&work.messages, work.tail_n);
-        let tokens = self.message_tokens(&work.messages);
+        let tokens = &work.counts;
         tokens[..region.start].iter().sum::<Counted>()
             + tokens[region.end..].iter().sum::<Counted>()
             + work.tools
@@ -205,15 +215,16 @@ impl Rewriter<'_> {
             let keep = old - old * step / STEPS;
             let region = old_region(&work.messages, work.tail_n + keep);
             let found = self.engine.found(&mut work.originals, conv, self.key);
+            let before = work.messages.len();
             let items = policy::apply(
                 p,
                 &mut work.messages,
-                region,
+                region.clone(),
                 &self.engine.config.policies,
                 found,
             );
             if items > 0 {
-                let now = self.tokens_of(work);
+                let now = self.recount_region(work, region, before);
                 work.record(p.kind(), items, now);
             }
             if target.is_some_and(|t| work.total <= t) {
@@ -237,8 +248,7 @@ impl Rewriter<'_> {
             {
                 b = longer;
             }
-            work.messages = b.messages;
-            let now = self.tokens_of(work);
+            let now = self.replace_messages(work, b.messages);
             work.record(PolicyKind::Summarize, b.replaced_iterations, now);
             work.summarizer = Some(b.summarizer);
             work.sheet = b.sheet;
@@ -247,8 +257,47 @@ impl Rewriter<'_> {
         work.total <= target
     }
 
-    fn tokens_of(&mut self, work: &Work) -> Counted {
-        self.total_of(&work.messages, work.tools)
+    /// Recounts what a policy changed: it rewrote only `region` of the
+    /// `before` messages there were (and the message right before it,
+    /// which `drop_iterations` absorbs when it is its placeholder), and
+    /// removed messages only there. Returns the tokens now.
+    pub(crate) fn recount_region(
+        &mut self,
+        work: &mut Work,
+        region: Range<usize>,
+        before: usize,
+    ) -> Counted {
+        let start = region.start.saturating_sub(1);
+        let end = region.end - (before - work.messages.len());
+        let fresh = self.message_tokens(&work.messages[start..end]);
+        work.counts.splice(start..region.end, fresh);
+        self.checked_total(work)
+    }
+
+    /// Puts `messages` in place of the work's; returns the tokens now.
+    pub(crate) fn replace_messages(&mut self, work: &mut Work, messages: Vec<Message>) -> Counted {
+        work.counts = self.message_tokens(&messages);
+        work.messages = messages;
+        self.checked_total(work)
+    }
+
+    /// Recounts every message after a change anywhere (the ladder's
+    /// rungs); sets and returns the tokens now.
+    pub(crate) fn recount(&mut self, work: &mut Work) -> Counted {
+        work.counts = self.message_tokens(&work.messages);
+        work.total = self.checked_total(work);
+        work.total
+    }
+
+    /// The tokens of the work's counts; debug builds check them against
+    /// a recount of every message.
+    fn checked_total(&mut self, work: &Work) -> Counted {
+        debug_assert_eq!(
+            work.counts,
+            self.message_tokens(&work.messages),
+            "a step changed messages outside the region it was given"
+        );
+        work.counts.iter().sum::<Counted>() + work.tools
     }
 
     /// With an instant summarizer, writes the briefing again over a shorter
@@ -266,7 +315,7 @@ impl Rewriter<'_> {
         summarizer: usize,
     ) -> Option<Briefed> {
         let mut left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
-        let tokens = self.message_tokens(&work.messages);
+        let tokens = &work.counts;
         let start = old_region(&work.messages, work.tail_n).start;
         let mut extra = 0;
         for it in iterations(&work.messages).iter().rev().skip(work.tail_n) {
@@ -331,7 +380,7 @@ impl Rewriter<'_> {
         {
             return None;
         }
-        let tokens = self.message_tokens(&work.messages);
+        let tokens = &work.counts;
         // An earlier briefing is replaced, not kept.
         let earlier_tokens = earlier.map_or(Counted::ZERO, |i| tokens[i]);
         let pinned_in_region: Counted = work.messages[region.clone()]
@@ -351,10 +400,9 @@ impl Rewriter<'_> {
             return None;
         }
         let pinned = self.pinned_flags_of(conv.family, &conv.messages);
-        let original_tokens = self.message_tokens(&conv.messages);
         let inputs = Inputs {
             original: &conv.messages,
-            original_tokens: &original_tokens,
+            original_tokens: &work.original,
             pinned: &pinned,
             work: &work.messages,
             tail_len: work.messages.len() - region.end,
@@ -508,7 +556,7 @@ impl Rewriter<'_> {
     /// the originals it replaced.
     fn cannot_shrink(&mut self, conv: &Conversation, work: &mut Work, target: Counted) -> Error {
         let smallest = smallest(conv, work).map(Box::new);
-        let tokens = self.message_tokens(&work.messages);
+        let tokens = &work.counts;
         let its = iterations(&work.messages);
         let tail_start = tail_start(&work.messages, &its, work.tail_n);
         let head = head_len(&work.messages).min(tail_start);
