@@ -35,7 +35,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use abridge_model::{Conversation, Message, Role, iterations};
-use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter};
+use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter, TokenCounts};
 
 use crate::calibration::Calibration;
 use crate::carryover::Carryover;
@@ -193,9 +193,15 @@ impl Thread {
         messages.iter().map(|m| self.tokens_of(m)).collect()
     }
 
-    /// Tokens of some messages together.
+    /// Tokens of some messages together: what is new to the cache is
+    /// counted on every core when there is enough of it (a session's first
+    /// request, a resent log the proxy has not seen).
     fn sum_of(&mut self, messages: &[Message]) -> Counted {
-        messages.iter().map(|m| self.tokens_of(m)).sum()
+        self.counter
+            .count_messages(messages)
+            .iter()
+            .map(TokenCounts::total)
+            .sum()
     }
 
     fn tokens_of(&mut self, m: &Message) -> Counted {

@@ -6,11 +6,87 @@
 //! `bpe-openai` 0.3 uses; `tests/it/tokenizer.rs` checks that every count
 //! equals `bpe-openai`'s own.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 use bpe_openai::Tokenizer;
 
-static O200K_BASE: LazyLock<Tokenizer> = LazyLock::new(|| {
+/// A tokenizer with the pieces that are whole tokens looked up first.
+///
+/// Most pieces of prose and code (a word with its space, an operator) are
+/// one token of the table. `bpe-openai` encodes every piece, which costs an
+/// allocation and a walk each; tiktoken looks a piece up first. Here a
+/// piece whose hash names a token whose bytes equal it counts 1, exactly as
+/// encoding it would (a token's own bytes encode to that token); any other
+/// piece is encoded.
+pub(crate) struct Table {
+    tokenizer: Tokenizer,
+    /// xxh3 of a token's bytes → its id (ids of colliding tokens: the
+    /// first; a piece that misses is encoded, so a collision costs time,
+    /// never a wrong count).
+    whole: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    /// The longest token, in bytes: longer pieces are not looked up.
+    longest: usize,
+}
+
+impl Table {
+    fn new(tokenizer: Tokenizer) -> Self {
+        let bpe = &tokenizer.bpe;
+        let mut whole = HashMap::with_capacity_and_hasher(bpe.num_tokens(), Default::default());
+        let mut longest = 0;
+        for id in 0..bpe.num_tokens() as u32 {
+            let bytes = bpe.token_bytes(id);
+            longest = longest.max(bytes.len());
+            whole.entry(xxhash_rust::xxh3::xxh3_64(bytes)).or_insert(id);
+        }
+        Table {
+            tokenizer,
+            whole,
+            longest,
+        }
+    }
+
+    /// Tokens of `text`, as `bpe-openai` counts them.
+    pub(crate) fn count(&self, text: &str) -> usize {
+        let bpe = &self.tokenizer.bpe;
+        self.tokenizer
+            .split(text)
+            .map(|piece| {
+                let bytes = piece.as_bytes();
+                let one = bytes.len() <= self.longest
+                    && self
+                        .whole
+                        .get(&xxhash_rust::xxh3::xxh3_64(bytes))
+                        .is_some_and(|&id| bpe.token_bytes(id) == bytes);
+                if one { 1 } else { bpe.count(bytes) }
+            })
+            .sum()
+    }
+}
+
+/// The hasher of keys that are already hashes.
+#[derive(Default)]
+pub(crate) struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; anything else folds in, to stay a hasher.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+static O200K_BASE: LazyLock<Table> = LazyLock::new(|| {
     let words = [
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
@@ -26,7 +102,7 @@ static O200K_BASE: LazyLock<Tokenizer> = LazyLock::new(|| {
     )
 });
 
-static CL100K_BASE: LazyLock<Tokenizer> = LazyLock::new(|| {
+static CL100K_BASE: LazyLock<Table> = LazyLock::new(|| {
     build(
         include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe.zst")),
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$",
@@ -34,12 +110,12 @@ static CL100K_BASE: LazyLock<Tokenizer> = LazyLock::new(|| {
 });
 
 /// `o200k_base`: GPT-4o, GPT-4.1, GPT-5, the o-series.
-pub(crate) fn o200k_base() -> &'static Tokenizer {
+pub(crate) fn o200k_base() -> &'static Table {
     &O200K_BASE
 }
 
 /// `cl100k_base`: GPT-4, GPT-3.5.
-pub(crate) fn cl100k_base() -> &'static Tokenizer {
+pub(crate) fn cl100k_base() -> &'static Table {
     &CL100K_BASE
 }
 
@@ -47,7 +123,7 @@ pub(crate) fn cl100k_base() -> &'static Tokenizer {
 // and the patterns are constants: a failure here is a build defect that
 // every test of this crate would show, not something input can cause.
 #[allow(clippy::expect_used)]
-fn build(compressed: &[u8], words: &str) -> Tokenizer {
+fn build(compressed: &[u8], words: &str) -> Table {
     // The frame says its size: one allocation, no regrowing while expanding.
     let size = zstd::zstd_safe::get_frame_content_size(compressed)
         .ok()
@@ -59,5 +135,5 @@ fn build(compressed: &[u8], words: &str) -> Tokenizer {
     // Whitespace runs stop one character before the next word (tiktoken's
     // `\s+(?!\S)`), written as a pattern whose last character is dropped.
     let patterns = [(words, false), ("\\s+\\s", true), ("\\s+", false)];
-    Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid")
+    Table::new(Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid"))
 }
