@@ -89,6 +89,8 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
         let store = open_store(args).await?;
         let dashboard = dashboard(args, token).await?;
         let proxy = Proxy::new(config, store)?;
+        // "Listening" once a request is as fast as the next one.
+        proxy.warm_up().await;
         writeln!(
             out,
             "abridge serve: listening on http://{addr} (OpenAI SDKs: base URL http://{addr}/v1; Anthropic SDKs: http://{addr})"

@@ -385,6 +385,8 @@ async fn abridge(upstream: &str, toml: &str) -> String {
     config.serve.anthropic_upstream = upstream.to_owned();
     config.serve.gemini_upstream = upstream.to_owned();
     let proxy = Proxy::new(config, None).unwrap();
+    // As `abridge serve` does before it says it is listening.
+    proxy.warm_up().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(proxy.serve(listener, std::future::pending()));

@@ -139,13 +139,19 @@ impl Proxy {
 
     /// Expands the tokenizer tables requests will count with, on a blocking
     /// thread, so that the first request after start-up does not pay for
-    /// it; `/readyz` answers 503 until it is done. Every model the
-    /// registry knows but GPT-4 and GPT-3.5 counts with `o200k_base`.
-    fn warm_up(&self) {
+    /// it (about 0.15 s). [`serve`](Self::serve) does it before it accepts
+    /// a connection; call it first to say "listening" only once requests
+    /// will be fast. `/readyz` answers 503 until it is done (routes served
+    /// without [`serve`](Self::serve)). Every model the registry knows but
+    /// GPT-4 and GPT-3.5 counts with `o200k_base`.
+    pub async fn warm_up(&self) {
+        if self.app.warmed.get().is_some() {
+            return;
+        }
         let app = self.app.clone();
         let mut kinds = vec![TokenizerKind::O200kBase];
         kinds.extend(app.config.engine.tokenizer.filter(|k| k.is_exact()));
-        drop(self.app.handle.spawn_blocking(move || {
+        let warmed = self.app.handle.spawn_blocking(move || {
             let start = std::time::Instant::now();
             for kind in kinds {
                 kind.count("warm");
@@ -154,7 +160,10 @@ impl Proxy {
             app.metrics.warmed(took.as_secs_f64());
             tracing::debug!(ms = took.as_millis() as u64, "tokenizer tables expanded");
             let _ = app.warmed.set(took);
-        }));
+        });
+        // A panic there would be a build defect (`tables.rs`); requests
+        // would then expand the tables themselves.
+        let _ = warmed.await;
     }
 
     /// The routes, to serve, each request's `Host` checked
@@ -191,7 +200,7 @@ impl Proxy {
         extra: axum::Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        self.warm_up();
+        self.warm_up().await;
         let serve = &self.app.config.serve;
         let limits = listen::Limits {
             header_timeout: Duration::from_secs_f64(serve.header_timeout_secs),
