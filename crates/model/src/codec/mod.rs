@@ -8,6 +8,7 @@ mod gemini;
 mod logs;
 mod openai;
 mod responses;
+mod streamed;
 mod util;
 
 use serde_json::Value;
@@ -45,6 +46,9 @@ pub fn decode_as(bytes: &[u8], format: Option<Format>) -> Result<Vec<Conversatio
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if format == Some(Format::ClaudeCode) {
         return Ok(vec![claude_code::decode(text)?]);
+    }
+    if let Some(decoded) = streamed::decode(text, format) {
+        return decoded.map(|c| vec![c]);
     }
     let value = match serde_json::from_str::<Value>(text) {
         Ok(v) => v,
@@ -240,18 +244,37 @@ pub fn detect(v: &Value) -> Result<Format> {
 
 /// Scores wire-family hints in the messages; OpenAI wins ties.
 fn guess_family(has_system: bool, messages: &[Value]) -> Format {
-    let mut anthropic = if has_system { 2 } else { 0 };
-    let mut openai = 0;
-    for m in messages {
+    let mut score = FamilyScore::new(has_system);
+    messages.iter().for_each(|m| score.add(m));
+    score.family()
+}
+
+/// Wire-family hints counted message by message.
+struct FamilyScore {
+    has_system: bool,
+    anthropic: u64,
+    openai: u64,
+}
+
+impl FamilyScore {
+    fn new(has_system: bool) -> Self {
+        FamilyScore {
+            has_system,
+            anthropic: if has_system { 2 } else { 0 },
+            openai: 0,
+        }
+    }
+
+    fn add(&mut self, m: &Value) {
         match m.get("role").and_then(Value::as_str) {
             // Anthropic bodies carry system messages inside `messages` too
             // (Claude Code), beside a top-level `system` OpenAI never has.
-            Some("system") if !has_system => openai += 2,
-            Some("developer" | "tool" | "function") => openai += 2,
+            Some("system") if !self.has_system => self.openai += 2,
+            Some("developer" | "tool" | "function") => self.openai += 2,
             _ => {}
         }
         if m.get("tool_calls").is_some() || m.get("tool_call_id").is_some() {
-            openai += 2;
+            self.openai += 2;
         }
         if let Some(Value::Array(blocks)) = m.get("content") {
             for b in blocks {
@@ -259,17 +282,20 @@ fn guess_family(has_system: bool, messages: &[Value]) -> Format {
                     Some(
                         "tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "image"
                         | "document" | "server_tool_use" | "search_result" | "container_upload",
-                    ) => anthropic += 1,
-                    Some("image_url" | "input_audio" | "file") => openai += 1,
+                    ) => self.anthropic += 1,
+                    Some("image_url" | "input_audio" | "file") => self.openai += 1,
                     _ => {}
                 }
             }
         }
     }
-    if anthropic > openai {
-        Format::Anthropic
-    } else {
-        Format::OpenAi
+
+    fn family(&self) -> Format {
+        if self.anthropic > self.openai {
+            Format::Anthropic
+        } else {
+            Format::OpenAi
+        }
     }
 }
 

@@ -1,0 +1,181 @@
+//! Large Chat Completions and Messages bodies decoded one message at a time.
+//!
+//! A body's history is most of it. Parsing the whole body into a JSON tree
+//! first holds every message twice at the peak (the tree, then the decoded
+//! messages): a million one-word messages took 1.1 GB to read. Here the body
+//! is split into its fields' raw text, the envelope is parsed, and each
+//! message is parsed and decoded in turn, so that one message's tree exists
+//! at a time. Whatever this does not recognise (another format, text that
+//! does not parse) takes the whole-tree path, which says what is wrong and
+//! where; a message that parses but does not decode gets the same error
+//! there as here.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{FamilyScore, anthropic, decode_value, openai};
+use crate::conversation::{Conversation, Format};
+use crate::error::Result;
+use crate::message::{Extra, Message};
+
+/// Bodies smaller than this are parsed whole: the tree costs little there.
+pub(super) const MIN_BYTES: usize = 1 << 20;
+
+/// The body in `text` decoded message by message, when it is a large object
+/// with a `messages` array in a format this module decodes.
+pub(super) fn decode(text: &str, format: Option<Format>) -> Option<Result<Conversation>> {
+    (text.len() >= MIN_BYTES)
+        .then(|| decode_any_size(text, format))
+        .flatten()
+}
+
+/// [`decode`] at any size (tests compare it with the whole-tree path).
+pub(super) fn decode_any_size(text: &str, format: Option<Format>) -> Option<Result<Conversation>> {
+    if format.is_some_and(|f| !matches!(f, Format::OpenAi | Format::Anthropic)) {
+        return None;
+    }
+    let top: HashMap<String, &RawValue> = serde_json::from_str(text).ok()?;
+    let items: Vec<&RawValue> = serde_json::from_str(top.get("messages")?.get()).ok()?;
+    // The fields in the order the body has them (the encoder keeps it).
+    let mut fields: Vec<(&String, &&RawValue)> = top.iter().collect();
+    fields.sort_by_key(|(_, raw)| raw.get().as_ptr() as usize);
+    let mut envelope = Extra::with_capacity(fields.len());
+    for (key, raw) in fields {
+        let value = match key.as_str() {
+            "messages" => Value::Array(Vec::new()),
+            _ => serde_json::from_str(raw.get()).ok()?,
+        };
+        envelope.insert(key.clone(), value);
+    }
+    let format = match format {
+        Some(f) => f,
+        None => detect(&envelope, &items)?,
+    };
+    let decode_one: fn(Value, &dyn Fn() -> String) -> Result<Message> = match format {
+        Format::OpenAi => openai::decode_message,
+        Format::Anthropic => anthropic::decode_message,
+        _ => return None,
+    };
+    let mut conv = match decode_value(Value::Object(envelope), format) {
+        Ok(mut convs) if convs.len() == 1 => convs.pop()?,
+        Ok(_) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    conv.messages.reserve(items.len());
+    for (i, raw) in items.iter().enumerate() {
+        let value = serde_json::from_str(raw.get()).ok()?;
+        match decode_one(value, &|| format!("messages[{i}]")) {
+            Ok(m) => conv.messages.push(m),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(conv))
+}
+
+/// The format [`super::detect`] finds for a body with a `messages` array,
+/// when it is Chat Completions or Messages; `None` for a body that may be a
+/// log (mini-swe-agent, Claude Code), which the whole-tree path reads.
+fn detect(envelope: &Extra, items: &[&RawValue]) -> Option<Format> {
+    if ["trajectory_format", "info", "type"]
+        .iter()
+        .any(|k| envelope.contains_key(*k))
+    {
+        return None;
+    }
+    let mut score = FamilyScore::new(envelope.contains_key("system"));
+    for raw in items {
+        score.add(&serde_json::from_str(raw.get()).ok()?);
+    }
+    Some(score.family())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::codec::{decode_as, detect};
+
+    /// The whole-tree path's answer.
+    fn whole(text: &str, format: Option<Format>) -> Result<Conversation> {
+        let value: Value = serde_json::from_str(text).unwrap();
+        let format = match format {
+            Some(f) => f,
+            None => detect(&value)?,
+        };
+        Ok(decode_value(value, format)?.remove(0))
+    }
+
+    fn same(text: &str, format: Option<Format>) {
+        let streamed = decode_any_size(text, format).expect("taken message by message");
+        match (streamed, whole(text, format)) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("streamed {a:?}, whole {b:?}"),
+        }
+    }
+
+    #[test]
+    fn the_examples_decode_as_the_whole_tree_does() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+        for name in ["coding-agent.openai.json", "web-agent.anthropic.json"] {
+            let text = std::fs::read_to_string(format!("{root}/{name}")).unwrap();
+            same(&text, None);
+            same(&text, Some(whole(&text, None).unwrap().format));
+        }
+    }
+
+    #[test]
+    fn envelopes_keep_their_fields_in_order_and_errors_their_places() {
+        let anthropic = json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 10, "system": "Be brief.",
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a b"}]}
+            ],
+            "tools": [{"name": "ls", "input_schema": {"type": "object"}}], "zeta": 1, "alpha": [2]
+        });
+        same(&anthropic.to_string(), None);
+        let openai = json!({
+            "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                         {"role": "assistant", "tool_calls": [{"id": "c", "type": "function"}]}],
+            "model": "gpt-4o", "stream": true
+        });
+        same(&openai.to_string(), None);
+        same(&openai.to_string(), Some(Format::OpenAi));
+    }
+
+    #[test]
+    fn what_it_does_not_read_goes_the_whole_way() {
+        for text in [
+            json!({"type": "user", "sessionId": "s", "messages": []}).to_string(),
+            json!({"info": {}, "messages": [{"role": "exit", "content": ""}]}).to_string(),
+            json!({"contents": [{"role": "user", "parts": [{"text": "x"}]}]}).to_string(),
+            json!({"messages": {"role": "user"}}).to_string(),
+            r#"{"messages": [{"role": "user", "content": "x"}"#.to_owned(),
+        ] {
+            assert!(decode_any_size(&text, None).is_none(), "{text}");
+        }
+        let body = json!({"messages": [{"role": "user", "content": "x"}]}).to_string();
+        assert!(decode_any_size(&body, Some(Format::Gemini)).is_none());
+    }
+
+    #[test]
+    fn a_large_body_is_read_message_by_message() {
+        let messages: Vec<Value> = (0..60_000)
+            .map(|i| {
+                let role = ["user", "assistant"][i % 2];
+                json!({"role": role, "content": format!("word {i}")})
+            })
+            .collect();
+        let text = json!({"model": "gpt-4o", "messages": messages}).to_string();
+        assert!(text.len() >= MIN_BYTES);
+        let read = decode_as(text.as_bytes(), None).unwrap().remove(0);
+        assert_eq!(read, whole(&text, None).unwrap());
+        assert_eq!(read.messages.len(), 60_000);
+    }
+}
