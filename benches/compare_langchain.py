@@ -2,13 +2,16 @@
 """Compaction cost: abridge vs LangChain trim_messages, same transcript and budget, one run.
 
     pip install langchain-core tiktoken
-    python3 benches/compare_langchain.py [FILE]
+    python3 benches/compare_langchain.py [FILE | toolchat]
 
 FILE defaults to the longest corpus conversation (a Claude Code session). It is
 converted to an OpenAI body with `abridge convert`, its o200k_base size measured,
 and both tools bring it to 30% of that: LangChain with trim_messages
 (strategy="last", the system message kept, start_on="human") and a counter of the
-same kind, abridge with Compactor::compact in-process. Best of 20 runs each.
+same kind, abridge with Compactor::compact in-process. Best of 20 runs each
+(3 for trim_messages with the exact counter). `toolchat` is issue 32's one-shot
+workload instead: benches/workload.py's 10,000-message tool chat (about 8 MB)
+brought to 128,000 tokens.
 """
 import json
 import os
@@ -35,11 +38,16 @@ def main():
     src = sys.argv[1] if len(sys.argv) > 1 else DEFAULT
     cargo("build", "--release", "-q", "-p", "abridge-cli", "-p", "abridge", "--example", "compact_timing")
     exe = os.path.join(ROOT, "target", "release")
-    body = subprocess.run([os.path.join(exe, "abridge"), "convert", src, "--to", "openai", "--compact"],
-                          capture_output=True, text=True, check=True).stdout
+    if src == "toolchat":
+        sys.path.insert(0, os.path.join(ROOT, "benches"))
+        import workload
+        body = json.dumps(workload.toolchat(10000))
+    else:
+        body = subprocess.run([os.path.join(exe, "abridge"), "convert", src, "--to", "openai", "--compact"],
+                              capture_output=True, text=True, check=True).stdout
     stats = json.loads(subprocess.run([os.path.join(exe, "abridge"), "stats", "--json", "-"], input=body,
                                       capture_output=True, text=True, check=True).stdout)
-    target = stats["tokens"] * 3 // 10
+    target = 128000 if src == "toolchat" else stats["tokens"] * 3 // 10
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(body)
         path = f.name

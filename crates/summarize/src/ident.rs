@@ -6,12 +6,8 @@ pub fn identifiers(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for raw in text.split(|c: char| c.is_whitespace() || "\"'`()[]{}<>,;|".contains(c)) {
         // `key=value` splits, a URL's query does not.
-        let pieces: Vec<&str> = if raw.contains("://") {
-            vec![raw]
-        } else {
-            raw.split('=').collect()
-        };
-        for piece in pieces {
+        let url = raw.contains("://");
+        for piece in raw.split(|c: char| !url && c == '=') {
             let token = piece
                 .trim_end_matches(['.', ':', '!', '?'])
                 .trim_start_matches(['@', '#', '*']);
@@ -80,7 +76,15 @@ fn is_char_ranges(t: &str) -> bool {
 
 /// True for a token worth keeping verbatim.
 pub(crate) fn is_identifier(t: &str) -> bool {
-    if t.len() < 3 || t.len() > 300 || is_quantity(t) || is_char_ranges(t) {
+    if t.len() < 3 || t.len() > 300 {
+        return false;
+    }
+    // Most words of prose: letters only name something when camelCased
+    // (what the rules below come to for them, without their passes).
+    if t.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return is_camel(t);
+    }
+    if is_quantity(t) || is_char_ranges(t) {
         return false;
     }
     if t.starts_with("http://") || t.starts_with("https://") {
@@ -113,10 +117,7 @@ pub(crate) fn is_identifier(t: &str) -> bool {
         return true; // file.ext, Module.Sub.fun
     }
     let has_sep = t.contains(['_', '-']);
-    let camel = t
-        .chars()
-        .zip(t.chars().skip(1))
-        .any(|(a, b)| a.is_ascii_lowercase() && b.is_ascii_uppercase());
+    let camel = is_camel(t);
     (letters > 0 && digits > 0 && (has_sep || letters >= 2) && !t.starts_with('-'))
         || (has_sep && letters >= 4 && !t.starts_with('-') && !t.ends_with('-'))
         || camel
@@ -137,11 +138,18 @@ pub(crate) fn is_reference(t: &str) -> bool {
 }
 
 fn is_hex_id(t: &str) -> bool {
-    let hex: String = t.chars().filter(|c| *c != '-').collect();
-    hex.len() >= 7
-        && hex.chars().all(|c| c.is_ascii_hexdigit())
-        && hex.chars().any(|c| c.is_ascii_digit())
-        && hex.chars().any(|c| c.is_ascii_alphabetic())
+    let hex = || t.chars().filter(|c| *c != '-');
+    hex().count() >= 7
+        && hex().all(|c| c.is_ascii_hexdigit())
+        && hex().any(|c| c.is_ascii_digit())
+        && hex().any(|c| c.is_ascii_alphabetic())
+}
+
+/// A lower-case letter followed by a capital (`camelCase`).
+fn is_camel(t: &str) -> bool {
+    t.as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
 }
 
 /// True when `text` keeps `id`: verbatim, or for a path, its last two

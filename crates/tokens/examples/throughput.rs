@@ -47,7 +47,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Batched: the strings as the messages of one history, counted as a
     // request's history is (a fresh cache each time: all of it is new).
-    let messages: Vec<Message> = all.iter().map(|s| Message::text(Role::User, s.as_str())).collect();
+    let messages: Vec<Message> = all
+        .iter()
+        .map(|s| Message::text(Role::User, s.as_str()))
+        .collect();
     let mut batched = f64::MAX;
     for _ in 0..5 {
         let mut counter = TokenCounter::new(kind);

@@ -101,3 +101,93 @@ fn a_sheet_round_trips_as_json() {
     assert!(json.contains(r#""kind":"files""#), "{json}");
     assert_eq!(serde_json::from_str::<Sheet>(&json).unwrap(), sheet);
 }
+
+/// `fit` as it was written first: every item counted, the oldest beyond
+/// each section's minimum dropped one at a time, lowest priority first.
+fn fit_by_dropping_one_at_a_time(sections: &mut [Section], budget: usize, kind: TokenizerKind) {
+    let root = Root(None);
+    let cost = |s: &str| kind.count(s) + 2;
+    let costs: Vec<Vec<usize>> = sections
+        .iter()
+        .map(|s| {
+            s.items
+                .iter()
+                .map(|i| cost(&root.show(s.kind, &i.text)))
+                .collect()
+        })
+        .collect();
+    let mut total: usize = sections
+        .iter()
+        .map(|s| cost(s.kind.title()) + 2)
+        .sum::<usize>()
+        + costs.iter().flatten().sum::<usize>();
+    let mut dropped = vec![0usize; sections.len()];
+    while total > budget {
+        let victim = sections
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                let (priority, keep) = s.kind.priority_and_keep();
+                priority < u8::MAX && s.items.len() - dropped[*i] > keep
+            })
+            .min_by_key(|(_, s)| s.priority())
+            .map(|(i, _)| i);
+        let Some(i) = victim else { break };
+        total -= costs[i][dropped[i]];
+        dropped[i] += 1;
+    }
+    for (section, n) in sections.iter_mut().zip(dropped) {
+        section.items.drain(..n);
+        section.omitted += n;
+    }
+}
+
+#[test]
+fn fitting_counts_only_what_it_keeps_and_keeps_what_dropping_one_by_one_kept() {
+    let words = [
+        "alpha",
+        "src/engine/rewrite.rs",
+        "call_0042 read_file",
+        "the quick brown fox",
+    ];
+    for seed in 0..200usize {
+        let sections: Vec<Section> = Kind::ALL
+            .into_iter()
+            .enumerate()
+            .map(|(k, kind)| {
+                let n = (seed * 7 + k * 13) % 60;
+                let items = (0..n)
+                    .map(|j| SheetItem::new(format!("{} {j}", words[(seed + j + k) % words.len()])))
+                    .collect();
+                Section::new(kind, items)
+            })
+            .collect();
+        let budget = 40 + (seed * 37) % 1500;
+        let mut lazy = sections.clone();
+        let (_, total) = first_trim(&mut lazy, &Root(None), budget, &|s| {
+            TokenizerKind::O200kBase.count(s) + 2
+        });
+        let mut eager = sections;
+        fit_by_dropping_one_at_a_time(&mut eager, budget, TokenizerKind::O200kBase);
+        let texts = |s: &[Section]| -> Vec<(usize, Vec<String>)> {
+            s.iter()
+                .map(|s| (s.omitted, s.items.iter().map(|i| i.text.clone()).collect()))
+                .collect()
+        };
+        assert_eq!(texts(&lazy), texts(&eager), "seed {seed}, budget {budget}");
+        let shown: usize = lazy
+            .iter()
+            .map(|s| {
+                TokenizerKind::O200kBase.count(s.kind.title())
+                    + 4
+                    + s.items
+                        .iter()
+                        .map(|i| {
+                            TokenizerKind::O200kBase.count(&Root(None).show(s.kind, &i.text)) + 2
+                        })
+                        .sum::<usize>()
+            })
+            .sum();
+        assert_eq!(total, shown, "seed {seed}: the total is what is kept");
+    }
+}
