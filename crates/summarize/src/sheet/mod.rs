@@ -554,10 +554,10 @@ fn first_trim(
         .iter()
         .map(|s| cost(s.kind.title()) + 2)
         .sum::<usize>();
-    for (i, s) in sections.iter().enumerate() {
-        for j in firsts[i]..s.items.len() {
-            costs[i][j] = item_cost(s, j);
-            total += costs[i][j];
+    for ((s, first), costs) in sections.iter().zip(&firsts).zip(costs.iter_mut()) {
+        for (j, c) in costs.iter_mut().enumerate().skip(*first) {
+            *c = item_cost(s, j);
+            total += *c;
         }
     }
     // The drop order: by priority, then by place (stable).
