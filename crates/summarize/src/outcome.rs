@@ -52,9 +52,9 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Cal
 /// `exit code: 2`, `<returncode>1</returncode>`.
 pub(crate) fn exit_code(text: &str) -> Option<i64> {
     for line in text.lines().take(3) {
-        // Every key holds `exit` or `returncode`: an ASCII line without
-        // either (most tool output) needs no lower-cased copy.
-        if line.is_ascii() && !has_ascii_ci(line, b"exit") && !has_ascii_ci(line, b"returncode") {
+        // Every key holds an `x` or a `>`: an ASCII line without either
+        // (most tool output) needs no lower-cased copy.
+        if line.is_ascii() && !line.bytes().any(|b| matches!(b, b'x' | b'X' | b'>')) {
             continue;
         }
         let line = line.to_lowercase();
@@ -74,13 +74,6 @@ pub(crate) fn exit_code(text: &str) -> Option<i64> {
         }
     }
     None
-}
-
-/// Whether `line` holds `word`, ASCII letters in any case.
-fn has_ascii_ci(line: &str, word: &[u8]) -> bool {
-    line.as_bytes()
-        .windows(word.len())
-        .any(|w| w.eq_ignore_ascii_case(word))
 }
 
 /// A failure in one line: its first line and, when the output goes on, the
