@@ -86,9 +86,223 @@ fn detect(envelope: &Extra, items: &[&RawValue]) -> Option<Format> {
     }
     let mut score = FamilyScore::new(envelope.contains_key("system"));
     for raw in items {
-        score.add(&serde_json::from_str(raw.get()).ok()?);
+        add_hints(&mut score, raw)?;
     }
     Some(score.family())
+}
+
+/// Scores one message: an object without duplicate fields or escaped keys
+/// in its blocks by its [`Hints`], anything else as a tree; `None` when it
+/// is not JSON.
+fn add_hints(score: &mut FamilyScore, raw: &RawValue) -> Option<()> {
+    let hints = (raw.get().starts_with('{'))
+        .then(|| serde_json::from_str::<Hints<'_>>(raw.get()).ok())
+        .flatten();
+    match hints {
+        Some(hints) => score.add(&hints.value()),
+        None => score.add(&serde_json::from_str(raw.get()).ok()?),
+    }
+    Some(())
+}
+
+/// What [`FamilyScore`] reads of a message, without the rest of its tree:
+/// its role, whether it has `tool_calls` or `tool_call_id` (any value,
+/// `null` too), and the `type` of each block of an array `content`.
+#[derive(serde::Deserialize)]
+struct Hints<'a> {
+    #[serde(default, borrow)]
+    role: Lenient<'a>,
+    #[serde(default)]
+    tool_calls: Present,
+    #[serde(default)]
+    tool_call_id: Present,
+    #[serde(default, borrow)]
+    content: Blocks<'a>,
+}
+
+impl Hints<'_> {
+    /// The message as far as [`FamilyScore`] looks.
+    fn value(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        if let Some(role) = &self.role.0 {
+            m.insert("role".into(), Value::String(role.to_string()));
+        }
+        for (key, present) in [
+            ("tool_calls", &self.tool_calls),
+            ("tool_call_id", &self.tool_call_id),
+        ] {
+            if present.0 {
+                m.insert(key.into(), Value::Null);
+            }
+        }
+        if let Some(types) = &self.content.0 {
+            let blocks = types
+                .iter()
+                .map(|t| match t {
+                    Some(t) => serde_json::json!({ "type": t.as_ref() }),
+                    None => Value::Object(Default::default()),
+                })
+                .collect();
+            m.insert("content".into(), Value::Array(blocks));
+        }
+        Value::Object(m)
+    }
+}
+
+/// Any value; the string when it is one.
+#[derive(Default)]
+struct Lenient<'a>(Option<std::borrow::Cow<'a, str>>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Lenient<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Lenient(v.as_str().map(|s| s.to_owned().into())))
+    }
+}
+
+/// A field that is there, whatever its value.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Present(true))
+    }
+}
+
+/// The `type` of each block of an array; `None` for any other value.
+#[derive(Default)]
+struct Blocks<'a>(Option<Vec<Option<std::borrow::Cow<'a, str>>>>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Blocks<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(BlocksVisitor(std::marker::PhantomData))
+    }
+}
+
+struct BlocksVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for BlocksVisitor<'a> {
+    type Value = Blocks<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut types = Vec::new();
+        while let Some(block) = seq.next_element::<BlockType<'a>>()? {
+            types.push(block.0);
+        }
+        Ok(Blocks(Some(types)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Blocks(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        Ok(Blocks(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        Ok(Blocks(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        Ok(Blocks(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        Ok(Blocks(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        Ok(Blocks(None))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(Blocks(None))
+    }
+}
+
+/// A block's `type` when it is an object with a string one (the last, as
+/// in a tree); keys with escapes fail the hints, and the message is read
+/// as a tree instead.
+struct BlockType<'a>(Option<std::borrow::Cow<'a, str>>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for BlockType<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(BlockVisitor(std::marker::PhantomData))
+    }
+}
+
+struct BlockVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for BlockVisitor<'a> {
+    type Value = BlockType<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut ty = None;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            if key == "type" {
+                ty = map.next_value::<Lenient<'a>>()?.0;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(BlockType(ty))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(BlockType(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        Ok(BlockType(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        Ok(BlockType(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        Ok(BlockType(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        Ok(BlockType(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        Ok(BlockType(None))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(BlockType(None))
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +376,40 @@ mod tests {
         }
         let body = json!({"messages": [{"role": "user", "content": "x"}]}).to_string();
         assert!(decode_any_size(&body, Some(Format::Gemini)).is_none());
+    }
+
+    #[test]
+    fn hints_score_a_message_as_its_tree_does() {
+        let messages = [
+            r#"{"role": "tool", "tool_call_id": "x", "content": "a"}"#,
+            r#"{"role": "assistant", "tool_calls": null}"#,
+            r#"{"role": 7, "content": [{"type": "tool_use"}, 3, "s", [1], {"type": 5}, {"ty\u0070e": "image"}]}"#,
+            r#"{"role": "user", "content": [{"type": "text", "type": "image"}, {"x": {"type": "tool_result"}}]}"#,
+            r#"{"role": "system", "content": {"type": "thinking"}}"#,
+            r#"{"role": "developer", "role": "user"}"#,
+            r#"["system", null, null, [{"type": "image"}]]"#,
+            r#"{"content": [{"type": "image_url", "image_url": {"url": "u"}}, {"type": "input_audio"}]}"#,
+            r#"{"role": "user", "content": [{"type": "document", "source": {"type": "base64", "data": "AAAA"}}]}"#,
+        ];
+        let mut hinted = 0;
+        for has_system in [false, true] {
+            for m in messages {
+                let raw: &RawValue = serde_json::from_str(m).unwrap();
+                let mut by_hints = FamilyScore::new(has_system);
+                let mut by_tree = FamilyScore::new(has_system);
+                by_tree.add(&serde_json::from_str(m).unwrap());
+                add_hints(&mut by_hints, raw).unwrap();
+                hinted +=
+                    usize::from(m.starts_with('{') && serde_json::from_str::<Hints<'_>>(m).is_ok());
+                assert_eq!(
+                    (by_hints.anthropic, by_hints.openai),
+                    (by_tree.anthropic, by_tree.openai),
+                    "{m}"
+                );
+            }
+        }
+        // All but the duplicate role, the escaped key and the array.
+        assert_eq!(hinted, 2 * 6);
     }
 
     #[test]
