@@ -139,7 +139,7 @@ impl Proxy {
 
     /// Expands the tokenizer tables requests will count with, on a blocking
     /// thread, so that the first request after start-up does not pay for
-    /// it (about 0.15 s). [`serve`](Self::serve) does it before it accepts
+    /// it (about 10 ms). [`serve`](Self::serve) does it before it accepts
     /// a connection; call it first to say "listening" only once requests
     /// will be fast. `/readyz` answers 503 until it is done (routes served
     /// without [`serve`](Self::serve)). Every model the registry knows but
@@ -154,7 +154,7 @@ impl Proxy {
         let warmed = self.app.handle.spawn_blocking(move || {
             let start = std::time::Instant::now();
             for kind in kinds {
-                kind.count("warm");
+                kind.warm();
             }
             let took = start.elapsed();
             app.metrics.warmed(took.as_secs_f64());

@@ -1,12 +1,13 @@
 //! Per-message token counts with a cache keyed by content hash.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::BuildHasherDefault;
 
 use abridge_model::{Arguments, Conversation, ImageSource, Message, Part, Tool};
 use serde_json::Value;
 
 use crate::image::image_tokens;
+use crate::tables::Prehashed;
 use crate::tokenizer::TokenizerKind;
 use crate::units::Counted;
 
@@ -64,7 +65,8 @@ impl TokenCounts {
 #[derive(Debug)]
 pub struct TokenCounter {
     kind: TokenizerKind,
-    cache: HashMap<u64, TokenCounts>,
+    /// Counts by [`content_hash`] (already a hash: not hashed again).
+    cache: HashMap<u64, TokenCounts, BuildHasherDefault<Prehashed>>,
     capacity: usize,
     hits: u64,
     misses: u64,
@@ -82,7 +84,7 @@ impl TokenCounter {
     pub fn with_capacity(kind: TokenizerKind, capacity: usize) -> Self {
         TokenCounter {
             kind,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             capacity: capacity.max(1),
             hits: 0,
             misses: 0,
@@ -298,69 +300,88 @@ fn part_bytes(p: &Part) -> usize {
 }
 
 /// Hash of everything in a message that its token count depends on.
+///
+/// Each string is hashed in one pass (xxh3) with the hash so far as its
+/// seed: no hasher state is built or copied per message, which matters
+/// when a history holds a million short ones.
 pub fn content_hash(m: &Message) -> u64 {
-    let mut h = DefaultHasher::new();
-    m.role.as_str().hash(&mut h);
-    m.parts.len().hash(&mut h);
+    let mut h = Fold(0);
+    h.bytes(0, m.role.as_str().as_bytes());
+    h.number(1, m.parts.len() as u64);
     for p in &m.parts {
         hash_part(p, &mut h);
     }
-    h.finish()
+    h.0
 }
 
-fn hash_part(p: &Part, h: &mut DefaultHasher) {
+/// A hash built string by string.
+struct Fold(u64);
+
+impl Fold {
+    fn bytes(&mut self, tag: u8, bytes: &[u8]) {
+        let seed = self.0 ^ u64::from(tag).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, seed);
+    }
+
+    fn number(&mut self, tag: u8, n: u64) {
+        self.bytes(tag, &n.to_le_bytes());
+    }
+}
+
+fn hash_part(p: &Part, h: &mut Fold) {
     match p {
-        Part::Text(t) => (0u8, &t.text).hash(h),
+        Part::Text(t) => h.bytes(2, t.text.as_bytes()),
         // Its count depends on the header and, for `detail`, the source fields.
         Part::Image(img) => {
-            1u8.hash(h);
             let bytes = match &img.source {
                 ImageSource::Url(u) => u.as_bytes(),
                 ImageSource::Base64 { data, .. } => data.as_bytes(),
             };
-            bytes.len().hash(h);
-            bytes[..bytes.len().min(IMAGE_HASH_BYTES)].hash(h);
-            img.source_extra
-                .get("detail")
-                .map(ToString::to_string)
-                .hash(h);
+            h.number(3, bytes.len() as u64);
+            h.bytes(4, &bytes[..bytes.len().min(IMAGE_HASH_BYTES)]);
+            let detail = img.source_extra.get("detail").map(ToString::to_string);
+            h.bytes(5, detail.as_deref().unwrap_or("\0").as_bytes());
         }
         Part::ToolCall(c) => {
-            (2u8, &c.name).hash(h);
+            h.bytes(6, c.name.as_bytes());
             match &c.arguments {
-                Arguments::Json(s) | Arguments::Custom(s) => s.hash(h),
+                Arguments::Json(s) | Arguments::Custom(s) => h.bytes(7, s.as_bytes()),
                 Arguments::Value(v) => hash_value(v, h),
             }
         }
         Part::ToolResult(r) => {
-            (3u8, r.parts.len()).hash(h);
+            h.number(8, r.parts.len() as u64);
             for inner in &r.parts {
                 hash_part(inner, h);
             }
         }
-        Part::Reasoning(r) => (4u8, &r.text).hash(h),
+        Part::Reasoning(r) => h.bytes(9, r.text.as_bytes()),
         Part::Opaque(v) => {
-            5u8.hash(h);
+            h.number(10, 0);
             hash_value(v, h);
         }
     }
 }
 
 /// Hashes a JSON value by structure, without serializing it.
-fn hash_value(v: &Value, h: &mut DefaultHasher) {
+fn hash_value(v: &Value, h: &mut Fold) {
     match v {
-        Value::Null => 0u8.hash(h),
-        Value::Bool(b) => (1u8, b).hash(h),
-        Value::Number(n) => (2u8, n.as_f64().map(f64::to_bits), n.as_i64(), n.as_u64()).hash(h),
-        Value::String(s) => (3u8, s).hash(h),
+        Value::Null => h.number(20, 0),
+        Value::Bool(b) => h.number(21, u64::from(*b)),
+        Value::Number(n) => {
+            let f = n.as_f64().map_or(0, f64::to_bits);
+            h.number(22, f);
+            h.bytes(23, n.to_string().as_bytes());
+        }
+        Value::String(s) => h.bytes(24, s.as_bytes()),
         Value::Array(a) => {
-            (4u8, a.len()).hash(h);
+            h.number(25, a.len() as u64);
             a.iter().for_each(|x| hash_value(x, h));
         }
         Value::Object(m) => {
-            (5u8, m.len()).hash(h);
+            h.number(26, m.len() as u64);
             for (k, x) in m {
-                k.hash(h);
+                h.bytes(27, k.as_bytes());
                 hash_value(x, h);
             }
         }

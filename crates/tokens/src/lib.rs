@@ -27,6 +27,8 @@
 pub mod calibrate;
 mod counter;
 mod image;
+mod merge;
+mod pretokenize;
 mod registry;
 mod tables;
 mod tokenizer;

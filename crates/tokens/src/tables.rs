@@ -1,67 +1,62 @@
-//! The exact tokenizers, built from the tables `build.rs` stored compressed.
+//! The exact tokenizers: tiktoken's vocabularies, compiled in, and their
+//! pre-tokenization.
 //!
-//! Expanding a table takes about a tenth of a second (`o200k_base`: 13 MB
-//! of zstd to 32 MB, then decoded), once per process, on first use.
-//! The pre-tokenization patterns are tiktoken's, in the look-ahead form
-//! `bpe-openai` 0.3 uses; `tests/it/tokenizer.rs` checks that every count
-//! equals `bpe-openai`'s own.
+//! `build.rs` stores each vocabulary as its tokens' bytes in rank order
+//! (1.4 MB for `o200k_base`) and their lengths; the first count builds a
+//! map from bytes to rank in a few milliseconds. A piece the
+//! pre-tokenizer cuts that is a whole token counts 1; any other is merged
+//! by rank (`merge.rs`), as tiktoken does. `tests/it/tables.rs` and the
+//! unit tests hold every count to `bpe-openai`'s and, on the corpus, to
+//! tiktoken's.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
-use bpe_openai::Tokenizer;
+use crate::merge;
+use crate::pretokenize::{Pretokenizer, Scheme};
 
-/// A tokenizer with the pieces that are whole tokens looked up first.
-///
-/// Most pieces of prose and code (a word with its space, an operator) are
-/// one token of the table. `bpe-openai` encodes every piece, which costs an
-/// allocation and a walk each; tiktoken looks a piece up first. Here a
-/// piece whose hash names a token whose bytes equal it counts 1, exactly as
-/// encoding it would (a token's own bytes encode to that token); any other
-/// piece is encoded.
+/// A vocabulary and the pre-tokenization it was trained with.
 pub(crate) struct Table {
-    tokenizer: Tokenizer,
-    /// xxh3 of a token's bytes → its id (ids of colliding tokens: the
-    /// first; a piece that misses is encoded, so a collision costs time,
-    /// never a wrong count).
-    whole: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
-    /// The longest token, in bytes: longer pieces are not looked up.
+    pretokenizer: &'static Pretokenizer,
+    /// Token bytes → rank (the token's id).
+    ranks: HashMap<&'static [u8], u32, BuildHasherDefault<BytesHasher>>,
+    /// The longest token, in bytes: longer pieces are never one token.
     longest: usize,
 }
 
 impl Table {
-    fn new(tokenizer: Tokenizer) -> Self {
-        let bpe = &tokenizer.bpe;
-        let mut whole = HashMap::with_capacity_and_hasher(bpe.num_tokens(), Default::default());
+    /// The table of `tokens` (every token's bytes, in rank order) and
+    /// `lengths` (one byte per token).
+    fn new(scheme: Scheme, tokens: &'static [u8], lengths: &'static [u8]) -> Table {
+        let mut ranks = HashMap::with_capacity_and_hasher(lengths.len(), Default::default());
+        let mut at = 0;
         let mut longest = 0;
-        for id in 0..bpe.num_tokens() as u32 {
-            let bytes = bpe.token_bytes(id);
-            longest = longest.max(bytes.len());
-            whole.entry(xxhash_rust::xxh3::xxh3_64(bytes)).or_insert(id);
+        for (rank, &len) in lengths.iter().enumerate() {
+            let len = usize::from(len);
+            let bytes = &tokens[at..at + len];
+            ranks.insert(bytes, rank as u32);
+            at += len;
+            longest = longest.max(len);
         }
         Table {
-            tokenizer,
-            whole,
+            pretokenizer: Pretokenizer::of(scheme),
+            ranks,
             longest,
         }
     }
 
-    /// Tokens of `text`, as `bpe-openai` counts them.
+    /// Tokens of `text`, as tiktoken's `encode_ordinary` counts them.
     pub(crate) fn count(&self, text: &str) -> usize {
-        let bpe = &self.tokenizer.bpe;
-        self.tokenizer
-            .split(text)
-            .map(|piece| {
-                let bytes = piece.as_bytes();
-                let one = bytes.len() <= self.longest
-                    && self
-                        .whole
-                        .get(&xxhash_rust::xxh3::xxh3_64(bytes))
-                        .is_some_and(|&id| bpe.token_bytes(id) == bytes);
-                if one { 1 } else { bpe.count(bytes) }
-            })
-            .sum()
+        let mut n = 0;
+        self.pretokenizer.pieces(text, |piece| {
+            n += if piece.len() <= self.longest && self.ranks.contains_key(piece) {
+                1
+            } else {
+                merge::count(piece, |b| self.ranks.get(b).copied())
+            };
+        });
+        n
     }
 }
 
@@ -86,26 +81,38 @@ impl Hasher for Prehashed {
     }
 }
 
+/// The hasher of the rank map: xxh3 of the key's bytes (the length prefix
+/// `[u8]`'s `Hash` writes first is folded in).
+#[derive(Default)]
+pub(crate) struct BytesHasher(u64);
+
+impl Hasher for BytesHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 ^= n as u64;
+    }
+}
+
 static O200K_BASE: LazyLock<Table> = LazyLock::new(|| {
-    let words = [
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        "\\p{N}{1,3}",
-        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
-        "\\s*[\\r\\n]+",
-        "\\s+$",
-    ]
-    .join("|");
-    build(
-        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bpe.zst")),
-        &words,
+    Table::new(
+        Scheme::O200k,
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.tokens")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.lengths")),
     )
 });
 
 static CL100K_BASE: LazyLock<Table> = LazyLock::new(|| {
-    build(
-        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe.zst")),
-        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$",
+    Table::new(
+        Scheme::Cl100k,
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.tokens")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.lengths")),
     )
 });
 
@@ -119,21 +126,67 @@ pub(crate) fn cl100k_base() -> &'static Table {
     &CL100K_BASE
 }
 
-// The tables are generated by this crate's build script from `bpe-openai`'s
-// and the patterns are constants: a failure here is a build defect that
-// every test of this crate would show, not something input can cause.
-#[allow(clippy::expect_used)]
-fn build(compressed: &[u8], words: &str) -> Table {
-    // The frame says its size: one allocation, no regrowing while expanding.
-    let size = zstd::zstd_safe::get_frame_content_size(compressed)
-        .ok()
-        .flatten()
-        .expect("the build script wrote the table's size in its frame");
-    let serialized = zstd::bulk::decompress(compressed, size as usize)
-        .expect("the build script wrote valid zstd");
-    let bpe = rmp_serde::from_slice(&serialized).expect("the build script wrote a valid table");
-    // Whitespace runs stop one character before the next word (tiktoken's
-    // `\s+(?!\S)`), written as a pattern whose last character is dropped.
-    let patterns = [(words, false), ("\\s+\\s", true), ("\\s+", false)];
-    Table::new(Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid"))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(scheme: Scheme) -> &'static bpe_openai::Tokenizer {
+        match scheme {
+            Scheme::O200k => bpe_openai::o200k_base(),
+            Scheme::Cl100k => bpe_openai::cl100k_base(),
+        }
+    }
+
+    fn table(scheme: Scheme) -> &'static Table {
+        match scheme {
+            Scheme::O200k => o200k_base(),
+            Scheme::Cl100k => cl100k_base(),
+        }
+    }
+
+    #[test]
+    fn ranks_are_bpe_openai_ids() {
+        for scheme in [Scheme::O200k, Scheme::Cl100k] {
+            let bpe = &reference(scheme).bpe;
+            let t = table(scheme);
+            assert_eq!(t.ranks.len(), bpe.num_tokens());
+            for id in (0..bpe.num_tokens() as u32).step_by(97) {
+                assert_eq!(t.ranks.get(bpe.token_bytes(id)), Some(&id));
+            }
+        }
+    }
+
+    #[test]
+    fn long_pieces_count_as_bpe_openai_counts() {
+        let texts = [
+            "a".repeat(5000),
+            "ab".repeat(3000),
+            "=-".repeat(2000),
+            "x".repeat(129) + &"é".repeat(300),
+            "0123456789".repeat(50),
+            "aGVsbG8gd29ybGQ".repeat(200),
+        ];
+        for scheme in [Scheme::O200k, Scheme::Cl100k] {
+            for text in &texts {
+                assert_eq!(
+                    table(scheme).count(text),
+                    reference(scheme).count(text.as_str())
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn any_text_counts_as_bpe_openai_counts(
+            text in "(\\PC|\\s|[a-zA-Z0-9 '_./=+-]|[a-z]{130,200}|[!-/]{130,150}){0,40}"
+        ) {
+            for scheme in [Scheme::O200k, Scheme::Cl100k] {
+                prop_assert_eq!(table(scheme).count(&text), reference(scheme).count(text.as_str()));
+            }
+        }
+    }
 }
