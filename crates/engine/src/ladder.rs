@@ -134,7 +134,7 @@ impl Rewriter<'_> {
                 let Part::ToolResult(r) = &work.messages[i].parts[j] else {
                     continue;
                 };
-                let text = r.text();
+                let text = r.text().into_owned();
                 if !can_cut(r, &text) {
                     continue;
                 }

@@ -6,6 +6,8 @@
 //! the shape its content had on the wire ([`ContentForm`]), so that encoding a
 //! decoded body gives back the same JSON value.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 /// JSON object used for fields that abridge does not model but must keep.
@@ -384,8 +386,9 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
-    /// All text of the result, parts joined by newlines.
-    pub fn text(&self) -> String {
+    /// All text of the result, parts joined by newlines (borrowed when
+    /// there is one text part, as there nearly always is).
+    pub fn text(&self) -> Cow<'_, str> {
         join_text(&self.parts)
     }
 }
@@ -455,13 +458,21 @@ impl Message {
         self.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
     }
 
-    /// All text parts joined by newlines (tool results and calls excluded).
-    pub fn text_content(&self) -> String {
+    /// All text parts joined by newlines (tool results and calls
+    /// excluded), borrowed when there is one.
+    pub fn text_content(&self) -> Cow<'_, str> {
         join_text(&self.parts)
     }
 }
 
-fn join_text(parts: &[Part]) -> String {
+fn join_text(parts: &[Part]) -> Cow<'_, str> {
+    let mut texts = parts.iter().filter_map(Part::as_text);
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    if parts.iter().filter_map(Part::as_text).nth(1).is_none() {
+        return Cow::Borrowed(first);
+    }
     let mut out = String::new();
     for t in parts.iter().filter_map(Part::as_text) {
         if !out.is_empty() {
@@ -469,5 +480,5 @@ fn join_text(parts: &[Part]) -> String {
         }
         out.push_str(t);
     }
-    out
+    Cow::Owned(out)
 }

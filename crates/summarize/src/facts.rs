@@ -1,6 +1,6 @@
 //! Facts extracted deterministically from the messages a briefing replaces.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use abridge_model::text::clip;
 use abridge_model::{Message, Part, Role};
@@ -96,8 +96,10 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     let mut f = Facts::default();
     let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
     let mut weight = Weights::default();
-    let mut results: Vec<String> = Vec::new();
+    let mut results: Vec<std::borrow::Cow<'_, str>> = Vec::new();
     let mut latest_error: Option<usize> = None;
+    // What `narrative` holds, to keep each sentence once in linear time.
+    let mut said: HashSet<String> = HashSet::new();
     for m in messages {
         match m.role {
             Role::Assistant => {
@@ -107,7 +109,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                             weight.add(&mut f.used_ids, &t.text, true);
                             f.last_state = Some(clip(t.text.trim(), 600, 200));
                             if let Some(s) = first_sentence(&t.text)
-                                && !f.narrative.contains(&s)
+                                && said.insert(s.clone())
                             {
                                 f.narrative.push(s);
                             }

@@ -49,17 +49,16 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Cal
 }
 
 /// An exit code reported in the first lines: `exit status 101`,
-/// `exit code: 2`, `<returncode>1</returncode>`.
+/// `exit code: 2`, `<returncode>1</returncode>` (in any case).
 pub(crate) fn exit_code(text: &str) -> Option<i64> {
     for line in text.lines().take(3) {
-        // Every key holds an `x` or a `>`: an ASCII line without either
-        // (most tool output) needs no lower-cased copy.
-        if line.is_ascii() && !line.bytes().any(|b| matches!(b, b'x' | b'X' | b'>')) {
+        // Every key holds an `x` or a `>`: a line without either (most tool
+        // output) is not searched.
+        if !line.bytes().any(|b| matches!(b, b'x' | b'X' | b'>')) {
             continue;
         }
-        let line = line.to_lowercase();
         for key in ["exit status", "exit code", "returncode>", "exit_code"] {
-            if let Some(pos) = line.find(key) {
+            if let Some(pos) = find_ascii_caseless(line, key) {
                 let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=']);
                 let digits: String = rest
                     .chars()
@@ -74,6 +73,17 @@ pub(crate) fn exit_code(text: &str) -> Option<i64> {
         }
     }
     None
+}
+
+/// Where `key` (lower-case ASCII) first occurs in `line`, ASCII case
+/// ignored: what searching a lower-cased copy finds, since no other
+/// character lower-cases into one of the keys' words.
+fn find_ascii_caseless(line: &str, key: &str) -> Option<usize> {
+    let (hay, key) = (line.as_bytes(), key.as_bytes());
+    let first = key[0];
+    (0..(hay.len() + 1).saturating_sub(key.len())).find(|&i| {
+        hay[i].to_ascii_lowercase() == first && hay[i..i + key.len()].eq_ignore_ascii_case(key)
+    })
 }
 
 /// A failure in one line: its first line and, when the output goes on, the
@@ -139,6 +149,47 @@ mod tests {
             form: ContentForm::Text,
             is_error,
             extra: Default::default(),
+        }
+    }
+
+    /// The search as it was: on a lower-cased copy of each line.
+    fn exit_code_by_lowercasing(text: &str) -> Option<i64> {
+        for line in text.lines().take(3) {
+            let line = line.to_lowercase();
+            for key in ["exit status", "exit code", "returncode>", "exit_code"] {
+                if let Some(pos) = line.find(key) {
+                    let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=']);
+                    let digits: String = rest
+                        .chars()
+                        .enumerate()
+                        .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && *c == '-'))
+                        .map(|(_, c)| c)
+                        .collect();
+                    if let Ok(n) = digits.parse::<i64>() {
+                        return Some(n);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn exit_codes_in_any_case() {
+        assert_eq!(exit_code("Exit Status: 101\nerror"), Some(101));
+        assert_eq!(exit_code("ok\n<RETURNCODE>-1</returncode>"), Some(-1));
+        assert_eq!(exit_code("naïve İstanbul EXIT_CODE=3"), Some(3));
+        assert_eq!(exit_code("exit code x\nexit status 2"), Some(2));
+        assert_eq!(exit_code("a\nb\nc\nexit code 1"), None);
+        assert_eq!(exit_code("exit"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn exit_codes_are_found_as_in_a_lower_cased_copy(
+            text in "((exit|EXIT|Exit|ex|returncode>|RETURNCODE>|_| |status|STATUS|code|Code|:|=|-|[0-9]{1,3}|\n|é|İ|K|ſ|x|>)){0,24}"
+        ) {
+            proptest::prop_assert_eq!(exit_code(&text), exit_code_by_lowercasing(&text));
         }
     }
 

@@ -56,7 +56,7 @@ pub(crate) fn successful_commands(messages: &[Message], cfg: &FactConfig) -> Vec
                 if let Some(cmd) = commands.remove(r.call_id.as_str()) {
                     let text = r.text();
                     if outcome(r, &text, &cfg.error_prefixes) == CallOutcome::Ok {
-                        out.push((cmd, text));
+                        out.push((cmd, text.into_owned()));
                     }
                 }
             }

@@ -378,7 +378,7 @@ fn lines(
                     false => kind_of(m),
                 },
                 tokens: counter.count_message(m).total().get(),
-                text,
+                text: text.into_owned(),
                 changed: !other.contains(h),
             }
         })

@@ -31,7 +31,8 @@ fn status_message_reports_use_cost_and_hint() {
         None,
         0.7,
     )
-    .text_content();
+    .text_content()
+    .into_owned();
     assert!(
         !calm.contains("compact_history") && calm.contains("(7.8%)"),
         "{calm}"

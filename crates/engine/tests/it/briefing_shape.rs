@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use abridge::model::{Conversation, Message, decode};
+use abridge::model::{Conversation, decode};
 use abridge::{Compactor, Config, PolicyKind};
 
 const SESSIONS: [&str; 2] = [
@@ -41,7 +41,7 @@ fn briefing_at_cut(session: &str) -> Option<String> {
     out.conversation
         .messages
         .iter()
-        .map(Message::text_content)
+        .map(|m| m.text_content().into_owned())
         .find(|t| t.starts_with("<compacted-history>"))
 }
 

@@ -43,7 +43,7 @@ fn is_stable(cfg: &Config, conv: &Conversation) -> bool {
 fn texts_with(conv: &Conversation, needle: &str) -> Vec<String> {
     conv.messages
         .iter()
-        .map(Message::text_content)
+        .map(|m| m.text_content().into_owned())
         .filter(|t| t.contains(needle))
         .collect()
 }
@@ -165,7 +165,7 @@ fn collapse_feedback_leaves_one_line_and_the_newest_of_each_kind() {
         .messages
         .iter()
         .filter(|m| m.role == Role::User)
-        .map(|m| m.text_content())
+        .map(|m| m.text_content().into_owned())
         .collect();
     assert_eq!(
         user,

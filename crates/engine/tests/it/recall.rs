@@ -28,7 +28,7 @@ fn texts(conv: &Conversation) -> Vec<String> {
             match p {
                 Part::Text(t) => out.push(t.text.clone()),
                 Part::ToolCall(c) => out.push(c.arguments.to_json_text().into_owned()),
-                Part::ToolResult(r) => out.push(r.text()),
+                Part::ToolResult(r) => out.push(r.text().into_owned()),
                 Part::Image(i) => out.push(i.source.to_url()),
                 _ => {}
             }

@@ -38,7 +38,7 @@ fn all_text(conv: &Conversation) -> String {
 fn briefing(conv: &Conversation) -> Option<String> {
     conv.messages
         .iter()
-        .map(Message::text_content)
+        .map(|m| m.text_content().into_owned())
         .find(|t| t.starts_with("<compacted-history>"))
 }
 

@@ -51,7 +51,7 @@ fn compact(conv: &Conversation, llm: LlmSummarizer) -> (Conversation, Report, Ve
 }
 
 fn briefing_of(conv: &Conversation) -> String {
-    conv.messages[2].text_content()
+    conv.messages[2].text_content().into_owned()
 }
 
 fn openai(mock: &Mock) -> LlmSummarizer {

@@ -491,10 +491,13 @@ fn encode_response(r: &ToolResult, call_name: Option<&str>) -> Value {
         .and_then(Value::as_object)
         .and_then(|m| m.keys().next().cloned());
     let response = match key {
-        Some(key) => Value::Object(Map::from_iter([(key, Value::String(text))])),
+        Some(key) => Value::Object(Map::from_iter([(key, Value::String(text.into_owned()))])),
         None => match serde_json::from_str::<Value>(&text) {
             Ok(v @ Value::Object(_)) => v,
-            _ => Value::Object(Map::from_iter([("output".to_owned(), Value::String(text))])),
+            _ => Value::Object(Map::from_iter([(
+                "output".to_owned(),
+                Value::String(text.into_owned()),
+            )])),
         },
     };
     let mut fields = Map::new();

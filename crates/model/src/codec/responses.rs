@@ -251,7 +251,7 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
     let mut map = start_body(conv);
     let lead = conv.wire_offset();
     if lead > 0 {
-        let text: Vec<String> = conv.messages[..lead]
+        let text: Vec<_> = conv.messages[..lead]
             .iter()
             .map(Message::text_content)
             .collect();

@@ -150,7 +150,7 @@ pub(super) fn check(
                 .messages
                 .iter()
                 .find(|m| m.role == Role::User)
-                .map(|m| m.text_content());
+                .map(|m| m.text_content().into_owned());
             (tokens, v, (user, conv.messages.len()))
         }
         Ok(_) => (0, vec!["not one conversation".into()], (None, 0)),
@@ -236,7 +236,7 @@ fn recall_results(conv: &abridge_model::Conversation) -> Vec<String> {
         .into_iter()
         .flat_map(|m| m.tool_results())
         .filter(|r| recall_ids.contains(&r.call_id.as_str()))
-        .map(|r| r.text())
+        .map(|r| r.text().into_owned())
         .collect()
 }
 
