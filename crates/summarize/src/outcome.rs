@@ -52,38 +52,56 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Cal
 /// `exit code: 2`, `<returncode>1</returncode>` (in any case).
 pub(crate) fn exit_code(text: &str) -> Option<i64> {
     for line in text.lines().take(3) {
-        // Every key holds an `x` or a `>`: a line without either (most tool
-        // output) is not searched.
-        if !line.bytes().any(|b| matches!(b, b'x' | b'X' | b'>')) {
-            continue;
-        }
-        for key in ["exit status", "exit code", "returncode>", "exit_code"] {
-            if let Some(pos) = find_ascii_caseless(line, key) {
-                let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=']);
-                let digits: String = rest
-                    .chars()
-                    .enumerate()
-                    .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && *c == '-'))
-                    .map(|(_, c)| c)
-                    .collect();
-                if let Ok(n) = digits.parse::<i64>() {
-                    return Some(n);
-                }
+        let found = first_keys(line);
+        for (key, pos) in KEYS.iter().zip(found) {
+            let Some(pos) = pos else { continue };
+            let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=']);
+            let digits: String = rest
+                .chars()
+                .enumerate()
+                .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && *c == '-'))
+                .map(|(_, c)| c)
+                .collect();
+            if let Ok(n) = digits.parse::<i64>() {
+                return Some(n);
             }
         }
     }
     None
 }
 
-/// Where `key` (lower-case ASCII) first occurs in `line`, ASCII case
-/// ignored: what searching a lower-cased copy finds, since no other
-/// character lower-cases into one of the keys' words.
-fn find_ascii_caseless(line: &str, key: &str) -> Option<usize> {
-    let (hay, key) = (line.as_bytes(), key.as_bytes());
-    let first = key[0];
-    (0..(hay.len() + 1).saturating_sub(key.len())).find(|&i| {
-        hay[i].to_ascii_lowercase() == first && hay[i..i + key.len()].eq_ignore_ascii_case(key)
-    })
+/// What reports an exit code, in the order they are tried.
+const KEYS: [&str; 4] = ["exit status", "exit code", "returncode>", "exit_code"];
+
+/// Where each of [`KEYS`] first occurs in `line`, ASCII case ignored (what
+/// searching a lower-cased copy finds: no other character lower-cases into
+/// one of their words). Every key holds an `x` after its first letter or
+/// ends in `>`, so only those bytes are looked at, in one pass.
+fn first_keys(line: &str) -> [Option<usize>; 4] {
+    let bytes = line.as_bytes();
+    let mut found = [None; 4];
+    let at = |start: usize, key: &str| {
+        bytes
+            .get(start..start + key.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(key.as_bytes()))
+    };
+    for p in memchr::memchr3_iter(b'x', b'X', b'>', bytes) {
+        // `returncode>` ends at a `>`; the others have their `x` second.
+        let (start, keys): (Option<usize>, &[usize]) = match bytes[p] {
+            b'>' => (p.checked_sub(KEYS[2].len() - 1), &[2]),
+            _ => (p.checked_sub(1), &[0, 1, 3]),
+        };
+        let Some(start) = start else { continue };
+        for &k in keys {
+            if found[k].is_none() && at(start, KEYS[k]) {
+                found[k] = Some(start);
+            }
+        }
+        if found.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    found
 }
 
 /// A failure in one line: its first line and, when the output goes on, the
