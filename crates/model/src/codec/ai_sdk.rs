@@ -12,7 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_role_content, encode_content, kind, object, take_str, text_block, with_extra,
+    decode_role_content, encode_content, kind, object, rest, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format};
 use crate::error::{Error, Result};
@@ -54,7 +54,10 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
         "text" if map.get("text").is_some_and(Value::is_string) => {
             map.shift_remove("type");
             let text = take_str(&mut map, "text", &at_ty)?;
-            Ok(Part::Text(TextPart { text, extra: map }))
+            Ok(Part::Text(TextPart {
+                text,
+                extra: rest(map),
+            }))
         }
         "reasoning" if map.get("text").is_some_and(Value::is_string) => {
             map.shift_remove("type");
@@ -63,7 +66,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 text,
                 signature: None,
                 kind: ReasoningKind::Thinking,
-                extra: map,
+                extra: rest(map),
             }))
         }
         "image" if map.get("image").is_some_and(Value::is_string) => {
@@ -91,7 +94,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             Ok(Part::Image(ImagePart {
                 source,
                 source_extra: Map::new(),
-                extra: map,
+                extra: rest(map),
             }))
         }
         "tool-call" => {
@@ -103,7 +106,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 id,
                 name,
                 arguments: Arguments::Value(input),
-                extra: map,
+                extra: rest(map),
                 function_extra: Map::new(),
             }))
         }
@@ -120,7 +123,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 parts,
                 form,
                 is_error,
-                extra: map,
+                extra: rest(map),
             }))
         }
         _ => Ok(Part::Opaque(Value::Object(map))),
@@ -154,7 +157,10 @@ fn decode_output(mut output: Map<String, Value>, at: &dyn Fn() -> String) -> Res
                             Some(Value::String(t)) => t,
                             _ => String::new(),
                         };
-                        Part::Text(TextPart { text, extra: m })
+                        Part::Text(TextPart {
+                            text,
+                            extra: rest(m),
+                        })
                     }
                     other => Part::Opaque(other),
                 })

@@ -4,8 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::util::{
     decode_content, decode_role_content, encode_content, envelope, finish_body, kind,
-    name_and_description, object, start_body, take_messages, take_opt_str, take_str, text_block,
-    with_extra,
+    name_and_description, object, rest, start_body, take_messages, take_opt_str, take_str,
+    text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -83,7 +83,10 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
         "text" => {
             map.shift_remove("type");
             let text = take_str(&mut map, "text", at)?;
-            Part::Text(TextPart { text, extra: map })
+            Part::Text(TextPart {
+                text,
+                extra: rest(map),
+            })
         }
         "image" => match map.get_mut("source") {
             Some(Value::Object(src)) => {
@@ -108,7 +111,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 Part::Image(ImagePart {
                     source,
                     source_extra,
-                    extra: map,
+                    extra: rest(map),
                 })
             }
             _ => Part::Opaque(Value::Object(map)),
@@ -122,7 +125,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 id,
                 name,
                 arguments: Arguments::Value(input),
-                extra: map,
+                extra: rest(map),
                 function_extra: Map::new(),
             })
         }
@@ -143,7 +146,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 parts,
                 form,
                 is_error,
-                extra: map,
+                extra: rest(map),
             })
         }
         "thinking" if map.get("thinking").is_some_and(Value::is_string) => {
@@ -152,7 +155,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 text: take_opt_str(&mut map, "thinking").unwrap_or_default(),
                 signature: take_opt_str(&mut map, "signature"),
                 kind: ReasoningKind::Thinking,
-                extra: map,
+                extra: rest(map),
             })
         }
         "redacted_thinking" if map.get("data").is_some_and(Value::is_string) => {
@@ -161,7 +164,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 text: take_opt_str(&mut map, "data").unwrap_or_default(),
                 signature: None,
                 kind: ReasoningKind::Redacted,
-                extra: map,
+                extra: rest(map),
             })
         }
         _ => Part::Opaque(Value::Object(map)),
@@ -185,7 +188,7 @@ fn decode_tool(v: Value) -> Tool {
             name,
             description,
             parameters,
-            extra: map,
+            extra: rest(map),
             function_extra: Map::new(),
         });
     }

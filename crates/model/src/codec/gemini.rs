@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value};
 
-use super::util::{envelope, finish_body, kind, object, start_body, with_extra};
+use super::util::{envelope, finish_body, kind, object, rest, start_body, with_extra};
 use crate::conversation::{Conversation, Format, Tool};
 use crate::error::{Error, Result};
 use crate::message::{
@@ -133,7 +133,7 @@ fn decode_content(v: Value, index: usize) -> Result<Message> {
         role,
         parts,
         form: ContentForm::Blocks,
-        extra: map,
+        extra: rest(map),
         ..Message::default()
     })
 }
@@ -177,10 +177,13 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
                     text,
                     signature,
                     kind: ReasoningKind::Thought,
-                    extra: map,
+                    extra: rest(map),
                 })
             } else {
-                Part::Text(TextPart { text, extra: map })
+                Part::Text(TextPart {
+                    text,
+                    extra: rest(map),
+                })
             }
         } else if let Some(Value::Object(call)) = map.get("functionCall").cloned() {
             map.shift_remove("functionCall");
@@ -202,7 +205,7 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
                 id,
                 name,
                 arguments: Arguments::Value(args),
-                extra: map,
+                extra: rest(map),
                 function_extra: call,
             })
         } else if let Some(Value::Object(response)) = map.get("functionResponse").cloned() {
@@ -218,7 +221,7 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
             Part::Image(ImagePart {
                 source: image,
                 source_extra: data,
-                extra: map,
+                extra: rest(map),
             })
         } else {
             Part::Opaque(Value::Object(map))

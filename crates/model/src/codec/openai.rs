@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::util::{
     decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
-    object, start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
+    object, rest, start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -87,7 +87,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
         role,
         parts,
         form,
-        extra: map,
+        extra: rest(map),
         ..Message::default()
     })
 }
@@ -118,7 +118,7 @@ fn decode_tool_call(v: Value, at: &dyn Fn() -> String) -> Result<ToolCall> {
         id,
         name,
         arguments,
-        extra: map,
+        extra: rest(map),
         function_extra: function,
     })
 }
@@ -132,7 +132,10 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
         Some("text") if map.get("text").is_some_and(Value::is_string) => {
             map.shift_remove("type");
             let text = take_opt_str(&mut map, "text").unwrap_or_default();
-            Ok(Part::Text(TextPart { text, extra: map }))
+            Ok(Part::Text(TextPart {
+                text,
+                extra: rest(map),
+            }))
         }
         Some("image_url") => match map.get_mut("image_url") {
             Some(Value::Object(inner)) if inner.get("url").is_some_and(Value::is_string) => {
@@ -143,7 +146,7 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
                 Ok(Part::Image(ImagePart {
                     source: ImageSource::Url(url),
                     source_extra,
-                    extra: map,
+                    extra: rest(map),
                 }))
             }
             _ => Ok(Part::Opaque(Value::Object(map))),
@@ -168,7 +171,7 @@ fn decode_tool(v: Value) -> Tool {
                 name,
                 description,
                 parameters,
-                extra: map,
+                extra: rest(map),
                 function_extra,
             })
         }

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::util::{
     decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
-    object, start_body, take_opt_str,
+    object, rest, start_body, take_opt_str,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -113,7 +113,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
                 role,
                 parts,
                 form,
-                extra: map,
+                extra: rest(map),
                 ..Message::default()
             })
         }
@@ -146,7 +146,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
                     function_extra: Extra::new(),
                 })],
                 form: ContentForm::Absent,
-                extra: map,
+                extra: rest(map),
                 ..Message::default()
             })
         }
@@ -170,7 +170,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
                     extra: Extra::new(),
                 })],
                 form: ContentForm::Absent,
-                extra: map,
+                extra: rest(map),
                 ..Message::default()
             })
         }
@@ -209,14 +209,17 @@ fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
     Ok(match ty {
         "input_text" | "output_text" if map.get("text").is_some_and(Value::is_string) => {
             let text = take_slot_str(&mut map, "text");
-            Part::Text(TextPart { text, extra: map })
+            Part::Text(TextPart {
+                text,
+                extra: rest(map),
+            })
         }
         "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
             let url = take_slot_str(&mut map, "image_url");
             Part::Image(ImagePart {
                 source: ImageSource::Url(url),
                 source_extra: Extra::new(),
-                extra: map,
+                extra: rest(map),
             })
         }
         _ => Part::Opaque(Value::Object(map)),
@@ -241,7 +244,7 @@ fn decode_tool(v: Value) -> Tool {
         name,
         description,
         parameters,
-        extra: map,
+        extra: rest(map),
         function_extra: Extra::new(),
     })
 }

@@ -17,6 +17,14 @@ pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Va
     }
 }
 
+/// What is left of a decoded object, kept as a value's extra fields: an
+/// empty one gives back the allocation the object was parsed into (a
+/// message whose every field is modelled would hold it for nothing; a
+/// million of them held 300 MB).
+pub(crate) fn rest(map: Extra) -> Extra {
+    if map.is_empty() { Extra::new() } else { map }
+}
+
 /// Removes a required string field.
 pub(crate) fn take_str(map: &mut Extra, key: &str, at: &dyn Fn() -> String) -> Result<String> {
     match map.shift_remove(key) {
@@ -94,7 +102,7 @@ pub(crate) fn decode_role_content(
         role,
         parts,
         form,
-        extra: map,
+        extra: rest(map),
         ..Message::default()
     })
 }
@@ -185,7 +193,7 @@ pub(crate) fn envelope(
         model,
         tools,
         messages,
-        extra: map,
+        extra: rest(map),
         boundaries: Vec::new(),
         label: None,
         key_order,
