@@ -103,7 +103,7 @@ pub fn run(spec: Spec) -> Conversation {
             let args = json!({"url": format!("https://shop.example.test/c-17/p/{}", rng.below(5000)),
                               "selector": format!("#product-{} .price", rng.below(900)),
                               "note": "x".repeat(rng.below(120) as usize)});
-            assistant.parts.push(Part::ToolCall(ToolCall {
+            assistant.parts.push(Part::ToolCall(Box::new(ToolCall {
                 id: id.clone(),
                 name: tool.to_owned(),
                 arguments: match spec.family {
@@ -112,18 +112,18 @@ pub fn run(spec: Spec) -> Conversation {
                 },
                 extra: type_function(spec.family),
                 function_extra: Extra::new(),
-            }));
+            })));
             let (text, failed) = result_text(&mut rng, tool, it, spec.page_lines);
             let mut parts = vec![Part::text(text)];
             if tool == "navigate" && rng.chance(15) {
-                parts.push(Part::Image(ImagePart {
+                parts.push(Part::Image(Box::new(ImagePart {
                     source: ImageSource::Base64 {
                         media_type: "image/png".into(),
                         data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==".into(),
                     },
                     source_extra: Extra::new(),
                     extra: Extra::new(),
-                }));
+                })));
             }
             results.push(ToolResult {
                 call_id: id,

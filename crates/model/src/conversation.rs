@@ -43,7 +43,7 @@ impl Family {
                     r.is_error = None;
                     Message {
                         role: Role::Tool,
-                        parts: vec![Part::ToolResult(r)],
+                        parts: vec![Part::ToolResult(Box::new(r))],
                         form: ContentForm::Absent,
                         ..Message::default()
                     }
@@ -51,7 +51,10 @@ impl Family {
                 .collect(),
             Family::Anthropic | Family::Gemini => vec![Message {
                 role: Role::User,
-                parts: results.into_iter().map(Part::ToolResult).collect(),
+                parts: results
+                    .into_iter()
+                    .map(|r| Part::ToolResult(Box::new(r)))
+                    .collect(),
                 form: ContentForm::Blocks,
                 ..Message::default()
             }],

@@ -206,13 +206,13 @@ pub enum Part {
     /// Plain text.
     Text(TextPart),
     /// An image, inline or by URL.
-    Image(ImagePart),
+    Image(Box<ImagePart>),
     /// A call of a tool by the assistant.
-    ToolCall(ToolCall),
+    ToolCall(Box<ToolCall>),
     /// The answer to a tool call.
-    ToolResult(ToolResult),
+    ToolResult(Box<ToolResult>),
     /// Model reasoning (Anthropic `thinking`/`redacted_thinking`, OpenAI-compatible `reasoning_content`).
-    Reasoning(Reasoning),
+    Reasoning(Box<Reasoning>),
     /// Any other part, kept verbatim (documents, audio, server tool blocks…).
     Opaque(Value),
 }
@@ -435,7 +435,7 @@ impl Message {
     /// Tool calls in this message.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.parts.iter().filter_map(|p| match p {
-            Part::ToolCall(c) => Some(c),
+            Part::ToolCall(c) => Some(&**c),
             _ => None,
         })
     }
@@ -443,7 +443,7 @@ impl Message {
     /// Tool results in this message.
     pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
         self.parts.iter().filter_map(|p| match p {
-            Part::ToolResult(r) => Some(r),
+            Part::ToolResult(r) => Some(&**r),
             _ => None,
         })
     }

@@ -8,25 +8,25 @@ pub(crate) fn exchange(id: &str, name: &str, args: Value, out: &str) -> [Message
     let call = Message {
         role: Role::Assistant,
         form: ContentForm::Blocks,
-        parts: vec![Part::ToolCall(ToolCall {
+        parts: vec![Part::ToolCall(Box::new(ToolCall {
             id: id.into(),
             name: name.into(),
             arguments: Arguments::Value(args),
             extra: Default::default(),
             function_extra: Default::default(),
-        })],
+        }))],
         ..Message::default()
     };
     let result = Message {
         role: Role::User,
         form: ContentForm::Blocks,
-        parts: vec![Part::ToolResult(ToolResult {
+        parts: vec![Part::ToolResult(Box::new(ToolResult {
             call_id: id.into(),
             parts: vec![Part::text(out)],
             form: ContentForm::Text,
             is_error: None,
             extra: Default::default(),
-        })],
+        }))],
         ..Message::default()
     };
     [call, result]

@@ -54,7 +54,7 @@ pub(super) fn apply(
             }
             let rank = here
                 .get(r.call_id.as_str())
-                .and_then(|same| same.iter().position(|x| std::ptr::eq(*x, r)));
+                .and_then(|same| same.iter().position(|x| std::ptr::eq(*x, &**r)));
             let before = rank
                 .and_then(|k| given.get(r.call_id.as_str())?.get(k).copied())
                 .unwrap_or(r);

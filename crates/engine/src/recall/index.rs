@@ -272,24 +272,24 @@ mod tests {
     fn exchange(id: &str, name: &str, args: &str, result: &str) -> [Message; 2] {
         let call = Message {
             role: Role::Assistant,
-            parts: vec![Part::ToolCall(ToolCall {
+            parts: vec![Part::ToolCall(Box::new(ToolCall {
                 id: id.into(),
                 name: name.into(),
                 arguments: Arguments::Json(args.into()),
                 extra: Default::default(),
                 function_extra: Default::default(),
-            })],
+            }))],
             ..Default::default()
         };
         let res = Message {
             role: Role::Tool,
-            parts: vec![Part::ToolResult(ToolResult {
+            parts: vec![Part::ToolResult(Box::new(ToolResult {
                 call_id: id.into(),
                 parts: vec![Part::text(result)],
                 form: ContentForm::Text,
                 is_error: None,
                 extra: Default::default(),
-            })],
+            }))],
             ..Default::default()
         };
         [call, res]

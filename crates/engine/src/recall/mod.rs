@@ -53,7 +53,7 @@ pub(crate) fn answered_calls(messages: &[Message]) -> HashMap<(usize, usize), &T
                 }
                 Part::ToolResult(r) => {
                     if let Some(c) = latest.get(r.call_id.as_str()) {
-                        out.insert((i, j), *c);
+                        out.insert((i, j), &***c);
                     }
                 }
                 _ => {}

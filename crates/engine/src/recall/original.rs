@@ -61,11 +61,11 @@ impl Piece {
     pub fn to_part(&self) -> Part {
         match self {
             Piece::Text { text } => Part::text(text.clone()),
-            Piece::Image { url } => Part::Image(abridge_model::ImagePart {
+            Piece::Image { url } => Part::Image(Box::new(abridge_model::ImagePart {
                 source: ImageSource::from_url(url),
                 source_extra: Default::default(),
                 extra: Default::default(),
-            }),
+            })),
         }
     }
 

@@ -79,13 +79,13 @@ fn with_call(family: Family, iterations: usize, args: serde_json::Value) -> Conv
         }
         Family::Anthropic | Family::Gemini => Arguments::Value(args),
     };
-    m.parts.push(Part::ToolCall(ToolCall {
+    m.parts.push(Part::ToolCall(Box::new(ToolCall {
         id: "compact-1".into(),
         name: TOOL_NAME.into(),
         arguments,
         extra,
         function_extra: Extra::new(),
-    }));
+    })));
     conv.messages.push(m);
     conv
 }

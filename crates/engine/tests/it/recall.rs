@@ -138,13 +138,13 @@ fn a_recalled_original_is_not_clipped_again() {
         at,
         Message {
             role: Role::Assistant,
-            parts: vec![Part::ToolCall(ToolCall {
+            parts: vec![Part::ToolCall(Box::new(ToolCall {
                 id: "call_r".into(),
                 name: "abridge_recall".into(),
                 arguments: Arguments::Json(r#"{"handle":"abr_0000000000"}"#.into()),
                 extra: Default::default(),
                 function_extra: Default::default(),
-            })],
+            }))],
             ..Default::default()
         },
     );
@@ -152,13 +152,13 @@ fn a_recalled_original_is_not_clipped_again() {
         at + 1,
         Message {
             role: Role::Tool,
-            parts: vec![Part::ToolResult(ToolResult {
+            parts: vec![Part::ToolResult(Box::new(ToolResult {
                 call_id: "call_r".into(),
                 parts: vec![Part::text(recalled.clone())],
                 form: abridge::model::ContentForm::Text,
                 is_error: None,
                 extra: Default::default(),
-            })],
+            }))],
             ..Default::default()
         },
     );

@@ -119,25 +119,26 @@ fn briefing_marks_nothing_done_without_a_successful_result() {
             ..Message::default()
         };
         m.form = abridge::model::ContentForm::Blocks;
-        m.parts.push(Part::ToolCall(abridge::model::ToolCall {
-            id: id.into(),
-            name: "Bash".into(),
-            arguments: abridge::model::Arguments::Value(serde_json::json!({"command": cmd})),
-            extra: Default::default(),
-            function_extra: Default::default(),
-        }));
+        m.parts
+            .push(Part::ToolCall(Box::new(abridge::model::ToolCall {
+                id: id.into(),
+                name: "Bash".into(),
+                arguments: abridge::model::Arguments::Value(serde_json::json!({"command": cmd})),
+                extra: Default::default(),
+                function_extra: Default::default(),
+            })));
         m
     };
     let result = |id: &str, text: &str, err: bool| Message {
         role: Role::User,
         form: abridge::model::ContentForm::Blocks,
-        parts: vec![Part::ToolResult(abridge::model::ToolResult {
+        parts: vec![Part::ToolResult(Box::new(abridge::model::ToolResult {
             call_id: id.into(),
             parts: vec![Part::text(text)],
             form: abridge::model::ContentForm::Text,
             is_error: err.then_some(true),
             extra: Default::default(),
-        })],
+        }))],
         ..Message::default()
     };
     conv.messages.push(call("t1", "make deploy ENV=staging"));

@@ -222,7 +222,7 @@ fn an_unverified_completion_is_flagged() {
             form: ContentForm::Null,
             ..Message::default()
         };
-        a.parts.push(Part::ToolCall(ToolCall {
+        a.parts.push(Part::ToolCall(Box::new(ToolCall {
             id: id.clone(),
             name: "shell".into(),
             arguments: Arguments::Json(serde_json::json!({"command": cmd}).to_string()),
@@ -230,7 +230,7 @@ fn an_unverified_completion_is_flagged() {
                 .into_iter()
                 .collect(),
             function_extra: Default::default(),
-        }));
+        })));
         conv.messages.push(a);
         let out = if i == 1 {
             "exit status 2\nFAILED tests/test_api.py::test_login"
@@ -239,7 +239,7 @@ fn an_unverified_completion_is_flagged() {
         };
         conv.messages.push(Message {
             role: Role::Tool,
-            parts: vec![Part::ToolResult(ToolResult {
+            parts: vec![Part::ToolResult(Box::new(ToolResult {
                 call_id: id,
                 parts: vec![Part::text(format!(
                     "{out}\n{}",
@@ -248,7 +248,7 @@ fn an_unverified_completion_is_flagged() {
                 form: ContentForm::Text,
                 is_error: None,
                 extra: Default::default(),
-            })],
+            }))],
             form: ContentForm::Absent,
             ..Message::default()
         });

@@ -62,12 +62,12 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
         "reasoning" if map.get("text").is_some_and(Value::is_string) => {
             map.shift_remove("type");
             let text = take_str(&mut map, "text", &at_ty)?;
-            Ok(Part::Reasoning(Reasoning {
+            Ok(Part::Reasoning(Box::new(Reasoning {
                 text,
                 signature: None,
                 kind: ReasoningKind::Thinking,
                 extra: rest(map),
-            }))
+            })))
         }
         "image" if map.get("image").is_some_and(Value::is_string) => {
             map.shift_remove("type");
@@ -91,24 +91,24 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                     data: image,
                 }
             };
-            Ok(Part::Image(ImagePart {
+            Ok(Part::Image(Box::new(ImagePart {
                 source,
                 source_extra: Map::new(),
                 extra: rest(map),
-            }))
+            })))
         }
         "tool-call" => {
             map.shift_remove("type");
             let id = take_str(&mut map, "toolCallId", &at_ty)?;
             let name = take_str(&mut map, "toolName", &at_ty)?;
             let input = map.shift_remove("input").unwrap_or(Value::Null);
-            Ok(Part::ToolCall(ToolCall {
+            Ok(Part::ToolCall(Box::new(ToolCall {
                 id,
                 name,
                 arguments: Arguments::Value(input),
                 extra: rest(map),
                 function_extra: Map::new(),
-            }))
+            })))
         }
         "tool-result" => {
             map.shift_remove("type");
@@ -118,13 +118,13 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             })?;
             let (parts, form, is_error, kept) = decode_output(output, &at_ty)?;
             map.insert("output".into(), Value::Object(kept));
-            Ok(Part::ToolResult(ToolResult {
+            Ok(Part::ToolResult(Box::new(ToolResult {
                 call_id,
                 parts,
                 form,
                 is_error,
                 extra: rest(map),
-            }))
+            })))
         }
         _ => Ok(Part::Opaque(Value::Object(map))),
     }

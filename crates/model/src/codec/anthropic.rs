@@ -108,11 +108,11 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 let source_extra = std::mem::take(src);
                 map.shift_remove("source");
                 map.shift_remove("type");
-                Part::Image(ImagePart {
+                Part::Image(Box::new(ImagePart {
                     source,
                     source_extra,
                     extra: rest(map),
-                })
+                }))
             }
             _ => Part::Opaque(Value::Object(map)),
         },
@@ -121,13 +121,13 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             let id = take_str(&mut map, "id", at)?;
             let name = take_str(&mut map, "name", at)?;
             let input = map.shift_remove("input").unwrap_or(Value::Null);
-            Part::ToolCall(ToolCall {
+            Part::ToolCall(Box::new(ToolCall {
                 id,
                 name,
                 arguments: Arguments::Value(input),
                 extra: rest(map),
                 function_extra: Map::new(),
-            })
+            }))
         }
         "tool_result" => {
             map.shift_remove("type");
@@ -141,31 +141,31 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 }
                 _ => None,
             };
-            Part::ToolResult(ToolResult {
+            Part::ToolResult(Box::new(ToolResult {
                 call_id,
                 parts,
                 form,
                 is_error,
                 extra: rest(map),
-            })
+            }))
         }
         "thinking" if map.get("thinking").is_some_and(Value::is_string) => {
             map.shift_remove("type");
-            Part::Reasoning(Reasoning {
+            Part::Reasoning(Box::new(Reasoning {
                 text: take_opt_str(&mut map, "thinking").unwrap_or_default(),
                 signature: take_opt_str(&mut map, "signature"),
                 kind: ReasoningKind::Thinking,
                 extra: rest(map),
-            })
+            }))
         }
         "redacted_thinking" if map.get("data").is_some_and(Value::is_string) => {
             map.shift_remove("type");
-            Part::Reasoning(Reasoning {
+            Part::Reasoning(Box::new(Reasoning {
                 text: take_opt_str(&mut map, "data").unwrap_or_default(),
                 signature: None,
                 kind: ReasoningKind::Redacted,
                 extra: rest(map),
-            })
+            }))
         }
         _ => Part::Opaque(Value::Object(map)),
     };

@@ -221,7 +221,7 @@ fn answer_interrupted(out: &mut Vec<Message>, boundaries: &mut [CompactBoundary]
         let missing: Vec<Part> = out[i]
             .tool_calls()
             .filter(|c| !answered.contains(&c.id))
-            .map(|c| Part::ToolResult(interrupted(&c.id)))
+            .map(|c| Part::ToolResult(Box::new(interrupted(&c.id))))
             .collect();
         if !missing.is_empty() {
             if out[i + 1].role == Role::User && !answered.is_empty() {

@@ -173,12 +173,12 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
                     }
                     None => None,
                 };
-                Part::Reasoning(Reasoning {
+                Part::Reasoning(Box::new(Reasoning {
                     text,
                     signature,
                     kind: ReasoningKind::Thought,
                     extra: rest(map),
-                })
+                }))
             } else {
                 Part::Text(TextPart {
                     text,
@@ -201,16 +201,16 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
             let args = call
                 .shift_remove("args")
                 .unwrap_or(Value::Object(Map::new()));
-            Part::ToolCall(ToolCall {
+            Part::ToolCall(Box::new(ToolCall {
                 id,
                 name,
                 arguments: Arguments::Value(args),
                 extra: rest(map),
                 function_extra: call,
-            })
+            }))
         } else if let Some(Value::Object(response)) = map.get("functionResponse").cloned() {
             map.shift_remove("functionResponse");
-            Part::ToolResult(decode_response(response, map, turn, &mut rank))
+            Part::ToolResult(Box::new(decode_response(response, map, turn, &mut rank)))
         } else if let Some(image) = image_of(&map) {
             let mut data = match map.shift_remove("inlineData") {
                 Some(Value::Object(data)) => data,
@@ -218,11 +218,11 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
             };
             data.shift_remove("mimeType");
             data.shift_remove("data");
-            Part::Image(ImagePart {
+            Part::Image(Box::new(ImagePart {
                 source: image,
                 source_extra: data,
                 extra: rest(map),
-            })
+            }))
         } else {
             Part::Opaque(Value::Object(map))
         };

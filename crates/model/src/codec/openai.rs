@@ -45,13 +45,13 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
     match role {
         Role::Tool => {
             let call_id = take_str(&mut map, "tool_call_id", at)?;
-            parts = vec![Part::ToolResult(ToolResult {
+            parts = vec![Part::ToolResult(Box::new(ToolResult {
                 call_id,
                 parts,
                 form,
                 is_error: None,
                 extra: Extra::new(),
-            })];
+            }))];
             form = ContentForm::Absent;
         }
         Role::Assistant => {
@@ -60,19 +60,19 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
             {
                 parts.insert(
                     0,
-                    Part::Reasoning(Reasoning {
+                    Part::Reasoning(Box::new(Reasoning {
                         text,
                         signature: None,
                         kind: ReasoningKind::Field,
                         extra: Extra::new(),
-                    }),
+                    })),
                 );
             }
             match map.shift_remove("tool_calls") {
                 Some(Value::Array(calls)) => {
                     for (j, call) in calls.into_iter().enumerate() {
                         let at_j = || format!("{}.tool_calls[{j}]", at());
-                        parts.push(Part::ToolCall(decode_tool_call(call, &at_j)?));
+                        parts.push(Part::ToolCall(Box::new(decode_tool_call(call, &at_j)?)));
                     }
                 }
                 Some(other) => {
@@ -143,11 +143,11 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
                 let source_extra = std::mem::take(inner);
                 map.shift_remove("image_url");
                 map.shift_remove("type");
-                Ok(Part::Image(ImagePart {
+                Ok(Part::Image(Box::new(ImagePart {
                     source: ImageSource::Url(url),
                     source_extra,
                     extra: rest(map),
-                }))
+                })))
             }
             _ => Ok(Part::Opaque(Value::Object(map))),
         },

@@ -138,13 +138,13 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
             };
             Ok(Message {
                 role: Role::Assistant,
-                parts: vec![Part::ToolCall(ToolCall {
+                parts: vec![Part::ToolCall(Box::new(ToolCall {
                     id,
                     name,
                     arguments,
                     extra: Extra::new(),
                     function_extra: Extra::new(),
-                })],
+                }))],
                 form: ContentForm::Absent,
                 extra: rest(map),
                 ..Message::default()
@@ -162,13 +162,13 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
             let (parts, form) = decode_content(output, &at_output, &decode_part)?;
             Ok(Message {
                 role: Role::Tool,
-                parts: vec![Part::ToolResult(ToolResult {
+                parts: vec![Part::ToolResult(Box::new(ToolResult {
                     call_id,
                     parts,
                     form,
                     is_error: None,
                     extra: Extra::new(),
-                })],
+                }))],
                 form: ContentForm::Absent,
                 extra: rest(map),
                 ..Message::default()
@@ -216,11 +216,11 @@ fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
         }
         "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
             let url = take_slot_str(&mut map, "image_url");
-            Part::Image(ImagePart {
+            Part::Image(Box::new(ImagePart {
                 source: ImageSource::Url(url),
                 source_extra: Extra::new(),
                 extra: rest(map),
-            })
+            }))
         }
         _ => Part::Opaque(Value::Object(map)),
     })

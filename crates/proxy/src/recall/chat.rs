@@ -89,13 +89,13 @@ impl Api for Chat {
             .iter()
             .map(|(id, a)| Message {
                 role: Role::Tool,
-                parts: vec![Part::ToolResult(ToolResult {
+                parts: vec![Part::ToolResult(Box::new(ToolResult {
                     call_id: id.clone(),
                     parts: vec![Part::text(text_only(a))],
                     form: ContentForm::Text,
                     is_error: None,
                     extra: Default::default(),
-                })],
+                }))],
                 form: ContentForm::Absent,
                 ..Message::default()
             })

@@ -82,13 +82,13 @@ impl Api for Messages {
         let results = answers
             .iter()
             .map(|(id, a)| {
-                Part::ToolResult(ToolResult {
+                Part::ToolResult(Box::new(ToolResult {
                     call_id: id.clone(),
                     parts: a.pieces.iter().map(|p| p.to_part()).collect(),
                     form: ContentForm::Blocks,
                     is_error: a.is_error.then_some(true),
                     extra: Default::default(),
-                })
+                }))
             })
             .collect();
         vec![Message {

@@ -135,13 +135,13 @@ fn structured_tool_inputs_hash_by_content() {
     let call = |input: serde_json::Value| Message {
         role: Role::Assistant,
         form: ContentForm::Blocks,
-        parts: vec![Part::ToolCall(ToolCall {
+        parts: vec![Part::ToolCall(Box::new(ToolCall {
             id: "t".into(),
             name: "Edit".into(),
             arguments: Arguments::Value(input),
             extra: Default::default(),
             function_extra: Default::default(),
-        })],
+        }))],
         ..Message::default()
     };
     let h = |v| abridge_tokens::content_hash(&call(v));

@@ -40,21 +40,21 @@ pub(super) fn to_anthropic(conv: &Conversation, w: &mut Warnings) -> Result<Conv
                 Part::ToolCall(c) => {
                     w.drop_extra("Gemini function call", &c.extra);
                     w.drop_extra("Gemini function call", &c.function_extra);
-                    parts.push(Part::ToolCall(ToolCall {
+                    parts.push(Part::ToolCall(Box::new(ToolCall {
                         id: anthropic_id(&c.id),
                         name: c.name.clone(),
                         arguments: Arguments::Value(c.arguments.to_value()),
                         extra: Extra::new(),
                         function_extra: Extra::new(),
-                    }));
+                    })));
                 }
-                Part::ToolResult(r) => results.push(Part::ToolResult(ToolResult {
+                Part::ToolResult(r) => results.push(Part::ToolResult(Box::new(ToolResult {
                     call_id: anthropic_id(&r.call_id),
                     parts: vec![Part::text(r.text())],
                     form: ContentForm::Text,
                     is_error: None,
                     extra: Extra::new(),
-                })),
+                }))),
                 Part::Opaque(_) => {
                     return Err(unrepresentable(
                         i,
@@ -100,13 +100,13 @@ pub(super) fn from_anthropic(conv: &Conversation, w: &mut Warnings) -> Result<Co
                 Part::ToolCall(c) => {
                     w.drop_extra("tool_use", &c.extra);
                     names.push((&c.id, &c.name));
-                    parts.push(Part::ToolCall(ToolCall {
+                    parts.push(Part::ToolCall(Box::new(ToolCall {
                         id: c.id.clone(),
                         name: c.name.clone(),
                         arguments: Arguments::Value(c.arguments.to_value()),
                         extra: Extra::new(),
                         function_extra: Extra::new(),
-                    }));
+                    })));
                 }
                 Part::ToolResult(r) => {
                     w.drop_extra("tool_result", &r.extra);
@@ -130,13 +130,13 @@ pub(super) fn from_anthropic(conv: &Conversation, w: &mut Warnings) -> Result<Co
                     let mut extra = Extra::new();
                     extra.insert("name".into(), json!(name));
                     extra.insert("response".into(), json!({ key: null }));
-                    parts.push(Part::ToolResult(ToolResult {
+                    parts.push(Part::ToolResult(Box::new(ToolResult {
                         call_id: r.call_id.clone(),
                         parts: vec![Part::text(r.text())],
                         form: ContentForm::Text,
                         is_error: None,
                         extra,
-                    }));
+                    })));
                 }
                 Part::Opaque(_) => {
                     return Err(unrepresentable(
@@ -197,11 +197,11 @@ fn text(t: &TextPart, what: &str, w: &mut Warnings) -> Part {
 fn image(img: &ImagePart, what: &str, w: &mut Warnings) -> Part {
     w.drop_extra(what, &img.extra);
     w.drop_extra(what, &img.source_extra);
-    Part::Image(ImagePart {
+    Part::Image(Box::new(ImagePart {
         source: img.source.clone(),
         source_extra: Extra::new(),
         extra: Extra::new(),
-    })
+    }))
 }
 
 /// A call id Anthropic accepts (`[A-Za-z0-9_-]`): one abridge made up for

@@ -90,13 +90,13 @@ impl ToAnthropic {
         let [Part::ToolResult(r)] = m.parts.as_slice() else {
             return Err(unrepresentable(i, A, "a tool message without one result"));
         };
-        let result = Part::ToolResult(ToolResult {
+        let result = Part::ToolResult(Box::new(ToolResult {
             call_id: self.renamed.get(&r.call_id).unwrap_or(&r.call_id).clone(),
             parts: user_parts(&r.parts, i, w)?,
             form: r.form,
             is_error: None,
             extra: Extra::new(),
-        });
+        }));
         match self.results_message() {
             Some(prev) => prev.parts.push(result),
             None => {
@@ -133,7 +133,8 @@ impl ToAnthropic {
                 }
                 Part::ToolCall(c) => {
                     msg.form = ContentForm::Blocks;
-                    msg.parts.push(Part::ToolCall(self.call(i, c, w)?));
+                    msg.parts
+                        .push(Part::ToolCall(Box::new(self.call(i, c, w)?)));
                 }
                 _ => return Err(unrepresentable(i, A, "non-text assistant content")),
             }
@@ -223,11 +224,11 @@ fn user_parts(parts: &[Part], i: usize, w: &mut Warnings) -> Result<Vec<Part>> {
                     },
                     other => other.clone(),
                 };
-                Ok(Part::Image(ImagePart {
+                Ok(Part::Image(Box::new(ImagePart {
                     source,
                     source_extra: Extra::new(),
                     extra: Extra::new(),
-                }))
+                })))
             }
             _ => Err(unrepresentable(
                 i,
@@ -278,11 +279,11 @@ fn openai_user(i: usize, m: &Message, out: &mut Vec<Message>, w: &mut Warnings) 
             Part::Text(t) => rest.parts.push(plain_text(t, "text block", w)),
             Part::Image(img) => {
                 w.drop_extra("image", &img.extra);
-                rest.parts.push(Part::Image(ImagePart {
+                rest.parts.push(Part::Image(Box::new(ImagePart {
                     source: img.source.clone(),
                     source_extra: Extra::new(),
                     extra: Extra::new(),
-                }))
+                })))
             }
             _ => {
                 return Err(unrepresentable(
@@ -308,13 +309,13 @@ fn openai_assistant(i: usize, m: &Message, w: &mut Warnings) -> Result<Message> 
             Part::ToolCall(c) => {
                 let mut extra = Map::new();
                 extra.insert("type".into(), json!("function"));
-                msg.parts.push(Part::ToolCall(ToolCall {
+                msg.parts.push(Part::ToolCall(Box::new(ToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
                     arguments: Arguments::Json(c.arguments.to_json_text().into_owned()),
                     extra,
                     function_extra: Extra::new(),
-                }));
+                })));
             }
             _ => {
                 return Err(unrepresentable(
@@ -368,12 +369,12 @@ fn tool_message(r: &ToolResult, m: &Message, i: usize, w: &mut Warnings) -> Resu
     }
     w.drop_extra("tool result", &r.extra);
     let mut msg = like(m, Role::Tool, ContentForm::Absent);
-    msg.parts.push(Part::ToolResult(ToolResult {
+    msg.parts.push(Part::ToolResult(Box::new(ToolResult {
         call_id: r.call_id.clone(),
         parts,
         form,
         is_error: None,
         extra: Extra::new(),
-    }));
+    })));
     Ok(msg)
 }

@@ -175,9 +175,10 @@ pub(super) fn from_openai(conv: Conversation, w: &mut Warnings) -> Result<Conver
                         arguments,
                         extra: Extra::new(),
                         function_extra: Extra::new(),
-                        ..c.clone()
+                        ..(**c).clone()
                     };
-                    let mut msg = chat_message(Role::Assistant, vec![Part::ToolCall(call)]);
+                    let mut msg =
+                        chat_message(Role::Assistant, vec![Part::ToolCall(Box::new(call))]);
                     msg.form = ContentForm::Absent;
                     out.messages.push(msg);
                 }
@@ -190,9 +191,10 @@ pub(super) fn from_openai(conv: Conversation, w: &mut Warnings) -> Result<Conver
                     let result = ToolResult {
                         parts: content(i, &r.parts, RESPONSES, w)?,
                         extra: Extra::new(),
-                        ..r.clone()
+                        ..(**r).clone()
                     };
-                    let mut msg = chat_message(Role::Tool, vec![Part::ToolResult(result)]);
+                    let mut msg =
+                        chat_message(Role::Tool, vec![Part::ToolResult(Box::new(result))]);
                     msg.form = ContentForm::Absent;
                     out.messages.push(msg);
                 }

@@ -79,13 +79,13 @@ impl Api for Responses {
                 };
                 Message {
                     role: Role::Tool,
-                    parts: vec![Part::ToolResult(ToolResult {
+                    parts: vec![Part::ToolResult(Box::new(ToolResult {
                         call_id: id.clone(),
                         parts,
                         form,
                         is_error: None,
                         extra: Default::default(),
-                    })],
+                    }))],
                     form: ContentForm::Absent,
                     ..Message::default()
                 }
