@@ -11,7 +11,9 @@ and both tools bring it to 30% of that: LangChain with trim_messages
 same kind, abridge with Compactor::compact in-process. Best of 20 runs each
 (3 for trim_messages with the exact counter). `toolchat` is issue 32's one-shot
 workload instead: benches/workload.py's 10,000-message tool chat (about 8 MB)
-brought to 128,000 tokens.
+brought to 128,000 tokens. When the `abridge` package is installed in the same
+Python (pip install ./bindings/python), `abridge.compact` on the body as a dict
+is timed in this process too, dict in and dict out.
 """
 import json
 import os
@@ -77,7 +79,25 @@ def main():
         print(f"{label}: trim_messages {best * 1e3:.2f} ms (kept {len(kept)} of {len(messages)} messages); "
               f"abridge {rs['seconds'] * 1e3:.2f} ms ({rs['messages_after']} of {rs['messages']} messages, {rs['tokens_after']} tokens); "
               f"abridge is {best / rs['seconds']:.1f}x faster")
+        package = in_process(json.loads(body), target, tok)
+        if package is not None:
+            print(f"  abridge.compact from Python (dict in, dict out): {package * 1e3:.2f} ms, "
+                  f"{best / package:.1f}x faster than trim_messages")
     os.unlink(path)
+
+
+def in_process(body, target, tokenizer):
+    """Best of 5 of the package's compact on `body`, or None without the package."""
+    try:
+        import abridge
+    except ImportError:
+        return None
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        abridge.compact(body, target_tokens=target, tokenizer=tokenizer)
+        best = min(best, time.perf_counter() - t)
+    return best
 
 
 if __name__ == "__main__":
