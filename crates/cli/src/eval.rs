@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use abridge::summarize::Summarizer;
-use abridge_eval::{CutKind, CutReport, EvalOptions, Strategy, evaluate, html};
+use abridge_eval::{
+    CutKind, CutReport, EvalOptions, SourceFigures, Strategy, by_source, evaluate, html,
+};
 use abridge_llm::LlmSummarizer;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -26,6 +28,11 @@ pub(crate) struct EvalArgs {
     /// Print every cut and strategy as JSON (one array).
     #[arg(long)]
     json: bool,
+    /// Print the figures per source (the folder of each transcript): each
+    /// strategy's mean, spread and lowest cut, beside the mean over the
+    /// other sources; JSON with `--json`.
+    #[arg(long)]
+    by_source: bool,
     /// Also write a self-contained HTML report here.
     #[arg(long, value_name = "REPORT.html")]
     html: Option<PathBuf>,
@@ -88,11 +95,14 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         std::fs::write(path, html(&reports))
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
+    match (args.by_source, args.json) {
+        (true, true) => serde_json::to_writer(&mut *out, &by_source(&reports))?,
+        (true, false) => print_sources(&by_source(&reports), out)?,
+        (false, true) => serde_json::to_writer(&mut *out, &reports)?,
+        (false, false) => print_table(&reports, out)?,
+    }
     if args.json {
-        serde_json::to_writer(&mut *out, &reports)?;
         writeln!(out)?;
-    } else {
-        print_table(&reports, out)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -106,6 +116,48 @@ impl abridge_eval::Llm for Judge {
             .complete_blocking(system, user, 2_000)
             .map_err(|e| e.to_string())
     }
+}
+
+/// The figures per source: a block per source and kind of cut, a row per
+/// strategy (mean ± standard deviation, lowest cut, and the mean over the
+/// other sources).
+fn print_sources(sources: &[SourceFigures], out: &mut dyn Write) -> Result<()> {
+    let f = |s: Option<abridge_eval::Spread>| match s {
+        Some(s) => format!("{:.2} ±{:.2} ≥{:.2}", s.mean, s.sd, s.min),
+        None => "-".to_owned(),
+    };
+    let o = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+    for src in sources {
+        let at = match src.cuts.as_str() {
+            "recorded" => "where the agent compacted",
+            _ => "at 50% and 75% of the turns",
+        };
+        writeln!(
+            out,
+            "{} — {} transcript(s), cut {at}",
+            src.source, src.transcripts
+        )?;
+        writeln!(
+            out,
+            "  {:<26} {:>5} {:>18} {:>7} {:>18} {:>7} {:>6} {:>5}",
+            "strategy", "cuts", "recall", "others", "precision", "others", "kept", "over"
+        )?;
+        for s in &src.strategies {
+            writeln!(
+                out,
+                "  {:<26} {:>5} {:>18} {:>7} {:>18} {:>7} {:>6} {:>5}",
+                s.strategy.label(),
+                s.cuts,
+                f(s.recall),
+                o(s.others_recall),
+                f(s.precision),
+                o(s.others_precision),
+                s.kept.map_or("-".to_owned(), |k| format!("{:.2}", k.mean)),
+                s.over_budget,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {

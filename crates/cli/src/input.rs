@@ -25,6 +25,7 @@ pub(crate) enum InputFormat {
     TauBench,
     AiSdk,
     Responses,
+    Openhands,
 }
 
 impl From<InputFormat> for Format {
@@ -37,6 +38,7 @@ impl From<InputFormat> for Format {
             InputFormat::TauBench => Format::TauBench,
             InputFormat::AiSdk => Format::AiSdk,
             InputFormat::Responses => Format::Responses,
+            InputFormat::Openhands => Format::OpenHands,
         }
     }
 }
@@ -56,6 +58,10 @@ fn split_selector(arg: &str) -> (&str, Option<usize>) {
 /// Every conversation named by `arg`, each with a display label.
 pub(crate) fn all(arg: &str, opts: &InputArgs) -> Result<Vec<(String, Conversation)>> {
     let (path, selector) = split_selector(arg);
+    if let Some(events) = events_folder(Path::new(path)) {
+        let conv = read_events(&events).with_context(|| format!("{path}: cannot decode"))?;
+        return Ok(vec![(path.to_owned(), conv)]);
+    }
     let bytes = if path == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -105,11 +111,57 @@ pub(crate) fn one(arg: &str, opts: &InputArgs) -> Result<(String, Conversation)>
     Ok(convs.swap_remove(0))
 }
 
-/// The files named, and the `.json`/`.jsonl` files under the folders named, sorted.
+/// The folder of an OpenHands V1 conversation's events, when `dir` is
+/// the conversation's folder (holding `event_service/events`) or its
+/// `event_service` folder.
+fn events_folder(dir: &Path) -> Option<PathBuf> {
+    [dir.join("event_service").join("events"), dir.join("events")]
+        .into_iter()
+        .find(|p| p.is_dir())
+}
+
+/// An OpenHands conversation: its event files, in the order of their
+/// names (`event-00042-…json`), as one array.
+fn read_events(dir: &Path) -> Result<Conversation> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut events = Vec::with_capacity(files.len());
+    for f in &files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("{}: cannot read", f.display()))?;
+        let event: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", f.display()))?;
+        events.push(event);
+    }
+    let mut convs =
+        abridge_model::decode_value(serde_json::Value::Array(events), Format::OpenHands)?;
+    let mut conv = convs.pop().context("no conversation in the events")?;
+    conv.model = dir
+        .parent()
+        .and_then(|d| model_in_state(&d.join("base_state.json")));
+    Ok(conv)
+}
+
+/// The model an OpenHands conversation's `base_state.json` names
+/// (`agent.llm.model`), without its routing prefixes
+/// (`litellm_proxy/anthropic/claude-sonnet-4-…` → `claude-sonnet-4-…`).
+fn model_in_state(path: &Path) -> Option<String> {
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let model = state.pointer("/agent/llm/model")?.as_str()?;
+    Some(model.rsplit('/').next().unwrap_or(model).to_owned())
+}
+
+/// The files named, and under the folders named the `.json`/`.jsonl`
+/// files and OpenHands conversation folders, sorted.
 pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
-        if p.is_dir() {
+        if p.is_dir() && events_folder(p).is_none() {
             walk(p, &mut out)?;
         } else {
             out.push(p.clone());
@@ -125,7 +177,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         .collect();
     entries.sort();
     for p in entries {
-        if p.is_dir() {
+        if p.is_dir() && events_folder(&p).is_some() {
+            out.push(p);
+        } else if p.is_dir() {
             walk(&p, out)?;
         } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") {
             out.push(p);

@@ -41,11 +41,13 @@
 mod html;
 mod metrics;
 mod probes;
+mod sources;
 mod strategy;
 
 pub use html::html;
 pub use metrics::Targets;
 pub use probes::{Llm, Probe, ProbeKind};
+pub use sources::{SourceFigures, Spread, StrategyFigures, by_source, source_of};
 pub use strategy::Strategy;
 
 use abridge::Config;
@@ -172,13 +174,32 @@ pub fn evaluate(
     let has_llm = !llm().is_empty();
     cuts(conv)
         .into_iter()
-        .map(|(cut, start, at, after)| {
+        .map(|cut| {
+            let Cut {
+                kind: cut,
+                before,
+                recorded,
+                after,
+            } = cut;
             let pre = Conversation {
-                messages: conv.messages[start..at].to_vec(),
+                messages: before.iter().map(|&i| conv.messages[i].clone()).collect(),
                 ..conv.clone_envelope()
             };
-            let recorded = (cut == CutKind::Recorded).then(|| conv.messages[at].text_content());
-            let targets = Targets::new(&pre, &conv.messages[after..]);
+            // What the agent saw right after it compacted, and its summary.
+            let recorded = recorded.map(|view| {
+                let summary = view
+                    .iter()
+                    .map(|&i| &conv.messages[i])
+                    .find(|m| m.meta.compact_summary)
+                    .map(|m| m.text_content().into_owned())
+                    .unwrap_or_default();
+                let kept = Conversation {
+                    messages: view.iter().map(|&i| conv.messages[i].clone()).collect(),
+                    ..conv.clone_envelope()
+                };
+                (kept, summary)
+            });
+            let targets = Targets::new(&pre, &conv.messages[after.min(conv.messages.len())..]);
             let tokens_before = strategy::count(&pre, opts.tokenizer);
             let budget_tokens = ((tokens_before as f64) * opts.budget) as u64;
             let probes = judge.map(|j| probes::write(j, &pre, &conv.messages[after..]));
@@ -199,7 +220,7 @@ pub fn evaluate(
                         pre: &pre,
                         budget: budget_tokens,
                         opts,
-                        recorded: recorded.as_deref(),
+                        recorded: recorded.as_ref().map(|(c, t)| (c, t.as_str())),
                         llm,
                     };
                     let applied = run.apply(s);
@@ -217,7 +238,7 @@ pub fn evaluate(
             CutReport {
                 source: source.to_owned(),
                 cut,
-                messages_before: at - start,
+                messages_before: pre.messages.len(),
                 tokens_before,
                 budget_tokens,
                 later_used: targets.len(),
@@ -229,19 +250,41 @@ pub fn evaluate(
         .collect()
 }
 
-/// `(kind, first message of the history the agent had, first message
-/// after the cut, first message the agent writes after it)`: the recorded
-/// compactions (after an earlier one, the agent's history began at its
-/// summary), else 50 % and 75 % of the assistant turns.
-fn cuts(conv: &Conversation) -> Vec<(CutKind, usize, usize, usize)> {
+/// One place to cut a transcript.
+struct Cut {
+    kind: CutKind,
+    /// The history the agent had, by message index.
+    before: Vec<usize>,
+    /// What it saw right after it compacted there, by message index (its
+    /// summary among them), when it did.
+    recorded: Option<Vec<usize>>,
+    /// The first message it wrote after the cut.
+    after: usize,
+}
+
+/// The recorded compactions (after an earlier one, the agent's history
+/// began with what that one left it), else 50 % and 75 % of the assistant
+/// turns.
+fn cuts(conv: &Conversation) -> Vec<Cut> {
     if !conv.boundaries.is_empty() {
-        let mut start = 0;
+        let mut had: Vec<usize> = Vec::new();
+        let mut next = 0;
         let mut out = Vec::new();
         for b in &conv.boundaries {
-            if b.index > start && b.index < conv.messages.len() {
-                out.push((CutKind::Recorded, start, b.index, b.index + 1));
+            if b.index >= conv.messages.len() || b.index < next {
+                continue;
             }
-            start = b.index;
+            had.extend(next..b.index);
+            if !had.is_empty() {
+                out.push(Cut {
+                    kind: CutKind::Recorded,
+                    before: had.clone(),
+                    recorded: Some(b.view.clone()),
+                    after: b.index + 1,
+                });
+            }
+            had = b.view.clone();
+            next = b.index + 1;
         }
         return out;
     }
@@ -256,7 +299,12 @@ fn cuts(conv: &Conversation) -> Vec<(CutKind, usize, usize, usize)> {
         .into_iter()
         .filter_map(|percent| {
             let at = *turns.get(turns.len() * usize::from(percent) / 100)?;
-            (at > 0).then_some((CutKind::Fraction { percent }, 0, at, at))
+            (at > 0).then_some(Cut {
+                kind: CutKind::Fraction { percent },
+                before: (0..at).collect(),
+                recorded: None,
+                after: at,
+            })
         })
         .collect()
 }

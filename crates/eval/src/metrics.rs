@@ -154,12 +154,14 @@ impl Targets {
             .collect()
     }
 
-    /// How many identifiers `briefing` names that appear before the cut,
-    /// and those of them the agent never writes after it.
-    fn judge(&self, briefing: &str) -> (usize, Vec<String>) {
+    /// How many identifiers `briefing` names that appear before the cut
+    /// and that `kept` (the rest of the compacted history) does not hold
+    /// verbatim — what only the briefing carries —, and those of them the
+    /// agent never writes after it.
+    fn judge(&self, briefing: &str, kept: &str) -> (usize, Vec<String>) {
         let named: Vec<String> = prose_identifiers(briefing)
             .into_iter()
-            .filter(|id| self.pre_text.contains(id.as_str()))
+            .filter(|id| self.pre_text.contains(id.as_str()) && !kept.contains(id.as_str()))
             .collect();
         let n = named.len();
         let unused = named
@@ -169,17 +171,17 @@ impl Targets {
         (n, unused)
     }
 
-    /// Of the identifiers `briefing` names that appear before the cut, the
-    /// share the agent writes after it.
-    pub fn precision(&self, briefing: &str) -> f64 {
-        let (named, unused) = self.judge(briefing);
+    /// Of the identifiers `briefing` names that appear before the cut and
+    /// that `kept` does not hold, the share the agent writes after it.
+    pub fn precision(&self, briefing: &str, kept: &str) -> f64 {
+        let (named, unused) = self.judge(briefing, kept);
         share_of_named(named, &unused)
     }
 
-    /// The identifiers `briefing` names (from before the cut) that the
-    /// agent never writes after it.
-    pub fn unused(&self, briefing: &str) -> Vec<String> {
-        self.judge(briefing).1
+    /// The identifiers `briefing` names (from before the cut, not held by
+    /// `kept`) that the agent never writes after it.
+    pub fn unused(&self, briefing: &str, kept: &str) -> Vec<String> {
+        self.judge(briefing, kept).1
     }
 
     pub(crate) fn score(
@@ -213,11 +215,22 @@ impl Targets {
         let text = text_of(&conv);
         let missed = self.missed(&text);
         // Precision judges what the briefing says, not its index of
-        // recallable originals (a catalog, whose cost is its tokens).
+        // recallable originals (a catalog, whose cost is its tokens), and
+        // only what the rest of the history does not already hold.
+        let kept = Conversation {
+            messages: conv
+                .messages
+                .iter()
+                .filter(|m| !m.meta.compact_summary)
+                .cloned()
+                .collect(),
+            ..conv.clone_envelope()
+        };
+        let kept = text_of(&kept);
         let judged = applied
             .briefing
             .as_deref()
-            .map(|b| self.judge(split_index(b).0));
+            .map(|b| self.judge(split_index(b).0, &kept));
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));

@@ -1,6 +1,6 @@
 //! The strategies compared: none, the common peers' ways, and abridge's.
 
-use abridge::model::{Conversation, Message, Part, Role, encode};
+use abridge::model::{Conversation, Part, encode};
 use abridge::summarize::Summarizer;
 use abridge::tokens::{TokenCounter, TokenizerKind};
 use std::collections::HashSet;
@@ -31,7 +31,8 @@ pub enum Strategy {
     Offline,
     /// The old region becomes an LLM briefing from `[[summarizers]]`.
     Llm,
-    /// The summary the agent itself wrote at the cut (Claude Code).
+    /// What the agent itself kept at the cut: its summary (Claude Code),
+    /// or its summary among the first and latest events (OpenHands).
     Recorded,
 }
 
@@ -93,7 +94,8 @@ pub(crate) struct Run<'a> {
     pub(crate) pre: &'a Conversation,
     pub(crate) budget: u64,
     pub(crate) opts: &'a EvalOptions,
-    pub(crate) recorded: Option<&'a str>,
+    /// What the agent saw right after it compacted, and its summary.
+    pub(crate) recorded: Option<(&'a Conversation, &'a str)>,
     pub(crate) llm: &'a dyn Fn() -> Vec<Box<dyn Summarizer>>,
 }
 
@@ -102,12 +104,10 @@ impl Run<'_> {
         match s {
             Strategy::None => self.done(self.pre.clone(), None),
             Strategy::ObservationMasking => self.done(mask(self.pre), None),
-            Strategy::Recorded => {
-                let mut conv = self.pre.clone_envelope();
-                let text = self.recorded.unwrap_or_default().to_owned();
-                conv.messages.push(Message::text(Role::User, text.clone()));
-                self.done(conv, Some(text))
-            }
+            Strategy::Recorded => match self.recorded {
+                Some((kept, summary)) => self.done(kept.clone(), Some(summary.to_owned())),
+                None => self.done(self.pre.clone_envelope(), None),
+            },
             Strategy::DropOldest => self.engine(Some(vec![PolicyKind::DropIterations]), Vec::new()),
             Strategy::ClipOnly => {
                 let clip: Vec<PolicyKind> = self

@@ -104,6 +104,8 @@ pub enum Format {
     Responses,
     /// A Gemini API request body (`contents`).
     Gemini,
+    /// An OpenHands V1 conversation: its events, in order.
+    OpenHands,
 }
 
 impl Format {
@@ -118,6 +120,7 @@ impl Format {
             Format::AiSdk => "ai-sdk",
             Format::Responses => "responses",
             Format::Gemini => "gemini",
+            Format::OpenHands => "openhands",
         }
     }
 
@@ -130,7 +133,8 @@ impl Format {
             | Format::MiniSweAgent
             | Format::TauBench
             | Format::AiSdk
-            | Format::Responses => Family::OpenAi,
+            | Format::Responses
+            | Format::OpenHands => Family::OpenAi,
         }
     }
 }
@@ -294,6 +298,23 @@ pub struct CompactBoundary {
     pub pre_tokens: Option<u64>,
     /// What triggered it (`auto`, `manual`), as the agent reported it.
     pub trigger: Option<String>,
+    /// What the agent saw right after, by message index, in order: its
+    /// summary alone (Claude Code), or the messages it kept with the
+    /// summary among them (OpenHands keeps the first events and the latest).
+    pub view: Vec<usize>,
+}
+
+impl CompactBoundary {
+    /// The boundary after a message was inserted at `at + 1`.
+    pub fn shift_after(&mut self, at: usize) {
+        let shift = |i: &mut usize| {
+            if *i > at {
+                *i += 1;
+            }
+        };
+        shift(&mut self.index);
+        self.view.iter_mut().for_each(shift);
+    }
 }
 
 /// A conversation and the request envelope around it.

@@ -403,7 +403,7 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
             assert!(html.contains(&cell), "{cell}");
         }
     }
-    let mean = |strategy: &str, metric: &str| {
+    let mean_of = |strategy: &str, metric: &str| {
         let v: Vec<f64> = cuts
             .iter()
             .flat_map(|c| c["results"].as_array().unwrap())
@@ -414,7 +414,7 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
     };
     let bar = format!(
         "data-strategy=\"offline\" data-metric=\"recall\" data-value=\"{:.4}\"",
-        mean("offline", "recall")
+        mean_of("offline", "recall")
     );
     assert!(html.contains(&bar), "{bar}");
     // Self-contained: nothing is fetched.
@@ -435,18 +435,41 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
             };
             let (ours, theirs) = (of("offline"), of("recorded"));
             assert!(ours["valid"] == true && ours["kept"].as_f64().unwrap() <= 0.1 + 1e-9);
-            // The acceptance bars of the briefing (measured 0.94 / 0.92
-            // recall, 0.44 / 0.41 precision, against the agent's own 0.69 /
-            // 0.73): the output is deterministic, so these fail only on a
-            // change to the briefing or the metric.
+            // The acceptance bars of the briefing (measured 0.93 / 0.92
+            // recall and, counting only what the kept history does not
+            // hold, 0.33 / 0.32 precision, against the agent's own 0.71 /
+            // 0.69 recall): the output is deterministic, so these fail only
+            // on a change to the briefing or the metric.
             let recall = ours["recall"].as_f64().unwrap();
             assert!(recall >= 0.9, "{ours}");
             assert!(
                 recall > theirs["recall"].as_f64().unwrap() + 0.1,
                 "{ours} vs {theirs}"
             );
-            assert!(ours["precision"].as_f64().unwrap() >= 0.4, "{ours}");
+            assert!(ours["precision"].as_f64().unwrap() >= 0.3, "{ours}");
         }
+    }
+    // Per source: one folder, its figures the means of the cuts above.
+    let mut args = vec!["eval", "--by-source", "--json", "--budget", budget];
+    args.extend(inputs.iter().map(String::as_str));
+    let o = abridge(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sources: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sources = sources.as_array().unwrap();
+    assert!(!sources.is_empty());
+    let offline = sources
+        .iter()
+        .flat_map(|s| s["strategies"].as_array().unwrap())
+        .find(|s| s["strategy"] == "offline")
+        .unwrap();
+    if dir.is_dir() {
+        assert_eq!(sources.len(), 1, "{sources:?}");
+        assert_eq!(sources[0]["source"], "claude-code_marot-spotter");
+        let mean = offline["recall"]["mean"].as_f64().unwrap();
+        assert!(
+            (mean - mean_of("offline", "recall")).abs() < 1e-9,
+            "{offline}"
+        );
     }
     std::fs::remove_dir_all(&out).ok();
 }

@@ -85,6 +85,7 @@ impl Reader {
                     let meta = obj.get("compactMetadata");
                     self.boundaries.push(CompactBoundary {
                         index: self.out.len(),
+                        view: vec![self.out.len()],
                         pre_tokens: meta
                             .and_then(|m| m.get("preTokens"))
                             .and_then(Value::as_u64),
@@ -230,8 +231,8 @@ fn answer_interrupted(out: &mut Vec<Message>, boundaries: &mut [CompactBoundary]
                 // A message of its own, before what the user said next.
                 let line = out[i].meta.line;
                 out.insert(i + 1, results_message(missing, line));
-                for b in boundaries.iter_mut().filter(|b| b.index > i) {
-                    b.index += 1;
+                for b in boundaries.iter_mut() {
+                    b.shift_after(i);
                 }
             }
         }

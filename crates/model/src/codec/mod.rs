@@ -7,6 +7,7 @@ mod convert;
 mod gemini;
 mod logs;
 mod openai;
+mod openhands;
 mod responses;
 mod streamed;
 mod util;
@@ -109,6 +110,10 @@ pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
             let text = value.to_string();
             vec![claude_code::decode(&text)?]
         }
+        Format::OpenHands => match value {
+            Value::Array(events) => vec![openhands::decode(events)?],
+            _ => return Err(Error::shape("OpenHands events", "an array of events")),
+        },
     })
 }
 
@@ -188,6 +193,8 @@ pub fn detect(v: &Value) -> Result<Format> {
             let first = items.first();
             if first.is_some_and(|r| r.get("traj").is_some()) {
                 Ok(Format::TauBench)
+            } else if openhands::looks_like(items) {
+                Ok(Format::OpenHands)
             } else if items.iter().any(is_responses_item) {
                 Ok(Format::Responses)
             } else if items.iter().any(is_ai_sdk_message) {

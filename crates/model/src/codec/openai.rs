@@ -92,7 +92,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
     })
 }
 
-fn decode_tool_call(v: Value, at: &dyn Fn() -> String) -> Result<ToolCall> {
+pub(crate) fn decode_tool_call(v: Value, at: &dyn Fn() -> String) -> Result<ToolCall> {
     let mut map = object(v, at)?;
     let id = take_str(&mut map, "id", at)?;
     let (key, custom) = if map.contains_key("function") {
@@ -155,7 +155,7 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
     }
 }
 
-fn decode_tool(v: Value) -> Tool {
+pub(crate) fn decode_tool(v: Value) -> Tool {
     let Value::Object(mut map) = v else {
         return Tool::Opaque(v);
     };

@@ -6,6 +6,7 @@ mod common;
 mod convert;
 mod corpus;
 mod gemini;
+mod openhands;
 mod responses;
 mod roundtrip;
 mod validate;

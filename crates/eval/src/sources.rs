@@ -1,0 +1,303 @@
+//! Figures per source: one agent and team's transcripts (a corpus folder),
+//! each strategy's recall and precision there with their spread, the
+//! agent's own summary beside abridge's where the source has real cut
+//! points, and each source against the others (leave one source out), so
+//! that a figure carried by the sources it was developed on shows.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CutKind, CutReport, Strategy};
+
+/// One figure over a source's cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Mean over the cuts.
+    pub mean: f64,
+    /// Standard deviation over the cuts.
+    pub sd: f64,
+    /// The lowest cut.
+    pub min: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        Some(Spread {
+            mean,
+            sd: var.sqrt(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        })
+    }
+}
+
+/// A strategy's figures over one source's cuts of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyFigures {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// Cuts it gave a history for.
+    pub cuts: usize,
+    /// Recall of later-used identifiers.
+    pub recall: Option<Spread>,
+    /// Precision of the briefing (strategies that write one).
+    pub precision: Option<Spread>,
+    /// Tokens kept, as a share of the pre-cut tokens.
+    pub kept: Option<Spread>,
+    /// Cuts whose history stayed over the budget.
+    pub over_budget: usize,
+    /// The mean recall over the other sources (each weighing the same),
+    /// at cuts of the same kind: what the figure would be with this source
+    /// left out.
+    pub others_recall: Option<f64>,
+    /// The same for precision.
+    pub others_precision: Option<f64>,
+}
+
+/// One source's figures at one kind of cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceFigures {
+    /// The source: the folder its transcripts are in.
+    pub source: String,
+    /// `recorded` (where the agent compacted) or `fraction` (at 50 % and
+    /// 75 % of its turns, for sources that never compacted).
+    pub cuts: String,
+    /// Transcripts.
+    pub transcripts: usize,
+    /// One row per strategy.
+    pub strategies: Vec<StrategyFigures>,
+}
+
+/// The source of a report: the folder of its transcript (a conversation
+/// folder's own parent: OpenHands keeps each in a folder of its own).
+pub fn source_of(report: &CutReport) -> String {
+    let path = report.source.split('#').next().unwrap_or(&report.source);
+    Path::new(path)
+        .parent()
+        .and_then(|f| f.file_name())
+        .map_or_else(|| ".".to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+fn kind_of(cut: CutKind) -> &'static str {
+    match cut {
+        CutKind::Recorded => "recorded",
+        CutKind::Fraction { .. } => "fraction",
+    }
+}
+
+/// Every source's figures, by source and kind of cut, with each strategy
+/// against the other sources.
+pub fn by_source(reports: &[CutReport]) -> Vec<SourceFigures> {
+    type Key = (String, &'static str);
+    let mut groups: BTreeMap<Key, Vec<&CutReport>> = BTreeMap::new();
+    for r in reports {
+        groups
+            .entry((source_of(r), kind_of(r.cut)))
+            .or_default()
+            .push(r);
+    }
+    let mut out: Vec<SourceFigures> = groups
+        .iter()
+        .map(|((source, cuts), rs)| {
+            let transcripts = {
+                let mut t: Vec<&str> = rs.iter().map(|r| r.source.as_str()).collect();
+                t.dedup();
+                t.len()
+            };
+            SourceFigures {
+                source: source.clone(),
+                cuts: (*cuts).to_owned(),
+                transcripts,
+                strategies: Strategy::ALL
+                    .into_iter()
+                    .filter_map(|s| figures(rs, s))
+                    .collect(),
+            }
+        })
+        .collect();
+    leave_one_out(&mut out);
+    out
+}
+
+fn figures(reports: &[&CutReport], s: Strategy) -> Option<StrategyFigures> {
+    let results: Vec<_> = reports
+        .iter()
+        .flat_map(|r| &r.results)
+        .filter(|x| x.strategy == s && x.error.is_none())
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let of = |f: &dyn Fn(&crate::StrategyResult) -> Option<f64>| {
+        Spread::of(&results.iter().filter_map(|x| f(x)).collect::<Vec<_>>())
+    };
+    Some(StrategyFigures {
+        strategy: s,
+        cuts: results.len(),
+        recall: of(&|x| Some(x.recall)),
+        precision: of(&|x| x.precision),
+        kept: of(&|x| Some(x.kept)),
+        over_budget: results.iter().filter(|x| x.over_budget.is_some()).count(),
+        others_recall: None,
+        others_precision: None,
+    })
+}
+
+/// A strategy's mean figures at one source and kind of cut.
+struct Means<'a> {
+    source: &'a str,
+    cuts: &'a str,
+    strategy: Strategy,
+    recall: Option<f64>,
+    precision: Option<f64>,
+}
+
+/// Fills each row's figures over the other sources with cuts of its kind.
+fn leave_one_out(sources: &mut [SourceFigures]) {
+    let mean = |xs: Vec<f64>| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+    let others: Vec<Vec<(Option<f64>, Option<f64>)>> = {
+        let means: Vec<Means<'_>> = sources
+            .iter()
+            .flat_map(|src| {
+                src.strategies.iter().map(|f| Means {
+                    source: &src.source,
+                    cuts: &src.cuts,
+                    strategy: f.strategy,
+                    recall: f.recall.map(|x| x.mean),
+                    precision: f.precision.map(|x| x.mean),
+                })
+            })
+            .collect();
+        sources
+            .iter()
+            .map(|src| {
+                src.strategies
+                    .iter()
+                    .map(|f| {
+                        let rest: Vec<&Means<'_>> = means
+                            .iter()
+                            .filter(|m| {
+                                m.source != src.source
+                                    && m.cuts == src.cuts
+                                    && m.strategy == f.strategy
+                            })
+                            .collect();
+                        (
+                            mean(rest.iter().filter_map(|m| m.recall).collect()),
+                            mean(rest.iter().filter_map(|m| m.precision).collect()),
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    for (src, rows) in sources.iter_mut().zip(others) {
+        for (f, (recall, precision)) in src.strategies.iter_mut().zip(rows) {
+            f.others_recall = recall;
+            f.others_precision = precision;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StrategyResult;
+
+    fn result(strategy: Strategy, recall: f64, precision: Option<f64>) -> StrategyResult {
+        StrategyResult {
+            strategy,
+            tokens: 10,
+            kept: 0.1,
+            valid: true,
+            recall,
+            recall_with_code: recall,
+            recoverable: None,
+            index_tokens: None,
+            precision,
+            missed: Vec::new(),
+            unused: Vec::new(),
+            briefing: None,
+            briefing_tokens: None,
+            error: None,
+            over_budget: None,
+            probe_score: None,
+        }
+    }
+
+    fn cut(source: &str, cut: CutKind, recall: f64, precision: f64) -> CutReport {
+        CutReport {
+            source: source.to_owned(),
+            cut,
+            messages_before: 10,
+            tokens_before: 100,
+            budget_tokens: 10,
+            later_used: 5,
+            probes: Vec::new(),
+            probe_error: None,
+            results: vec![
+                result(Strategy::Offline, recall, Some(precision)),
+                result(Strategy::None, 1.0, None),
+            ],
+        }
+    }
+
+    #[test]
+    fn figures_group_by_folder_and_kind_with_the_other_sources_beside() {
+        let reports = [
+            cut("corpus/a_team/one.jsonl", CutKind::Recorded, 0.8, 0.4),
+            cut("corpus/a_team/two.jsonl", CutKind::Recorded, 0.6, 0.2),
+            cut("corpus/b_team/conv-folder", CutKind::Recorded, 1.0, 0.5),
+            cut("corpus/c_team/runs.json#3", CutKind::Recorded, 0.5, 0.1),
+            cut(
+                "corpus/a_team/one.jsonl",
+                CutKind::Fraction { percent: 50 },
+                0.9,
+                0.3,
+            ),
+        ];
+        let figures = by_source(&reports);
+        let names: Vec<(&str, &str)> = figures
+            .iter()
+            .map(|f| (f.source.as_str(), f.cuts.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a_team", "fraction"),
+                ("a_team", "recorded"),
+                ("b_team", "recorded"),
+                ("c_team", "recorded")
+            ]
+        );
+        let a = &figures[1];
+        assert_eq!(a.transcripts, 2);
+        let offline = &a.strategies[a
+            .strategies
+            .iter()
+            .position(|s| s.strategy == Strategy::Offline)
+            .unwrap()];
+        let recall = offline.recall.unwrap();
+        assert!((recall.mean - 0.7).abs() < 1e-9 && (recall.sd - 0.1).abs() < 1e-9);
+        assert!((recall.min - 0.6).abs() < 1e-9);
+        // The others: b and c at recorded cuts, each weighing the same.
+        assert!((offline.others_recall.unwrap() - 0.75).abs() < 1e-9);
+        assert!((offline.others_precision.unwrap() - 0.3).abs() < 1e-9);
+        // No other source has fraction cuts.
+        assert_eq!(figures[0].strategies[0].others_recall, None);
+        // A strategy without a briefing has no precision.
+        let none = a
+            .strategies
+            .iter()
+            .find(|s| s.strategy == Strategy::None)
+            .unwrap();
+        assert!(none.precision.is_none());
+    }
+}
