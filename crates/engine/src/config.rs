@@ -256,7 +256,7 @@ impl Default for PolicyConfig {
 }
 
 /// Briefing settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SummaryConfig {
     /// Use the offline fact sheet as the last resort (`true`), or never
@@ -268,6 +268,11 @@ pub struct SummaryConfig {
     pub wrapper: String,
     /// Tools whose latest call holds the agent's task list.
     pub todo_tools: Vec<String>,
+    /// Share of what a briefing may take that the working set may use: the
+    /// newest copy of each file the replaced region read or wrote, most
+    /// recently touched first, kept verbatim in a message after the
+    /// briefing (0: none).
+    pub working_set_share: f64,
 }
 
 impl Default for SummaryConfig {
@@ -277,6 +282,7 @@ impl Default for SummaryConfig {
             max_tokens: 8_000,
             wrapper: abridge_summarize::wrapper::DEFAULT_WRAPPER.to_owned(),
             todo_tools: FactConfig::default().todo_tools,
+            working_set_share: 0.25,
         }
     }
 }
@@ -404,6 +410,12 @@ impl Config {
         }
         self.trigger.check().map_err(Error::Config)?;
         self.recall.check().map_err(Error::Config)?;
+        let share = self.summary.working_set_share;
+        if !(0.0..1.0).contains(&share) {
+            return bad(format!(
+                "summary.working_set_share must be in [0, 1), got {share}"
+            ));
+        }
         for (i, s) in self.summarizers.iter().enumerate() {
             if s.model.trim().is_empty() {
                 return bad(format!("summarizers[{i}].model must not be empty"));

@@ -122,6 +122,10 @@ pub enum Rung {
     AboveTarget,
     /// The newest iteration's own results were cut to fit.
     NewestResultsCut,
+    /// Even the floor was over the target: the old region became a
+    /// briefing anyway, at its smallest, so that the smallest history is
+    /// as near the target as it can be.
+    FloorBriefed,
 }
 
 impl Rung {
@@ -132,6 +136,7 @@ impl Rung {
             Rung::KeptIterationsClipped => "kept-iterations-clipped",
             Rung::AboveTarget => "above-target",
             Rung::NewestResultsCut => "newest-results-cut",
+            Rung::FloorBriefed => "floor-briefed",
         }
     }
 }

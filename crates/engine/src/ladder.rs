@@ -167,7 +167,7 @@ impl Rewriter<'_> {
         changed
     }
 
-    fn degraded(&mut self, work: &mut Work, rung: Rung, count: usize) {
+    pub(crate) fn degraded(&mut self, work: &mut Work, rung: Rung, count: usize) {
         let d = Degradation {
             rung,
             count,

@@ -15,7 +15,7 @@ use crate::cancel::Cancel;
 use crate::config::PolicyKind;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{Degradation, Event, PolicyRun};
+use crate::event::{Degradation, Event, PolicyRun, Rung};
 
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
@@ -27,6 +27,9 @@ use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
 
 /// Each policy advances over the old region in this many steps, oldest first.
 const STEPS: usize = 4;
+
+/// What a briefing may take when even the floor is over the target.
+const FLOOR_ROOM: Counted = Counted::new(1_024);
 
 /// The history being rewritten and what has been done to it.
 pub(crate) struct Work {
@@ -156,6 +159,9 @@ impl Rewriter<'_> {
                 if plan.degrade && self.degrade(&mut steps, conv, work, target, plan.ceiling) {
                     return Ok(());
                 }
+                if plan.degrade {
+                    self.brief_at_floor(conv, plan, work);
+                }
                 return Err(self.cannot_shrink(conv, work, target));
             }
             work.tail_n = (work.tail_n / 2).max(plan.floor);
@@ -240,7 +246,7 @@ impl Rewriter<'_> {
             return false;
         };
         let mut attempts = std::mem::take(&mut work.attempts);
-        let briefed = self.brief(conv, plan, work, target, None, &mut attempts);
+        let briefed = self.brief(conv, plan, work, target, None, Counted::ZERO, &mut attempts);
         work.attempts = attempts;
         if let Some(mut b) = briefed {
             if let Some(i) = b.instant.filter(|_| plan.grow_tail)
@@ -300,6 +306,39 @@ impl Rewriter<'_> {
         work.counts.iter().sum::<Counted>() + work.tools
     }
 
+    /// Even the floor (head, newest iteration, tools) is over the target:
+    /// the old region still becomes a briefing, at [`FLOOR_ROOM`], when
+    /// that makes the history smaller — what goes out is then as near the
+    /// target as it can be, rather than the whole old region clipped.
+    fn brief_at_floor(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) {
+        if !plan.steps.contains(&Step::Summarize) || self.cancel.is_cancelled() {
+            return;
+        }
+        let mut attempts = std::mem::take(&mut work.attempts);
+        let briefed = self.brief(
+            conv,
+            plan,
+            work,
+            Counted::ZERO,
+            None,
+            FLOOR_ROOM,
+            &mut attempts,
+        );
+        work.attempts = attempts;
+        let Some(b) = briefed else {
+            return;
+        };
+        if self.total_of(&b.messages, work.tools) >= work.total {
+            return;
+        }
+        let now = self.replace_messages(work, b.messages);
+        work.record(PolicyKind::Summarize, b.replaced_iterations, now);
+        work.summarizer = Some(b.summarizer);
+        work.sheet = b.sheet;
+        work.originals.extend(b.originals);
+        self.degraded(work, Rung::FloorBriefed, b.replaced_iterations);
+    }
+
     /// With an instant summarizer, writes the briefing again over a shorter
     /// region when what the first one left of the target holds the
     /// iterations before the tail verbatim: a small briefing leaves more
@@ -330,7 +369,15 @@ impl Rewriter<'_> {
         while extra > 0 {
             work.tail_n = tail_n + extra;
             let mut attempts = Vec::new();
-            let longer = self.brief(conv, plan, work, target, Some(summarizer), &mut attempts);
+            let longer = self.brief(
+                conv,
+                plan,
+                work,
+                target,
+                Some(summarizer),
+                Counted::ZERO,
+                &mut attempts,
+            );
             if let Some(b) = longer
                 && self.total_of(&b.messages, work.tools) <= target
             {
@@ -363,6 +410,9 @@ impl Rewriter<'_> {
 
     /// Runs the summarizers (or only the one at `only`) with a budget that
     /// lets head, briefing, pinned iterations and tail fit the target together.
+    /// `room_at_least`: what the briefing may take whatever the target
+    /// leaves ([`FLOOR_ROOM`] at the floor, else nothing).
+    #[allow(clippy::too_many_arguments)]
     fn brief(
         &mut self,
         conv: &Conversation,
@@ -370,6 +420,7 @@ impl Rewriter<'_> {
         work: &Work,
         target: Counted,
         only: Option<usize>,
+        room_at_least: Counted,
         attempts: &mut Vec<Attempt>,
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
@@ -381,8 +432,15 @@ impl Rewriter<'_> {
             return None;
         }
         let tokens = &work.counts;
-        // An earlier briefing is replaced, not kept.
-        let earlier_tokens = earlier.map_or(Counted::ZERO, |i| tokens[i]);
+        // An earlier briefing and working set are replaced, not kept.
+        let earlier_tokens = earlier
+            .into_iter()
+            .chain(summarize_step::earlier_working_set(
+                &work.messages,
+                region.start,
+            ))
+            .map(|i| tokens[i])
+            .sum::<Counted>();
         let pinned_in_region: Counted = work.messages[region.clone()]
             .iter()
             .zip(&tokens[region.clone()])
@@ -395,6 +453,7 @@ impl Rewriter<'_> {
             + work.tools;
         let room = target
             .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted::new(32))
+            .max(room_at_least)
             .min(Counted::new(self.engine.config.summary.max_tokens));
         if room < Counted::new(64) {
             return None;
@@ -412,7 +471,9 @@ impl Rewriter<'_> {
             focus: plan.focus.as_deref(),
             kept: self.kept,
             recall: self.engine.recall_for(conv.tools.as_deref()),
+            listed: self.engine.recall_listed(conv.tools.as_deref()),
             error_prefixes: &self.engine.config.policies.error_prefixes,
+            working_share: self.engine.config.summary.working_set_share,
             key: self.key,
             cancel: self.cancel,
         };

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
 use abridge_summarize::facts::{extract, task_text};
 use abridge_summarize::verify::verify;
+use abridge_summarize::working;
 use abridge_summarize::wrapper::{defuse, leaks_wrapper, unwrap, wrap};
 use abridge_summarize::{FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification};
 use abridge_tokens::{Counted, TokenizerKind};
@@ -62,7 +63,12 @@ pub(crate) struct Inputs<'a> {
     pub(crate) kept: Option<&'a KeptBriefing>,
     /// `[recall]`, when it is on.
     pub(crate) recall: Option<&'a RecallConfig>,
+    /// `[recall]` when it is on but the model cannot call the tool (a
+    /// history with no tools): the index is a list for a reader.
+    pub(crate) listed: Option<&'a RecallConfig>,
     pub(crate) error_prefixes: &'a [String],
+    /// Share of `budget` the working set may take (0: none).
+    pub(crate) working_share: f64,
     /// The key the index's handles are derived with (a shared proxy's tenant).
     pub(crate) key: Option<&'a HandleKey>,
     /// Checked before each summarizer: once set, no briefing.
@@ -78,6 +84,8 @@ struct Region<'a> {
     head: usize,
     /// Index of an earlier briefing in the head, absorbed by the new one.
     previous_at: Option<usize>,
+    /// Index of an earlier working set in the head, replaced by the new one.
+    working_at: Option<usize>,
     /// Iterations the briefing replaces, in order: borrowed from the
     /// history when they are one run of it (nothing pinned among them).
     replaced: Cow<'a, [Message]>,
@@ -97,9 +105,11 @@ impl<'a> Region<'a> {
             return None;
         }
         let previous_at = earlier_briefing(orig, head, &inp.facts.wrapper);
+        let working_at = earlier_working_set(orig, head);
         let mut r = Region {
             head,
             previous_at,
+            working_at,
             replaced: Cow::Borrowed(&[]),
             replaced_iterations: 0,
             tokens: Counted::ZERO,
@@ -138,17 +148,19 @@ impl<'a> Region<'a> {
         }
         // The new briefing replaces the earlier one too: with no iteration
         // to replace, it re-condenses that one alone.
-        if let Some(i) = previous_at {
+        for i in previous_at.into_iter().chain(working_at) {
             r.tokens += inp.original_tokens[i];
         }
         (!r.replaced.is_empty() || previous_at.is_some()).then_some(r)
     }
 
-    /// Head (without the earlier briefing), the briefing, pinned iterations, tail.
+    /// Head (without the earlier briefing and working set), the briefing,
+    /// the working set, pinned iterations, tail.
     fn assemble(
         self,
         inp: &Inputs<'_>,
         text: &str,
+        working: Option<String>,
         summarizer: String,
         sheet: Option<Sheet>,
         originals: Vec<Original>,
@@ -157,13 +169,14 @@ impl<'a> Region<'a> {
         let tail = &inp.work[inp.work.len() - inp.tail_len..];
         let mut note = Message::text(Role::User, wrap(&inp.facts.wrapper, text));
         note.meta.compact_summary = true;
-        let mut messages = Vec::with_capacity(self.head + 1 + self.kept.len() + tail.len());
+        let mut messages = Vec::with_capacity(self.head + 2 + self.kept.len() + tail.len());
         messages.extend(
             (0..self.head)
-                .filter(|i| Some(*i) != self.previous_at)
+                .filter(|i| Some(*i) != self.previous_at && Some(*i) != self.working_at)
                 .map(|i| pinned(orig, inp.pinned, i)),
         );
         messages.push(note);
+        messages.extend(working.map(|w| Message::text(Role::User, w)));
         messages.extend(self.kept);
         messages.extend_from_slice(tail);
         Briefed {
@@ -183,6 +196,48 @@ pub(crate) fn earlier_briefing(messages: &[Message], head: usize, wrapper: &str)
     messages[..head.min(messages.len())]
         .iter()
         .position(|m| m.role == Role::User && unwrap(wrapper, &m.text_content()).is_some())
+}
+
+/// Index of an earlier working set among the first `head` messages.
+pub(crate) fn earlier_working_set(messages: &[Message], head: usize) -> Option<usize> {
+    messages[..head.min(messages.len())]
+        .iter()
+        .position(|m| m.role == Role::User && working::is_working_set(&m.text_content()))
+}
+
+/// The working set of the region: the newest copy of each file it read or
+/// wrote, most recently touched first, then the earlier working set's
+/// files not touched since; none the kept tail reads or writes again (it
+/// holds a newer copy). Within `share` of the briefing's budget and half
+/// of what the region held.
+fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted)> {
+    if inp.working_share <= 0.0 {
+        return None;
+    }
+    let tail = &inp.work[inp.work.len() - inp.tail_len..];
+    let newer: Vec<String> = working::files(tail, inp.error_prefixes)
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    let mut files = working::files(&region.replaced, inp.error_prefixes);
+    if let Some(earlier) = region
+        .working_at
+        .and_then(|i| working::parse(&inp.original[i].text_content()))
+    {
+        let older: Vec<_> = earlier
+            .into_iter()
+            .filter(|e| !files.iter().any(|f| f.path == e.path))
+            .collect();
+        files.extend(older);
+    }
+    files.retain(|f| !newer.contains(&f.path));
+    let budget = inp
+        .budget
+        .scaled(inp.working_share)
+        .min(region.tokens.scaled(0.5));
+    let text = working::render(&files, budget.get() as usize, inp.tokenizer)?;
+    let tokens = Counted::of(inp.tokenizer.count(&text));
+    Some((text, tokens))
 }
 
 /// Message `i` with its pin carried.
@@ -214,7 +269,7 @@ pub(crate) fn run(
             let (text, index) = index::split(t);
             (Some(text), index)
         });
-    let recent = inp.recall.map(|_| {
+    let recent = inp.recall.or(inp.listed).map(|_| {
         let tail = &inp.work[inp.work.len() - inp.tail_len..];
         let mut recent = task.clone();
         for m in tail {
@@ -231,6 +286,15 @@ pub(crate) fn run(
         previous: previous_index,
         recent: recent.as_deref().unwrap_or(""),
     };
+    // The working set is kept first; the briefing has what it leaves.
+    let working = working_set(inp, &region);
+    let briefing_budget = inp
+        .budget
+        .saturating_sub(working.as_ref().map_or(Counted::ZERO, |w| w.1));
+    let inp = &Inputs {
+        budget: briefing_budget,
+        ..*inp
+    };
     let req = Request {
         task: &task,
         region: &region.replaced,
@@ -240,7 +304,10 @@ pub(crate) fn run(
         // The index's share is kept out of what the summarizer may fill.
         budget_tokens: inp
             .recall
-            .map_or(inp.budget, |r| inp.budget.scaled(1.0 - r.index_share))
+            .or(inp.listed)
+            .map_or(briefing_budget, |r| {
+                briefing_budget.scaled(1.0 - r.index_share)
+            })
             .get() as usize,
         tokenizer: inp.tokenizer,
         focus: inp.focus,
@@ -264,7 +331,8 @@ pub(crate) fn run(
                         verification: w.verification,
                     },
                 });
-                let mut b = region.assemble(inp, &w.text, summarizer, w.sheet, originals);
+                let working = working.as_ref().map(|w| w.0.clone());
+                let mut b = region.assemble(inp, &w.text, working, summarizer, w.sheet, originals);
                 b.instant = s.is_instant().then_some(i);
                 return Some(b);
             }
@@ -295,7 +363,7 @@ fn with_index(
     region: &Region,
     indexing: &Indexing<'_>,
 ) -> Vec<Original> {
-    let Some(recall) = inp.recall else {
+    let Some(recall) = inp.recall.or(inp.listed) else {
         return Vec::new();
     };
     let tokens = w
@@ -311,7 +379,8 @@ fn with_index(
         replaced: &region.replaced,
         previous: indexing.previous,
         recent: indexing.recent,
-        tool: &recall.tool,
+        tool: inp.recall.map(|r| r.tool.as_str()),
+        briefing: text,
         error_prefixes: inp.error_prefixes,
         budget: budget.get() as usize,
         tokenizer: inp.tokenizer,

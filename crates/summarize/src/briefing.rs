@@ -1,6 +1,6 @@
 //! Summarizers and the request they get.
 
-use abridge_model::Message;
+use abridge_model::{Message, Part};
 use abridge_tokens::TokenizerKind;
 
 use std::future::Future;
@@ -129,6 +129,24 @@ pub trait AsyncSummarizer: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Offline;
 
+/// Everything the kept tail shows the model: its text, tool arguments and
+/// results.
+fn tail_text(tail: &[Message]) -> String {
+    let mut out = String::new();
+    for m in tail {
+        for p in &m.parts {
+            match p {
+                Part::Text(t) => out.push_str(&t.text),
+                Part::ToolCall(c) => out.push_str(&c.arguments.to_json_text()),
+                Part::ToolResult(r) => out.push_str(&r.text()),
+                _ => {}
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
 impl Summarizer for Offline {
     fn name(&self) -> String {
         "offline".to_owned()
@@ -140,6 +158,10 @@ impl Summarizer for Offline {
 
     fn brief(&self, req: &Request<'_>) -> Result<Briefing, SummarizeError> {
         let mut facts = extract(req.region, req.facts);
+        // What the kept tail holds verbatim needs no listing.
+        let tail = tail_text(req.tail);
+        facts.used_ids.retain(|id| !tail.contains(id.as_str()));
+        facts.result_ids.retain(|id| !tail.contains(id.as_str()));
         // Progress the kept tail records counts too: a subtask closed there
         // needs no restating.
         let mut progress = facts.progress.clone();

@@ -177,6 +177,31 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     f
 }
 
+/// The names the agent referred to in `messages` — in its prose and in
+/// the arguments that name things —, each once, most worth keeping first
+/// (referred to most often over how long ago), none left out.
+pub fn referred(messages: &[Message]) -> Vec<String> {
+    let mut weight = Weights::default();
+    let mut ids = Vec::new();
+    for m in messages.iter().filter(|m| m.role == Role::Assistant) {
+        for p in &m.parts {
+            match p {
+                Part::Text(t) if !t.text.trim().is_empty() => weight.add(&mut ids, &t.text, true),
+                Part::ToolCall(c) => {
+                    let args = c.arguments.to_value();
+                    for r in split_arguments(&c.name, &args).0 {
+                        weight.add(&mut ids, r, false);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let clock = f64::from(weight.clock.max(1));
+    ids.sort_by(|a, b| weight.worth(b, clock).total_cmp(&weight.worth(a, clock)));
+    ids
+}
+
 /// Tool results whose references the briefing keeps (the latest ones).
 const RECENT_RESULTS: usize = 2;
 
@@ -224,15 +249,27 @@ impl Weights {
     }
 
     /// The names the agent referred to, each once, least worth keeping
-    /// first: those it referred to in the second half of the region rank
-    /// above the older ones, then by how late; at most [`MAX_IDS`].
+    /// first, at most [`MAX_IDS`]. A name referred to once, in the older
+    /// half of the region, is left to the index of what was replaced: across
+    /// agents, such names are seldom used again (one in ten), where names
+    /// referred to again, or lately, are (one in three to two). The rest
+    /// rank by how often they were referred to over how long ago.
     fn rank(&self, ids: &mut Vec<String>) {
         let half = self.clock / 2;
-        ids.sort_by_key(|id| {
+        ids.retain(|id| {
             let w = self.seen[id];
-            (w.last > half, w.last)
+            w.count > 1 || w.last > half
         });
+        let clock = f64::from(self.clock.max(1));
+        ids.sort_by(|a, b| self.worth(a, clock).total_cmp(&self.worth(b, clock)));
         ids.drain(..ids.len().saturating_sub(MAX_IDS));
+    }
+
+    /// How often `id` was referred to over how long ago (`clock`: the
+    /// mentions counted in all).
+    fn worth(&self, id: &str, clock: f64) -> f64 {
+        let w = self.seen.get(id).copied().unwrap_or_default();
+        f64::from(w.count) / ((clock - f64::from(w.last)) / clock + 0.1)
     }
 }
 
@@ -394,12 +431,14 @@ const ERROR_TAIL: usize = 12;
 const ERROR_LINE_CHARS: usize = 200;
 
 /// The task: text of the user messages before the first assistant message,
-/// except an earlier briefing.
+/// except an earlier briefing and working set.
 pub fn task_text(head: &[Message], tag: &str) -> String {
     head.iter()
         .filter(|m| m.role == Role::User)
         .map(Message::text_content)
-        .filter(|t| unwrap(tag, t).is_none() && !t.trim().is_empty())
+        .filter(|t| {
+            unwrap(tag, t).is_none() && !crate::working::is_working_set(t) && !t.trim().is_empty()
+        })
         .collect::<Vec<_>>()
         .join("\n\n")
 }

@@ -51,6 +51,7 @@ mod spec;
 mod testing;
 pub mod tools;
 pub mod verify;
+pub mod working;
 pub mod wrapper;
 
 // The interface: what a summarizer is given and gives back. Helpers other
@@ -60,6 +61,6 @@ pub use briefing::{
     AsyncSummarizer, BoxFuture, Briefing, Offline, Request, SummarizeError, Summarizer,
 };
 pub use config::FactConfig;
-pub use sheet::{SectionKind, Sheet, SheetItem, SheetSection};
+pub use sheet::{SectionKind, Sheet, SheetItem, SheetSection, root_of};
 pub use spec::Detail;
 pub use verify::Verification;

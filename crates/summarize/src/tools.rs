@@ -43,6 +43,17 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
     {
         return ToolKind::Search(p);
     }
+    // A text editor's sub-command (OpenHands' `str_replace_editor`,
+    // Anthropic's `str_replace_based_edit_tool`): a file operation, not a
+    // shell command.
+    if let Some(path) = get(&PATH_KEYS) {
+        match args.get("command").and_then(Value::as_str) {
+            Some("view") => return ToolKind::Read(path),
+            Some("create") => return ToolKind::Write(path),
+            Some("str_replace" | "insert" | "undo_edit") => return ToolKind::Edit(path),
+            _ => {}
+        }
+    }
     if let Some(cmd) = get(&COMMAND_KEYS) {
         return ToolKind::Shell(cmd);
     }
@@ -130,6 +141,29 @@ mod tests {
             ToolKind::Search("fn main")
         );
         assert_eq!(classify("AskUserQuestion", &json!({})), ToolKind::Ask);
+        // Text editors name their operation in `command`.
+        let editor = |command: &str| json!({"command": command, "path": "/w/a.py"});
+        assert_eq!(
+            classify("str_replace_editor", &editor("view")),
+            ToolKind::Read("/w/a.py")
+        );
+        assert_eq!(
+            classify("str_replace_editor", &editor("create")),
+            ToolKind::Write("/w/a.py")
+        );
+        assert_eq!(
+            classify("str_replace_editor", &editor("str_replace")),
+            ToolKind::Edit("/w/a.py")
+        );
+        assert_eq!(
+            classify("str_replace_based_edit_tool", &editor("insert")),
+            ToolKind::Edit("/w/a.py")
+        );
+        // A shell tool whose command happens to be one word stays a shell.
+        assert_eq!(
+            classify("Bash", &json!({"command": "view"})),
+            ToolKind::Shell("view")
+        );
         let edit = json!({"file_path": "a.rs", "old_string": "x", "new_string": "y"});
         assert_eq!(
             split_arguments("Edit", &edit),

@@ -7,7 +7,9 @@
 use std::collections::{HashMap, HashSet};
 
 use abridge_model::{Message, Part};
+use abridge_summarize::facts::referred;
 use abridge_summarize::outcome::{CallOutcome, failure_summary, outcome};
+use abridge_summarize::root_of;
 use abridge_tokens::TokenizerKind;
 
 use super::handle::{Handle, HandleKey};
@@ -15,6 +17,13 @@ use super::original::Original;
 
 /// The heading the index goes under; the rest of its line names the tool.
 const HEADING: &str = "## Recallable originals";
+
+/// The heading of the index of a history whose model has no recall tool:
+/// a list of what was replaced, for a reader, naming no tool and no handle.
+const LISTED: &str = "## What this briefing replaced";
+
+/// How the line of names the replaced region referred to begins.
+const NAMES: &str = "  names there:";
 
 /// Most characters of a failed result's reason on its index line.
 const FAILURE_CHARS: usize = 60;
@@ -53,7 +62,11 @@ pub(crate) struct IndexInputs<'a> {
     pub(crate) previous: Option<&'a str>,
     /// Text of the task and the kept tail.
     pub(crate) recent: &'a str,
-    pub(crate) tool: &'a str,
+    /// The recall tool, when the model can call it; `None`: the index is a
+    /// list for a reader (no handles, no tool).
+    pub(crate) tool: Option<&'a str>,
+    /// The briefing it follows: names it holds are not listed again.
+    pub(crate) briefing: &'a str,
     pub(crate) error_prefixes: &'a [String],
     pub(crate) budget: usize,
     pub(crate) tokenizer: TokenizerKind,
@@ -102,10 +115,14 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
                 }
             }
         };
+        let text = match inp.tool {
+            Some(_) => format!("- {} · {}{failed} · {}", o.label, size(o.bytes()), o.handle),
+            None => format!("- {} · {}{failed}", o.label, size(o.bytes())),
+        };
         lines.push(Line {
             key: o.label.clone(),
             argument: argument_of(&o.label).to_owned(),
-            text: format!("- {} · {}{failed} · {}", o.label, size(o.bytes()), o.handle),
+            text,
         });
         by_place.push((place, originals.len()));
         originals.push(o);
@@ -153,7 +170,31 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     };
     lines.sort_by_key(|l| !mentioned(l));
 
-    let mut text = format!("{HEADING} ({})\n", inp.tool);
+    let Some(tool) = inp.tool else {
+        // For a reader: what was replaced, as far as the budget goes.
+        let mut text = format!("{LISTED}\n");
+        let mut used = inp.tokenizer.count(&text);
+        for l in lines
+            .iter()
+            .filter(|l| Handle::find_all(&l.text).next().is_none())
+        {
+            let cost = inp.tokenizer.count(&l.text) + 1;
+            if used + cost > inp.budget {
+                break;
+            }
+            used += cost;
+            text.push_str(&l.text);
+            text.push('\n');
+        }
+        if !text.contains("\n- ") {
+            text.clear();
+        }
+        return Index {
+            text,
+            originals: Vec::new(),
+        };
+    };
+    let mut text = format!("{HEADING} ({tool})\n");
     if let Some(r) = &region {
         text.push_str(&format!(
             "- {} · {} · {}\n",
@@ -170,6 +211,11 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         let text = format!("(recall {})\n", r.handle);
         originals.extend(region);
         return Index { text, originals };
+    }
+    if region.is_some() {
+        let names = names_line(inp, (inp.budget - used) / 3);
+        used += inp.tokenizer.count(&names);
+        text.push_str(&names);
     }
     for l in &lines {
         let cost = inp.tokenizer.count(&l.text) + 1;
@@ -195,6 +241,43 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     Index { text, originals }
 }
 
+/// The names the agent referred to in the replaced region that neither
+/// the briefing nor the kept history holds, most worth keeping first, on
+/// one line within `budget` tokens (empty when none fits): the region's
+/// handle recalls where each was used. A name the briefing left out as
+/// not live (referred to once, long ago) is found here.
+fn names_line(inp: &IndexInputs<'_>, budget: usize) -> String {
+    let mut line = String::from(NAMES);
+    let mut used = inp.tokenizer.count(&line) + 1;
+    let mut any = false;
+    // Paths under the briefing's root, as the briefing shows them.
+    let root = root_of(inp.briefing);
+    for id in referred(inp.replaced) {
+        if inp.briefing.contains(id.as_str()) || inp.recent.contains(id.as_str()) {
+            continue;
+        }
+        let shown = match &root {
+            Some(r) => id.strip_prefix(r.as_str()).unwrap_or(&id),
+            None => &id,
+        };
+        if shown.is_empty() || inp.briefing.contains(shown) {
+            continue;
+        }
+        let item = format!(" `{shown}`");
+        let cost = inp.tokenizer.count(&item);
+        if used + cost > budget {
+            break;
+        }
+        used += cost;
+        line.push_str(&item);
+        any = true;
+    }
+    match any {
+        true => format!("{line}\n"),
+        false => String::new(),
+    }
+}
+
 /// The words of `text` that could name something: runs of letters,
 /// digits and `_ . / - : ~ @`.
 fn words(text: &str) -> HashSet<&str> {
@@ -211,11 +294,13 @@ pub(crate) fn split(briefing: &str) -> (&str, Option<&str>) {
     {
         return (briefing[..at].trim_end(), Some(&briefing[at..]));
     }
-    match briefing.find(HEADING) {
-        Some(at) if at == 0 || briefing[..at].ends_with('\n') => {
-            (briefing[..at].trim_end(), Some(&briefing[at..]))
-        }
-        _ => (briefing, None),
+    let at = [HEADING, LISTED]
+        .iter()
+        .filter_map(|h| briefing.find(h))
+        .find(|&at| at == 0 || briefing[..at].ends_with('\n'));
+    match at {
+        Some(at) => (briefing[..at].trim_end(), Some(&briefing[at..])),
+        None => (briefing, None),
     }
 }
 
@@ -300,7 +385,8 @@ mod tests {
             replaced,
             previous: None,
             recent,
-            tool: "abridge_recall",
+            tool: Some("abridge_recall"),
+            briefing: "",
             error_prefixes: &[],
             budget,
             tokenizer: TokenizerKind::O200kBase,
@@ -336,7 +422,13 @@ mod tests {
             "fn a2() {}",
         ));
         let idx = build(&inputs(&msgs, "now edit src/b.rs", 1_000));
-        let lines: Vec<&str> = idx.text.lines().collect();
+        // The names the region used that the kept history does not hold.
+        assert!(
+            idx.text.contains("\n  names there: `src/a.rs`\n"),
+            "{}",
+            idx.text
+        );
+        let lines: Vec<&str> = idx.text.lines().filter(|l| !l.starts_with(NAMES)).collect();
         assert!(lines[0].starts_with(HEADING));
         assert!(lines[1].starts_with("- the 8 replaced messages"));
         assert!(
@@ -360,6 +452,72 @@ mod tests {
         let small = build(&inputs(&msgs, "now edit src/b.rs", 40));
         assert!(small.text.lines().count() < 5);
         assert!(small.text.contains("replaced messages"));
+    }
+
+    #[test]
+    fn names_skip_what_the_briefing_holds_and_show_paths_under_its_root() {
+        let msgs: Vec<Message> = exchange(
+            "1",
+            "Read",
+            r#"{"file_path":"/w/app/lib/a.ex"}"#,
+            "defmodule A do end",
+        )
+        .into_iter()
+        .chain(exchange(
+            "2",
+            "Bash",
+            r#"{"command":"mix test test/a_test.exs"}"#,
+            "ok",
+        ))
+        .collect();
+        let briefing = "Paths below are relative to `/w/app`.\n\n## Files\n- read · lib/a.ex";
+        let idx = build(&IndexInputs {
+            briefing,
+            ..inputs(&msgs, "", 1_000)
+        });
+        let names = idx.text.lines().find(|l| l.starts_with(NAMES)).unwrap();
+        assert!(names.contains("`test/a_test.exs`"), "{names}");
+        assert!(!names.contains("a.ex"), "the briefing names it: {names}");
+    }
+
+    #[test]
+    fn without_the_tool_the_index_is_a_list_for_a_reader() {
+        let msgs: Vec<Message> = exchange(
+            "1",
+            "Bash",
+            r#"{"command":"cargo test"}"#,
+            "exit code 101\nerror: boom",
+        )
+        .into_iter()
+        .chain(exchange(
+            "2",
+            "Read",
+            r#"{"file_path":"src/a.rs"}"#,
+            "fn a() {}",
+        ))
+        .collect();
+        let idx = build(&IndexInputs {
+            tool: None,
+            ..inputs(&msgs, "", 1_000)
+        });
+        assert!(idx.text.starts_with(LISTED), "{}", idx.text);
+        assert!(idx.text.contains("- Read src/a.rs · 9 B\n"), "{}", idx.text);
+        assert!(
+            idx.text.contains("cargo test · 25 B · failed (exit 101)"),
+            "{}",
+            idx.text
+        );
+        for word in ["recall", "abridge", "abr_", "call"] {
+            assert!(
+                !idx.text.to_lowercase().contains(word),
+                "{word}: {}",
+                idx.text
+            );
+        }
+        assert!(idx.originals.is_empty());
+        // The briefing and its list split as the tool's index does.
+        let briefing = format!("## Task\nfix it\n\n{}", idx.text);
+        assert_eq!(split(&briefing).0, "## Task\nfix it");
     }
 
     /// The index of a second region, after a briefing that ended with `first`.
@@ -418,8 +576,8 @@ mod tests {
             exchange("1", "Read", r#"{"file_path":"src/a.rs"}"#, "fn a() {}").into();
         let one = build(&inputs(&first, "", 1_000));
         let two = chained(&one);
-        let lines: Vec<&str> = two.text.lines().collect();
-        assert!(lines[2].starts_with("- Read src/c.rs"));
+        let lines: Vec<&str> = two.text.lines().filter(|l| !l.starts_with(NAMES)).collect();
+        assert!(lines[2].starts_with("- Read src/c.rs"), "{lines:?}");
         assert!(lines.iter().any(|l| l.starts_with("- Read src/a.rs")));
         assert_eq!(
             lines

@@ -355,6 +355,20 @@ const OMITTED: &str = "Left out for space: ";
 
 const ROOT_NOTE: &str = "Paths below are relative to ";
 
+/// The directory a briefing's paths are shown relative to, as its first
+/// line names it (`Paths below are relative to \`/w/app\`.`), with its
+/// trailing `/`: what follows the briefing can show its paths the same way.
+pub fn root_of(briefing: &str) -> Option<String> {
+    // After a focus note, if any.
+    let line = briefing
+        .lines()
+        .take(4)
+        .find(|l| l.starts_with(ROOT_NOTE))?;
+    let dir = line.strip_prefix(ROOT_NOTE)?.strip_prefix('`')?;
+    let dir = dir.strip_suffix("`.")?;
+    Some(format!("{}/", dir.trim_end_matches('/')))
+}
+
 /// Opens a briefing written for an agent's `compact_history` focus.
 pub(crate) const FOCUS_NOTE: &str = "Focus requested by the agent: ";
 
