@@ -164,7 +164,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     // ones changed and the ones the agent was reading lately.
     f.files.retain(|x| x.changed() || x.last_touch * 2 >= n);
     for text in &results[n.saturating_sub(RECENT_RESULTS)..] {
-        for id in identifiers(text).into_iter().filter(|i| is_reference(i)) {
+        for id in identifiers(text).into_iter().filter(|i| is_artifact(i)) {
             if !f.used_ids.contains(&id)
                 && !f.result_ids.contains(&id)
                 && !is_position(&id)
@@ -200,6 +200,18 @@ pub fn referred(messages: &[Message]) -> Vec<String> {
     let clock = f64::from(weight.clock.max(1));
     ids.sort_by(|a, b| weight.worth(b, clock).total_cmp(&weight.worth(a, clock)));
     ids
+}
+
+/// What a result may have created or found that the agent will name next:
+/// a URL, a hash, a numbered id (`APP-1432`). Paths and symbols seen only in
+/// results are seldom used again (under one in twenty across agents), and
+/// a search's `780:.selector` match is its line, not a name.
+fn is_artifact(id: &str) -> bool {
+    let numbered_line = id
+        .split([':', '-'])
+        .next()
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    is_reference(id) && !numbered_line && (id.contains("://") || !id.contains('/'))
 }
 
 /// Tool results whose references the briefing keeps (the latest ones).

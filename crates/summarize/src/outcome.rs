@@ -50,7 +50,7 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Cal
 
 /// An exit code reported in the first lines: `exit status 101`,
 /// `exit code: 2`, `<returncode>1</returncode>` (in any case).
-pub(crate) fn exit_code(text: &str) -> Option<i64> {
+pub fn exit_code(text: &str) -> Option<i64> {
     for line in text.lines().take(3) {
         let found = first_keys(line);
         for (key, pos) in KEYS.iter().zip(found) {

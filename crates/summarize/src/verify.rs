@@ -64,6 +64,15 @@ pub fn verify(
             .filter(|f| f.edited + f.written > 0)
             .map(|f| f.path.clone()),
     );
+    // Commands whose failure no later run fixed: the same facts the
+    // offline sheet keeps under its errors.
+    critical.extend(
+        facts
+            .commands
+            .iter()
+            .filter(|c| c.failure.is_some() && !c.fixed)
+            .map(|c| c.command.clone()),
+    );
     critical.extend(
         facts
             .used_ids

@@ -422,6 +422,7 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
         assert!(!html.contains(needle), "{needle}");
     }
     if dir.is_dir() {
+        let (mut recall, mut precision) = (0.0, 0.0);
         for cut in cuts {
             assert_eq!(cut["cut"]["kind"], "recorded");
             let of = |s: &str| {
@@ -435,19 +436,20 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
             };
             let (ours, theirs) = (of("offline"), of("recorded"));
             assert!(ours["valid"] == true && ours["kept"].as_f64().unwrap() <= 0.1 + 1e-9);
-            // The acceptance bars of the briefing (measured 0.93 / 0.92
-            // recall and, counting only what the kept history does not
-            // hold, 0.33 / 0.32 precision, against the agent's own 0.71 /
-            // 0.69 recall): the output is deterministic, so these fail only
-            // on a change to the briefing or the metric.
-            let recall = ours["recall"].as_f64().unwrap();
-            assert!(recall >= 0.9, "{ours}");
+            let r = ours["recall"].as_f64().unwrap();
             assert!(
-                recall > theirs["recall"].as_f64().unwrap() + 0.1,
+                r > theirs["recall"].as_f64().unwrap() + 0.1,
                 "{ours} vs {theirs}"
             );
-            assert!(ours["precision"].as_f64().unwrap() >= 0.3, "{ours}");
+            recall += r / cuts.len() as f64;
+            precision += ours["precision"].as_f64().unwrap() / cuts.len() as f64;
         }
+        // Issue 33's bars on this source (measured 0.915 recall and, counting
+        // only what the kept history does not hold, 0.383 precision, against
+        // the agent's own 0.709 recall): the output is deterministic, so these
+        // fail only on a change to the briefing or the metric.
+        assert!(recall >= 0.9, "mean recall {recall}");
+        assert!(precision >= 0.35, "mean precision {precision}");
     }
     // Per source: one folder, its figures the means of the cuts above.
     let mut args = vec!["eval", "--by-source", "--json", "--budget", budget];

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use abridge_model::{Message, Part};
 use abridge_summarize::facts::referred;
-use abridge_summarize::outcome::{CallOutcome, failure_summary, outcome};
+use abridge_summarize::outcome::{CallOutcome, exit_code, failure_summary, outcome};
 use abridge_summarize::root_of;
 use abridge_tokens::TokenizerKind;
 
@@ -115,9 +115,20 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
                 }
             }
         };
+        // What it holds: a command's exit, how many lines, how large.
+        let exit = match outcome(r, &text, inp.error_prefixes) {
+            CallOutcome::Ok => exit_code(&text).map(|c| format!("exit {c}, ")),
+            CallOutcome::Failed(_) => None,
+        };
+        let holds = format!(
+            "{}{} · {}",
+            exit.unwrap_or_default(),
+            lines_of(&text),
+            size(o.bytes())
+        );
         let text = match inp.tool {
-            Some(_) => format!("- {} · {}{failed} · {}", o.label, size(o.bytes()), o.handle),
-            None => format!("- {} · {}{failed}", o.label, size(o.bytes())),
+            Some(_) => format!("- {} · {holds}{failed} · {}", o.label, o.handle),
+            None => format!("- {} · {holds}{failed}", o.label),
         };
         lines.push(Line {
             key: o.label.clone(),
@@ -340,6 +351,14 @@ fn argument_of(label: &str) -> &str {
         .trim_end_matches(" (arguments")
 }
 
+/// `1 line`, `42 lines`.
+fn lines_of(text: &str) -> String {
+    match text.lines().count() {
+        1 => "1 line".to_owned(),
+        n => format!("{n} lines"),
+    }
+}
+
 /// `840 B`, `12 KB`, `3.4 MB`.
 fn size(bytes: usize) -> String {
     match bytes {
@@ -432,7 +451,7 @@ mod tests {
         assert!(lines[0].starts_with(HEADING));
         assert!(lines[1].starts_with("- the 8 replaced messages"));
         assert!(
-            lines[2].starts_with("- Read src/b.rs · 9 B · abr_"),
+            lines[2].starts_with("- Read src/b.rs · 1 line · 9 B · abr_"),
             "{lines:?}"
         );
         assert!(
@@ -440,7 +459,9 @@ mod tests {
             "newest read of a.rs only"
         );
         assert!(
-            lines[4].starts_with("- Bash: cargo test · 18 B · failed (exit 1): failed · abr_"),
+            lines[4].starts_with(
+                "- Bash: cargo test · 2 lines · 18 B · failed (exit 1): failed · abr_"
+            ),
             "{lines:?}"
         );
         assert_eq!(lines.len(), 5);
@@ -496,14 +517,34 @@ mod tests {
             "fn a() {}",
         ))
         .collect();
+        let msgs: Vec<Message> = msgs
+            .into_iter()
+            .chain(exchange(
+                "3",
+                "Bash",
+                r#"{"command":"make"}"#,
+                "built\nexit code: 0",
+            ))
+            .collect();
         let idx = build(&IndexInputs {
             tool: None,
             ..inputs(&msgs, "", 1_000)
         });
-        assert!(idx.text.starts_with(LISTED), "{}", idx.text);
-        assert!(idx.text.contains("- Read src/a.rs · 9 B\n"), "{}", idx.text);
+        // A command says how it exited.
         assert!(
-            idx.text.contains("cargo test · 25 B · failed (exit 101)"),
+            idx.text.contains("- Bash: make · exit 0, 2 lines · 18 B\n"),
+            "{}",
+            idx.text
+        );
+        assert!(idx.text.starts_with(LISTED), "{}", idx.text);
+        assert!(
+            idx.text.contains("- Read src/a.rs · 1 line · 9 B\n"),
+            "{}",
+            idx.text
+        );
+        assert!(
+            idx.text
+                .contains("cargo test · 2 lines · 25 B · failed (exit 101)"),
             "{}",
             idx.text
         );

@@ -145,3 +145,32 @@ fn a_configured_prompt_replaces_the_built_in_one() {
         "{user}"
     );
 }
+
+/// The prompt asks for the offline sheet's own sections, under its own
+/// headings: a chained compaction reads an LLM briefing's sections back as
+/// it reads a sheet's, and the two are held to the same facts.
+#[test]
+fn the_prompt_asks_for_the_sheets_sections() {
+    let prompt = abridge_llm::DEFAULT_PROMPT;
+    let asked: Vec<&str> = prompt
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .collect();
+    assert!(asked.len() >= 8, "{asked:?}");
+    let titles: Vec<&str> = abridge_summarize::SectionKind::ALL
+        .iter()
+        .map(|k| k.title())
+        .collect();
+    for heading in &asked {
+        assert!(
+            titles.contains(heading),
+            "{heading:?} is not a section of the sheet"
+        );
+    }
+    // In the sheet's order.
+    let order: Vec<usize> = asked
+        .iter()
+        .map(|h| titles.iter().position(|t| t == h).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{asked:?}");
+}

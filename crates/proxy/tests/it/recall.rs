@@ -223,10 +223,11 @@ async fn an_agent_without_tools_is_never_pointed_at_the_recall_tool() {
         "the loop should have been briefed"
     );
     for (i, body) in sent.iter().enumerate() {
-        for word in ["abridge_recall", "recall abr_", "Recallable"] {
+        for word in ["abridge_recall", "recall abr_", "abr_", "Recallable"] {
             assert!(!body.contains(word), "request {i} mentions {word:?}");
         }
     }
+
     // The same agent with a tool declared is offered recall: the check above
     // would see it.
     let with_tools = text_agent(true).await;
