@@ -162,6 +162,9 @@ impl Default for BudgetConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyKind {
+    /// Replace old reads of a file the agent read again later with a
+    /// placeholder (the newest copy stays).
+    SupersedeReads,
     /// Clip bodies of old wrapped blocks and old images.
     ClipExternal,
     /// Collapse old feedback messages into one line per run.
@@ -180,6 +183,7 @@ impl PolicyKind {
     /// Name used in configs, reports and events (as serialized).
     pub fn as_str(self) -> &'static str {
         match self {
+            PolicyKind::SupersedeReads => "supersede_reads",
             PolicyKind::ClipExternal => "clip_external",
             PolicyKind::CollapseFeedback => "collapse_feedback",
             PolicyKind::ClipToolResults => "clip_tool_results",
@@ -231,6 +235,7 @@ impl Default for PolicyConfig {
         };
         PolicyConfig {
             pipeline: vec![
+                PolicyKind::SupersedeReads,
                 PolicyKind::ClipExternal,
                 PolicyKind::CollapseFeedback,
                 PolicyKind::ClipToolResults,

@@ -54,6 +54,16 @@ pub fn failed_result(first_line: &str, handle: Option<&Handle>) -> String {
     bracketed(&format!("{RESULT_NOTE}; it failed: {cut}"), handle)
 }
 
+/// Placeholder for an old read of `path` that a later read supersedes
+/// (a result placeholder, so clipping leaves it as it is).
+pub fn superseded(path: &str, handle: Option<&Handle>) -> String {
+    let path = abridge_model::text::clip(path, 200, 60);
+    bracketed(
+        &format!("{RESULT_NOTE}: {path} is read again later"),
+        handle,
+    )
+}
+
 /// Placeholder for an old image.
 pub fn image(handle: Option<&Handle>) -> String {
     bracketed(IMAGE_NOTE, handle)

@@ -31,6 +31,15 @@ const STEPS: usize = 4;
 /// What a briefing may take when even the floor is over the target.
 const FLOOR_ROOM: Counted = Counted::new(1_024);
 
+/// What a briefing is given whatever the target leaves.
+#[derive(Debug, Clone, Copy, Default)]
+struct Room {
+    /// Room for the briefing and its working set.
+    at_least: Counted,
+    /// Room for the working set.
+    working: Counted,
+}
+
 /// The history being rewritten and what has been done to it.
 pub(crate) struct Work {
     pub(crate) messages: Vec<Message>,
@@ -246,7 +255,15 @@ impl Rewriter<'_> {
             return false;
         };
         let mut attempts = std::mem::take(&mut work.attempts);
-        let briefed = self.brief(conv, plan, work, target, None, Counted::ZERO, &mut attempts);
+        let briefed = self.brief(
+            conv,
+            plan,
+            work,
+            target,
+            None,
+            Room::default(),
+            &mut attempts,
+        );
         work.attempts = attempts;
         if let Some(mut b) = briefed {
             if let Some(i) = b.instant.filter(|_| plan.grow_tail)
@@ -315,15 +332,11 @@ impl Rewriter<'_> {
             return;
         }
         let mut attempts = std::mem::take(&mut work.attempts);
-        let briefed = self.brief(
-            conv,
-            plan,
-            work,
-            Counted::ZERO,
-            None,
-            FLOOR_ROOM,
-            &mut attempts,
-        );
+        let room = Room {
+            at_least: FLOOR_ROOM,
+            ..Room::default()
+        };
+        let briefed = self.brief(conv, plan, work, Counted::ZERO, None, room, &mut attempts);
         work.attempts = attempts;
         let Some(b) = briefed else {
             return;
@@ -369,13 +382,18 @@ impl Rewriter<'_> {
         while extra > 0 {
             work.tail_n = tail_n + extra;
             let mut attempts = Vec::new();
+            // The working set keeps what it had; the tail grows into the rest.
+            let room = Room {
+                working: first.working,
+                ..Room::default()
+            };
             let longer = self.brief(
                 conv,
                 plan,
                 work,
                 target,
                 Some(summarizer),
-                Counted::ZERO,
+                room,
                 &mut attempts,
             );
             if let Some(b) = longer
@@ -410,8 +428,8 @@ impl Rewriter<'_> {
 
     /// Runs the summarizers (or only the one at `only`) with a budget that
     /// lets head, briefing, pinned iterations and tail fit the target together.
-    /// `room_at_least`: what the briefing may take whatever the target
-    /// leaves ([`FLOOR_ROOM`] at the floor, else nothing).
+    /// `room`: what the briefing and its working set may take at least,
+    /// whatever the target leaves.
     #[allow(clippy::too_many_arguments)]
     fn brief(
         &mut self,
@@ -420,7 +438,7 @@ impl Rewriter<'_> {
         work: &Work,
         target: Counted,
         only: Option<usize>,
-        room_at_least: Counted,
+        room: Room,
         attempts: &mut Vec<Attempt>,
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
@@ -451,11 +469,11 @@ impl Rewriter<'_> {
             + tokens[region.end..].iter().sum::<Counted>()
             + pinned_in_region
             + work.tools;
-        let room = target
+        let budget = target
             .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted::new(32))
-            .max(room_at_least)
+            .max(room.at_least)
             .min(Counted::new(self.engine.config.summary.max_tokens));
-        if room < Counted::new(64) {
+        if budget < Counted::new(64) {
             return None;
         }
         let pinned = self.pinned_flags_of(conv.family, &conv.messages);
@@ -465,7 +483,7 @@ impl Rewriter<'_> {
             pinned: &pinned,
             work: &work.messages,
             tail_len: work.messages.len() - region.end,
-            budget: room,
+            budget,
             tokenizer: self.engine.limits.tokenizer,
             facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
@@ -474,6 +492,7 @@ impl Rewriter<'_> {
             listed: self.engine.recall_listed(conv.tools.as_deref()),
             error_prefixes: &self.engine.config.policies.error_prefixes,
             working_share: self.engine.config.summary.working_set_share,
+            working_floor: room.working,
             key: self.key,
             cancel: self.cancel,
         };

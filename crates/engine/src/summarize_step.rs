@@ -44,6 +44,8 @@ pub(crate) struct Briefed {
     pub(crate) sheet: Option<Sheet>,
     /// What its index names.
     pub(crate) originals: Vec<Original>,
+    /// Tokens of its working set.
+    pub(crate) working: Counted,
 }
 
 /// What the step needs.
@@ -69,6 +71,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) error_prefixes: &'a [String],
     /// Share of `budget` the working set may take (0: none).
     pub(crate) working_share: f64,
+    /// What the working set may take at least (what it took when the
+    /// briefing was first written over a longer region).
+    pub(crate) working_floor: Counted,
     /// The key the index's handles are derived with (a shared proxy's tenant).
     pub(crate) key: Option<&'a HandleKey>,
     /// Checked before each summarizer: once set, no briefing.
@@ -160,7 +165,7 @@ impl<'a> Region<'a> {
         self,
         inp: &Inputs<'_>,
         text: &str,
-        working: Option<String>,
+        working: Option<(String, Counted)>,
         summarizer: String,
         sheet: Option<Sheet>,
         originals: Vec<Original>,
@@ -176,7 +181,8 @@ impl<'a> Region<'a> {
                 .map(|i| pinned(orig, inp.pinned, i)),
         );
         messages.push(note);
-        messages.extend(working.map(|w| Message::text(Role::User, w)));
+        let working_tokens = working.as_ref().map_or(Counted::ZERO, |w| w.1);
+        messages.extend(working.map(|w| Message::text(Role::User, w.0)));
         messages.extend(self.kept);
         messages.extend_from_slice(tail);
         Briefed {
@@ -186,6 +192,7 @@ impl<'a> Region<'a> {
             instant: None,
             sheet,
             originals,
+            working: working_tokens,
         }
     }
 }
@@ -234,6 +241,8 @@ fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted
     let budget = inp
         .budget
         .scaled(inp.working_share)
+        .max(inp.working_floor)
+        .min(inp.budget)
         .min(region.tokens.scaled(0.5));
     let text = working::render(&files, budget.get() as usize, inp.tokenizer)?;
     let tokens = Counted::of(inp.tokenizer.count(&text));
@@ -331,8 +340,14 @@ pub(crate) fn run(
                         verification: w.verification,
                     },
                 });
-                let working = working.as_ref().map(|w| w.0.clone());
-                let mut b = region.assemble(inp, &w.text, working, summarizer, w.sheet, originals);
+                let mut b = region.assemble(
+                    inp,
+                    &w.text,
+                    working.clone(),
+                    summarizer,
+                    w.sheet,
+                    originals,
+                );
                 b.instant = s.is_instant().then_some(i);
                 return Some(b);
             }

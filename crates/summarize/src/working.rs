@@ -28,6 +28,9 @@ const HEADER: &str = "The newest copy of each file the agent was working on befo
 most recently touched first (a file edited after its copy was taken says so: read it again \
 before relying on the lines that changed).";
 
+/// Files a working set considers at most, most recently touched first.
+const MOST_FILES: usize = 32;
+
 /// Argument keys that hold a written file's content.
 const CONTENT_KEYS: [&str; 3] = ["content", "file_text", "text"];
 
@@ -121,18 +124,17 @@ fn written(args: &Value) -> Option<String> {
 /// `budget` tokens together (a file too large for what is left is passed
 /// over); `None` when none fits.
 pub fn render(files: &[WorkingFile], budget: usize, tokenizer: TokenizerKind) -> Option<String> {
+    let whole = |body: &str| format!("<{TAG}>\n{HEADER}\n{body}</{TAG}>");
     let mut body = String::new();
-    let mut used = tokenizer.count(HEADER) + 16;
-    for f in files {
+    for f in files.iter().take(MOST_FILES) {
         let section = section(f);
-        let tokens = tokenizer.count(&section);
-        if used + tokens > budget {
-            continue;
+        // Counted as it would go out (a few files: each count is small).
+        let with = format!("{body}{section}");
+        if tokenizer.count(&whole(&with)) <= budget {
+            body = with;
         }
-        used += tokens;
-        body.push_str(&section);
     }
-    (!body.is_empty()).then(|| format!("<{TAG}>\n{HEADER}\n{body}</{TAG}>"))
+    (!body.is_empty()).then(|| whole(&body))
 }
 
 /// One file's section: a heading that says what the copy is, and the copy

@@ -6,6 +6,7 @@
 mod drop;
 mod external;
 mod feedback;
+mod supersede;
 mod tool_args;
 mod tool_results;
 
@@ -20,6 +21,7 @@ use crate::recall::Found;
 /// summarizing, which needs the original history and a summarizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Policy {
+    SupersedeReads,
     ClipExternal,
     CollapseFeedback,
     ClipToolResults,
@@ -39,6 +41,7 @@ pub(crate) enum Step {
 impl From<PolicyKind> for Step {
     fn from(kind: PolicyKind) -> Self {
         match kind {
+            PolicyKind::SupersedeReads => Step::Policy(Policy::SupersedeReads),
             PolicyKind::ClipExternal => Step::Policy(Policy::ClipExternal),
             PolicyKind::CollapseFeedback => Step::Policy(Policy::CollapseFeedback),
             PolicyKind::ClipToolResults => Step::Policy(Policy::ClipToolResults),
@@ -53,6 +56,7 @@ impl Policy {
     /// The configured kind it implements, as reports name it.
     pub(crate) fn kind(self) -> PolicyKind {
         match self {
+            Policy::SupersedeReads => PolicyKind::SupersedeReads,
             Policy::ClipExternal => PolicyKind::ClipExternal,
             Policy::CollapseFeedback => PolicyKind::CollapseFeedback,
             Policy::ClipToolResults => PolicyKind::ClipToolResults,
@@ -81,6 +85,7 @@ pub(crate) fn apply(
         return 0;
     }
     match policy {
+        Policy::SupersedeReads => supersede::apply(messages, region, cfg, found),
         Policy::ClipExternal => external::apply(messages, region, cfg, found),
         Policy::CollapseFeedback => feedback::apply(messages, region, cfg),
         Policy::ClipToolResults => tool_results::apply(messages, region, cfg, found),

@@ -12,6 +12,7 @@ mod history;
 mod policies;
 mod props;
 mod recall;
+mod rereads;
 mod responses;
 mod summary;
 mod support;
