@@ -476,6 +476,61 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// The fixed sample CI evaluates: a transcript of each source in the corpus
+/// (the smallest with a real compaction where the source has them), figures
+/// per source, each beside the others; the agent's own summary beside
+/// abridge's where the agent compacted.
+#[test]
+fn eval_reports_every_source_of_a_fixed_sample() {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let sample = [
+        "claude-code_entireio-cli/53ea1606-cf60-417b-928a-068324ecc7b3.jsonl",
+        "openhands-v1_swebench/8c2a43746feb4be38f21685d256b364a",
+        "mini-swe-agent_pr816_deepseek/deepseek_chat_test_1-100__astropy__astropy-14365.traj.json",
+        "openhands_swebench-verified/django__django-10973.json",
+    ];
+    let paths: Vec<String> = sample
+        .iter()
+        .map(|s| corpus.join(s))
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    if paths.len() < sample.len() {
+        eprintln!("skipping: the corpus sample is not at {}", corpus.display());
+        return;
+    }
+    let mut args = vec!["eval", "--by-source", "--json"];
+    args.extend(paths.iter().map(String::as_str));
+    let o = abridge(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sources: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = sources.as_array().unwrap();
+    let named = |source: &str, cuts: &str| {
+        rows.iter()
+            .find(|r| r["source"] == source && r["cuts"] == cuts)
+            .unwrap_or_else(|| panic!("no {source} {cuts} in {sources}"))
+    };
+    for (source, cuts) in [
+        ("claude-code_entireio-cli", "recorded"),
+        ("openhands-v1_swebench", "recorded"),
+        ("mini-swe-agent_pr816_deepseek", "fraction"),
+        ("openhands_swebench-verified", "fraction"),
+    ] {
+        let row = named(source, cuts);
+        let strategies = row["strategies"].as_array().unwrap();
+        let of = |s: &str| strategies.iter().find(|x| x["strategy"] == s);
+        let offline = of("offline").unwrap_or_else(|| panic!("{row}"));
+        for metric in ["recall", "kept"] {
+            let v = offline[metric]["mean"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{source} {metric} {v}");
+        }
+        // Each figure beside the same figure over the other sources.
+        assert!(offline["others_recall"].as_f64().is_some(), "{row}");
+        // Where the agent compacted, its own summary is scored beside.
+        assert_eq!(of("recorded").is_some(), cuts == "recorded", "{source}");
+    }
+}
+
 /// With a model (`--probes`), every strategy answers probe questions from
 /// its compacted history and a judge grades them: the full history answers
 /// everything, and a history that lost the fact does not. The model is a
