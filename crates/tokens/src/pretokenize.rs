@@ -84,11 +84,8 @@ impl Pretokenizer {
         let bytes = text.as_bytes();
         let mut at = 0;
         while at < bytes.len() {
-            let ascii = match self.scheme {
-                Scheme::O200k => o200k(bytes, at),
-                Scheme::Cl100k => cl100k(bytes, at),
-            };
-            let end = ascii.unwrap_or_else(|| self.by_regex(text, at));
+            let end =
+                ascii_piece(self.scheme, bytes, at).unwrap_or_else(|| self.by_regex(text, at));
             piece(&bytes[at..end]);
             at = end;
         }
@@ -160,15 +157,26 @@ fn foreign(bytes: &[u8], i: usize) -> bool {
     bytes.get(i).is_some_and(|&b| b >= 0x80)
 }
 
-/// The ASCII piece of `o200k_base` at `at`, or `None` when deciding it
-/// needs a character that is not ASCII.
-fn o200k(bytes: &[u8], at: usize) -> Option<usize> {
+/// The ASCII piece at `at`, following the scheme's patterns in their
+/// order, or `None` when deciding it needs a character that is not ASCII.
+fn ascii_piece(scheme: Scheme, bytes: &[u8], at: usize) -> Option<usize> {
     let c = bytes[at];
     if c >= 0x80 {
         return None;
     }
+    // cl100k's contractions are pieces of their own, tried first.
+    if scheme == Scheme::Cl100k
+        && c == b'\''
+        && let Some(end) = contraction(bytes, at)?
+    {
+        return Some(end);
+    }
+    let word = |start| match scheme {
+        Scheme::O200k => o200k_word(bytes, start),
+        Scheme::Cl100k => letters(bytes, start),
+    };
     if is_letter(c) {
-        return o200k_word(bytes, at);
+        return word(at);
     }
     if c.is_ascii_digit() {
         return digits(bytes, at);
@@ -180,10 +188,15 @@ fn o200k(bytes: &[u8], at: usize) -> Option<usize> {
             return None;
         }
         if bytes.get(at + 1).copied().is_some_and(is_letter) {
-            return o200k_word(bytes, at + 1);
+            return word(at + 1);
         }
     }
-    if let Some(end) = punctuation(bytes, at, b"\r\n/") {
+    // What may follow punctuation: o200k takes slashes too.
+    let tail: &[u8] = match scheme {
+        Scheme::O200k => b"\r\n/",
+        Scheme::Cl100k => b"\r\n",
+    };
+    if let Some(end) = punctuation(bytes, at, tail) {
         return end;
     }
     whitespace(bytes, at)
@@ -284,38 +297,6 @@ fn whitespace(bytes: &[u8], at: usize) -> Option<usize> {
         return Some(end);
     }
     Some(end - 1)
-}
-
-/// The ASCII piece of `cl100k_base` at `at`, or `None` when deciding it
-/// needs a character that is not ASCII.
-fn cl100k(bytes: &[u8], at: usize) -> Option<usize> {
-    let c = bytes[at];
-    if c >= 0x80 {
-        return None;
-    }
-    if c == b'\'' {
-        if let Some(end) = contraction(bytes, at)? {
-            return Some(end);
-        }
-    }
-    if is_letter(c) {
-        return letters(bytes, at);
-    }
-    if c.is_ascii_digit() {
-        return digits(bytes, at);
-    }
-    if !is_newline(c) {
-        if foreign(bytes, at + 1) {
-            return None;
-        }
-        if bytes.get(at + 1).copied().is_some_and(is_letter) {
-            return letters(bytes, at + 1);
-        }
-    }
-    if let Some(end) = punctuation(bytes, at, b"\r\n") {
-        return end;
-    }
-    whitespace(bytes, at)
 }
 
 /// `\p{L}+`.

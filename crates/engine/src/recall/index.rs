@@ -184,19 +184,11 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     let Some(tool) = inp.tool else {
         // For a reader: what was replaced, as far as the budget goes.
         let mut text = format!("{LISTED}\n");
-        let mut used = inp.tokenizer.count(&text);
-        for l in lines
+        let used = inp.tokenizer.count(&text);
+        let unhandled = lines
             .iter()
-            .filter(|l| Handle::find_all(&l.text).next().is_none())
-        {
-            let cost = inp.tokenizer.count(&l.text) + 1;
-            if used + cost > inp.budget {
-                break;
-            }
-            used += cost;
-            text.push_str(&l.text);
-            text.push('\n');
-        }
+            .filter(|l| Handle::find_all(&l.text).next().is_none());
+        fill(&mut text, used, unhandled, inp);
         if !text.contains("\n- ") {
             text.clear();
         }
@@ -228,15 +220,7 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         used += inp.tokenizer.count(&names);
         text.push_str(&names);
     }
-    for l in &lines {
-        let cost = inp.tokenizer.count(&l.text) + 1;
-        if used + cost > inp.budget {
-            break;
-        }
-        used += cost;
-        text.push_str(&l.text);
-        text.push('\n');
-    }
+    fill(&mut text, used, lines.iter(), inp);
     if region.is_none() && !text.contains(super::handle::PREFIX) {
         // Only an earlier briefing was condensed again: its region line
         // stays whatever the budget, or nothing it replaced is reachable.
@@ -250,6 +234,25 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     }
     originals.extend(region);
     Index { text, originals }
+}
+
+/// Appends `lines` in order to `text` (which counts `used` tokens) while
+/// they fit the index's budget.
+fn fill<'l>(
+    text: &mut String,
+    mut used: usize,
+    lines: impl Iterator<Item = &'l Line>,
+    inp: &IndexInputs<'_>,
+) {
+    for l in lines {
+        let cost = inp.tokenizer.count(&l.text) + 1;
+        if used + cost > inp.budget {
+            break;
+        }
+        used += cost;
+        text.push_str(&l.text);
+        text.push('\n');
+    }
 }
 
 /// The names the agent referred to in the replaced region that neither
