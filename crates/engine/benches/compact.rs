@@ -143,6 +143,7 @@ fn offline_briefing_longest(b: Bencher) {
                 tokenizer: kind,
                 focus: None,
                 facts: &facts,
+                region_facts: None,
             })
             .map(|s| s.len())
             .ok()

@@ -328,14 +328,6 @@ impl Engine {
         (r.enabled && callable).then_some(r)
     }
 
-    /// `[recall]` for a history whose model cannot call the recall tool
-    /// (no tools, where the tool is declared only beside others): its
-    /// briefing still lists what it replaced, for a reader, with no handle.
-    pub(crate) fn recall_listed(&self, tools: Option<&[Tool]>) -> Option<&RecallConfig> {
-        let r = &self.config.recall;
-        (r.enabled && self.recall_for(tools).is_none()).then_some(r)
-    }
-
     /// Adds a subscriber (see [`EngineBuilder::subscribe`]): for a
     /// [`Compactor`](crate::Compactor), which owns its engine.
     pub(crate) fn subscribe(&mut self, f: impl FnMut(&Event) + Send + 'static) {

@@ -488,8 +488,16 @@ impl Rewriter<'_> {
             facts: &self.engine.facts,
             focus: plan.focus.as_deref(),
             kept: self.kept,
-            recall: self.engine.recall_for(conv.tools.as_deref()),
-            listed: self.engine.recall_listed(conv.tools.as_deref()),
+            recall: self
+                .engine
+                .config
+                .recall
+                .enabled
+                .then_some(&self.engine.config.recall),
+            tool: self
+                .engine
+                .recall_for(conv.tools.as_deref())
+                .map(|r| r.tool.as_str()),
             error_prefixes: &self.engine.config.policies.error_prefixes,
             working_share: self.engine.config.summary.working_set_share,
             working_floor: room.working,

@@ -20,7 +20,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
-use abridge_summarize::facts::{extract, task_text};
+use abridge_summarize::facts::{Facts, extract, task_text};
 use abridge_summarize::verify::verify;
 use abridge_summarize::working;
 use abridge_summarize::wrapper::{defuse, leaks_wrapper, unwrap, wrap};
@@ -63,11 +63,12 @@ pub(crate) struct Inputs<'a> {
     /// The thread's last briefing as data: used when the earlier briefing
     /// in the head is that one.
     pub(crate) kept: Option<&'a KeptBriefing>,
-    /// `[recall]`, when it is on.
+    /// `[recall]`, when it is on: the briefing ends with an index of what
+    /// it replaced.
     pub(crate) recall: Option<&'a RecallConfig>,
-    /// `[recall]` when it is on but the model cannot call the tool (a
-    /// history with no tools): the index is a list for a reader.
-    pub(crate) listed: Option<&'a RecallConfig>,
+    /// The recall tool's name, when the model can call it: the index names
+    /// each original by its handle; without, it is a list for a reader.
+    pub(crate) tool: Option<&'a str>,
     pub(crate) error_prefixes: &'a [String],
     /// Share of `budget` the working set may take (0: none).
     pub(crate) working_share: f64,
@@ -278,7 +279,7 @@ pub(crate) fn run(
             let (text, index) = index::split(t);
             (Some(text), index)
         });
-    let recent = inp.recall.or(inp.listed).map(|_| {
+    let recent = inp.recall.map(|_| {
         let tail = &inp.work[inp.work.len() - inp.tail_len..];
         let mut recent = task.clone();
         for m in tail {
@@ -295,6 +296,9 @@ pub(crate) fn run(
         previous: previous_index,
         recent: recent.as_deref().unwrap_or(""),
     };
+    // The region's facts, once: the offline sheet, the check of an LLM
+    // briefing and the index all read them.
+    let facts = extract(&region.replaced, inp.facts);
     // The working set is kept first; the briefing has what it leaves.
     let working = working_set(inp, &region);
     let briefing_budget = inp
@@ -313,7 +317,6 @@ pub(crate) fn run(
         // The index's share is kept out of what the summarizer may fill.
         budget_tokens: inp
             .recall
-            .or(inp.listed)
             .map_or(briefing_budget, |r| {
                 briefing_budget.scaled(1.0 - r.index_share)
             })
@@ -321,18 +324,19 @@ pub(crate) fn run(
         tokenizer: inp.tokenizer,
         focus: inp.focus,
         facts: inp.facts,
+        region_facts: Some(&facts),
     };
     for (i, s) in summarizers.iter().enumerate() {
         if inp.cancel.is_cancelled() {
             return None;
         }
         let start = Instant::now();
-        let result = attempt(s.as_ref(), &req, inp, &region);
+        let result = attempt(s.as_ref(), &req, inp, &region, &facts);
         let ms = start.elapsed().as_millis() as u64;
         let summarizer = s.name();
         match result {
             Ok(mut w) => {
-                let originals = with_index(&mut w, inp, &region, &indexing);
+                let originals = with_index(&mut w, inp, &region, &indexing, &facts);
                 attempts.push(Attempt {
                     summarizer: summarizer.clone(),
                     ms,
@@ -377,8 +381,9 @@ fn with_index(
     inp: &Inputs<'_>,
     region: &Region,
     indexing: &Indexing<'_>,
+    facts: &Facts,
 ) -> Vec<Original> {
-    let Some(recall) = inp.recall.or(inp.listed) else {
+    let Some(recall) = inp.recall else {
         return Vec::new();
     };
     let tokens = w
@@ -394,8 +399,9 @@ fn with_index(
         replaced: &region.replaced,
         previous: indexing.previous,
         recent: indexing.recent,
-        tool: inp.recall.map(|r| r.tool.as_str()),
+        tool: inp.tool,
         briefing: text,
+        referred: &facts.referred,
         error_prefixes: inp.error_prefixes,
         budget: budget.get() as usize,
         tokenizer: inp.tokenizer,
@@ -425,6 +431,7 @@ fn attempt(
     req: &Request<'_>,
     inp: &Inputs<'_>,
     region: &Region,
+    facts: &Facts,
 ) -> Result<Written, SummarizeError> {
     let quotes = s.quotes_verbatim();
     let briefing = s.brief(req)?;
@@ -441,8 +448,7 @@ fn attempt(
             tokens: Some(tokens),
         });
     }
-    let facts = extract(&region.replaced, inp.facts);
-    let (text, v) = verify(&text, &facts, inp.budget.get() as usize, inp.tokenizer);
+    let (text, v) = verify(&text, facts, inp.budget.get() as usize, inp.tokenizer);
     // Verification rewrote the text: data that says otherwise is not kept.
     Ok(Written {
         text,

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 use crate::config::FactConfig;
-use crate::facts::extract;
+use crate::facts::{Facts, extract};
 use crate::progress::progress_of;
 use crate::sheet::{FOCUS_NOTE, Previous, Sheet, render};
 use crate::spec::{successful_commands, task_details};
@@ -37,6 +37,10 @@ pub struct Request<'a> {
     /// What counts as a task list, a failure and an earlier briefing — the
     /// compactor's configuration, the same for every summarizer.
     pub facts: &'a FactConfig,
+    /// The region's facts ([`extract`]), when the caller already took them
+    /// (the engine does, once per briefing, for its checks and index): a
+    /// summarizer that needs them uses these rather than extract again.
+    pub region_facts: Option<&'a Facts>,
 }
 
 /// Why a summarizer gave no usable briefing.
@@ -157,7 +161,10 @@ impl Summarizer for Offline {
     }
 
     fn brief(&self, req: &Request<'_>) -> Result<Briefing, SummarizeError> {
-        let mut facts = extract(req.region, req.facts);
+        let mut facts = match req.region_facts {
+            Some(f) => f.clone(),
+            None => extract(req.region, req.facts),
+        };
         // What the kept tail holds verbatim needs no listing.
         let tail = tail_text(req.tail);
         facts.used_ids.retain(|id| !tail.contains(id.as_str()));

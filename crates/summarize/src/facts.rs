@@ -73,6 +73,11 @@ pub struct Facts {
     /// Identifiers the agent referred to (its prose, arguments that name
     /// things), each once, least worth keeping first (see `Weights::rank`).
     pub used_ids: Vec<String>,
+    /// Every name the agent referred to (its prose, arguments that name
+    /// things), each once, most worth keeping first — referred to most
+    /// often over how long ago —, none left out: what an index of the
+    /// region lists beyond the briefing.
+    pub referred: Vec<String>,
     /// Identifiers that appeared only in the latest tool results (ids
     /// created, URLs found); bulk listings further back are left out.
     pub result_ids: Vec<String>,
@@ -154,6 +159,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
             }
         }
     }
+    f.referred = weight.ranked(&f.used_ids);
     weight.rank(&mut f.used_ids);
     f.latest_error = latest_error.map(|at| error_excerpt(&results[at]));
     // From results only references (URLs, paths, hashes, numbered ids) of
@@ -175,31 +181,6 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
         }
     }
     f
-}
-
-/// The names the agent referred to in `messages` — in its prose and in
-/// the arguments that name things —, each once, most worth keeping first
-/// (referred to most often over how long ago), none left out.
-pub fn referred(messages: &[Message]) -> Vec<String> {
-    let mut weight = Weights::default();
-    let mut ids = Vec::new();
-    for m in messages.iter().filter(|m| m.role == Role::Assistant) {
-        for p in &m.parts {
-            match p {
-                Part::Text(t) if !t.text.trim().is_empty() => weight.add(&mut ids, &t.text, true),
-                Part::ToolCall(c) => {
-                    let args = c.arguments.to_value();
-                    for r in split_arguments(&c.name, &args).0 {
-                        weight.add(&mut ids, r, false);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let clock = f64::from(weight.clock.max(1));
-    ids.sort_by(|a, b| weight.worth(b, clock).total_cmp(&weight.worth(a, clock)));
-    ids
 }
 
 /// What a result may have created or found that the agent will name next:
@@ -275,6 +256,14 @@ impl Weights {
         let clock = f64::from(self.clock.max(1));
         ids.sort_by(|a, b| self.worth(a, clock).total_cmp(&self.worth(b, clock)));
         ids.drain(..ids.len().saturating_sub(MAX_IDS));
+    }
+
+    /// `ids`, most worth keeping first.
+    fn ranked(&self, ids: &[String]) -> Vec<String> {
+        let clock = f64::from(self.clock.max(1));
+        let mut out = ids.to_vec();
+        out.sort_by(|a, b| self.worth(b, clock).total_cmp(&self.worth(a, clock)));
+        out
     }
 
     /// How often `id` was referred to over how long ago (`clock`: the

@@ -30,6 +30,7 @@
 //!     tokenizer: TokenizerKind::O200kBase,
 //!     focus: None,
 //!     facts: &FactConfig::default(),
+//!     region_facts: None,
 //! })?;
 //! // The task stays verbatim above the briefing: it is not restated.
 //! assert!(!briefing.contains("Fix the CSV date format."));

@@ -7,7 +7,6 @@
 use std::collections::{HashMap, HashSet};
 
 use abridge_model::{Message, Part};
-use abridge_summarize::facts::referred;
 use abridge_summarize::outcome::{CallOutcome, exit_code, failure_summary, outcome};
 use abridge_summarize::root_of;
 use abridge_tokens::TokenizerKind;
@@ -67,6 +66,9 @@ pub(crate) struct IndexInputs<'a> {
     pub(crate) tool: Option<&'a str>,
     /// The briefing it follows: names it holds are not listed again.
     pub(crate) briefing: &'a str,
+    /// The names the agent referred to in the replaced region, most worth
+    /// keeping first ([`Facts::referred`](abridge_summarize::facts::Facts)).
+    pub(crate) referred: &'a [String],
     pub(crate) error_prefixes: &'a [String],
     pub(crate) budget: usize,
     pub(crate) tokenizer: TokenizerKind,
@@ -94,8 +96,9 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
             continue;
         }
         let text = r.text();
+        let ok = outcome(r, &text, inp.error_prefixes);
         // A failure says how, so the model can tell which output to recall.
-        let failed = match outcome(r, &text, inp.error_prefixes) {
+        let failed = match ok {
             CallOutcome::Ok => String::new(),
             CallOutcome::Failed(code) => {
                 let exit = code.map_or(String::new(), |c| format!(" (exit {c})"));
@@ -115,8 +118,9 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
                 }
             }
         };
-        // What it holds: a command's exit, how many lines, how large.
-        let exit = match outcome(r, &text, inp.error_prefixes) {
+        // What it holds: a command's exit (a failure's is said with it),
+        // how many lines, how large.
+        let exit = match ok {
             CallOutcome::Ok => exit_code(&text).map(|c| format!("exit {c}, ")),
             CallOutcome::Failed(_) => None,
         };
@@ -266,13 +270,13 @@ fn names_line(inp: &IndexInputs<'_>, budget: usize) -> String {
     let mut any = false;
     // Paths under the briefing's root, as the briefing shows them.
     let root = root_of(inp.briefing);
-    for id in referred(inp.replaced) {
+    for id in inp.referred {
         if inp.briefing.contains(id.as_str()) || inp.recent.contains(id.as_str()) {
             continue;
         }
         let shown = match &root {
-            Some(r) => id.strip_prefix(r.as_str()).unwrap_or(&id),
-            None => &id,
+            Some(r) => id.strip_prefix(r.as_str()).unwrap_or(id),
+            None => id,
         };
         if shown.is_empty() || inp.briefing.contains(shown) {
             continue;
@@ -402,6 +406,11 @@ mod tests {
         [call, res]
     }
 
+    /// What the agent referred to in `messages`, as the engine takes it.
+    fn referred(messages: &[Message]) -> Vec<String> {
+        abridge_summarize::facts::extract(messages, &Default::default()).referred
+    }
+
     fn inputs<'a>(replaced: &'a [Message], recent: &'a str, budget: usize) -> IndexInputs<'a> {
         IndexInputs {
             replaced,
@@ -409,6 +418,7 @@ mod tests {
             recent,
             tool: Some("abridge_recall"),
             briefing: "",
+            referred: &[],
             error_prefixes: &[],
             budget,
             tokenizer: TokenizerKind::O200kBase,
@@ -443,7 +453,11 @@ mod tests {
             r#"{"file_path":"src/a.rs"}"#,
             "fn a2() {}",
         ));
-        let idx = build(&inputs(&msgs, "now edit src/b.rs", 1_000));
+        let referred = referred(&msgs);
+        let idx = build(&IndexInputs {
+            referred: &referred,
+            ..inputs(&msgs, "now edit src/b.rs", 1_000)
+        });
         // The names the region used that the kept history does not hold.
         assert!(
             idx.text.contains("\n  names there: `src/a.rs`\n"),
@@ -495,8 +509,10 @@ mod tests {
         ))
         .collect();
         let briefing = "Paths below are relative to `/w/app`.\n\n## Files\n- read · lib/a.ex";
+        let referred = referred(&msgs);
         let idx = build(&IndexInputs {
             briefing,
+            referred: &referred,
             ..inputs(&msgs, "", 1_000)
         });
         let names = idx.text.lines().find(|l| l.starts_with(NAMES)).unwrap();
