@@ -25,9 +25,6 @@ use crate::snapshot::SnapshotData;
 use crate::summarize_step::KeptBriefing;
 use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
 
-/// Each policy advances over the old region in this many steps, oldest first.
-const STEPS: usize = 4;
-
 /// What a briefing may take when even the floor is over the target.
 const FLOOR_ROOM: Counted = Counted::new(1_024);
 
@@ -223,11 +220,12 @@ impl Rewriter<'_> {
         work: &mut Work,
     ) -> bool {
         let old = iterations(&work.messages).len().saturating_sub(work.tail_n);
-        for step in 1..=STEPS {
+        let steps = p.steps();
+        for step in 1..=steps {
             if self.cancel.is_cancelled() {
                 return true;
             }
-            let keep = old - old * step / STEPS;
+            let keep = old - old * step / steps;
             let region = old_region(&work.messages, work.tail_n + keep);
             let found = self.engine.found(&mut work.originals, conv, self.key);
             let before = work.messages.len();

@@ -53,6 +53,16 @@ impl From<PolicyKind> for Step {
 }
 
 impl Policy {
+    /// In how many steps it advances over the old region, oldest first, so
+    /// that no more is cleared than the target needs. Superseding goes over
+    /// it at once: an older copy of a file is redundant whatever its age.
+    pub(crate) fn steps(self) -> usize {
+        match self {
+            Policy::SupersedeReads => 1,
+            _ => 4,
+        }
+    }
+
     /// The configured kind it implements, as reports name it.
     pub(crate) fn kind(self) -> PolicyKind {
         match self {

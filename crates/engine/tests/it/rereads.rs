@@ -112,8 +112,8 @@ fn older_copies_of_a_file_give_way_to_the_newest_and_stay_recallable() {
         .flat_map(Message::tool_results)
         .map(|r| r.text().into_owned())
         .collect();
-    // The newest copy of each file is there as it was; superseding went
-    // oldest first, so every copy left is newer than every copy taken.
+    // The newest copy of each file is there as it was; every copy left
+    // (in the kept tail) is newer than every copy taken.
     assert!(results.contains(&file("lib", 11)));
     assert!(results.contains(&file("util", 6)));
     let left: Vec<usize> = (0..12)
