@@ -1,17 +1,29 @@
 //! Identifiers in free text: URLs, paths, file names, hashes, UUIDs, ids
 //! and code symbols — what an agent needs verbatim to carry on.
 
+use std::collections::HashSet;
+
 /// Identifiers in `text`, in order of first appearance, without duplicates.
 pub fn identifiers(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for raw in text.split(|c: char| c.is_whitespace() || "\"'`()[]{}<>,;|".contains(c)) {
+    // What `out` holds, looked up in constant time (a long output names
+    // thousands).
+    let mut seen: HashSet<&str> = HashSet::new();
+    let separator = |c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '|'
+            )
+    };
+    for raw in text.split(separator) {
         // `key=value` splits, a URL's query does not.
         let url = raw.contains("://");
         for piece in raw.split(|c: char| !url && c == '=') {
             let token = piece
                 .trim_end_matches(['.', ':', '!', '?'])
                 .trim_start_matches(['@', '#', '*']);
-            if is_identifier(token) && !out.iter().any(|t| t == token) {
+            if is_identifier(token) && seen.insert(token) {
                 out.push(token.to_owned());
             }
         }
