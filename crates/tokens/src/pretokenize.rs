@@ -53,17 +53,17 @@ thread_local! {
 #[allow(clippy::expect_used)]
 fn compile(scheme: Scheme) -> Regex {
     let words = match scheme {
-            Scheme::O200k => [
-                "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-                "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-                "\\p{N}{1,3}",
-                " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
-                "\\s*[\\r\\n]+",
-                "\\s+$",
-            ]
-            .join("|"),
-            Scheme::Cl100k => "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$".to_owned(),
-        };
+        Scheme::O200k => [
+            "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            "\\p{N}{1,3}",
+            " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
+            "\\s*[\\r\\n]+",
+            "\\s+$",
+        ]
+        .join("|"),
+        Scheme::Cl100k => "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$".to_owned(),
+    };
     // Whitespace runs stop one character before the next word (tiktoken's
     // `\s+(?!\S)`), written as a pattern whose last character is dropped.
     Regex::new_many(&[words.as_str(), "\\s+\\s", "\\s+"]).expect("the patterns are valid")
@@ -117,6 +117,17 @@ impl Pretokenizer {
     }
 }
 
+/// What one of the patterns' alternatives makes of the text at a place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alt {
+    /// It matches, up to here.
+    To(usize),
+    /// It does not match.
+    No,
+    /// A character that is not ASCII decides: the patterns must.
+    Foreign,
+}
+
 const fn is_lower(b: u8) -> bool {
     b.is_ascii_lowercase()
 }
@@ -165,11 +176,12 @@ fn ascii_piece(scheme: Scheme, bytes: &[u8], at: usize) -> Option<usize> {
         return None;
     }
     // cl100k's contractions are pieces of their own, tried first.
-    if scheme == Scheme::Cl100k
-        && c == b'\''
-        && let Some(end) = contraction(bytes, at)?
-    {
-        return Some(end);
+    if scheme == Scheme::Cl100k && c == b'\'' {
+        match contraction(bytes, at) {
+            Alt::To(end) => return Some(end),
+            Alt::Foreign => return None,
+            Alt::No => {}
+        }
     }
     let word = |start| match scheme {
         Scheme::O200k => o200k_word(bytes, start),
@@ -196,8 +208,10 @@ fn ascii_piece(scheme: Scheme, bytes: &[u8], at: usize) -> Option<usize> {
         Scheme::O200k => b"\r\n/",
         Scheme::Cl100k => b"\r\n",
     };
-    if let Some(end) = punctuation(bytes, at, tail) {
-        return end;
+    match punctuation(bytes, at, tail) {
+        Alt::To(end) => return Some(end),
+        Alt::Foreign => return None,
+        Alt::No => {}
     }
     whitespace(bytes, at)
 }
@@ -213,38 +227,44 @@ fn o200k_word(bytes: &[u8], start: usize) -> Option<usize> {
     if foreign(bytes, lower) {
         return None;
     }
-    contraction(bytes, lower).map(|c| c.unwrap_or(lower))
+    match contraction(bytes, lower) {
+        Alt::To(end) => Some(end),
+        Alt::No => Some(lower),
+        Alt::Foreign => None,
+    }
 }
 
-/// The end of a contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`,
-/// in any case) at `at`; `Some(None)` when there is none, `None` when a
-/// character that is not ASCII could make one.
-fn contraction(bytes: &[u8], at: usize) -> Option<Option<usize>> {
+/// A contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, in any
+/// case) at `at`.
+fn contraction(bytes: &[u8], at: usize) -> Alt {
     if bytes.get(at) != Some(&b'\'') {
-        return Some(None);
+        return Alt::No;
     }
     let (first, second) = (at + 1, at + 2);
     if foreign(bytes, first) {
-        return None;
+        return Alt::Foreign;
     }
     let Some(a) = bytes.get(first).map(u8::to_ascii_lowercase) else {
-        return Some(None);
+        return Alt::No;
     };
     if matches!(a, b's' | b't' | b'm' | b'd') {
-        return Some(Some(second));
+        return Alt::To(second);
     }
     let pair = match a {
         b'r' | b'v' => b'e',
         b'l' => b'l',
-        _ => return Some(None),
+        _ => return Alt::No,
     };
     if foreign(bytes, second) {
-        return None;
+        return Alt::Foreign;
     }
-    let two = bytes
+    match bytes
         .get(second)
-        .is_some_and(|b| b.to_ascii_lowercase() == pair);
-    Some(two.then_some(second + 1))
+        .is_some_and(|b| b.to_ascii_lowercase() == pair)
+    {
+        true => Alt::To(second + 1),
+        false => Alt::No,
+    }
 }
 
 /// `\p{N}{1,3}`.
@@ -260,21 +280,20 @@ fn digits(bytes: &[u8], at: usize) -> Option<usize> {
     Some(end)
 }
 
-/// ` ?[^\s\p{L}\p{N}]+[<tail>]*`: `None` when it does not match,
-/// `Some(None)` when a character that is not ASCII decides.
-fn punctuation(bytes: &[u8], at: usize, tail: &[u8]) -> Option<Option<usize>> {
+/// ` ?[^\s\p{L}\p{N}]+[<tail>]*`.
+fn punctuation(bytes: &[u8], at: usize, tail: &[u8]) -> Alt {
     let start = if bytes[at] == b' ' { at + 1 } else { at };
     if foreign(bytes, start) {
-        return Some(None);
+        return Alt::Foreign;
     }
     if !bytes.get(start).copied().is_some_and(is_punct) {
-        return None;
+        return Alt::No;
     }
     let end = run(bytes, start, is_punct);
     if foreign(bytes, end) {
-        return Some(None);
+        return Alt::Foreign;
     }
-    Some(Some(run(bytes, end, |b| tail.contains(&b))))
+    Alt::To(run(bytes, end, |b| tail.contains(&b)))
 }
 
 /// A run of whitespace at `at`: through its last line break
@@ -286,8 +305,8 @@ fn whitespace(bytes: &[u8], at: usize) -> Option<usize> {
         return None;
     }
     if end == at {
-        // Not whitespace: a control character the patterns leave to `\s+`'s
-        // neighbours. Let the patterns decide.
+        // Not whitespace (not reached: ASCII that is neither a letter, a
+        // digit nor whitespace is punctuation). The patterns decide.
         return None;
     }
     if let Some(last) = bytes[at..end].iter().rposition(|&b| is_newline(b)) {
