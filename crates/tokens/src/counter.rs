@@ -1,13 +1,12 @@
 //! Per-message token counts with a cache keyed by content hash.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use abridge_model::{Arguments, Conversation, ImageSource, Message, Part, Tool};
 use serde_json::Value;
 
 use crate::image::image_tokens;
-use crate::tables::Prehashed;
 use crate::tokenizer::TokenizerKind;
 use crate::units::Counted;
 
@@ -270,6 +269,27 @@ fn count_part(kind: TokenizerKind, p: &Part, c: &mut TokenCounts, in_result: boo
     }
 }
 
+/// The hasher of keys that are already hashes.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; anything else folds in, to stay a hasher.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// New text below which counting stays on the calling thread (threads cost
 /// tens of microseconds; 256 KB of text takes milliseconds to count).
 const PARALLEL_BYTES: usize = 256 * 1024;
@@ -368,10 +388,13 @@ fn hash_value(v: &Value, h: &mut Fold) {
     match v {
         Value::Null => h.number(20, 0),
         Value::Bool(b) => h.number(21, u64::from(*b)),
+        // As a float, and exactly (an integer past 2^53 is not a float).
         Value::Number(n) => {
-            let f = n.as_f64().map_or(0, f64::to_bits);
-            h.number(22, f);
-            h.bytes(23, n.to_string().as_bytes());
+            h.number(22, n.as_f64().map_or(0, f64::to_bits));
+            h.number(
+                23,
+                n.as_u64().unwrap_or(0) ^ n.as_i64().map_or(0, |i| i as u64),
+            );
         }
         Value::String(s) => h.bytes(24, s.as_bytes()),
         Value::Array(a) => {

@@ -60,27 +60,6 @@ impl Table {
     }
 }
 
-/// The hasher of keys that are already hashes.
-#[derive(Default)]
-pub(crate) struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used; anything else folds in, to stay a hasher.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
 /// The hasher of the rank map: xxh3 of the key's bytes (the length prefix
 /// `[u8]`'s `Hash` writes first is folded in).
 #[derive(Default)]
