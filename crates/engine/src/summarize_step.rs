@@ -300,7 +300,7 @@ pub(crate) fn run(
     // briefing and the index all read them.
     let facts = extract(&region.replaced, inp.facts);
     // The working set is kept first; the briefing has what it leaves.
-    let working = working_set(inp, &region);
+    let mut working = working_set(inp, &region);
     let briefing_budget = inp
         .budget
         .saturating_sub(working.as_ref().map_or(Counted::ZERO, |w| w.1));
@@ -344,14 +344,8 @@ pub(crate) fn run(
                         verification: w.verification,
                     },
                 });
-                let mut b = region.assemble(
-                    inp,
-                    &w.text,
-                    working.clone(),
-                    summarizer,
-                    w.sheet,
-                    originals,
-                );
+                let mut b =
+                    region.assemble(inp, &w.text, working.take(), summarizer, w.sheet, originals);
                 b.instant = s.is_instant().then_some(i);
                 return Some(b);
             }

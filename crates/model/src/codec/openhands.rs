@@ -205,8 +205,7 @@ impl Reader {
         if self.calls.remove(call_id).is_none() {
             return;
         }
-        let o = e.get("observation").cloned().unwrap_or(Value::Null);
-        let (text, failed) = observed(&o);
+        let (text, failed) = observed(e.get("observation").unwrap_or(&Value::Null));
         let mut m = Message::text(Role::Tool, "");
         m.parts = vec![Part::ToolResult(Box::new(ToolResult {
             call_id: call_id.to_owned(),
