@@ -64,41 +64,57 @@ fn by_scan(piece: &[u8], rank: &impl Fn(&[u8]) -> Option<u32>) -> Vec<(usize, u3
 
 /// The same merges, driven by a heap of candidate pairs keyed by rank and
 /// then start (so ties go leftmost, as in the scan), over a linked list of
-/// parts; a candidate whose parts changed since it was pushed is skipped.
-/// Returns, per byte, whether a part starts there.
+/// parts. A heap entry is one `u64` (rank above, start below); each part
+/// remembers the rank and end of the pair it last pushed, so an entry whose
+/// pair has changed since is recognised and skipped. Returns, per byte,
+/// whether a part starts there.
 fn by_heap(piece: &[u8], rank: &impl Fn(&[u8]) -> Option<u32>) -> Vec<bool> {
     let n = piece.len();
+    debug_assert!(u32::try_from(n).is_ok(), "a piece is at most a body");
+    let pos = |i: usize| i as u32;
     // Part starting at byte i: its end, and the start of the part before.
-    let mut end: Vec<usize> = (1..=n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+    let mut end: Vec<u32> = (1..=pos(n)).collect();
+    let mut prev: Vec<u32> = (0..pos(n)).map(|i| i.wrapping_sub(1)).collect();
     let mut alive = vec![true; n];
-    let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = BinaryHeap::with_capacity(n);
-    for i in 0..n - 1 {
-        if let Some(r) = rank(&piece[i..i + 2]) {
-            heap.push(Reverse((r, i, i + 2)));
+    // The pair each part last pushed: its rank and end.
+    let mut pushed: Vec<(u32, u32)> = vec![(NONE, 0); n];
+    let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
+    let push = |heap: &mut BinaryHeap<Reverse<u64>>,
+                pushed: &mut [(u32, u32)],
+                left: u32,
+                right_end: u32| {
+        let r = rank(&piece[left as usize..right_end as usize]).unwrap_or(NONE);
+        pushed[left as usize] = (r, right_end);
+        if r != NONE {
+            heap.push(Reverse((u64::from(r) << 32) | u64::from(left)));
         }
+    };
+    for i in 0..n - 1 {
+        push(&mut heap, &mut pushed, pos(i), pos(i + 2));
     }
-    while let Some(Reverse((_, left, joined_end))) = heap.pop() {
-        // Stale: the left part changed, or the right one did.
-        if !alive[left] || end[left] >= n || end[end[left]] != joined_end {
+    while let Some(Reverse(key)) = heap.pop() {
+        let (r, left) = ((key >> 32) as u32, key as u32);
+        let l = left as usize;
+        let right = end[l];
+        if !alive[l] || right as usize >= n {
             continue;
         }
-        let right = end[left];
-        alive[right] = false;
-        end[left] = joined_end;
-        if joined_end < n {
-            prev[joined_end] = left;
+        let joined_end = end[right as usize];
+        // Stale: the pair starting at `left` is no longer this one.
+        if pushed[l] != (r, joined_end) {
+            continue;
         }
-        if joined_end < n
-            && let Some(r) = rank(&piece[left..end[joined_end]])
-        {
-            heap.push(Reverse((r, left, end[joined_end])));
+        alive[right as usize] = false;
+        end[l] = joined_end;
+        if (joined_end as usize) < n {
+            prev[joined_end as usize] = left;
+            push(&mut heap, &mut pushed, left, end[joined_end as usize]);
+        } else {
+            pushed[l] = (NONE, 0);
         }
-        let before = prev[left];
-        if before != usize::MAX
-            && let Some(r) = rank(&piece[before..joined_end])
-        {
-            heap.push(Reverse((r, before, joined_end)));
+        let before = prev[l];
+        if before != u32::MAX {
+            push(&mut heap, &mut pushed, before, joined_end);
         }
     }
     alive

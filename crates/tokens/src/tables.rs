@@ -53,7 +53,10 @@ impl Table {
             n += if piece.len() <= self.longest && self.ranks.contains_key(piece) {
                 1
             } else {
-                merge::count(piece, |b| self.ranks.get(b).copied())
+                merge::count(piece, |b| match b.len() <= self.longest {
+                    true => self.ranks.get(b).copied(),
+                    false => None,
+                })
             };
         });
         n
