@@ -1,4 +1,4 @@
-//! The tables the build script compresses count exactly as `bpe-openai`'s
+//! The vocabularies compiled in count exactly as `bpe-openai`'s
 //! own: same tables, same pre-tokenization, on any text (the corpus test in
 //! `reference.rs` compares with tiktoken itself when the corpus is present).
 
@@ -37,11 +37,36 @@ fn samples_count_as_bpe_openai_counts() {
     }
 }
 
+/// Pieces past 128 bytes are merged by a heap, not by scanning.
+#[test]
+fn long_pieces_count_as_bpe_openai_counts() {
+    let texts = [
+        "a".repeat(5000),
+        "ab".repeat(3000),
+        "=-".repeat(2000),
+        " ".repeat(4000),
+        "x".repeat(129) + &"é".repeat(300),
+        "0123456789".repeat(50),
+        "aGVsbG8gd29ybGQ".repeat(200),
+    ];
+    for kind in [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase] {
+        for text in &texts {
+            assert_eq!(
+                kind.count(text),
+                reference(kind).count(text.as_str()),
+                "{kind}"
+            );
+        }
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn any_text_counts_as_bpe_openai_counts(text in "(\\PC|\\s|[a-zA-Z0-9 '_./-]){0,200}") {
+    fn any_text_counts_as_bpe_openai_counts(
+        text in "(\\PC|\\s|[a-zA-Z0-9 '_./=+-]|[a-z]{130,200}|[!-/]{130,150}){0,40}"
+    ) {
         for kind in [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase] {
             prop_assert_eq!(kind.count(&text), reference(kind).count(text.as_str()));
         }
