@@ -36,7 +36,7 @@ pub(crate) struct App {
     pub(crate) handle: tokio::runtime::Handle,
     pub(crate) secret: Secret,
     pub(crate) passthroughs: Passthroughs,
-    /// Set once the tokenizer tables the proxy counts with are expanded
+    /// Set once the tokenizer tables the proxy counts with are built
     /// (at start-up, off the request path): how long that took.
     pub(crate) warmed: std::sync::OnceLock<std::time::Duration>,
 }
@@ -79,7 +79,7 @@ async fn healthz(State(app): State<Arc<App>>) -> Response<Body> {
 /// 200 when warmed up and nothing is degraded, else 503 saying what.
 async fn readyz(State(app): State<Arc<App>>) -> Response<Body> {
     if app.warmed.get().is_none() {
-        let warming = "warming: expanding the tokenizer tables\n";
+        let warming = "warming: building the tokenizer tables\n";
         return axum::response::IntoResponse::into_response((
             StatusCode::SERVICE_UNAVAILABLE,
             warming,

@@ -137,7 +137,7 @@ impl Proxy {
         Ok(Proxy { app: Arc::new(app) })
     }
 
-    /// Expands the tokenizer tables requests will count with, on a blocking
+    /// Builds the tokenizer tables requests will count with, on a blocking
     /// thread, so that the first request after start-up does not pay for
     /// it (about 10 ms). [`serve`](Self::serve) does it before it accepts
     /// a connection; call it first to say "listening" only once requests
@@ -158,11 +158,11 @@ impl Proxy {
             }
             let took = start.elapsed();
             app.metrics.warmed(took.as_secs_f64());
-            tracing::debug!(ms = took.as_millis() as u64, "tokenizer tables expanded");
+            tracing::debug!(ms = took.as_millis() as u64, "tokenizer tables built");
             let _ = app.warmed.set(took);
         });
         // A panic there would be a build defect (`tables.rs`); requests
-        // would then expand the tables themselves.
+        // would then build the tables themselves.
         let _ = warmed.await;
     }
 

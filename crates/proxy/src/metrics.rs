@@ -349,7 +349,7 @@ impl Metrics {
         );
         r.register(
             "warmup_seconds",
-            "Time the tokenizer tables took to expand at start-up (0 until they have)",
+            "Time the tokenizer tables took to build at start-up (0 until they have)",
             self.warmup.clone(),
         );
         r.register(
@@ -475,7 +475,7 @@ impl Metrics {
         self.abandoned.inc();
     }
 
-    /// The tokenizer tables were expanded in `secs`.
+    /// The tokenizer tables were built in `secs`.
     pub(crate) fn warmed(&self, secs: f64) {
         self.warmup.set(secs);
     }

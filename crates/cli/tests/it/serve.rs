@@ -108,9 +108,9 @@ fn a_client_that_leaves_mid_compaction_stops_it_within_a_second_of_work() {
 }
 
 #[test]
-fn abridge_serve_listens_once_its_tokenizer_tables_are_expanded() {
+fn abridge_serve_listens_once_its_tokenizer_tables_are_built() {
     let proxy = serve_in_memory();
-    // The first answer already finds the tables expanded: a request that
+    // The first answer already finds the tables built: a request that
     // came first would have paid for them.
     assert_eq!(proxy.get("/readyz"), (200, "ok\n".to_owned()));
     let (_, text) = proxy.get("/metrics");
@@ -120,6 +120,6 @@ fn abridge_serve_listens_once_its_tokenizer_tables_are_expanded() {
         .expect("abridge_warmup_seconds");
     assert!(
         warmed > 0.0,
-        "the tables were expanded at start-up, not by a request"
+        "the tables were built at start-up, not by a request"
     );
 }

@@ -112,7 +112,7 @@ impl Server {
 }
 
 impl Server {
-    /// Waits until `/readyz` answers 200 (a proxy expands its tokenizer
+    /// Waits until `/readyz` answers 200 (a proxy builds its tokenizer
     /// tables first); panics after 30 s, or on an answer other than 503.
     pub(crate) fn wait_ready(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
