@@ -128,9 +128,10 @@ pub fn render(files: &[WorkingFile], budget: usize, tokenizer: TokenizerKind) ->
     let mut body = String::new();
     for f in files.iter().take(MOST_FILES) {
         let section = section(f);
-        // Counted as it would go out (a few files: each count is small).
+        // Counted as it would go out, and only as far as the budget: a
+        // file far larger than what is left costs what is left, not its size.
         let with = format!("{body}{section}");
-        if tokenizer.count(&whole(&with)) <= budget {
+        if tokenizer.count_within(&whole(&with), budget).is_some() {
             body = with;
         }
     }

@@ -10,6 +10,7 @@
 //! both ways to `bpe-openai`'s own splitting on any text.
 
 use std::cell::RefCell;
+use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use regex_automata::meta::{Cache, Regex};
@@ -78,15 +79,17 @@ impl Pretokenizer {
         }
     }
 
-    /// Calls `piece` with each piece of `text`, in order; together they are
-    /// the whole text.
-    pub(crate) fn pieces(&self, text: &str, mut piece: impl FnMut(&[u8])) {
+    /// Calls `piece` with each piece of `text`, in order, until it says to
+    /// stop; together they are the whole text.
+    pub(crate) fn pieces(&self, text: &str, mut piece: impl FnMut(&[u8]) -> ControlFlow<()>) {
         let bytes = text.as_bytes();
         let mut at = 0;
         while at < bytes.len() {
             let end =
                 ascii_piece(self.scheme, bytes, at).unwrap_or_else(|| self.by_regex(text, at));
-            piece(&bytes[at..end]);
+            if piece(&bytes[at..end]).is_break() {
+                return;
+            }
             at = end;
         }
     }
@@ -332,7 +335,10 @@ mod tests {
     fn ours(scheme: Scheme, text: &str) -> Vec<String> {
         let p = Pretokenizer::of(scheme);
         let mut out = Vec::new();
-        p.pieces(text, |b| out.push(String::from_utf8_lossy(b).into_owned()));
+        p.pieces(text, |b| {
+            out.push(String::from_utf8_lossy(b).into_owned());
+            ControlFlow::Continue(())
+        });
         out
     }
 

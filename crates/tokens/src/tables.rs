@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use crate::merge;
@@ -48,6 +49,12 @@ impl Table {
 
     /// Tokens of `text`, as tiktoken's `encode_ordinary` counts them.
     pub(crate) fn count(&self, text: &str) -> usize {
+        self.count_past(text, usize::MAX)
+    }
+
+    /// Tokens of `text` while they are at most `limit`: the count itself
+    /// when it is, else some number above `limit` (counting stops there).
+    pub(crate) fn count_past(&self, text: &str, limit: usize) -> usize {
         let mut n = 0;
         self.pretokenizer.pieces(text, |piece| {
             n += if piece.len() <= self.longest && self.ranks.contains_key(piece) {
@@ -58,6 +65,10 @@ impl Table {
                     false => None,
                 })
             };
+            match n > limit {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            }
         });
         n
     }

@@ -91,6 +91,26 @@ impl TokenizerKind {
             TokenizerKind::OpenCalibrated => crate::tables::o200k_base().count(text),
         }
     }
+
+    /// The tokens of `text` when they are at most `limit`, else `None`:
+    /// what [`count`](Self::count) gives, but a text over the limit is
+    /// only counted until it is (what fits a budget, at the cost of the
+    /// budget rather than of the text).
+    pub fn count_within(self, text: &str, limit: usize) -> Option<usize> {
+        let n = match self {
+            TokenizerKind::O200kBase | TokenizerKind::OpenCalibrated => {
+                crate::tables::o200k_base().count_past(text, limit)
+            }
+            TokenizerKind::Cl100kBase => crate::tables::cl100k_base().count_past(text, limit),
+            TokenizerKind::Estimate => estimate(text),
+            // ⌈6n/5⌉ ≤ limit exactly when n ≤ ⌊5·limit/6⌋.
+            TokenizerKind::ClaudeCalibrated => {
+                let raw = crate::tables::o200k_base().count_past(text, limit.saturating_mul(5) / 6);
+                (raw * 6).div_ceil(5)
+            }
+        };
+        (n <= limit).then_some(n)
+    }
 }
 
 /// Characters divided by four, rounded up: the common rule of thumb for

@@ -72,3 +72,26 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Counting within a limit gives the count when it is within, and
+    /// says so when it is not, for every kind (the calibrated ones scale).
+    #[test]
+    fn counting_within_a_limit_agrees_with_counting(
+        text in "(\\PC|\\s|[a-zA-Z0-9 '_./=+-]|[a-z]{130,200}){0,40}",
+        limit in 0usize..120,
+    ) {
+        for kind in [
+            TokenizerKind::O200kBase,
+            TokenizerKind::Cl100kBase,
+            TokenizerKind::ClaudeCalibrated,
+            TokenizerKind::OpenCalibrated,
+            TokenizerKind::Estimate,
+        ] {
+            let n = kind.count(&text);
+            prop_assert_eq!(kind.count_within(&text, limit), (n <= limit).then_some(n), "{}", kind);
+        }
+    }
+}
