@@ -10,6 +10,7 @@
 //! and a copy that edits followed says how many. A later compaction reads
 //! its files back and carries those not touched since.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use abridge_model::{Message, Part, Role};
@@ -43,13 +44,13 @@ pub enum Taken {
     Written,
 }
 
-/// One file's newest copy.
+/// One file's newest copy (borrowed from the history it was read in).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkingFile {
+pub struct WorkingFile<'a> {
     /// The path as the agent wrote it.
     pub path: String,
     /// The copy.
-    pub text: String,
+    pub text: Cow<'a, str>,
     /// How it was taken.
     pub taken: Taken,
     /// Successful edits after it.
@@ -59,7 +60,10 @@ pub struct WorkingFile {
 /// The files `messages` read or wrote, each with its newest copy, most
 /// recently touched first. Failed operations do not count; a file only
 /// edited has no copy.
-pub fn files<S: AsRef<str>>(messages: &[Message], error_prefixes: &[S]) -> Vec<WorkingFile> {
+pub fn files<'a, S: AsRef<str>>(
+    messages: &'a [Message],
+    error_prefixes: &[S],
+) -> Vec<WorkingFile<'a>> {
     let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
     // Each path's last touch and newest copy.
     let mut by_path: HashMap<String, (usize, Option<WorkingFile>)> = HashMap::new();
@@ -80,8 +84,10 @@ pub fn files<S: AsRef<str>>(messages: &[Message], error_prefixes: &[S]) -> Vec<W
                     }
                     touch += 1;
                     let (path, copy) = match classify(name, args) {
-                        ToolKind::Read(path) => (path, Some((text.into_owned(), Taken::Read))),
-                        ToolKind::Write(path) => (path, written(args).map(|t| (t, Taken::Written))),
+                        ToolKind::Read(path) => (path, Some((text, Taken::Read))),
+                        ToolKind::Write(path) => {
+                            (path, written(args).map(|t| (Cow::Owned(t), Taken::Written)))
+                        }
                         ToolKind::Edit(path) => (path, None),
                         _ => continue,
                     };
@@ -104,7 +110,7 @@ pub fn files<S: AsRef<str>>(messages: &[Message], error_prefixes: &[S]) -> Vec<W
             }
         }
     }
-    let mut out: Vec<(usize, WorkingFile)> = by_path
+    let mut out: Vec<(usize, WorkingFile<'a>)> = by_path
         .into_values()
         .filter_map(|(touch, f)| f.map(|f| (touch, f)))
         .collect();
@@ -123,7 +129,7 @@ fn written(args: &Value) -> Option<String> {
 /// The working set's message text: `files` in order while they fit
 /// `budget` tokens together (a file too large for what is left is passed
 /// over); `None` when none fits.
-pub fn render(files: &[WorkingFile], budget: usize, tokenizer: TokenizerKind) -> Option<String> {
+pub fn render(files: &[WorkingFile<'_>], budget: usize, tokenizer: TokenizerKind) -> Option<String> {
     let whole = |body: &str| format!("<{TAG}>\n{HEADER}\n{body}</{TAG}>");
     let mut body = String::new();
     for f in files.iter().take(MOST_FILES) {
@@ -140,7 +146,7 @@ pub fn render(files: &[WorkingFile], budget: usize, tokenizer: TokenizerKind) ->
 
 /// One file's section: a heading that says what the copy is, and the copy
 /// in a fence longer than any backtick run inside it.
-fn section(f: &WorkingFile) -> String {
+fn section(f: &WorkingFile<'_>) -> String {
     let how = match f.taken {
         Taken::Read => "as read",
         Taken::Written => "as written",
@@ -164,7 +170,7 @@ fn longest_backticks(text: &str) -> usize {
 
 /// The files of an earlier working set's message, in its order; `None`
 /// when `text` is not one.
-pub fn parse(text: &str) -> Option<Vec<WorkingFile>> {
+pub fn parse(text: &str) -> Option<Vec<WorkingFile<'static>>> {
     let body = text
         .trim()
         .strip_prefix(&format!("<{TAG}>"))?
@@ -189,7 +195,7 @@ pub fn parse(text: &str) -> Option<Vec<WorkingFile>> {
                 });
         out.push(WorkingFile {
             path: path.to_owned(),
-            text: inner[..end].to_owned(),
+            text: Cow::Owned(inner[..end].to_owned()),
             taken: match how.starts_with("as written") {
                 true => Taken::Written,
                 false => Taken::Read,
@@ -243,7 +249,7 @@ mod tests {
         let files = files(&messages, &crate::outcome::DEFAULT_ERROR_PREFIXES);
         let got: Vec<(&str, &str, usize)> = files
             .iter()
-            .map(|f| (f.path.as_str(), f.text.as_str(), f.edits_after))
+            .map(|f| (f.path.as_str(), &*f.text, f.edits_after))
             .collect();
         assert_eq!(
             got,
@@ -267,7 +273,7 @@ mod tests {
             },
             WorkingFile {
                 path: "big.rs".into(),
-                text: "x ".repeat(5_000),
+                text: "x ".repeat(5_000).into(),
                 taken: Taken::Read,
                 edits_after: 0,
             },
