@@ -4,7 +4,7 @@
 //! points, and each source against the others (leave one source out), so
 //! that a figure carried by the sources it was developed on shows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -106,11 +106,11 @@ pub fn by_source(reports: &[CutReport]) -> Vec<SourceFigures> {
     let mut out: Vec<SourceFigures> = groups
         .iter()
         .map(|((source, cuts), rs)| {
-            let transcripts = {
-                let mut t: Vec<&str> = rs.iter().map(|r| r.source.as_str()).collect();
-                t.dedup();
-                t.len()
-            };
+            let transcripts = rs
+                .iter()
+                .map(|r| r.source.as_str())
+                .collect::<BTreeSet<_>>()
+                .len();
             SourceFigures {
                 source: source.clone(),
                 cuts: (*cuts).to_owned(),
@@ -151,9 +151,10 @@ fn figures(reports: &[&CutReport], s: Strategy) -> Option<StrategyFigures> {
 }
 
 /// A strategy's mean figures at one source and kind of cut.
-struct Means<'a> {
-    source: &'a str,
-    cuts: &'a str,
+struct Means {
+    /// Index of the source's row.
+    at: usize,
+    cuts: String,
     strategy: Strategy,
     recall: Option<f64>,
     precision: Option<f64>,
@@ -161,47 +162,31 @@ struct Means<'a> {
 
 /// Fills each row's figures over the other sources with cuts of its kind.
 fn leave_one_out(sources: &mut [SourceFigures]) {
+    // Every row's means, taken before any is filled.
+    let means: Vec<Means> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(at, src)| {
+            src.strategies.iter().map(move |f| Means {
+                at,
+                cuts: src.cuts.clone(),
+                strategy: f.strategy,
+                recall: f.recall.map(|x| x.mean),
+                precision: f.precision.map(|x| x.mean),
+            })
+        })
+        .collect();
     let mean = |xs: Vec<f64>| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
-    let others: Vec<Vec<(Option<f64>, Option<f64>)>> = {
-        let means: Vec<Means<'_>> = sources
-            .iter()
-            .flat_map(|src| {
-                src.strategies.iter().map(|f| Means {
-                    source: &src.source,
-                    cuts: &src.cuts,
-                    strategy: f.strategy,
-                    recall: f.recall.map(|x| x.mean),
-                    precision: f.precision.map(|x| x.mean),
-                })
-            })
-            .collect();
-        sources
-            .iter()
-            .map(|src| {
-                src.strategies
+    for (at, src) in sources.iter_mut().enumerate() {
+        for f in &mut src.strategies {
+            let strategy = f.strategy;
+            let others = || {
+                means
                     .iter()
-                    .map(|f| {
-                        let rest: Vec<&Means<'_>> = means
-                            .iter()
-                            .filter(|m| {
-                                m.source != src.source
-                                    && m.cuts == src.cuts
-                                    && m.strategy == f.strategy
-                            })
-                            .collect();
-                        (
-                            mean(rest.iter().filter_map(|m| m.recall).collect()),
-                            mean(rest.iter().filter_map(|m| m.precision).collect()),
-                        )
-                    })
-                    .collect()
-            })
-            .collect()
-    };
-    for (src, rows) in sources.iter_mut().zip(others) {
-        for (f, (recall, precision)) in src.strategies.iter_mut().zip(rows) {
-            f.others_recall = recall;
-            f.others_precision = precision;
+                    .filter(|m| m.at != at && m.cuts == src.cuts && m.strategy == strategy)
+            };
+            f.others_recall = mean(others().filter_map(|m| m.recall).collect());
+            f.others_precision = mean(others().filter_map(|m| m.precision).collect());
         }
     }
 }
@@ -279,6 +264,9 @@ mod tests {
         );
         let a = &figures[1];
         assert_eq!(a.transcripts, 2);
+        // A transcript cut more than once counts once, wherever its cuts are.
+        let again = [reports[0].clone(), reports[1].clone(), reports[0].clone()];
+        assert_eq!(by_source(&again)[0].transcripts, 2);
         let offline = &a.strategies[a
             .strategies
             .iter()

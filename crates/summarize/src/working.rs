@@ -129,7 +129,11 @@ fn written(args: &Value) -> Option<String> {
 /// The working set's message text: `files` in order while they fit
 /// `budget` tokens together (a file too large for what is left is passed
 /// over); `None` when none fits.
-pub fn render(files: &[WorkingFile<'_>], budget: usize, tokenizer: TokenizerKind) -> Option<String> {
+pub fn render(
+    files: &[WorkingFile<'_>],
+    budget: usize,
+    tokenizer: TokenizerKind,
+) -> Option<String> {
     let whole = |body: &str| format!("<{TAG}>\n{HEADER}\n{body}</{TAG}>");
     let mut body = String::new();
     for f in files.iter().take(MOST_FILES) {
