@@ -191,7 +191,7 @@ impl Targets {
         tokens_before: u64,
         kind: TokenizerKind,
     ) -> StrategyResult {
-        let Some(conv) = applied.conversation else {
+        let Some(mut conv) = applied.conversation else {
             return StrategyResult {
                 strategy,
                 tokens: 0,
@@ -214,26 +214,16 @@ impl Targets {
         let tokens = count(&conv, kind);
         let text = text_of(&conv);
         let missed = self.missed(&text);
-        // Precision judges what the briefing says, not its index of
-        // recallable originals (a catalog, whose cost is its tokens), and
-        // only what the rest of the history does not already hold.
-        let kept = Conversation {
-            messages: conv
-                .messages
-                .iter()
-                .filter(|m| !m.meta.compact_summary)
-                .cloned()
-                .collect(),
-            ..conv.clone_envelope()
-        };
-        let kept = text_of(&kept);
-        let judged = applied
-            .briefing
-            .as_deref()
-            .map(|b| self.judge(split_index(b).0, &kept));
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
+        // Precision judges what the briefing says, not its index of
+        // recallable originals (a catalog, whose cost is its tokens), and
+        // only what the rest of the history does not already hold.
+        let judged = applied.briefing.as_deref().map(|b| {
+            conv.messages.retain(|m| !m.meta.compact_summary);
+            self.judge(split_index(b).0, &text_of(&conv))
+        });
         StrategyResult {
             strategy,
             tokens,
