@@ -26,7 +26,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::openai::{decode_tool, decode_tool_call};
 use crate::conversation::{CompactBoundary, Conversation, Family, Format, Tool};
@@ -160,11 +160,14 @@ impl Reader {
         let same = matches!(&self.open, Some((r, _)) if !response.is_empty() && *r == response);
         if !same {
             self.close_actions();
-            let mut m = Message::text(Role::Assistant, thought);
-            if m.text_content().is_empty() {
-                m.parts.clear();
-                m.form = ContentForm::Null;
-            }
+            let m = match thought.is_empty() {
+                true => Message {
+                    role: Role::Assistant,
+                    form: ContentForm::Null,
+                    ..Message::default()
+                },
+                false => Message::text(Role::Assistant, thought),
+            };
             self.open = Some((response, m));
         } else if let Some((_, m)) = &mut self.open
             && !thought.is_empty()
@@ -356,7 +359,7 @@ fn observed(o: &Value) -> (String, bool) {
     let text = field("output")
         .or_else(|| field("content"))
         .or_else(|| field("message"))
-        .unwrap_or_else(|| json!(o).to_string());
+        .unwrap_or_else(|| o.to_string());
     let suffix = metadata
         .and_then(|m| m.get("suffix"))
         .and_then(Value::as_str)
