@@ -470,11 +470,11 @@ fn join_text(parts: &[Part]) -> Cow<'_, str> {
     let Some(first) = texts.next() else {
         return Cow::Borrowed("");
     };
-    if parts.iter().filter_map(Part::as_text).nth(1).is_none() {
+    let Some(second) = texts.next() else {
         return Cow::Borrowed(first);
-    }
+    };
     let mut out = String::new();
-    for t in parts.iter().filter_map(Part::as_text) {
+    for t in [first, second].into_iter().chain(texts) {
         if !out.is_empty() {
             out.push('\n');
         }
