@@ -161,20 +161,30 @@ fn a_briefing_keeps_the_newest_copy_of_the_files_it_replaced() {
     assert!(working.contains(file("util", 6).trim_end()), "{working}");
     assert!(!working.contains("// util, version 3"));
     assert!(tokens(after) <= target, "{} > {target}", tokens(after));
-    // A later compaction carries it: the working set is replaced, not kept twice.
+    // A later compaction carries it: the working set is replaced, not kept
+    // twice, and a file not touched since stays in it.
     let mut longer = after.clone();
     for n in 0..6 {
-        longer
-            .messages
-            .push(Message::text(Role::Assistant, format!("Round {n} done.")));
+        longer.messages.push(Message::text(
+            Role::Assistant,
+            format!("Round {n} done: the step functions count words; next the docs. ").repeat(4),
+        ));
         longer.messages.push(Message::text(Role::User, "Go on."));
     }
+    assert!(
+        tokens(&longer) > target,
+        "the longer history needs compacting"
+    );
     let again = c.compact(&longer).unwrap();
-    let sets = again
+    let j = again.report.briefing.expect("a second briefing");
+    let sets: Vec<String> = again
         .conversation
         .messages
         .iter()
-        .filter(|m| m.text_content().starts_with("<working-files>"))
-        .count();
-    assert_eq!(sets, 1, "one working set after a chained compaction");
+        .map(|m| m.text_content().into_owned())
+        .filter(|t| t.starts_with("<working-files>"))
+        .collect();
+    assert_eq!(sets.len(), 1, "one working set after a chained compaction");
+    assert_eq!(again.conversation.messages[j + 1].text_content(), sets[0]);
+    assert!(sets[0].contains("### src/util.rs (as read)"), "{}", sets[0]);
 }
