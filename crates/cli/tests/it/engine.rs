@@ -606,13 +606,20 @@ fn eval_probes_are_answered_and_graded_per_strategy() {
         };
         assert_eq!(score("none"), 1.0, "the full history answers everything");
         assert!(score("drop_oldest") <= score("none"));
-        // The LLM strategy ran too, with the same model as summarizer, and
-        // its briefing is scored on the offline briefing's figures.
+        // The LLM strategy ran too, with the same model as summarizer: its
+        // briefing (the model's, checked and completed) went into a valid
+        // history, scored on the offline briefing's figures.
         let results = cut["results"].as_array().unwrap();
         let llm = results
             .iter()
             .find(|r| r["strategy"] == "llm")
             .expect("llm");
+        assert!(llm["error"].is_null() && llm["valid"] == true, "{llm}");
+        let briefing = llm["briefing"].as_str().unwrap_or_default();
+        assert!(
+            briefing.contains("Fix the CSV date format (APP-1432)."),
+            "{llm}"
+        );
         let offline = results.iter().find(|r| r["strategy"] == "offline").unwrap();
         for metric in ["recall", "kept", "precision"] {
             assert!(llm[metric].is_number(), "llm {metric}: {llm}");
