@@ -26,7 +26,8 @@ pub enum Error {
         target: Counted,
         /// Tokens of the system prompt and task (and earlier placeholders).
         head: Counted,
-        /// Tokens of an earlier briefing at the head (0 when there is none).
+        /// Tokens of an earlier briefing and its working set at the head (0
+        /// when there is none).
         briefing: Counted,
         /// Tokens of pinned messages outside head and tail.
         pinned: Counted,

@@ -23,7 +23,7 @@ use crate::recall::{HandleKey, Original};
 use crate::report::{Attempt, Eval, Outcome, Report, unchanged};
 use crate::snapshot::SnapshotData;
 use crate::summarize_step::KeptBriefing;
-use crate::summarize_step::{self, Briefed, Inputs, earlier_briefing};
+use crate::summarize_step::{self, Briefed, Earlier, Inputs};
 
 /// What a briefing may take when even the floor is over the target.
 const FLOOR_ROOM: Counted = Counted::new(1_024);
@@ -440,23 +440,16 @@ impl Rewriter<'_> {
         attempts: &mut Vec<Attempt>,
     ) -> Option<Briefed> {
         let region = old_region(&work.messages, work.tail_n);
-        let earlier = earlier_briefing(&work.messages, region.start, &self.engine.facts.wrapper);
+        let earlier = Earlier::find(&work.messages, region.start, &self.engine.facts.wrapper);
         if self.engine.summarizers.is_empty()
-            || (region.is_empty() && earlier.is_none())
+            || (region.is_empty() && earlier.briefing.is_none())
             || self.cancel.is_cancelled()
         {
             return None;
         }
         let tokens = &work.counts;
         // An earlier briefing and working set are replaced, not kept.
-        let earlier_tokens = earlier
-            .into_iter()
-            .chain(summarize_step::earlier_working_set(
-                &work.messages,
-                region.start,
-            ))
-            .map(|i| tokens[i])
-            .sum::<Counted>();
+        let earlier_tokens = earlier.tokens(tokens);
         let pinned_in_region: Counted = work.messages[region.clone()]
             .iter()
             .zip(&tokens[region.clone()])
@@ -653,8 +646,8 @@ impl Rewriter<'_> {
             .map(|i| tokens[i])
             .sum();
         let old = sum(head..tail_start).saturating_sub(pinned);
-        let briefing = earlier_briefing(&work.messages, head, &self.engine.facts.wrapper)
-            .map_or(Counted::ZERO, |i| tokens[i]);
+        let briefing =
+            Earlier::find(&work.messages, head, &self.engine.facts.wrapper).tokens(tokens);
         Error::CannotShrink {
             floor: head_t + pinned + old + tail_t + work.tools,
             target,

@@ -88,10 +88,8 @@ const MIN_CHARS: usize = 30;
 struct Region<'a> {
     /// Messages before the region (system prompt, task, earlier briefing).
     head: usize,
-    /// Index of an earlier briefing in the head, absorbed by the new one.
-    previous_at: Option<usize>,
-    /// Index of an earlier working set in the head, replaced by the new one.
-    working_at: Option<usize>,
+    /// What an earlier compaction left in the head, absorbed by the new one.
+    earlier: Earlier,
     /// Iterations the briefing replaces, in order: borrowed from the
     /// history when they are one run of it (nothing pinned among them).
     replaced: Cow<'a, [Message]>,
@@ -110,12 +108,10 @@ impl<'a> Region<'a> {
         if end < head {
             return None;
         }
-        let previous_at = earlier_briefing(orig, head, &inp.facts.wrapper);
-        let working_at = earlier_working_set(orig, head);
+        let earlier = Earlier::find(orig, head, &inp.facts.wrapper);
         let mut r = Region {
             head,
-            previous_at,
-            working_at,
+            earlier,
             replaced: Cow::Borrowed(&[]),
             replaced_iterations: 0,
             tokens: Counted::ZERO,
@@ -154,10 +150,8 @@ impl<'a> Region<'a> {
         }
         // The new briefing replaces the earlier one too: with no iteration
         // to replace, it re-condenses that one alone.
-        for i in previous_at.into_iter().chain(working_at) {
-            r.tokens += inp.original_tokens[i];
-        }
-        (!r.replaced.is_empty() || previous_at.is_some()).then_some(r)
+        r.tokens += earlier.tokens(inp.original_tokens);
+        (!r.replaced.is_empty() || earlier.briefing.is_some()).then_some(r)
     }
 
     /// Head (without the earlier briefing and working set), the briefing,
@@ -178,7 +172,7 @@ impl<'a> Region<'a> {
         let mut messages = Vec::with_capacity(self.head + 2 + self.kept.len() + tail.len());
         messages.extend(
             (0..self.head)
-                .filter(|i| Some(*i) != self.previous_at && Some(*i) != self.working_at)
+                .filter(|i| !self.earlier.indexes().any(|e| e == *i))
                 .map(|i| pinned(orig, inp.pinned, i)),
         );
         messages.push(note);
@@ -198,19 +192,37 @@ impl<'a> Region<'a> {
     }
 }
 
-/// Index of an earlier briefing among the first `head` messages: a user
-/// message that is one wrapped briefing.
-pub(crate) fn earlier_briefing(messages: &[Message], head: usize, wrapper: &str) -> Option<usize> {
-    messages[..head.min(messages.len())]
-        .iter()
-        .position(|m| m.role == Role::User && unwrap(wrapper, &m.text_content()).is_some())
+/// What an earlier compaction left among the first `head` messages: its
+/// briefing (a user message that is one wrapped briefing) and its working
+/// set. A new briefing replaces both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Earlier {
+    pub(crate) briefing: Option<usize>,
+    pub(crate) working: Option<usize>,
 }
 
-/// Index of an earlier working set among the first `head` messages.
-pub(crate) fn earlier_working_set(messages: &[Message], head: usize) -> Option<usize> {
-    messages[..head.min(messages.len())]
-        .iter()
-        .position(|m| m.role == Role::User && working::is_working_set(&m.text_content()))
+impl Earlier {
+    pub(crate) fn find(messages: &[Message], head: usize, wrapper: &str) -> Earlier {
+        let head = &messages[..head.min(messages.len())];
+        let find = |is: &dyn Fn(&str) -> bool| {
+            head.iter()
+                .position(|m| m.role == Role::User && is(&m.text_content()))
+        };
+        Earlier {
+            briefing: find(&|t| unwrap(wrapper, t).is_some()),
+            working: find(&working::is_working_set),
+        }
+    }
+
+    /// Their indexes.
+    pub(crate) fn indexes(self) -> impl Iterator<Item = usize> {
+        self.briefing.into_iter().chain(self.working)
+    }
+
+    /// Their tokens, given each message's.
+    pub(crate) fn tokens(self, tokens: &[Counted]) -> Counted {
+        self.indexes().map(|i| tokens[i]).sum()
+    }
 }
 
 /// The working set of the region: the newest copy of each file it read or
@@ -229,7 +241,8 @@ fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted
         .collect();
     let mut files = working::files(&region.replaced, inp.error_prefixes);
     if let Some(earlier) = region
-        .working_at
+        .earlier
+        .working
         .and_then(|i| working::parse(&inp.original[i].text_content()))
     {
         let older: Vec<_> = earlier
@@ -264,10 +277,11 @@ pub(crate) fn run(
 ) -> Option<Briefed> {
     let region = Region::of(inp)?;
     let head = &inp.original[..region.head];
-    let previous_text = region.previous_at.map(|i| head[i].text_content());
+    let previous_text = region.earlier.briefing.map(|i| head[i].text_content());
     // The earlier briefing is the thread's own when its fingerprint says so.
     let previous_sheet = region
-        .previous_at
+        .earlier
+        .briefing
         .zip(inp.kept)
         .filter(|(i, k)| fingerprint(&head[*i..=*i]) == k.fingerprint)
         .map(|(_, k)| &k.sheet);
