@@ -47,7 +47,7 @@ mod strategy;
 pub use html::html;
 pub use metrics::Targets;
 pub use probes::{Llm, Probe, ProbeKind};
-pub use sources::{SourceFigures, Spread, StrategyFigures, by_source, source_of};
+pub use sources::{SourceFigures, Spread, StrategyFigures, by_source};
 pub use strategy::Strategy;
 
 use abridge::Config;

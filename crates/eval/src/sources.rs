@@ -77,7 +77,7 @@ pub struct SourceFigures {
 
 /// The source of a report: the folder of its transcript (a conversation
 /// folder's own parent: OpenHands keeps each in a folder of its own).
-pub fn source_of(report: &CutReport) -> String {
+fn source_of(report: &CutReport) -> String {
     let path = report.source.split('#').next().unwrap_or(&report.source);
     Path::new(path)
         .parent()
