@@ -177,10 +177,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         .collect();
     entries.sort();
     for p in entries {
-        if p.is_dir() && events_folder(&p).is_some() {
-            out.push(p);
-        } else if p.is_dir() {
-            walk(&p, out)?;
+        if p.is_dir() {
+            // An OpenHands conversation is one input, not a tree of files.
+            match events_folder(&p) {
+                Some(_) => out.push(p),
+                None => walk(&p, out)?,
+            }
         } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") {
             out.push(p);
         }
