@@ -356,9 +356,13 @@ fn observed(o: &Value) -> (String, bool) {
     let exit = metadata
         .and_then(|m| m.get("exit_code"))
         .and_then(Value::as_i64);
-    let text = field("output")
-        .or_else(|| field("content"))
-        .or_else(|| field("message"))
+    // A command with no output reads as its exit note alone, as the agent
+    // saw it; only an observation of no known shape is shown whole.
+    let known = ["output", "content", "message"];
+    let text = known
+        .into_iter()
+        .find_map(field)
+        .or_else(|| known.iter().any(|k| o.get(k).is_some()).then(String::new))
         .unwrap_or_else(|| o.to_string());
     let suffix = metadata
         .and_then(|m| m.get("suffix"))

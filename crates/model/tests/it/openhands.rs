@@ -97,6 +97,21 @@ fn events_become_messages_and_a_condensation_a_boundary_with_its_view() {
 }
 
 #[test]
+fn a_command_with_no_output_reads_as_its_exit_note() {
+    let mut e = events();
+    e.truncate(2);
+    e.push(action("a1", "r1", "c1", "grep -n missing src", "Looking."));
+    e.push(observation("o1", "c1", "", 1));
+    let conv = decode_value(Value::Array(e), Format::OpenHands)
+        .unwrap()
+        .remove(0);
+    let r = conv.messages[3].tool_results().next().unwrap();
+    // What the agent's model read: the note, not the observation's JSON.
+    assert_eq!(r.text(), "\n[The command completed with exit code 1.]");
+    assert_eq!(r.is_error, Some(true));
+}
+
+#[test]
 fn a_call_whose_observation_never_came_is_answered_as_interrupted() {
     let mut e = events();
     e.truncate(10);
