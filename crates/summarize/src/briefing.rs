@@ -168,7 +168,6 @@ impl Summarizer for Offline {
         // What the kept tail holds verbatim needs no listing.
         let tail = tail_text(req.tail);
         facts.used_ids.retain(|id| !tail.contains(id.as_str()));
-        facts.result_ids.retain(|id| !tail.contains(id.as_str()));
         // Progress the kept tail records counts too: a subtask closed there
         // needs no restating.
         let mut progress = facts.progress.clone();

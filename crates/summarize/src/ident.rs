@@ -135,20 +135,6 @@ pub(crate) fn is_identifier(t: &str) -> bool {
         || camel
 }
 
-/// A URL, a path, a hash or a numbered id (`APP-1432`, `spotter-dov.3`):
-/// names something that exists outside the code, unlike a symbol.
-pub(crate) fn is_reference(t: &str) -> bool {
-    if !is_identifier(t) {
-        return false;
-    }
-    let digits = t.chars().any(|c| c.is_ascii_digit());
-    let letters = t.chars().any(|c| c.is_ascii_alphabetic());
-    t.contains("://")
-        || t.contains('/')
-        || is_hex_id(t)
-        || (digits && letters && t.contains(['-', '.']) && !t.contains('_'))
-}
-
 fn is_hex_id(t: &str) -> bool {
     let hex = || t.chars().filter(|c| *c != '-');
     hex().count() >= 7

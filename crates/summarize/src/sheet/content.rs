@@ -67,7 +67,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                 Kind::Calls => f.other_calls.clone(),
                 Kind::LatestError => f.latest_error.iter().cloned().collect(),
                 Kind::Ids => Vec::new(),
-                Kind::ResultIds => f.result_ids.clone(),
+                Kind::ResultIds => Vec::new(),
                 Kind::Users => f.user_messages.clone(),
                 Kind::Earlier => Vec::new(),
                 Kind::Last => f.last_state.iter().cloned().collect(),

@@ -106,7 +106,8 @@ pub enum SectionKind {
     LatestError,
     /// Identifiers the agent used.
     Ids,
-    /// Identifiers seen in tool results.
+    /// Identifiers seen in tool results (written by older releases;
+    /// dropped when a briefing merges them).
     ResultIds,
     /// The user's messages.
     Users,
@@ -233,7 +234,7 @@ impl SectionKind {
 
     fn merge(self) -> Merge {
         match self {
-            Kind::Task => Merge::Drop,
+            Kind::Task | Kind::ResultIds => Merge::Drop,
             Kind::Details | Kind::Todo | Kind::LatestError | Kind::Last => Merge::Newest,
             _ => Merge::Append,
         }
