@@ -48,10 +48,14 @@ const CANNOT_SHRINK: u8 = 3;
 
 pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let (label, conv) = input::one(&args.file, &args.input)?;
-    let config = args.engine.config(&conv)?;
+    let mut config = args.engine.config(&conv)?;
+    let store = args.store.open(&label, config.store);
+    // Without a store nothing keeps the originals past this process: the
+    // output must not name handles, nor declare a tool, that lead nowhere.
+    config.recall.enabled &= store.is_some();
     let mut compactor = Compactor::new(config)?;
     compactor.set_summarizers(abridge_llm::cascade(&compactor.config().summarizers, None));
-    if let Some(store) = args.store.open(&label, compactor.config().store) {
+    if let Some(store) = store {
         compactor.set_store(store);
     }
     if args.events {

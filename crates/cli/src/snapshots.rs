@@ -21,7 +21,8 @@ pub(crate) struct StoreArgs {
     /// the user's data directory) or postgres://user@host:port/db.
     #[arg(long, value_name = "PATH|URL")]
     pub(crate) store: Option<String>,
-    /// Do not record a snapshot.
+    /// Do not record a snapshot, nor the originals recall needs (`compact`
+    /// then names no handles and declares no recall tool).
     #[arg(long, conflicts_with = "store")]
     pub(crate) no_store: bool,
 }
@@ -80,7 +81,7 @@ impl StoreArgs {
         match opened {
             Ok(s) => Some(s),
             Err(e) => {
-                eprintln!("abridge: snapshots off: {e:#}");
+                eprintln!("abridge: snapshots and recall off: {e:#}");
                 None
             }
         }

@@ -130,12 +130,30 @@ fn a_store_that_cannot_be_opened_never_costs_the_history() {
     let o = compact_example(&["--store", db.to_str().unwrap(), "--compact-json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("snapshots off"),
+        text(&o.stderr).contains("snapshots and recall off"),
         "{}",
         text(&o.stderr)
     );
     let body: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(body["messages"].as_array().unwrap().len() > 3);
+    // Nothing keeps the originals: no handle or tool promises one.
+    assert!(!text(&o.stdout).contains("abr_"), "{}", text(&o.stdout));
+    assert!(!text(&o.stdout).contains("abridge_recall"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn without_a_store_a_compaction_offers_no_recall_and_with_one_it_does() {
+    let o = compact_example(&["--no-store", "--compact-json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!text(&o.stdout).contains("abr_"), "{}", text(&o.stdout));
+    assert!(!text(&o.stdout).contains("abridge_recall"));
+    let dir = std::env::temp_dir().join(format!("abridge-recallsnap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("s.sqlite");
+    let o = compact_example(&["--store", db.to_str().unwrap(), "--compact-json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("abr_"), "{}", text(&o.stdout));
     std::fs::remove_dir_all(&dir).ok();
 }
 
