@@ -155,6 +155,21 @@ fn print_sources(sources: &[SourceFigures], out: &mut dyn Write) -> Result<()> {
                 s.kept.map_or("-".to_owned(), |k| format!("{:.2}", k.mean)),
                 s.over_budget,
             )?;
+            if !s.sections.is_empty() {
+                let parts: Vec<String> = s
+                    .sections
+                    .iter()
+                    .map(|x| {
+                        let p = x.used as f64 / x.named.max(1) as f64;
+                        format!("{} {}/{} ({p:.2})", x.section, x.used, x.named)
+                    })
+                    .collect();
+                writeln!(
+                    out,
+                    "    by section (used again/named): {}",
+                    parts.join(" · ")
+                )?;
+            }
         }
     }
     Ok(())

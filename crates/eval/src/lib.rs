@@ -113,6 +113,18 @@ pub struct CutReport {
     pub results: Vec<StrategyResult>,
 }
 
+/// One section of a briefing: the identifiers it names and those of them
+/// the agent used again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionScore {
+    /// Its heading (`Files`), or `(before the first heading)`.
+    pub section: String,
+    /// Identifiers it names that only the briefing holds.
+    pub named: usize,
+    /// Those the agent writes after the cut.
+    pub used: usize,
+}
+
 /// What one strategy made of the history before a cut.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StrategyResult {
@@ -146,6 +158,11 @@ pub struct StrategyResult {
     /// never writes after it.
     #[serde(default)]
     pub unused: Vec<String>,
+    /// Precision by section of the briefing: each identifier it names (that
+    /// the rest of the history does not hold) counted in the first section
+    /// that names it.
+    #[serde(default)]
+    pub sections: Vec<SectionScore>,
     /// The briefing, when the strategy wrote one.
     pub briefing: Option<String>,
     /// Its tokens.

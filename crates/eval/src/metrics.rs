@@ -7,7 +7,7 @@ use abridge::summarize::tools::split_arguments;
 use abridge::tokens::TokenizerKind;
 
 use crate::strategy::{Applied, count, text_of};
-use crate::{Strategy, StrategyResult};
+use crate::{SectionScore, Strategy, StrategyResult};
 
 /// What the agent went on to need after a cut.
 #[derive(Debug, Clone)]
@@ -77,6 +77,46 @@ fn share_of_named(named: usize, unused: &[String]) -> f64 {
         return 0.0;
     }
     (named - unused.len()) as f64 / named as f64
+}
+
+/// What the briefing heading before no section is called.
+const BEFORE_HEADINGS: &str = "(before the first heading)";
+
+/// `briefing`'s sections (split at `## ` headings) with the identifiers of
+/// `named` each is the first to name, and how many of those are not in
+/// `unused`. Sections that name none are left out.
+fn by_section(briefing: &str, named: &[String], unused: &[String]) -> Vec<SectionScore> {
+    let mut sections: Vec<(String, String)> = vec![(BEFORE_HEADINGS.to_owned(), String::new())];
+    for line in briefing.lines() {
+        match line.strip_prefix("## ") {
+            Some(heading) => sections.push((heading.trim().to_owned(), String::new())),
+            None => {
+                if let Some((_, text)) = sections.last_mut() {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    let mut scores: Vec<SectionScore> = Vec::new();
+    for id in named {
+        let Some((title, _)) = sections.iter().find(|(_, text)| mentions(text, id)) else {
+            continue;
+        };
+        let used = usize::from(!unused.contains(id));
+        match scores.iter_mut().find(|s| &s.section == title) {
+            Some(s) => {
+                s.named += 1;
+                s.used += used;
+            }
+            None => scores.push(SectionScore {
+                section: title.clone(),
+                named: 1,
+                used,
+            }),
+        }
+    }
+    scores
 }
 
 /// Share of `ids` that `text` mentions (1 when there are none).
@@ -158,24 +198,24 @@ impl Targets {
     /// and that `kept` (the rest of the compacted history) does not hold
     /// verbatim — what only the briefing carries —, and those of them the
     /// agent never writes after it.
-    fn judge(&self, briefing: &str, kept: &str) -> (usize, Vec<String>) {
+    fn judge(&self, briefing: &str, kept: &str) -> (Vec<String>, Vec<String>) {
         let named: Vec<String> = prose_identifiers(briefing)
             .into_iter()
             .filter(|id| self.pre_text.contains(id.as_str()) && !kept.contains(id.as_str()))
             .collect();
-        let n = named.len();
         let unused = named
-            .into_iter()
+            .iter()
             .filter(|id| !mentions(&self.written, id))
+            .cloned()
             .collect();
-        (n, unused)
+        (named, unused)
     }
 
     /// Of the identifiers `briefing` names that appear before the cut and
     /// that `kept` does not hold, the share the agent writes after it.
     pub fn precision(&self, briefing: &str, kept: &str) -> f64 {
         let (named, unused) = self.judge(briefing, kept);
-        share_of_named(named, &unused)
+        share_of_named(named.len(), &unused)
     }
 
     /// The identifiers `briefing` names (from before the cut, not held by
@@ -204,6 +244,7 @@ impl Targets {
                 precision: None,
                 missed: self.used.clone(),
                 unused: Vec::new(),
+                sections: Vec::new(),
                 briefing: None,
                 briefing_tokens: None,
                 error: applied.error,
@@ -222,7 +263,10 @@ impl Targets {
         // only what the rest of the history does not already hold.
         let judged = applied.briefing.as_deref().map(|b| {
             conv.messages.retain(|m| !m.meta.compact_summary);
-            self.judge(split_index(b).0, &text_of(&conv))
+            let said = split_index(b).0;
+            let (named, unused) = self.judge(said, &text_of(&conv));
+            let sections = by_section(said, &named, &unused);
+            (named.len(), unused, sections)
         });
         StrategyResult {
             strategy,
@@ -243,13 +287,53 @@ impl Targets {
             missed,
             precision: judged
                 .as_ref()
-                .map(|(n, unused)| share_of_named(*n, unused)),
-            unused: judged.map(|(_, unused)| unused).unwrap_or_default(),
+                .map(|(n, unused, _)| share_of_named(*n, unused)),
+            sections: judged
+                .as_ref()
+                .map(|(_, _, sections)| sections.clone())
+                .unwrap_or_default(),
+            unused: judged.map(|(_, unused, _)| unused).unwrap_or_default(),
             briefing_tokens: applied.briefing.as_deref().map(|b| kind.count(b) as u64),
             briefing: applied.briefing,
             error: applied.error,
             over_budget: applied.over_budget,
             probe_score: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_name_counts_in_the_first_section_that_names_it() {
+        let briefing = "Paths below are relative to `src`.\n\
+            ## Files\n- edited · `lib.rs` (`parse_header`)\n\
+            ## Identifiers used\n`parse_header`, `MAX_LEN`, `old_helper`\n";
+        let named: Vec<String> = ["lib.rs", "parse_header", "MAX_LEN", "old_helper"]
+            .map(String::from)
+            .into();
+        let unused = vec!["old_helper".to_owned(), "lib.rs".to_owned()];
+        let got = by_section(briefing, &named, &unused);
+        assert_eq!(
+            got,
+            [
+                SectionScore {
+                    section: "Files".into(),
+                    named: 2,
+                    used: 1
+                },
+                SectionScore {
+                    section: "Identifiers used".into(),
+                    named: 2,
+                    used: 1
+                },
+            ]
+        );
+        // A name before any heading has a section of its own.
+        let got = by_section("`src` first\n## Files\n", &["src".to_owned()], &[]);
+        assert_eq!(got[0].section, BEFORE_HEADINGS);
+        assert_eq!((got[0].named, got[0].used), (1, 1));
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CutKind, CutReport, Strategy};
+use crate::{CutKind, CutReport, SectionScore, Strategy};
 
 /// One figure over a source's cuts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -59,6 +59,11 @@ pub struct StrategyFigures {
     pub others_recall: Option<f64>,
     /// The same for precision.
     pub others_precision: Option<f64>,
+    /// Its briefings' sections over the cuts (identifiers named and used
+    /// again, summed), most naming first: which sections carry the
+    /// precision.
+    #[serde(default)]
+    pub sections: Vec<SectionScore>,
 }
 
 /// One source's figures at one kind of cut.
@@ -147,7 +152,28 @@ fn figures(reports: &[&CutReport], s: Strategy) -> Option<StrategyFigures> {
         over_budget: results.iter().filter(|x| x.over_budget.is_some()).count(),
         others_recall: None,
         others_precision: None,
+        sections: sections_of(&results),
     })
+}
+
+/// The sections of `results`' briefings, summed by heading, most naming first.
+fn sections_of(results: &[&crate::StrategyResult]) -> Vec<SectionScore> {
+    let mut sum: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for s in results.iter().flat_map(|r| &r.sections) {
+        let e = sum.entry(s.section.as_str()).or_default();
+        e.0 += s.named;
+        e.1 += s.used;
+    }
+    let mut out: Vec<SectionScore> = sum
+        .into_iter()
+        .map(|(section, (named, used))| SectionScore {
+            section: section.to_owned(),
+            named,
+            used,
+        })
+        .collect();
+    out.sort_by(|a, b| b.named.cmp(&a.named).then(a.section.cmp(&b.section)));
+    out
 }
 
 /// A strategy's mean figures at one source and kind of cut.
@@ -209,6 +235,7 @@ mod tests {
             precision,
             missed: Vec::new(),
             unused: Vec::new(),
+            sections: Vec::new(),
             briefing: None,
             briefing_tokens: None,
             error: None,
@@ -287,5 +314,28 @@ mod tests {
             .find(|s| s.strategy == Strategy::None)
             .unwrap();
         assert!(none.precision.is_none());
+    }
+
+    #[test]
+    fn sections_sum_over_the_cuts_most_naming_first() {
+        let mut a = cut("x/a.json", CutKind::Recorded, 0.5, 0.5);
+        let mut b = cut("x/b.json", CutKind::Recorded, 0.5, 0.5);
+        let score = |section: &str, named, used| SectionScore {
+            section: section.into(),
+            named,
+            used,
+        };
+        a.results[0].sections = vec![score("Files", 2, 1), score("Identifiers used", 1, 1)];
+        b.results[0].sections = vec![score("Identifiers used", 4, 1)];
+        let figures = by_source(&[a, b]);
+        let row = figures[0]
+            .strategies
+            .iter()
+            .find(|s| s.strategy == Strategy::Offline)
+            .unwrap();
+        assert_eq!(
+            row.sections,
+            [score("Identifiers used", 5, 2), score("Files", 2, 1)]
+        );
     }
 }

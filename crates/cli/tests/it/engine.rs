@@ -530,6 +530,12 @@ fn eval_reports_every_source_of_a_fixed_sample() {
         assert!(offline["others_recall"].as_f64().is_some(), "{row}");
         // Where the agent compacted, its own summary is scored beside.
         assert_eq!(of("recorded").is_some(), cuts == "recorded", "{source}");
+        // The briefing's sections add up to what it names, each used at most
+        // as often as named.
+        for s in offline["sections"].as_array().unwrap() {
+            let (named, used) = (s["named"].as_u64().unwrap(), s["used"].as_u64().unwrap());
+            assert!(named > 0 && used <= named, "{s}");
+        }
     }
 }
 
