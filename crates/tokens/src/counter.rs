@@ -58,14 +58,57 @@ impl TokenCounts {
     }
 }
 
+/// A message's [`TokenCounts`] as the cache keeps them: 28 bytes where the
+/// counts take 56 (one message's count of one kind fits 32 bits many times
+/// over; a larger one saturates).
+#[derive(Debug, Clone, Copy)]
+struct Packed([u32; 7]);
+
+impl Packed {
+    fn of(c: &TokenCounts) -> Packed {
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        Packed([
+            n(c.text),
+            n(c.tool_args),
+            n(c.tool_results),
+            n(c.images),
+            n(c.reasoning),
+            n(c.other),
+            n(c.overhead),
+        ])
+    }
+
+    fn unpack(self) -> TokenCounts {
+        let [
+            text,
+            tool_args,
+            tool_results,
+            images,
+            reasoning,
+            other,
+            overhead,
+        ] = self.0.map(|v| v as usize);
+        TokenCounts {
+            text,
+            tool_args,
+            tool_results,
+            images,
+            reasoning,
+            other,
+            overhead,
+        }
+    }
+}
+
 /// Counts tokens of messages, remembering each message's count by a hash of
 /// its content, so that recounting a history that grew by one message costs
 /// hashing the old ones and tokenizing only the new one.
 #[derive(Debug)]
 pub struct TokenCounter {
     kind: TokenizerKind,
-    /// Counts by [`content_hash`] (already a hash: not hashed again).
-    cache: HashMap<u64, TokenCounts, BuildHasherDefault<Prehashed>>,
+    /// Counts by [`content_hash`] (already a hash: not hashed again), packed:
+    /// a session's counter lives as long as the session.
+    cache: HashMap<u64, Packed, BuildHasherDefault<Prehashed>>,
     capacity: usize,
     hits: u64,
     misses: u64,
@@ -115,14 +158,14 @@ impl TokenCounter {
     fn count_keyed(&mut self, key: u64, m: &Message) -> TokenCounts {
         if let Some(c) = self.cache.get(&key) {
             self.hits += 1;
-            return *c;
+            return c.unpack();
         }
         self.misses += 1;
         let counts = count_uncached(self.kind, m);
         if self.cache.len() >= self.capacity {
             self.cache.clear();
         }
-        self.cache.insert(key, counts);
+        self.cache.insert(key, Packed::of(&counts));
         counts
     }
 
@@ -189,7 +232,7 @@ impl TokenCounter {
         });
         for (key, counts) in counted.into_iter().flatten() {
             self.misses += 1;
-            self.cache.insert(key, counts);
+            self.cache.insert(key, Packed::of(&counts));
         }
     }
 
@@ -408,5 +451,30 @@ fn hash_value(v: &Value, h: &mut Fold) {
                 hash_value(x, h);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_counts_read_back_and_saturate() {
+        let c = TokenCounts {
+            text: 1,
+            tool_args: 2,
+            tool_results: 3,
+            images: 4,
+            reasoning: 5,
+            other: 6,
+            overhead: 7,
+        };
+        assert_eq!(Packed::of(&c).unpack(), c);
+        let huge = TokenCounts {
+            text: usize::MAX,
+            ..c
+        };
+        assert_eq!(Packed::of(&huge).unpack().text, u32::MAX as usize);
+        assert!(std::mem::size_of::<Packed>() * 2 <= std::mem::size_of::<TokenCounts>());
     }
 }
