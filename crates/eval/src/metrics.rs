@@ -194,7 +194,7 @@ impl Targets {
             .collect()
     }
 
-    /// How many identifiers `briefing` names that appear before the cut
+    /// The identifiers `briefing` names that appear before the cut
     /// and that `kept` (the rest of the compacted history) does not hold
     /// verbatim — what only the briefing carries —, and those of them the
     /// agent never writes after it.
