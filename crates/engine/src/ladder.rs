@@ -23,9 +23,7 @@
 //! the target, the error carries the smallest valid history, so a proxy
 //! can send it rather than the whole.
 
-use abridge_model::{
-    ContentForm, Conversation, Message, Part, Tool, ToolResult, head_len, iterations,
-};
+use abridge_model::{Conversation, Message, Part, Tool, ToolResult, head_len, iterations};
 use abridge_tokens::Counted;
 
 use crate::config::PolicyConfig;
@@ -217,8 +215,5 @@ fn cut_to_fit(
         );
         format!("{CUT_NOTE}: {note}]\n{kept}")
     };
-    r.parts = vec![Part::text(replacement)];
-    if matches!(r.form, ContentForm::Absent | ContentForm::Null) {
-        r.form = ContentForm::Text;
-    }
+    r.replace_with_text(replacement);
 }

@@ -391,6 +391,15 @@ impl ToolResult {
     pub fn text(&self) -> Cow<'_, str> {
         join_text(&self.parts)
     }
+
+    /// Replaces the content with one text (a placeholder, a cut): a result
+    /// that had no content, or a null one, gets it as text.
+    pub fn replace_with_text(&mut self, text: String) {
+        self.parts = vec![Part::text(text)];
+        if matches!(self.form, ContentForm::Absent | ContentForm::Null) {
+            self.form = ContentForm::Text;
+        }
+    }
 }
 
 /// Model reasoning.

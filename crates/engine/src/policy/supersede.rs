@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use abridge_model::{ContentForm, Message, Part};
+use abridge_model::{Message, Part};
 use abridge_summarize::outcome::{CallOutcome, outcome};
 use abridge_summarize::tools::{ToolKind, classify};
 use serde_json::Value;
@@ -87,10 +87,7 @@ pub(super) fn apply(
         let Part::ToolResult(r) = &mut messages[i].parts[j] else {
             continue;
         };
-        r.parts = vec![Part::text(placeholder)];
-        if matches!(r.form, ContentForm::Absent | ContentForm::Null) {
-            r.form = ContentForm::Text;
-        }
+        r.replace_with_text(placeholder);
     }
     changed
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use abridge_model::text::first_line;
-use abridge_model::{ContentForm, Message, Part, ToolResult};
+use abridge_model::{Message, Part, ToolResult};
 use abridge_summarize::outcome::{CallOutcome, outcome};
 
 use crate::config::PolicyConfig;
@@ -73,10 +73,7 @@ pub(super) fn apply(
         let Part::ToolResult(r) = &mut messages[i].parts[j] else {
             continue;
         };
-        r.parts = vec![Part::text(placeholder)];
-        if r.form == ContentForm::Absent || r.form == ContentForm::Null {
-            r.form = ContentForm::Text;
-        }
+        r.replace_with_text(placeholder);
     }
     changed
 }
