@@ -258,9 +258,8 @@ fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted
         .max(inp.working_floor)
         .min(inp.budget)
         .min(region.tokens.scaled(0.5));
-    let text = working::render(&files, budget.get() as usize, inp.tokenizer)?;
-    let tokens = Counted::of(inp.tokenizer.count(&text));
-    Some((text, tokens))
+    let (text, tokens) = working::render(&files, budget.get() as usize, inp.tokenizer)?;
+    Some((text, Counted::of(tokens)))
 }
 
 /// Message `i` with its pin carried.

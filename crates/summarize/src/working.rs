@@ -126,26 +126,28 @@ fn written(args: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The working set's message text: `files` in order while they fit
-/// `budget` tokens together (a file too large for what is left is passed
-/// over); `None` when none fits.
+/// The working set's message text and its tokens: `files` in order while
+/// they fit `budget` tokens together (a file too large for what is left is
+/// passed over); `None` when none fits.
 pub fn render(
     files: &[WorkingFile<'_>],
     budget: usize,
     tokenizer: TokenizerKind,
-) -> Option<String> {
+) -> Option<(String, usize)> {
     let whole = |body: &str| format!("<{TAG}>\n{HEADER}\n{body}</{TAG}>");
     let mut body = String::new();
+    let mut tokens = 0;
     for f in files.iter().take(MOST_FILES) {
         let section = section(f);
         // Counted as it would go out, and only as far as the budget: a
         // file far larger than what is left costs what is left, not its size.
         let with = format!("{body}{section}");
-        if tokenizer.count_within(&whole(&with), budget).is_some() {
+        if let Some(n) = tokenizer.count_within(&whole(&with), budget) {
             body = with;
+            tokens = n;
         }
     }
-    (!body.is_empty()).then(|| whole(&body))
+    (!body.is_empty()).then(|| (whole(&body), tokens))
 }
 
 /// One file's section: a heading that says what the copy is, and the copy
@@ -288,9 +290,10 @@ mod tests {
                 edits_after: 1,
             },
         ];
-        let text = render(&files, 400, TokenizerKind::O200kBase).unwrap();
+        let (text, tokens) = render(&files, 400, TokenizerKind::O200kBase).unwrap();
         assert!(is_working_set(&text));
-        assert!(TokenizerKind::O200kBase.count(&text) <= 400);
+        assert_eq!(TokenizerKind::O200kBase.count(&text), tokens);
+        assert!(tokens <= 400);
         // The file that did not fit is passed over; the next still goes.
         let back = parse(&text).unwrap();
         assert_eq!(back.len(), 2);
