@@ -269,13 +269,18 @@ impl Rewriter<'_> {
             {
                 b = longer;
             }
-            let now = self.replace_messages(work, b.messages);
-            work.record(PolicyKind::Summarize, b.replaced_iterations, now);
-            work.summarizer = Some(b.summarizer);
-            work.sheet = b.sheet;
-            work.originals.extend(b.originals);
+            self.take_briefing(work, b);
         }
         work.total <= target
+    }
+
+    /// Puts a briefing in place of the region it replaced, and records it.
+    fn take_briefing(&mut self, work: &mut Work, b: Briefed) {
+        let now = self.replace_messages(work, b.messages);
+        work.record(PolicyKind::Summarize, b.replaced_iterations, now);
+        work.summarizer = Some(b.summarizer);
+        work.sheet = b.sheet;
+        work.originals.extend(b.originals);
     }
 
     /// Recounts what a policy changed: it rewrote only `region` of the
@@ -342,12 +347,9 @@ impl Rewriter<'_> {
         if self.total_of(&b.messages, work.tools) >= work.total {
             return;
         }
-        let now = self.replace_messages(work, b.messages);
-        work.record(PolicyKind::Summarize, b.replaced_iterations, now);
-        work.summarizer = Some(b.summarizer);
-        work.sheet = b.sheet;
-        work.originals.extend(b.originals);
-        self.degraded(work, Rung::FloorBriefed, b.replaced_iterations);
+        let replaced = b.replaced_iterations;
+        self.take_briefing(work, b);
+        self.degraded(work, Rung::FloorBriefed, replaced);
     }
 
     /// With an instant summarizer, writes the briefing again over a shorter
