@@ -7,7 +7,7 @@ use abridge_model::{Message, Part, Role};
 use serde_json::Value;
 
 use crate::config::FactConfig;
-use crate::ident::{identifiers, prose_identifiers};
+use crate::ident::{identifier_refs, prose_identifier_refs};
 use crate::outcome::{CallOutcome, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 pub use crate::progress::CommandFact;
@@ -102,6 +102,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
     let mut latest_error: Option<usize> = None;
     // What `narrative` holds, to keep each sentence once in linear time.
     let mut said: HashSet<String> = HashSet::new();
+    let mut last_said: Option<&str> = None;
     for m in messages {
         match m.role {
             Role::Assistant => {
@@ -109,7 +110,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
                     match p {
                         Part::Text(t) if !t.text.trim().is_empty() => {
                             weight.add(&mut f.used_ids, &t.text, true);
-                            f.last_state = Some(clip(t.text.trim(), 600, 200));
+                            last_said = Some(&t.text);
                             if let Some(s) = first_sentence(&t.text)
                                 && said.insert(s.clone())
                             {
@@ -156,6 +157,7 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
             }
         }
     }
+    f.last_state = last_said.map(|t| clip(t.trim(), 600, 200));
     f.referred = weight.ranked(&f.used_ids);
     weight.rank(&mut f.used_ids);
     f.latest_error = latest_error.map(|at| error_excerpt(&results[at]));
@@ -192,20 +194,28 @@ impl Weights {
     fn add(&mut self, ids: &mut Vec<String>, text: &str, prose: bool) {
         self.clock += 1;
         let found = if prose {
-            prose_identifiers(text)
+            prose_identifier_refs(text)
         } else {
-            identifiers(text)
+            identifier_refs(text)
         };
         for id in found {
-            if is_position(&id) {
+            if is_position(id) {
                 continue;
             }
-            let w = self.seen.entry(id.clone()).or_default();
-            if w.count == 0 {
-                ids.push(id);
+            let now = Seen {
+                count: 1,
+                last: self.clock,
+            };
+            match self.seen.get_mut(id) {
+                Some(w) => {
+                    w.count += 1;
+                    w.last = now.last;
+                }
+                None => {
+                    ids.push(id.to_owned());
+                    self.seen.insert(id.to_owned(), now);
+                }
             }
-            w.count += 1;
-            w.last = self.clock;
         }
     }
 

@@ -5,30 +5,14 @@ use std::collections::HashSet;
 
 /// Identifiers in `text`, in order of first appearance, without duplicates.
 pub fn identifiers(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    // What `out` holds, looked up in constant time (a long output names
-    // thousands).
-    let mut seen: HashSet<&str> = HashSet::new();
-    let separator = |c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '|'
-            )
-    };
-    for raw in text.split(separator) {
-        // `key=value` splits, a URL's query does not.
-        let url = raw.contains("://");
-        for piece in raw.split(|c: char| !url && c == '=') {
-            let token = piece
-                .trim_end_matches(['.', ':', '!', '?'])
-                .trim_start_matches(['@', '#', '*']);
-            if is_identifier(token) && seen.insert(token) {
-                out.push(token.to_owned());
-            }
-        }
-    }
-    out
+    owned(identifier_refs(text))
+}
+
+/// [`identifiers`], borrowed from `text`.
+pub(crate) fn identifier_refs(text: &str) -> Vec<&str> {
+    let mut found = Found::default();
+    found.scan(text, |_| true);
+    found.out
 }
 
 /// Identifiers in prose (what the agent or user wrote as text): as
@@ -36,17 +20,92 @@ pub fn identifiers(text: &str) -> Vec<String> {
 /// joined by hyphens or a slash is English ("end-to-end", "No-op",
 /// "expand/collapse"), not a name. Inside backticks it counts.
 pub fn prose_identifiers(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    owned(prose_identifier_refs(text))
+}
+
+/// [`prose_identifiers`], borrowed from `text`.
+pub(crate) fn prose_identifier_refs(text: &str) -> Vec<&str> {
+    let mut found = Found::default();
     for (i, span) in text.split('`').enumerate() {
         let code = i % 2 == 1;
-        for id in identifiers(span) {
-            if (code || !is_compound_word(&id)) && !out.contains(&id) {
-                out.push(id);
+        found.scan(span, |id| code || !is_compound_word(id));
+    }
+    found.out
+}
+
+fn owned(ids: Vec<&str>) -> Vec<String> {
+    ids.into_iter().map(str::to_owned).collect()
+}
+
+/// Identifiers found so far, in order, each once: `seen` looks them up in
+/// constant time (a long output names thousands).
+#[derive(Default)]
+struct Found<'a> {
+    out: Vec<&'a str>,
+    seen: HashSet<&'a str>,
+}
+
+impl<'a> Found<'a> {
+    /// Adds the identifiers of `text` that `keep` accepts.
+    fn scan(&mut self, text: &'a str, keep: impl Fn(&str) -> bool) {
+        for raw in words(text) {
+            // `key=value` splits, a URL's query does not.
+            let url = raw.as_bytes().windows(3).any(|w| w == b"://");
+            for piece in raw.split(|c: char| !url && c == '=') {
+                let token = piece
+                    .trim_end_matches(['.', ':', '!', '?'])
+                    .trim_start_matches(['@', '#', '*']);
+                if is_identifier(token) && keep(token) && self.seen.insert(token) {
+                    self.out.push(token);
+                }
             }
         }
     }
-    out
 }
+
+/// The runs of `text` between separators: whitespace, quotes, brackets and
+/// `,;|`. Read byte by byte, through a table for ASCII (prose is mostly
+/// ASCII, and this is the briefing's hottest loop); other characters are
+/// decoded to ask whether they are whitespace.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let at = move |i: usize| -> (bool, usize) {
+        match bytes[i] {
+            b if b.is_ascii() => (SEPARATORS[usize::from(b)], 1),
+            _ => text[i..]
+                .chars()
+                .next()
+                .map_or((false, 1), |c| (c.is_whitespace(), c.len_utf8())),
+        }
+    };
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let mut start = i;
+        while i < bytes.len() {
+            let (separator, width) = at(i);
+            match (separator, i > start) {
+                (true, true) => break,
+                (true, false) => start += width,
+                (false, _) => {}
+            }
+            i += width;
+        }
+        (i > start).then(|| &text[start..i])
+    })
+}
+
+/// The ASCII separators of [`words`]: what `char::is_whitespace` accepts
+/// there, and quotes, brackets, `,`, `;` and `|`.
+const SEPARATORS: [bool; 128] = {
+    let mut t = [false; 128];
+    let list = b"\t\n\x0b\x0c\r \"'`()[]{}<>,;|";
+    let mut i = 0;
+    while i < list.len() {
+        t[list[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
 
 /// Letters joined by `-` or `/`, lower case after a possible capital.
 fn is_compound_word(t: &str) -> bool {
@@ -175,6 +234,54 @@ pub(crate) fn function_of(id: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte-level splitter agrees with splitting on characters, for
+    /// ASCII and for the whitespace and letters beyond it.
+    #[test]
+    fn words_split_as_characters_do() {
+        let separator = |c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\''
+                        | '`'
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | '<'
+                        | '>'
+                        | ','
+                        | ';'
+                        | '|'
+                )
+        };
+        let alphabet = [
+            "a", "Z", "_", "/", ".", "=", " ", "\t", "\n", "\u{b}", "(", "'", "|", "é", "ß",
+            "\u{a0}", "\u{85}", "\u{2003}", "\u{3000}", "日", "🦀", ":", "-",
+        ];
+        // Every string of up to three symbols, and longer ones mixed by a
+        // fixed stride.
+        let mut texts: Vec<String> = Vec::new();
+        for a in alphabet {
+            for b in alphabet {
+                for c in alphabet {
+                    texts.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        texts.extend((0..500).map(|n| {
+            (0..40)
+                .map(|k| alphabet[(n * 7 + k * k * 13 + k) % alphabet.len()])
+                .collect()
+        }));
+        for t in &texts {
+            let want: Vec<&str> = t.split(separator).filter(|w| !w.is_empty()).collect();
+            assert_eq!(words(t).collect::<Vec<_>>(), want, "{t:?}");
+        }
+    }
 
     #[test]
     fn prose_compounds_are_words_but_code_spans_are_names() {

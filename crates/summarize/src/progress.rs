@@ -172,11 +172,15 @@ fn quoted_after(s: &str, flags: &[&str]) -> Option<String> {
 /// The first sentence of what the agent said (at most a line, 200 bytes).
 pub(crate) fn first_sentence(text: &str) -> Option<String> {
     let line = text.trim().lines().find(|l| !l.trim().is_empty())?.trim();
-    let end = line
-        .char_indices()
-        .find(|(i, c)| matches!(c, '.' | '!' | '?' | ':') && line[i + 1..].starts_with(' '))
-        .map_or(line.len(), |(i, c)| i + c.len_utf8());
-    let s = clip(&line[..end], 200, 0);
+    // The ending punctuation and the space are ASCII, so bytes find them;
+    // and past `MAX` bytes the clip below is the same wherever the
+    // sentence ends, so the search stops there.
+    const MAX: usize = 200;
+    let b = line.as_bytes();
+    let end = (0..b.len().saturating_sub(1).min(MAX + 1))
+        .find(|&i| matches!(b[i], b'.' | b'!' | b'?' | b':') && b[i + 1] == b' ')
+        .map_or(line.len(), |i| i + 1);
+    let s = clip(&line[..end], MAX, 0);
     (s.chars().count() >= 12).then_some(s)
 }
 
@@ -243,5 +247,31 @@ mod tests {
             Some("Now let me run the tests.")
         );
         assert!(is_exploration("grep -rn foo lib/") && !is_exploration("mix test"));
+    }
+
+    /// The search for the sentence's end stops where the clip would cut:
+    /// wherever the end lies, the result is what a search of the whole
+    /// line gives.
+    #[test]
+    fn first_sentence_is_the_same_wherever_the_end_lies() {
+        let whole = |text: &str| {
+            let line = text.trim().lines().find(|l| !l.trim().is_empty())?.trim();
+            let end = line
+                .char_indices()
+                .find(|(i, c)| matches!(c, '.' | '!' | '?' | ':') && line[i + 1..].starts_with(' '))
+                .map_or(line.len(), |(i, c)| i + c.len_utf8());
+            let s = clip(&line[..end], 200, 0);
+            (s.chars().count() >= 12).then_some(s)
+        };
+        for words in [1, 20, 38, 39, 40, 41, 42, 80] {
+            for end in [". ", "! ", ": ", ".", " é. "] {
+                let text = format!("{}{end}Then more", "word ".repeat(words).trim_end());
+                assert_eq!(first_sentence(&text), whole(&text), "{text}");
+            }
+        }
+        for at in 195..=203 {
+            let text = format!("{}. next", "x".repeat(at));
+            assert_eq!(first_sentence(&text), whole(&text), "{at}");
+        }
     }
 }

@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use abridge_model::{ContentForm, Message, Part};
+use memchr::memmem::Finder;
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{external_body, image, is_external_body};
@@ -20,22 +21,21 @@ pub(super) fn apply(
 ) -> usize {
     let newest_image = messages.iter().rposition(|m| has_image(&m.parts));
     let tags: Vec<Tag> = cfg.external_tags.iter().map(|t| Tag::new(t)).collect();
-    let newest_block: Vec<Option<usize>> = tags
+    // One pass per tag: which messages of the region hold a block, and
+    // which of them holds the newest block of the whole history (none
+    // when a later message does).
+    let blocks: Vec<Blocks> = tags
         .iter()
-        .map(|tag| {
-            messages
-                .iter()
-                .rposition(|m| texts(&m.parts).any(|t| find_block(t, tag, 0).is_some()))
-        })
+        .map(|tag| Blocks::find(messages, region.clone(), tag))
         .collect();
     let mut changed = 0;
-    for i in region {
+    for i in region.clone() {
         let m = &mut messages[i];
         if m.meta.pinned {
             continue;
         }
-        for (tag, newest) in tags.iter().zip(&newest_block) {
-            if *newest != Some(i) {
+        for (tag, blocks) in tags.iter().zip(&blocks) {
+            if blocks.to_clip(i - region.start) {
                 changed += clip_blocks_in(&mut m.parts, tag, &mut found);
             }
         }
@@ -46,6 +46,29 @@ pub(super) fn apply(
     changed
 }
 
+/// Where one tag's blocks are, as far as clipping a region needs.
+struct Blocks {
+    /// For each message of the region, whether it holds a block.
+    held: Vec<bool>,
+    /// The region's message holding the newest block of the history.
+    newest: Option<usize>,
+}
+
+impl Blocks {
+    fn find(messages: &[Message], region: Range<usize>, tag: &Tag) -> Blocks {
+        let holds = |m: &Message| any_text(&m.parts, &|t| find_block(t, tag, 0).is_some());
+        let held: Vec<bool> = messages[region.clone()].iter().map(holds).collect();
+        let later = messages[region.end..].iter().any(holds);
+        let newest = (!later).then(|| held.iter().rposition(|h| *h)).flatten();
+        Blocks { held, newest }
+    }
+
+    /// Whether the region's `i`-th message has blocks to clip.
+    fn to_clip(&self, i: usize) -> bool {
+        self.held[i] && self.newest != Some(i)
+    }
+}
+
 fn has_image(parts: &[Part]) -> bool {
     parts.iter().any(|p| match p {
         Part::Image(_) => true,
@@ -54,16 +77,13 @@ fn has_image(parts: &[Part]) -> bool {
     })
 }
 
-fn texts(parts: &[Part]) -> impl Iterator<Item = &str> {
-    parts
-        .iter()
-        .flat_map(|p| -> Box<dyn Iterator<Item = &str>> {
-            match p {
-                Part::Text(t) => Box::new(std::iter::once(t.text.as_str())),
-                Part::ToolResult(r) => Box::new(r.parts.iter().filter_map(Part::as_text)),
-                _ => Box::new(std::iter::empty()),
-            }
-        })
+/// Whether a text of `parts` (or of a tool result among them) passes `f`.
+fn any_text(parts: &[Part], f: &dyn Fn(&str) -> bool) -> bool {
+    parts.iter().any(|p| match p {
+        Part::Text(t) => f(&t.text),
+        Part::ToolResult(r) => r.parts.iter().filter_map(Part::as_text).any(f),
+        _ => false,
+    })
 }
 
 fn clip_blocks_in(parts: &mut [Part], tag: &Tag, found: &mut Option<Found<'_>>) -> usize {
@@ -105,18 +125,19 @@ fn clip_images(parts: &mut [Part], found: &mut Option<Found<'_>>) -> usize {
     changed
 }
 
-/// A wrapper tag's opening and closing text, written once per policy run
-/// rather than once per message searched.
+/// A wrapper tag's opening and closing text, each searched for with a
+/// vectorised finder built once per policy run: the newest block of each tag
+/// is looked for through the whole history on every run.
 struct Tag {
-    open: String,
-    close: String,
+    open: Finder<'static>,
+    close: Finder<'static>,
 }
 
 impl Tag {
     fn new(name: &str) -> Tag {
         Tag {
-            open: format!("<{name}"),
-            close: format!("</{name}>"),
+            open: Finder::new(&format!("<{name}")).into_owned(),
+            close: Finder::new(&format!("</{name}>")).into_owned(),
         }
     }
 }
@@ -124,21 +145,17 @@ impl Tag {
 /// Byte ranges of the next block of `tag` at or after `from`: (body start,
 /// body end, close end).
 fn find_block(text: &str, tag: &Tag, from: usize) -> Option<(usize, usize, usize)> {
-    let (open, close) = (&tag.open, &tag.close);
+    let bytes = text.as_bytes();
     let mut search = from;
     loop {
-        let rest = text.get(search..)?;
-        // Most texts hold no tag at all: one byte scan says so.
-        if !rest.as_bytes().contains(&b'<') {
-            return None;
-        }
-        let start = search + rest.find(open.as_str())?;
-        let after = start + open.len();
+        let start = search + tag.open.find(bytes.get(search..)?)?;
+        // The needle is whole characters, so `after` is a boundary.
+        let after = start + tag.open.needle().len();
         let next = text[after..].chars().next()?;
         if next == '>' || next.is_whitespace() {
-            let body_start = after + text[after..].find('>')? + 1;
-            let body_end = body_start + text[body_start..].find(close.as_str())?;
-            return Some((body_start, body_end, body_end + close.len()));
+            let body_start = after + memchr::memchr(b'>', &bytes[after..])? + 1;
+            let body_end = body_start + tag.close.find(&bytes[body_start..])?;
+            return Some((body_start, body_end, body_end + tag.close.needle().len()));
         }
         search = after;
     }
