@@ -50,8 +50,9 @@ impl<'a> Found<'a> {
     fn scan(&mut self, text: &'a str, keep: impl Fn(&str) -> bool) {
         for raw in words(text) {
             // `key=value` splits, a URL's query does not.
-            let url = raw.as_bytes().windows(3).any(|w| w == b"://");
-            for piece in raw.split(|c: char| !url && c == '=') {
+            let split =
+                raw.as_bytes().contains(&b'=') && !raw.as_bytes().windows(3).any(|w| w == b"://");
+            for piece in raw.split(|c: char| split && c == '=') {
                 let token = piece
                     .trim_end_matches(['.', ':', '!', '?'])
                     .trim_start_matches(['@', '#', '*']);
@@ -64,14 +65,16 @@ impl<'a> Found<'a> {
 }
 
 /// The runs of `text` between separators: whitespace, quotes, brackets and
-/// `,;|`. Read byte by byte, through a table for ASCII (prose is mostly
-/// ASCII, and this is the briefing's hottest loop); other characters are
-/// decoded to ask whether they are whitespace.
+/// `,;|`. Read byte by byte through a table (prose is mostly ASCII, and
+/// this is the briefing's hottest loop); a character beyond ASCII is
+/// decoded to ask whether it is whitespace.
 fn words(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
-    let at = move |i: usize| -> (bool, usize) {
-        match bytes[i] {
-            b if b.is_ascii() => (SEPARATORS[usize::from(b)], 1),
+    // Whether the character at `i` separates words, and its width.
+    let separator_at = move |i: usize| -> (bool, usize) {
+        match CLASS[usize::from(bytes[i])] {
+            WORD => (false, 1),
+            SEPARATOR => (true, 1),
             _ => text[i..]
                 .chars()
                 .next()
@@ -80,29 +83,50 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     };
     let mut i = 0;
     std::iter::from_fn(move || {
-        let mut start = i;
-        while i < bytes.len() {
-            let (separator, width) = at(i);
-            match (separator, i > start) {
-                (true, true) => break,
-                (true, false) => start += width,
-                (false, _) => {}
+        loop {
+            if i == bytes.len() {
+                return None;
             }
-            i += width;
+            match separator_at(i) {
+                (true, width) => i += width,
+                (false, _) => break,
+            }
         }
-        (i > start).then(|| &text[start..i])
+        let start = i;
+        while i < bytes.len() {
+            if CLASS[usize::from(bytes[i])] == WORD {
+                i += 1;
+                continue;
+            }
+            match separator_at(i) {
+                (true, _) => break,
+                (false, width) => i += width,
+            }
+        }
+        Some(&text[start..i])
     })
 }
 
-/// The ASCII separators of [`words`]: what `char::is_whitespace` accepts
-/// there, and quotes, brackets, `,`, `;` and `|`.
-const SEPARATORS: [bool; 128] = {
-    let mut t = [false; 128];
+/// Byte classes of [`words`].
+const WORD: u8 = 0;
+const SEPARATOR: u8 = 1;
+/// The first byte of a character beyond ASCII.
+const WIDE: u8 = 2;
+
+/// Each byte's class: the ASCII separators are what `char::is_whitespace`
+/// accepts there, quotes, brackets, `,`, `;` and `|`.
+const CLASS: [u8; 256] = {
+    let mut t = [WORD; 256];
     let list = b"\t\n\x0b\x0c\r \"'`()[]{}<>,;|";
     let mut i = 0;
     while i < list.len() {
-        t[list[i] as usize] = true;
+        t[list[i] as usize] = SEPARATOR;
         i += 1;
+    }
+    let mut b = 0x80;
+    while b < 256 {
+        t[b] = WIDE;
+        b += 1;
     }
     t
 };
