@@ -59,6 +59,7 @@ pub mod placeholder;
 mod plan;
 mod policy;
 pub mod recall;
+mod region_facts;
 mod report;
 mod rewrite;
 mod snapshot;

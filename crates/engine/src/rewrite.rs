@@ -20,6 +20,7 @@ use crate::event::{Degradation, Event, PolicyRun, Rung};
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
 use crate::recall::{HandleKey, Original};
+use crate::region_facts::RegionFacts;
 use crate::report::{Attempt, Eval, Outcome, Report, unchanged};
 use crate::snapshot::SnapshotData;
 use crate::summarize_step::KeptBriefing;
@@ -60,6 +61,8 @@ pub(crate) struct Work {
     pub(crate) degraded: Vec<Degradation>,
     /// What the placeholders and the briefing name by handle.
     pub(crate) originals: Vec<Original>,
+    /// The facts of the regions briefed, read once.
+    region_facts: RegionFacts,
 }
 
 impl Work {
@@ -143,6 +146,7 @@ impl Rewriter<'_> {
             sheet: None,
             degraded: Vec::new(),
             originals: Vec::new(),
+            region_facts: RegionFacts::default(),
         }
     }
 
@@ -253,6 +257,9 @@ impl Rewriter<'_> {
             return false;
         };
         let mut attempts = std::mem::take(&mut work.attempts);
+        if plan.grow_tail {
+            work.region_facts.keep_at_tail = Some(self.grown_tail_reach(work, target));
+        }
         let briefed = self.brief(
             conv,
             plan,
@@ -366,18 +373,8 @@ impl Rewriter<'_> {
         first: &Briefed,
         summarizer: usize,
     ) -> Option<Briefed> {
-        let mut left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
-        let tokens = &work.counts;
-        let start = old_region(&work.messages, work.tail_n).start;
-        let mut extra = 0;
-        for it in iterations(&work.messages).iter().rev().skip(work.tail_n) {
-            let cost: Counted = tokens[it.range()].iter().sum();
-            if it.start < start || cost > left {
-                break;
-            }
-            left = left.saturating_sub(cost);
-            extra += 1;
-        }
+        let left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
+        let (mut extra, _) = tail_growth(work, left);
         let tail_n = work.tail_n;
         while extra > 0 {
             work.tail_n = tail_n + extra;
@@ -410,6 +407,21 @@ impl Rewriter<'_> {
         None
     }
 
+    /// Messages from the end that a tail grown after the first briefing
+    /// could reach at most: what [`grow_tail`](Self::grow_tail) adds fits
+    /// in what the target leaves beside what the briefing cannot shrink
+    /// (the head without an earlier briefing, the tail, the tools). The
+    /// region's facts keep a copy of their extraction there.
+    fn grown_tail_reach(&mut self, work: &Work, target: Counted) -> usize {
+        let start = old_region(&work.messages, work.tail_n).start;
+        let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
+        let kept = self
+            .kept_tokens(work)
+            .saturating_sub(earlier.tokens(&work.counts));
+        let (_, from) = tail_growth(work, target.saturating_sub(kept));
+        work.messages.len() - from
+    }
+
     pub(crate) fn total_of(&mut self, messages: &[Message], tools: Counted) -> Counted {
         messages
             .iter()
@@ -435,7 +447,7 @@ impl Rewriter<'_> {
         &mut self,
         conv: &Conversation,
         plan: &Plan,
-        work: &Work,
+        work: &mut Work,
         target: Counted,
         only: Option<usize>,
         room: Room,
@@ -501,7 +513,7 @@ impl Rewriter<'_> {
             Some(i) => &self.engine.summarizers[i..=i],
             None => &self.engine.summarizers[..],
         };
-        summarize_step::run(&inputs, summarizers, attempts)
+        summarize_step::run(&inputs, summarizers, attempts, &mut work.region_facts)
     }
 
     fn finish<'a>(
@@ -666,6 +678,23 @@ impl Rewriter<'_> {
 }
 
 /// The report of a rewrite of `conv` that sends `after`.
+/// How many iterations before the tail, newest first, fit in `left`
+/// tokens (none from the head), and the first message of the oldest.
+fn tail_growth(work: &Work, mut left: Counted) -> (usize, usize) {
+    let region = old_region(&work.messages, work.tail_n);
+    let (mut extra, mut from) = (0, region.end);
+    for it in iterations(&work.messages).iter().rev().skip(work.tail_n) {
+        let cost: Counted = work.counts[it.range()].iter().sum();
+        if it.start < region.start || cost > left {
+            break;
+        }
+        left = left.saturating_sub(cost);
+        extra += 1;
+        from = it.start;
+    }
+    (extra, from)
+}
+
 fn report_of(
     conv: &Conversation,
     after: &Conversation,

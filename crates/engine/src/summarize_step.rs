@@ -20,7 +20,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
-use abridge_summarize::facts::{Facts, extract, task_text};
+use abridge_summarize::facts::{Facts, task_text};
 use abridge_summarize::verify::verify;
 use abridge_summarize::working;
 use abridge_summarize::wrapper::{defuse, leaks_wrapper, unwrap, wrap};
@@ -30,6 +30,7 @@ use abridge_tokens::{Counted, TokenizerKind};
 use crate::cancel::Cancel;
 use crate::config::RecallConfig;
 use crate::recall::{HandleKey, Original, index};
+use crate::region_facts::RegionFacts;
 use crate::report::{Attempt, AttemptOutcome};
 
 /// The result of a successful step.
@@ -93,6 +94,8 @@ struct Region<'a> {
     /// Iterations the briefing replaces, in order: borrowed from the
     /// history when they are one run of it (nothing pinned among them).
     replaced: Cow<'a, [Message]>,
+    /// Where the history holds them, when they are one run of it.
+    run: Option<std::ops::Range<usize>>,
     replaced_iterations: usize,
     /// Their tokens.
     tokens: Counted,
@@ -113,6 +116,7 @@ impl<'a> Region<'a> {
             head,
             earlier,
             replaced: Cow::Borrowed(&[]),
+            run: None,
             replaced_iterations: 0,
             tokens: Counted::ZERO,
             kept: Vec::new(),
@@ -146,7 +150,8 @@ impl<'a> Region<'a> {
             r.replaced_iterations += 1;
         }
         if let Some(run) = run {
-            r.replaced = Cow::Borrowed(&orig[run]);
+            r.replaced = Cow::Borrowed(&orig[run.clone()]);
+            r.run = Some(run);
         }
         // The new briefing replaces the earlier one too: with no iteration
         // to replace, it re-condenses that one alone.
@@ -273,6 +278,7 @@ pub(crate) fn run(
     inp: &Inputs<'_>,
     summarizers: &[std::sync::Arc<dyn Summarizer>],
     attempts: &mut Vec<Attempt>,
+    region_facts: &mut RegionFacts,
 ) -> Option<Briefed> {
     let region = Region::of(inp)?;
     let head = &inp.original[..region.head];
@@ -311,7 +317,12 @@ pub(crate) fn run(
     };
     // The region's facts, once: the offline sheet, the check of an LLM
     // briefing and the index all read them.
-    let facts = extract(&region.replaced, inp.facts);
+    let facts = region_facts.of(
+        inp.original,
+        region.run.clone(),
+        &region.replaced,
+        inp.facts,
+    );
     // The working set is kept first; the briefing has what it leaves.
     let mut working = working_set(inp, &region);
     let briefing_budget = inp

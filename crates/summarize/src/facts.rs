@@ -1,9 +1,10 @@
 //! Facts extracted deterministically from the messages a briefing replaces.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use abridge_model::text::clip;
-use abridge_model::{Message, Part, Role};
+use abridge_model::{Message, Part, Role, ToolResult};
 use serde_json::Value;
 
 use crate::config::FactConfig;
@@ -95,87 +96,153 @@ const DECISION_MARKERS: [&str; 12] = [
 
 /// Extracts the facts of `messages`.
 pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
-    let mut f = Facts::default();
-    let mut calls: HashMap<&str, (&str, Value)> = HashMap::new();
-    let mut weight = Weights::default();
-    let mut results: Vec<std::borrow::Cow<'_, str>> = Vec::new();
-    let mut latest_error: Option<usize> = None;
-    // What `narrative` holds, to keep each sentence once in linear time.
-    let mut said: HashSet<String> = HashSet::new();
-    let mut last_said: Option<&str> = None;
-    for m in messages {
-        match m.role {
-            Role::Assistant => {
+    let mut e = Extraction::default();
+    e.feed(messages, cfg);
+    e.finish()
+}
+
+/// The facts of a run of messages, gathered a message at a time. A copy
+/// taken part way ([`detached`](Self::detached)) resumes there: a briefing
+/// written again over a shorter region of the same history reads only
+/// what follows the copy instead of the whole region again.
+#[derive(Clone, Default)]
+pub struct Extraction<'a> {
+    f: Facts,
+    /// Each call by its id: its tool and arguments, for its result.
+    calls: HashMap<Cow<'a, str>, (Cow<'a, str>, Value)>,
+    weight: Weights,
+    /// Tool results read so far.
+    results: usize,
+    /// The latest failed result's text.
+    latest_error: Option<Cow<'a, str>>,
+    /// What `narrative` holds, to keep each sentence once in linear time.
+    said: HashSet<String>,
+    /// The latest thing the assistant said.
+    last_said: Option<Cow<'a, str>>,
+    /// Messages read.
+    fed: usize,
+}
+
+impl<'a> Extraction<'a> {
+    /// Reads `messages`, the next ones of the run.
+    pub fn feed(&mut self, messages: &'a [Message], cfg: &FactConfig) {
+        for m in messages {
+            self.fed += 1;
+            if m.role == Role::Assistant {
                 for p in &m.parts {
-                    match p {
-                        Part::Text(t) if !t.text.trim().is_empty() => {
-                            weight.add(&mut f.used_ids, &t.text, true);
-                            last_said = Some(&t.text);
-                            if let Some(s) = first_sentence(&t.text)
-                                && said.insert(s.clone())
-                            {
-                                f.narrative.push(s);
-                            }
-                        }
-                        Part::ToolCall(c) => {
-                            let args = c.arguments.to_value();
-                            // What it refers to counts, not the code it typed.
-                            let (references, _bodies) = split_arguments(&c.name, &args);
-                            for r in references {
-                                weight.add(&mut f.used_ids, r, false);
-                            }
-                            if cfg.todo_tools.iter().any(|t| t == &c.name) {
-                                f.todo = Some((c.name.clone(), args.clone()));
-                            }
-                            calls.insert(c.id.as_str(), (c.name.as_str(), args));
-                        }
-                        _ => {}
-                    }
+                    self.assistant_part(p, cfg);
                 }
+                continue;
             }
-            _ => {
-                for p in &m.parts {
-                    match p {
-                        Part::ToolResult(r) => {
-                            let at = results.len();
-                            results.push(r.text());
-                            let text = &results[at];
-                            let ok = outcome(r, text, &cfg.error_prefixes);
-                            if let CallOutcome::Failed(_) = ok {
-                                latest_error = Some(at);
-                            }
-                            if let Some((name, args)) = calls.get(r.call_id.as_str()) {
-                                record_call(&mut f, at, name, args, ok, text);
-                            }
-                        }
-                        Part::Text(t) if m.role == Role::User && !m.meta.injected => {
-                            user_text(&mut f, &t.text, &cfg.wrapper)
-                        }
-                        _ => {}
+            for p in &m.parts {
+                match p {
+                    Part::ToolResult(r) => self.result(r, cfg),
+                    Part::Text(t) if m.role == Role::User && !m.meta.injected => {
+                        user_text(&mut self.f, &t.text, &cfg.wrapper)
                     }
+                    _ => {}
                 }
             }
         }
     }
-    f.last_state = last_said.map(|t| clip(t.trim(), 600, 200));
-    f.referred = weight.ranked(&f.used_ids);
-    weight.rank(&mut f.used_ids);
-    f.latest_error = latest_error.map(|at| error_excerpt(&results[at]));
-    // Names seen only in results (paths, symbols, ids, URLs) are left to
-    // the originals: across agents the briefing's list of them was the
-    // least used of its sections (1 to 12 in 100 used again).
-    let n = results.len();
-    // Files only read early on were exploration: the briefing names the
-    // ones changed and the ones the agent was reading lately.
-    f.files.retain(|x| x.changed() || x.last_touch * 2 >= n);
-    f
+
+    fn assistant_part(&mut self, p: &'a Part, cfg: &FactConfig) {
+        let f = &mut self.f;
+        match p {
+            Part::Text(t) if !t.text.trim().is_empty() => {
+                self.weight.add(&mut f.used_ids, &t.text, true);
+                self.last_said = Some(Cow::Borrowed(&t.text));
+                if let Some(s) = first_sentence(&t.text)
+                    && self.said.insert(s.clone())
+                {
+                    f.narrative.push(s);
+                }
+            }
+            Part::ToolCall(c) => {
+                let args = c.arguments.to_value();
+                // What it refers to counts, not the code it typed.
+                let (references, _bodies) = split_arguments(&c.name, &args);
+                for r in references {
+                    self.weight.add(&mut f.used_ids, r, false);
+                }
+                if cfg.todo_tools.iter().any(|t| t == &c.name) {
+                    f.todo = Some((c.name.clone(), args.clone()));
+                }
+                self.calls
+                    .insert(Cow::Borrowed(&c.id), (Cow::Borrowed(&c.name), args));
+            }
+            _ => {}
+        }
+    }
+
+    fn result(&mut self, r: &'a ToolResult, cfg: &FactConfig) {
+        let at = self.results;
+        self.results += 1;
+        let text = r.text();
+        let ok = outcome(r, &text, &cfg.error_prefixes);
+        if let Some((name, args)) = self.calls.get(r.call_id.as_str()) {
+            record_call(&mut self.f, at, name, args, ok, &text);
+        }
+        if let CallOutcome::Failed(_) = ok {
+            self.latest_error = Some(text);
+        }
+    }
+
+    /// Messages read so far.
+    pub fn fed(&self) -> usize {
+        self.fed
+    }
+
+    /// A copy that owns what it holds, to resume from after the messages
+    /// it was taken from are gone.
+    pub fn detached(&self) -> Extraction<'static> {
+        let own = |c: &Cow<'a, str>| Cow::Owned(c.clone().into_owned());
+        Extraction {
+            f: self.f.clone(),
+            calls: self
+                .calls
+                .iter()
+                .map(|(id, (name, args))| (own(id), (own(name), args.clone())))
+                .collect(),
+            weight: self.weight.clone(),
+            results: self.results,
+            latest_error: self.latest_error.as_ref().map(own),
+            said: self.said.clone(),
+            last_said: self.last_said.as_ref().map(own),
+            fed: self.fed,
+        }
+    }
+
+    /// The facts of what was read.
+    pub fn finish(self) -> Facts {
+        let Extraction {
+            mut f,
+            weight,
+            results,
+            latest_error,
+            last_said,
+            ..
+        } = self;
+        f.last_state = last_said.map(|t| clip(t.trim(), 600, 200));
+        f.referred = weight.ranked(&f.used_ids);
+        weight.rank(&mut f.used_ids);
+        f.latest_error = latest_error.map(|t| error_excerpt(&t));
+        // Names seen only in results (paths, symbols, ids, URLs) are left to
+        // the originals: across agents the briefing's list of them was the
+        // least used of its sections (1 to 12 in 100 used again).
+        // Files only read early on were exploration: the briefing names the
+        // ones changed and the ones the agent was reading lately.
+        f.files
+            .retain(|x| x.changed() || x.last_touch * 2 >= results);
+        f
+    }
 }
 
 /// How often and how late the agent referred to each identifier: in its
 /// prose or in an argument that names something (a path, a command, an
 /// id). Names inside the bodies it typed (file contents, edits) are the
 /// language's as much as the task's and are not counted.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Weights {
     seen: HashMap<String, Seen>,
     clock: u32,
