@@ -28,6 +28,8 @@ use crate::tenant::Secret;
 /// Shared by every request.
 pub(crate) struct App {
     pub(crate) config: ProxyConfig,
+    /// Room for the bodies being compacted.
+    pub(crate) budget: crate::budget::Budget,
     pub(crate) upstream: Upstream,
     pub(crate) sessions: Sessions,
     pub(crate) engines: Engines,
@@ -253,13 +255,19 @@ async fn compact_and_send(
         headers,
         target,
     } = request;
+    let family = wire.family();
+    let provider = Provider::from(family);
+    let size = bytes.len();
+    let Some(room) = room_to_compact(app, provider, size).await else {
+        return busy(app, provider);
+    };
     let mut prepared = {
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
         while_client_waits(move |cancel| app.context(cancel).prepare(wire, &headers, &uri, &bytes))
             .await
             .unwrap_or_else(|e| Prepared::as_sent(format!("compaction stopped: {e}")))
     };
-    let family = wire.family();
+    drop(room);
     if let Prepared::Refused(why) = &prepared {
         return proxy_error(family, StatusCode::BAD_REQUEST, why);
     }
@@ -284,6 +292,9 @@ async fn compact_and_send(
             Some(t) if is_overflow_body(&text) => {
                 let (app2, s, c, tokens) =
                     (app.clone(), t.session.clone(), t.conv.clone(), t.tokens);
+                let Some(_room) = room_to_compact(app, provider, size).await else {
+                    return busy(app, provider);
+                };
                 while_client_waits(move |cancel| app2.context(cancel).shrink(&s, &c, tokens))
                     .await
                     .ok()
@@ -426,6 +437,40 @@ async fn read_body(
             ),
         )
     })
+}
+
+/// Room to compact a body of `bytes` in, waiting for it up to the body
+/// timeout (see `budget`).
+async fn room_to_compact(
+    app: &App,
+    provider: Provider,
+    bytes: usize,
+) -> Option<crate::budget::Reservation> {
+    let room = app
+        .budget
+        .reserve(bytes, app.config.serve.body_timeout())
+        .await;
+    if room.is_none() {
+        tracing::warn!(
+            provider = provider.as_str(),
+            bytes,
+            "no room to compact the request: [serve] max_preparing_megabytes is held by others"
+        );
+    }
+    room
+}
+
+/// The answer to a request that found no room to be compacted in.
+fn busy(app: &App, provider: Provider) -> Response<Body> {
+    app.metrics.busy();
+    let mb = app.config.serve.max_preparing_megabytes;
+    proxy_error(
+        provider,
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "the proxy is busy: the requests being compacted hold its {mb} MB ([serve] max_preparing_megabytes); retry shortly"
+        ),
+    )
 }
 
 fn upstream_failed(provider: impl Into<Provider>, e: &reqwest::Error) -> Response<Body> {

@@ -70,6 +70,12 @@ pub struct ServeConfig {
     /// nothing (or stalled on its body) is closed to make room, and when
     /// all are at work a new one gets 503.
     pub max_connections: usize,
+    /// Bodies the proxy compacts at once, in megabytes of their size (a
+    /// compaction takes a few times its body's size, up to about 25 times
+    /// for a history of very many tiny messages): past it, requests wait
+    /// their turn, and one that waits longer than `body_timeout_secs` gets
+    /// 503. A body larger than this is compacted alone.
+    pub max_preparing_megabytes: u64,
 }
 
 impl Default for ServeConfig {
@@ -93,6 +99,7 @@ impl Default for ServeConfig {
             header_timeout_secs: 30.0,
             body_timeout_secs: 120.0,
             max_connections: 512,
+            max_preparing_megabytes: 64,
         }
     }
 }
@@ -101,6 +108,11 @@ impl ServeConfig {
     /// Body limit in bytes.
     pub fn max_body_bytes(&self) -> usize {
         (self.max_body_megabytes as usize).saturating_mul(1 << 20)
+    }
+
+    /// The budget of bodies being compacted, in bytes.
+    pub fn max_preparing_bytes(&self) -> usize {
+        (self.max_preparing_megabytes as usize).saturating_mul(1 << 20)
     }
 
     /// The sessions' memory budget in bytes.
@@ -131,6 +143,9 @@ impl ServeConfig {
         }
         if self.max_connections == 0 {
             return bad("max_connections", "must be at least 1");
+        }
+        if self.max_preparing_megabytes == 0 {
+            return bad("max_preparing_megabytes", "must be at least 1");
         }
         for (key, secs) in [
             ("header_timeout_secs", self.header_timeout_secs),

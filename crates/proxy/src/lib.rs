@@ -25,6 +25,7 @@
 //! chunk by chunk.
 
 mod app;
+mod budget;
 mod cache;
 mod config;
 mod engines;
@@ -114,6 +115,7 @@ impl Proxy {
         let secret = secret(&config.serve, store.as_deref_mut())?;
         let metrics = Arc::new(metrics::Metrics::new());
         let app = app::App {
+            budget: budget::Budget::new(config.serve.max_preparing_bytes(), metrics.clone()),
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(
                 config.serve.max_sessions,

@@ -178,6 +178,8 @@ pub(crate) struct Metrics {
     upstream_latency: Histogram,
     active_sessions: Gauge,
     session_memory: Gauge,
+    preparing: Gauge,
+    busy: Counter,
     warmup: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
@@ -219,6 +221,8 @@ impl Metrics {
             upstream_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             active_sessions: Gauge::default(),
             session_memory: Gauge::default(),
+            preparing: Gauge::default(),
+            busy: Counter::default(),
             warmup: Gauge::default(),
         };
         m.register();
@@ -357,6 +361,16 @@ impl Metrics {
             "Bytes the sessions' last bodies hold (estimated), within [serve] session_memory_megabytes",
             self.session_memory.clone(),
         );
+        r.register(
+            "preparing_bytes",
+            "Bytes of bodies being compacted now, within [serve] max_preparing_megabytes",
+            self.preparing.clone(),
+        );
+        r.register(
+            "busy",
+            "Requests answered 503 because bodies being compacted held [serve] max_preparing_megabytes longer than the body timeout",
+            self.busy.clone(),
+        );
     }
 
     /// The text exposition.
@@ -483,6 +497,16 @@ impl Metrics {
     /// Bytes the sessions' last bodies hold.
     pub(crate) fn session_memory(&self, bytes: usize) {
         self.session_memory.set(bytes as i64);
+    }
+
+    /// Bytes of bodies being compacted now.
+    pub(crate) fn preparing(&self, bytes: usize) {
+        self.preparing.set(bytes as i64);
+    }
+
+    /// A request found no room to be compacted in.
+    pub(crate) fn busy(&self) {
+        self.busy.inc();
     }
 
     /// Time spent before forwarding.

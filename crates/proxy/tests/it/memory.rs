@@ -89,3 +89,40 @@ async fn sessions_past_the_memory_budget_drop_the_oldest_bodies_and_keep_working
     let _ = stop.send(());
     let _ = done.await;
 }
+
+/// Bodies compacted at once stay within `[serve] max_preparing_megabytes`:
+/// past it requests wait their turn (and all are served), a body larger
+/// than the whole budget is compacted alone, and the room is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_past_the_preparing_budget_wait_their_turn_and_all_are_compacted() {
+    let upstream = Mock::serve(|_| Some(openai_ok("ok")));
+    let mut config = ProxyConfig::from_toml("[trigger]\nmax_tokens = 20000\n").unwrap();
+    config.serve.openai_upstream = format!("{}/v1", upstream.url);
+    config.serve.max_preparing_megabytes = 1;
+    let (proxy, stop, done) = serve_config(config, None).await;
+
+    // Six sessions of about 0.47 MB at once: two fit the budget together.
+    let sent: Vec<_> = (0..6)
+        .map(|s| {
+            let (proxy, key) = (proxy.clone(), format!("sk-{s}"));
+            tokio::spawn(async move { send(&proxy, &key, &history(&key, TURNS)).await })
+        })
+        .collect();
+    for s in sent {
+        s.await.unwrap();
+    }
+    // One of about 1.2 MB: larger than the budget, compacted alone.
+    send(&proxy, "sk-big", &history("sk-big", 350)).await;
+
+    let seen = upstream.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 7);
+    for s in &seen {
+        let n = s.body["messages"].as_array().map_or(0, Vec::len);
+        assert!(n < 2 * TURNS, "a history of {n} messages went out whole");
+    }
+    let m = metrics_text(&proxy).await;
+    assert_eq!(metric(&m, "abridge_preparing_bytes"), 0.0, "{m}");
+    assert_eq!(metric(&m, "abridge_busy_total"), 0.0);
+    let _ = stop.send(());
+    let _ = done.await;
+}
