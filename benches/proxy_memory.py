@@ -9,8 +9,11 @@ so what is measured is the proxy alone.
 Rows: idle RSS; right after a 1M-message (33 MB) request and `--settle`
 seconds later; after `--sessions` sessions of the 8 MB tool chat
 (benches/workload.py, each its own `x-abridge-session`), and again after
-settling. Issue 32's bars: back within 10% of idle after a request, and 40
-sessions of 8 MB adding at most 100 MB.
+settling; and the peak (VmHWM) of a fresh proxy sent `--concurrent` such
+1M-message requests at once, which `[serve] max_preparing_megabytes` bounds
+(pass a `--config` that raises it to see them unbounded). Issue 32's bars:
+back within 10% of idle after a request, and 40 sessions of 8 MB adding at
+most 100 MB.
 """
 import argparse
 import http.server
@@ -57,12 +60,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {field}")
 
 
 def post(port, body, session):
@@ -78,6 +81,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=40)
     ap.add_argument("--settle", type=float, default=15.0)
+    ap.add_argument("--concurrent", type=int, default=4,
+                    help="1M-message requests sent at once to a fresh proxy (0: skip)")
     ap.add_argument("--config", help="an abridge config file for the proxy")
     ap.add_argument("--no-store", action="store_true",
                     help="keep originals in memory (the default store is a SQLite file in a temporary folder)")
@@ -117,6 +122,19 @@ def main():
             settled = p.rss()
             print(f"{'  %.0f s later' % args.settle:44s} {settled:8.0f} MB  (+{settled - p.idle:.0f} MB;"
                   f" sessions hold {p.held_mb():.0f} MB of it)")
+        if args.concurrent:
+            with Proxy(binary, upstream, args) as p:
+                spike = json.dumps(workload.tiny(1_000_000), separators=(",", ":")).encode()
+                sent = [threading.Thread(target=p.post, args=(spike, f"c{i}"))
+                        for i in range(args.concurrent)]
+                start = time.time()
+                for t in sent:
+                    t.start()
+                for t in sent:
+                    t.join()
+                took = time.time() - start
+                label = "peak, %d requests of %.0f MB at once" % (args.concurrent, len(spike) / 1e6)
+                print(f"{label:44s} {rss_mb(p.proc.pid, 'VmHWM'):8.0f} MB  (all answered in {took:.1f} s)")
     finally:
         up.shutdown()
 

@@ -272,7 +272,7 @@ async fn compact_and_send(
         return proxy_error(family, StatusCode::BAD_REQUEST, why);
     }
     app.metrics.added(start.elapsed().as_secs_f64());
-    let body = prepared.body().cloned().unwrap_or(bytes);
+    let body = prepared.body().cloned().unwrap_or_else(|| bytes.clone());
     let sent = Instant::now();
     let mut upstream = match app
         .upstream
@@ -290,15 +290,18 @@ async fn compact_and_send(
         let text = upstream.bytes().await.unwrap_or_default();
         let retry = match prepared.turn() {
             Some(t) if is_overflow_body(&text) => {
-                let (app2, s, c, tokens) =
-                    (app.clone(), t.session.clone(), t.conv.clone(), t.tokens);
+                let (app2, s, tokens) = (app.clone(), t.session.clone(), t.tokens);
+                let (uri, bytes) = (uri.clone(), bytes.clone());
                 let Some(_room) = room_to_compact(app, provider, size).await else {
                     return busy(app, provider);
                 };
-                while_client_waits(move |cancel| app2.context(cancel).shrink(&s, &c, tokens))
-                    .await
-                    .ok()
-                    .flatten()
+                while_client_waits(move |cancel| {
+                    app2.context(cancel)
+                        .shrink(&s, (wire, &uri, &bytes), tokens)
+                })
+                .await
+                .ok()
+                .flatten()
             }
             _ => None,
         };

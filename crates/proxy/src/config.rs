@@ -99,7 +99,7 @@ impl Default for ServeConfig {
             header_timeout_secs: 30.0,
             body_timeout_secs: 120.0,
             max_connections: 512,
-            max_preparing_megabytes: 64,
+            max_preparing_megabytes: 32,
         }
     }
 }

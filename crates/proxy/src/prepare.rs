@@ -65,15 +65,10 @@ impl Context<'_> {
             return p;
         }
         self.metrics.decoded(Decoded::Whole);
-        let mut conv = match decode_as(bytes, Some(wire.format())) {
-            Ok(mut convs) if convs.len() == 1 => convs.remove(0),
-            Ok(_) => return self.unusable("not one conversation".into()),
-            Err(e) => return self.unusable(format!("body does not decode: {e}")),
+        let conv = match decode_whole(wire, uri, bytes) {
+            Ok(c) => c,
+            Err(why) => return self.unusable(why),
         };
-        if conv.model.is_none() {
-            // Gemini names the model in the path (it is not written back).
-            conv.model = crate::route::gemini_conversation(uri.path()).map(str::to_owned);
-        }
         if self.cancel.is_cancelled() {
             return self.abandoned();
         }
@@ -390,7 +385,6 @@ impl Context<'_> {
             body,
             session: session.clone(),
             id: state.id.clone(),
-            conv: conv.clone(),
             usage: state.usage.clone(),
             report,
             warning,
@@ -429,12 +423,18 @@ impl Context<'_> {
 
     /// Compacts a session's history harder after the upstream refused
     /// `tokens` as too long; the body to retry with.
+    /// The body `bytes` (sent as `tokens`, which the upstream refused as too
+    /// long) compacted harder, for one retry. It is decoded again rather
+    /// than kept decoded while the upstream answers: a decoded history
+    /// takes many times its body, and a turn waits on the upstream long.
     pub(crate) fn shrink(
         &self,
         session: &Shared,
-        conv: &Conversation,
+        (wire, uri, bytes): (Wire, &Uri, &Bytes),
         tokens: Calibrated,
     ) -> Option<Bytes> {
+        let conv = decode_whole(wire, uri, bytes).ok()?;
+        let conv = &conv;
         let mut guard = session.blocking_lock();
         let s = &mut *guard;
         let target = tokens.scaled(self.config.serve.overflow_ratio);
@@ -559,4 +559,18 @@ fn resume_point(state: &SessionState, wire: Wire, bytes: &[u8]) -> Option<Resume
         }
     }
     best.map(Resume::Rewritten)
+}
+
+/// The conversation of a whole body, as the client sent it.
+fn decode_whole(wire: Wire, uri: &Uri, bytes: &[u8]) -> Result<Conversation, String> {
+    let mut conv = match decode_as(bytes, Some(wire.format())) {
+        Ok(mut convs) if convs.len() == 1 => convs.remove(0),
+        Ok(_) => return Err("not one conversation".into()),
+        Err(e) => return Err(format!("body does not decode: {e}")),
+    };
+    if conv.model.is_none() {
+        // Gemini names the model in the path (it is not written back).
+        conv.model = crate::route::gemini_conversation(uri.path()).map(str::to_owned);
+    }
+    Ok(conv)
 }

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use abridge::Report;
-use abridge::model::Conversation;
 use abridge::tokens::Calibrated;
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
@@ -43,8 +42,6 @@ pub(crate) struct Turn {
     pub(crate) session: Shared,
     /// Its id.
     pub(crate) id: SessionId,
-    /// The conversation as the client sent it (for a retry).
-    pub(crate) conv: Arc<Conversation>,
     /// Where the response's usage goes.
     pub(crate) usage: Arc<LastUsage>,
     /// What the engine did, when it ran to the end.
