@@ -53,7 +53,7 @@ pub(super) fn decode_any_size(text: &str, format: Option<Format>) -> Option<Resu
         Some(f) => f,
         None => detect(&envelope, &items)?,
     };
-    let decode_one: fn(Value, &dyn Fn() -> String) -> Result<Message> = match format {
+    let decode_one: DecodeOne = match format {
         Format::OpenAi => openai::decode_message,
         Format::Anthropic => anthropic::decode_message,
         _ => return None,
@@ -63,15 +63,81 @@ pub(super) fn decode_any_size(text: &str, format: Option<Format>) -> Option<Resu
         Ok(_) => return None,
         Err(e) => return Some(Err(e)),
     };
-    conv.messages.reserve(items.len());
+    // After what the envelope holds (Messages' system prompt).
+    match decode_messages(&items, decode_one)? {
+        Ok(mut messages) => conv.messages.append(&mut messages),
+        Err(e) => return Some(Err(e)),
+    }
+    Some(Ok(conv))
+}
+
+/// Decodes one message (`what` names it in an error).
+type DecodeOne = fn(Value, &dyn Fn() -> String) -> Result<Message>;
+
+/// Most threads a body's messages are decoded on.
+const MAX_THREADS: usize = 4;
+
+/// The messages, decoded on every core: contiguous shares of about equal
+/// text, one per thread, put back in order. What the first share to fail
+/// says is what a decoding in order would have said: `None` for a message
+/// that does not parse (the whole-tree path then says where), or its error.
+fn decode_messages(items: &[&RawValue], decode_one: DecodeOne) -> Option<Result<Vec<Message>>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+    if threads < 2 {
+        return decode_share(items, 0, decode_one);
+    }
+    let share = items
+        .iter()
+        .map(|r| r.get().len())
+        .sum::<usize>()
+        .div_ceil(threads);
+    let mut shares: Vec<(usize, &[&RawValue])> = Vec::with_capacity(threads);
+    let (mut start, mut acc) = (0, 0);
     for (i, raw) in items.iter().enumerate() {
-        let value = serde_json::from_str(raw.get()).ok()?;
-        match decode_one(value, &|| format!("messages[{i}]")) {
-            Ok(m) => conv.messages.push(m),
+        acc += raw.get().len();
+        if acc >= share {
+            shares.push((start, &items[start..=i]));
+            (start, acc) = (i + 1, 0);
+        }
+    }
+    if start < items.len() {
+        shares.push((start, &items[start..]));
+    }
+    let decoded: Vec<Option<Result<Vec<Message>>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .iter()
+            .map(|&(offset, share)| scope.spawn(move || decode_share(share, offset, decode_one)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let mut messages = Vec::with_capacity(items.len());
+    for share in decoded {
+        match share? {
+            Ok(mut m) => messages.append(&mut m),
             Err(e) => return Some(Err(e)),
         }
     }
-    Some(Ok(conv))
+    Some(Ok(messages))
+}
+
+/// `items` decoded in order; `offset`: the index of the first.
+fn decode_share(
+    items: &[&RawValue],
+    offset: usize,
+    decode_one: DecodeOne,
+) -> Option<Result<Vec<Message>>> {
+    let mut out = Vec::with_capacity(items.len());
+    for (i, raw) in items.iter().enumerate() {
+        let value = serde_json::from_str(raw.get()).ok()?;
+        match decode_one(value, &|| format!("messages[{}]", offset + i)) {
+            Ok(m) => out.push(m),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(out))
 }
 
 /// The format [`super::detect`] finds for a body with a `messages` array,
@@ -361,6 +427,43 @@ mod tests {
         });
         same(&openai.to_string(), None);
         same(&openai.to_string(), Some(Format::OpenAi));
+    }
+
+    /// Shares decoded on several threads come back in order, and a bad
+    /// message anywhere is named as the whole tree names it.
+    #[test]
+    fn shares_keep_the_order_and_the_first_error() {
+        let good = |i: usize| match i % 3 {
+            0 => json!({"role": "user", "content": format!("question {i}")}),
+            1 => {
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"),
+                "type": "function", "function": {"name": "ls", "arguments": "{}"}}]})
+            }
+            _ => {
+                json!({"role": "tool", "tool_call_id": format!("c{}", i - 1), "content": "a ".repeat(i)})
+            }
+        };
+        let body = |bad: &[usize]| {
+            let messages: Vec<Value> = (0..300)
+                .map(|i| match bad.contains(&i) {
+                    true => json!({"role": 5, "content": "x"}),
+                    false => good(i),
+                })
+                .collect();
+            json!({"model": "gpt-4o", "messages": messages}).to_string()
+        };
+        same(&body(&[]), None);
+        for bad in [&[0][..], &[1], &[150], &[299], &[120, 280], &[280, 20]] {
+            let first = bad.iter().min().unwrap();
+            let e = decode_any_size(&body(bad), Some(Format::OpenAi)).unwrap();
+            assert!(
+                e.unwrap_err()
+                    .to_string()
+                    .contains(&format!("messages[{first}]")),
+                "{bad:?}"
+            );
+            same(&body(bad), Some(Format::OpenAi));
+        }
     }
 
     #[test]
