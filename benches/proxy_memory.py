@@ -88,11 +88,14 @@ def main():
                     help="keep originals in memory (the default store is a SQLite file in a temporary folder)")
     args = ap.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "abridge-cli"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    # ABRIDGE_BIN: another build to measure (e.g. to compare two side by side).
+    binary = os.environ.get("ABRIDGE_BIN")
+    if not binary:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "abridge-cli"], cwd=ROOT, check=True)
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+        binary = os.path.join(target, "release", "abridge")
     up = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=up.serve_forever, daemon=True).start()
-    binary = os.path.join(target, "release", "abridge")
     upstream = f"http://127.0.0.1:{up.server_address[1]}/v1"
     try:
         with Proxy(binary, upstream, args) as p:

@@ -339,6 +339,10 @@ impl Thread {
         let sent = &outcome.conversation.messages;
         let tokens = report.tokens_after.saturating_sub(beside);
         self.state.last_sent = Some(report.tokens_after);
+        if report.compacted {
+            // What was replaced is not counted again.
+            self.counter.keep_only(sent);
+        }
         self.state.carryover = match (input.resent, report.compacted) {
             (true, true) => Some(Carryover::new(
                 &input.history.messages,

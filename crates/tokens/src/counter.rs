@@ -169,6 +169,21 @@ impl TokenCounter {
         counts
     }
 
+    /// Forgets every count but those of `messages`, and gives back the
+    /// memory the rest took: what a history was compacted to is all a
+    /// thread counts again (the messages it replaced are not sent again),
+    /// and a session's counter lives as long as the session.
+    pub fn keep_only(&mut self, messages: &[Message]) {
+        let mut kept = HashMap::with_capacity_and_hasher(messages.len(), Default::default());
+        for m in messages {
+            let key = content_hash(m);
+            if let Some(c) = self.cache.get(&key) {
+                kept.insert(key, *c);
+            }
+        }
+        self.cache = kept;
+    }
+
     /// Tokens of every message, in order.
     pub fn count_messages(&mut self, messages: &[Message]) -> Vec<TokenCounts> {
         // Each message hashed once: the prefill and the reads share the keys.
@@ -476,5 +491,27 @@ mod tests {
         };
         assert_eq!(Packed::of(&huge).unpack().text, u32::MAX as usize);
         assert!(std::mem::size_of::<Packed>() * 2 <= std::mem::size_of::<TokenCounts>());
+    }
+
+    #[test]
+    fn keeping_only_some_messages_forgets_the_rest_and_its_room() {
+        let messages: Vec<Message> = (0..1000)
+            .map(|i| Message::text(abridge_model::Role::User, format!("message number {i}")))
+            .collect();
+        let mut c = TokenCounter::new(TokenizerKind::O200kBase);
+        let counted = c.count_messages(&messages);
+        let room = c.cache.capacity();
+        c.keep_only(&messages[990..]);
+        assert_eq!(c.cache.len(), 10);
+        assert!(
+            c.cache.capacity() < room / 10,
+            "{} of {room}",
+            c.cache.capacity()
+        );
+        let (hits, misses) = c.cache_stats();
+        // The kept ones are read back, the rest counted again, alike.
+        assert_eq!(c.count_message(&messages[995]), counted[995]);
+        assert_eq!(c.count_message(&messages[5]), counted[5]);
+        assert_eq!(c.cache_stats(), (hits + 1, misses + 1));
     }
 }
