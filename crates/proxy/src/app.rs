@@ -292,16 +292,19 @@ async fn compact_and_send(
             Some(t) if is_overflow_body(&text) => {
                 let (app2, s, tokens) = (app.clone(), t.session.clone(), t.tokens);
                 let (uri, bytes) = (uri.clone(), bytes.clone());
-                let Some(_room) = room_to_compact(app, provider, size).await else {
-                    return busy(app, provider);
-                };
-                while_client_waits(move |cancel| {
-                    app2.context(cancel)
-                        .shrink(&s, (wire, &uri, &bytes), tokens)
-                })
-                .await
-                .ok()
-                .flatten()
+                // Without room to compact again, the upstream's answer goes back.
+                match room_to_compact(app, provider, size).await {
+                    Some(room) => {
+                        let shrunk = while_client_waits(move |cancel| {
+                            app2.context(cancel)
+                                .shrink(&s, (wire, &uri, &bytes), tokens)
+                        })
+                        .await;
+                        drop(room);
+                        shrunk.ok().flatten()
+                    }
+                    None => None,
+                }
             }
             _ => None,
         };
@@ -467,13 +470,17 @@ async fn room_to_compact(
 fn busy(app: &App, provider: Provider) -> Response<Body> {
     app.metrics.busy();
     let mb = app.config.serve.max_preparing_megabytes;
-    proxy_error(
+    let mut r = proxy_error(
         provider,
         StatusCode::SERVICE_UNAVAILABLE,
         &format!(
             "the proxy is busy: the requests being compacted hold its {mb} MB ([serve] max_preparing_megabytes); retry shortly"
         ),
-    )
+    );
+    // The SDKs retry a 503, after this when it is given.
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 fn upstream_failed(provider: impl Into<Provider>, e: &reqwest::Error) -> Response<Body> {
