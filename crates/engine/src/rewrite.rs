@@ -677,7 +677,6 @@ impl Rewriter<'_> {
     }
 }
 
-/// The report of a rewrite of `conv` that sends `after`.
 /// How many iterations before the tail, newest first, fit in `left`
 /// tokens (none from the head), and the first message of the oldest.
 fn tail_growth(work: &Work, mut left: Counted) -> (usize, usize) {
@@ -695,6 +694,7 @@ fn tail_growth(work: &Work, mut left: Counted) -> (usize, usize) {
     (extra, from)
 }
 
+/// The report of a rewrite of `conv` that sends `after`.
 fn report_of(
     conv: &Conversation,
     after: &Conversation,
