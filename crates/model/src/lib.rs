@@ -34,6 +34,7 @@ mod conversation;
 mod error;
 mod fingerprint;
 mod message;
+pub mod shares;
 pub mod text;
 mod validate;
 

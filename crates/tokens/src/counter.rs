@@ -200,7 +200,7 @@ impl TokenCounter {
     /// first time), and keeps their counts; the caller then reads them
     /// from the cache in order.
     fn prefill(&mut self, keys: &[u64], messages: &[Message]) {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+        let threads = abridge_model::shares::threads(MAX_THREADS);
         if threads < 2 {
             return;
         }
@@ -217,19 +217,11 @@ impl TokenCounter {
             return;
         }
         // Contiguous shares of about equal text, one per thread.
-        let share = bytes.div_ceil(threads);
-        let mut chunks: Vec<&[(u64, &Message, usize)]> = Vec::with_capacity(threads);
-        let (mut start, mut acc) = (0, 0);
-        for (i, (_, _, size)) in new.iter().enumerate() {
-            acc += size;
-            if acc >= share {
-                chunks.push(&new[start..=i]);
-                (start, acc) = (i + 1, 0);
-            }
-        }
-        if start < new.len() {
-            chunks.push(&new[start..]);
-        }
+        let chunks: Vec<&[(u64, &Message, usize)]> =
+            abridge_model::shares::shares(&new, |(_, _, size)| *size, threads)
+                .into_iter()
+                .map(|r| &new[r])
+                .collect();
         let kind = self.kind;
         let counted: Vec<Vec<(u64, TokenCounts)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = chunks

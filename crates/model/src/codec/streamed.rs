@@ -82,31 +82,15 @@ const MAX_THREADS: usize = 4;
 /// says is what a decoding in order would have said: `None` for a message
 /// that does not parse (the whole-tree path then says where), or its error.
 fn decode_messages(items: &[&RawValue], decode_one: DecodeOne) -> Option<Result<Vec<Message>>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+    let threads = crate::shares::threads(MAX_THREADS);
     if threads < 2 {
         return decode_share(items, 0, decode_one);
     }
-    let share = items
-        .iter()
-        .map(|r| r.get().len())
-        .sum::<usize>()
-        .div_ceil(threads);
-    let mut shares: Vec<(usize, &[&RawValue])> = Vec::with_capacity(threads);
-    let (mut start, mut acc) = (0, 0);
-    for (i, raw) in items.iter().enumerate() {
-        acc += raw.get().len();
-        if acc >= share {
-            shares.push((start, &items[start..=i]));
-            (start, acc) = (i + 1, 0);
-        }
-    }
-    if start < items.len() {
-        shares.push((start, &items[start..]));
-    }
+    let shares = crate::shares::shares(items, |r| r.get().len(), threads);
     let decoded: Vec<Option<Result<Vec<Message>>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = shares
             .iter()
-            .map(|&(offset, share)| scope.spawn(move || decode_share(share, offset, decode_one)))
+            .map(|r| scope.spawn(move || decode_share(&items[r.clone()], r.start, decode_one)))
             .collect();
         handles
             .into_iter()
