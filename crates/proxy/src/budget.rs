@@ -63,19 +63,16 @@ impl Budget {
             units: self.units,
             metrics: self.metrics.clone(),
         };
-        r.report();
+        r.report(&self.room);
         Some(r)
     }
 }
 
 impl Reservation {
     /// Bytes reserved now, by every request, in the metrics.
-    fn report(&self) {
-        if let Some(p) = &self.permit {
-            let free = p.semaphore().available_permits();
-            let held = (self.units as usize).saturating_sub(free);
-            self.metrics.preparing(held * UNIT);
-        }
+    fn report(&self, room: &Semaphore) {
+        let held = (self.units as usize).saturating_sub(room.available_permits());
+        self.metrics.preparing(held * UNIT);
     }
 }
 
@@ -84,8 +81,7 @@ impl Drop for Reservation {
         if let Some(p) = self.permit.take() {
             let room = p.semaphore().clone();
             drop(p);
-            let held = (self.units as usize).saturating_sub(room.available_permits());
-            self.metrics.preparing(held * UNIT);
+            self.report(&room);
         }
     }
 }

@@ -434,11 +434,10 @@ impl Context<'_> {
         tokens: Calibrated,
     ) -> Option<Bytes> {
         let conv = decode_whole(wire, uri, bytes).ok()?;
-        let conv = &conv;
         let mut guard = session.blocking_lock();
         let s = &mut *guard;
         let target = tokens.scaled(self.config.serve.overflow_ratio);
-        let input = Input::compact_to(conv, target.max(Calibrated::new(1)))
+        let input = Input::compact_to(&conv, target.max(Calibrated::new(1)))
             .resent()
             .cancelled_by(self.cancel);
         match s.thread.turn(&s.engine, input) {
