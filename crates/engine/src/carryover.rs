@@ -10,25 +10,40 @@
 //! [`Thread`](crate::Thread) keeps the carryover; a turn whose input is
 //! [`resent`](crate::Input::resent) applies it.
 
-use abridge_model::{Conversation, Message, fingerprint};
+use abridge_model::{Conversation, Message, chained};
 use abridge_tokens::Counted;
 use serde::{Deserialize, Serialize};
 
-/// Identity of a history prefix: how many messages, and their fingerprint.
+/// Identity of a history prefix: how many messages, and their chained
+/// fingerprint ([`chained`] from [`PrefixKey::EMPTY`]), which a caller that
+/// no longer holds a prefix can still [`extend`](PrefixKey::extend).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PrefixKey {
     /// Messages in the prefix.
     pub len: usize,
-    /// [`fingerprint`] of those messages.
+    /// The chain of those messages' fingerprints.
     pub fingerprint: u64,
 }
 
 impl PrefixKey {
+    /// The key of no messages. (Keys stored by earlier builds hashed a
+    /// whole prefix at once: they match nothing, and such a session's
+    /// history is compacted afresh once.)
+    pub const EMPTY: PrefixKey = PrefixKey {
+        len: 0,
+        fingerprint: 0x6162_7269_6467_6521,
+    };
+
     /// The key of all of `messages`.
     pub fn of(messages: &[Message]) -> PrefixKey {
+        PrefixKey::EMPTY.extend(messages)
+    }
+
+    /// The key of this prefix followed by `messages`.
+    pub fn extend(self, messages: &[Message]) -> PrefixKey {
         PrefixKey {
-            len: messages.len(),
-            fingerprint: fingerprint(messages),
+            len: self.len + messages.len(),
+            fingerprint: messages.iter().fold(self.fingerprint, chained),
         }
     }
 
@@ -36,7 +51,7 @@ impl PrefixKey {
     pub fn matches(&self, history: &[Message]) -> bool {
         history
             .get(..self.len)
-            .is_some_and(|p| fingerprint(p) == self.fingerprint)
+            .is_some_and(|p| PrefixKey::of(p) == *self)
     }
 }
 
@@ -81,18 +96,40 @@ impl Carryover {
 
     /// True when `history` still starts with the prefix that was compacted.
     pub fn applies_to(&self, history: &Conversation) -> bool {
-        self.source.matches(&history.messages)
+        self.applies_after(&PrefixKey::EMPTY, history)
+    }
+
+    /// The same for a `history` that leaves out its first messages, named
+    /// by `left_out`: it holds only what follows them.
+    pub fn applies_after(&self, left_out: &PrefixKey, history: &Conversation) -> bool {
+        self.source
+            .len
+            .checked_sub(left_out.len)
+            .and_then(|n| history.messages.get(..n))
+            .is_some_and(|held| left_out.extend(held) == self.source)
     }
 
     /// The compacted prefix followed by the messages `history` added since,
     /// in `history`'s envelope; `None` when `history` diverged.
     pub fn apply(&self, history: &Conversation) -> Option<Conversation> {
-        self.applies_to(history)
-            .then(|| self.apply_unchecked(history))
+        self.apply_after(&PrefixKey::EMPTY, history)
     }
 
-    pub(crate) fn apply_unchecked(&self, history: &Conversation) -> Conversation {
-        let added = &history.messages[self.source.len..];
+    /// The same for a `history` that leaves out its first messages, named
+    /// by `left_out`.
+    pub fn apply_after(
+        &self,
+        left_out: &PrefixKey,
+        history: &Conversation,
+    ) -> Option<Conversation> {
+        self.applies_after(left_out, history)
+            .then(|| self.apply_unchecked(history, left_out.len))
+    }
+
+    /// The compacted prefix followed by what `history` (which leaves out
+    /// its first `left_out` messages) holds after the source.
+    pub(crate) fn apply_unchecked(&self, history: &Conversation, left_out: usize) -> Conversation {
+        let added = &history.messages[self.source.len - left_out..];
         let mut messages = Vec::with_capacity(self.messages.len() + added.len());
         messages.extend_from_slice(&self.messages);
         messages.extend_from_slice(added);

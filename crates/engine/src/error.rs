@@ -53,6 +53,13 @@ pub enum Error {
     /// stopped at its next check and changed nothing the caller holds.
     #[error("cancelled: the turn was stopped before it finished")]
     Cancelled,
+    /// The history left out its first messages
+    /// ([`Input::after`](crate::Input::after)) but no carried compaction
+    /// covers them: the turn needs the whole history. Nothing changed.
+    #[error(
+        "the history leaves out its first {0} messages and no carried compaction covers them: send it whole"
+    )]
+    LeftOut(usize),
 }
 
 fn briefing_note(tokens: Counted) -> String {

@@ -5,6 +5,7 @@ use abridge_model::Conversation;
 use abridge_tokens::Calibrated;
 
 use crate::cancel::Cancel;
+use crate::carryover::PrefixKey;
 
 /// What a turn is given: a history, how it relates to the last turn's, and
 /// what to do with it.
@@ -13,6 +14,7 @@ pub struct Input<'a> {
     pub(crate) history: &'a Conversation,
     pub(crate) resent: bool,
     pub(crate) extending: Option<usize>,
+    pub(crate) left_out: PrefixKey,
     pub(crate) action: Action,
     pub(crate) cancel: Cancel,
 }
@@ -35,6 +37,7 @@ impl<'a> Input<'a> {
             history,
             resent: false,
             extending: None,
+            left_out: PrefixKey::EMPTY,
             action,
             cancel: Cancel::never(),
         }
@@ -84,6 +87,18 @@ impl<'a> Input<'a> {
     /// messages cost. Ignored when it does not match the last turn.
     pub fn extending(mut self, unchanged: usize) -> Self {
         self.extending = Some(unchanged);
+        self
+    }
+
+    /// The history leaves out its first messages, which `left_out` names,
+    /// and holds only those after them: a caller that resends a log need
+    /// not keep what a carried compaction already replaces. Indices
+    /// ([`extending`](Self::extending)) still count from the log's start.
+    /// The turn needs a carried compaction that covers what is left out
+    /// ([`Thread::takes`](crate::Thread::takes)); without one it fails with
+    /// [`Error::LeftOut`](crate::Error::LeftOut) and changes nothing.
+    pub fn after(mut self, left_out: PrefixKey) -> Self {
+        self.left_out = left_out;
         self
     }
 

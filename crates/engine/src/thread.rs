@@ -40,7 +40,7 @@ use abridge_tokens::{Calibrated, Counted, Reported, TokenCounter, TokenCounts};
 use crate::calibration::Calibration;
 use crate::carryover::Carryover;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::input::{Action, Input};
 use crate::plan::Plan;
@@ -215,6 +215,9 @@ impl Thread {
     /// log if it still applies (the cached prefix stays), or the history.
     pub fn turn<'a>(&mut self, engine: &Engine, input: Input<'a>) -> Result<Outcome<'a>> {
         let start = Instant::now();
+        if !self.takes(&input) {
+            return Err(Error::LeftOut(input.left_out.len));
+        }
         input.cancel.check()?;
         let m = self.measure(engine, &input);
         if let Err(e) = input.cancel.check() {
@@ -267,34 +270,46 @@ impl Thread {
         }
     }
 
+    /// Whether a turn can take `input`: a history that leaves out its first
+    /// messages ([`Input::after`]) needs a carried compaction that covers
+    /// them and goes on into what the history holds.
+    pub fn takes(&self, input: &Input<'_>) -> bool {
+        let left_out = &input.left_out;
+        let covers = |c: &Carryover| {
+            c.source().len >= left_out.len
+                && (self.last.as_ref().is_some_and(|s| s.extended_by(input))
+                    || c.applies_after(left_out, input.history))
+        };
+        left_out.len == 0 || input.resent && self.state.carryover.as_ref().is_some_and(covers)
+    }
+
     /// What the input adds to what the thread knows: the history as it goes
     /// out (a carried prefix applied), its tokens and iterations, counting
     /// only what the last turn did not.
     fn measure(&mut self, engine: &Engine, input: &Input<'_>) -> Measured {
         let history = input.history;
-        let seen = self
-            .last
-            .take()
-            .filter(|s| input.extending == Some(s.len) && s.len <= history.messages.len());
+        // What the history leaves out ([`Thread::takes`] checked it is covered).
+        let left = input.left_out.len;
+        let seen = self.last.take().filter(|s| s.extended_by(input));
         let carry = match input.resent {
             true => self
                 .state
                 .carryover
                 .take()
-                .filter(|c| seen.is_some() || c.applies_to(history)),
+                .filter(|c| seen.is_some() || c.applies_after(&input.left_out, history)),
             false => None,
         };
         let extends = seen.is_some();
         let (view, tokens, iterations) = match (&carry, seen) {
             (carry, Some(seen)) => {
-                let added = &history.messages[seen.len..];
-                let view = carry.as_ref().map(|c| c.apply_unchecked(history));
+                let added = &history.messages[seen.len - left..];
+                let view = carry.as_ref().map(|c| c.apply_unchecked(history, left));
                 let its = seen.iterations + opened(seen.iterations, added);
                 (view, seen.tokens + self.sum_of(added), its)
             }
             (Some(c), None) => {
-                let added = &history.messages[c.source().len..];
-                let view = c.apply_unchecked(history);
+                let added = &history.messages[c.source().len - left..];
+                let view = c.apply_unchecked(history, left);
                 let its = iterations(&view.messages).len();
                 (Some(view), c.tokens() + self.sum_of(added), its)
             }
@@ -344,8 +359,8 @@ impl Thread {
             self.counter.keep_only(sent);
         }
         self.state.carryover = match (input.resent, report.compacted) {
-            (true, true) => Some(Carryover::new(
-                &input.history.messages,
+            (true, true) => Some(Carryover::from_parts(
+                input.left_out.extend(&input.history.messages),
                 sent.clone(),
                 tokens,
             )),
@@ -353,7 +368,7 @@ impl Thread {
         };
         self.last = Some(Seen {
             len: match input.resent {
-                true => input.history.messages.len(),
+                true => input.left_out.len + input.history.messages.len(),
                 false => sent.len(),
             },
             tokens,
@@ -550,6 +565,16 @@ impl Thread {
                 .window
                 .map(|w| (calibrated.get() as f64 / w.get() as f64 * 10_000.0).round() / 10_000.0),
         }
+    }
+}
+
+impl Seen {
+    /// Whether `input` goes on from this turn's history, as its caller says
+    /// ([`Input::extending`]) and its length allows.
+    fn extended_by(&self, input: &Input<'_>) -> bool {
+        let left = input.left_out.len;
+        input.extending == Some(self.len)
+            && (left..=left + input.history.messages.len()).contains(&self.len)
     }
 }
 

@@ -29,6 +29,17 @@ pub fn fingerprint(messages: &[Message]) -> u64 {
     h.0.digest()
 }
 
+/// Fingerprint of `m` following a run whose chained fingerprint is
+/// `before`: a run's chain is its messages chained one by one from a fixed
+/// start, so it extends without the run (unlike [`fingerprint`], which
+/// hashes the run's length first). Cache markers are left out as in
+/// [`fingerprint`].
+pub fn chained(before: u64, m: &Message) -> u64 {
+    let mut h = Feed(Xxh3Default::new());
+    h.message(m);
+    xxhash_rust::xxh3::xxh3_64_with_seed(&h.0.digest().to_le_bytes(), before)
+}
+
 struct Feed(Xxh3Default);
 
 /// One text block with nothing but a cache marker beside its text: the

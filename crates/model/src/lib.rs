@@ -47,7 +47,7 @@ pub use conversation::{
     iterations, wire_offset,
 };
 pub use error::{Error, Result};
-pub use fingerprint::fingerprint;
+pub use fingerprint::{chained, fingerprint};
 pub use message::{
     Arguments, CACHE_CONTROL, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part,
     Reasoning, ReasoningKind, Role, TextPart, ToolCall, ToolResult, Usage,

@@ -5,7 +5,7 @@
 
 use abridge::model::{Conversation, Part, iterations, validate};
 use abridge::synth::{Spec, run};
-use abridge::{Compactor, Config, Input};
+use abridge::{Compactor, Config, Input, PrefixKey};
 use proptest::prelude::*;
 
 fn config(trigger: u64) -> Config {
@@ -121,6 +121,69 @@ proptest! {
         }
     }
 
+    /// A caller that keeps only what the carried compaction does not cover
+    /// (`after`: the prefix left out, named by its key) gets exactly what a
+    /// caller of whole histories gets, with or without `extending`; a turn
+    /// that leaves out what nothing carried covers fails and changes nothing.
+    #[test]
+    fn a_history_left_out_where_carried_matches_the_whole(
+        spec in spec(),
+        steps in prop::collection::vec((1usize..4, any::<prop::sample::Index>(), any::<bool>()), 1..30),
+    ) {
+        let full = run(spec);
+        let total = Compactor::new(Config::default()).unwrap().count(&full).get();
+        let cfg = config(total / 3 + 2_000);
+        let (mut a, mut b) = (Compactor::new(cfg.clone()).unwrap(), Compactor::new(cfg).unwrap());
+        let mut k = 1;
+        let mut before = 0;
+        for (step, cut, extending) in steps {
+            k += step;
+            let history = prefix(&full, k);
+            // Left out: up to the carried compaction's source, at most.
+            let covered = b.thread().carryover().map_or(0, |c| c.source().len);
+            let left = cut.index(covered + 1);
+            let key = PrefixKey::of(&history.messages[..left]);
+            let held = Conversation {
+                messages: history.messages[left..].to_vec(),
+                ..history.clone_envelope()
+            };
+            let mut input = Input::evaluate(&held).resent().after(key);
+            if extending {
+                input = input.extending(before);
+            }
+            prop_assert!(b.thread().takes(&input));
+            let x = a.turn(Input::evaluate(&history).resent());
+            let y = b.turn(input);
+            match (x, y) {
+                (Ok(x), Ok(y)) => {
+                    prop_assert_eq!(&x.conversation.messages, &y.conversation.messages);
+                    prop_assert_eq!(x.report.tokens_before, y.report.tokens_before);
+                    prop_assert_eq!(x.report.tokens_after, y.report.tokens_after);
+                    prop_assert_eq!(x.report.compacted, y.report.compacted);
+                }
+                (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
+                (x, y) => prop_assert!(false, "whole {:?} vs left out {:?}", x.map(|o| o.report), y.map(|o| o.report)),
+            }
+            prop_assert_eq!(a.thread().carryover(), b.thread().carryover());
+            before = history.messages.len();
+        }
+        // More left out than is carried: refused, and nothing changes.
+        let history = prefix(&full, k + 1);
+        let covered = b.thread().carryover().map_or(0, |c| c.source().len);
+        prop_assume!(covered < history.messages.len());
+        let held = Conversation {
+            messages: history.messages[covered + 1..].to_vec(),
+            ..history.clone_envelope()
+        };
+        let key = PrefixKey::of(&history.messages[..=covered]);
+        let carried = b.thread().carryover().cloned();
+        let input = Input::evaluate(&held).resent().after(key).extending(before);
+        prop_assert!(!b.thread().takes(&input));
+        let refused = matches!(b.turn(input), Err(abridge::Error::LeftOut(n)) if n == covered + 1);
+        prop_assert!(refused);
+        prop_assert_eq!(b.thread().carryover(), carried.as_ref());
+    }
+
     /// An edit inside the compacted prefix, or a rewind before its end, is
     /// detected: the result is what a fresh compactor makes of that history.
     #[test]
@@ -155,6 +218,22 @@ proptest! {
             (a, b) => prop_assert!(false, "continuity {:?} vs fresh {:?}", a.map(|o| o.report), b.map(|o| o.report)),
         }
     }
+}
+
+#[test]
+fn a_prefix_key_extends_to_the_key_of_the_whole() {
+    let full = run(Spec::default());
+    for cut in 0..=full.messages.len() {
+        let (head, rest) = full.messages.split_at(cut);
+        assert_eq!(
+            PrefixKey::of(head).extend(rest),
+            PrefixKey::of(&full.messages)
+        );
+        assert!(PrefixKey::of(head).matches(&full.messages));
+    }
+    let mut other = full.messages.clone();
+    other.swap(1, 2);
+    assert_ne!(PrefixKey::of(&other), PrefixKey::of(&full.messages));
 }
 
 /// The same history sent twice in a row is sent the same way twice.
