@@ -10,7 +10,7 @@ use abridge::model::{
     Conversation, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
 use abridge::tokens::{Calibrated, Counted};
-use abridge::{AttemptOutcome, Cancel, Input, Report};
+use abridge::{AttemptOutcome, Cancel, Input, PrefixKey, Report, Thread};
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Uri};
@@ -90,12 +90,12 @@ impl Context<'_> {
                 Err(e) => return self.unusable(e),
             },
         };
-        let conv = Arc::new(conv);
         let mut guard = session.blocking_lock();
         self.refresh_if_shared(&mut guard);
-        let prepared = self.turn(&session, &mut guard, &conv, None);
-        let raw = RawState::of(bytes, wire, conv.clone());
-        self.keep_raw(&mut guard, raw);
+        let whole = Continued::whole();
+        let prepared = self.turn(&session, &mut guard, &conv, &whole);
+        let raw = RawState::of(bytes, wire, Arc::new(conv));
+        self.keep_raw(&mut guard, raw, bytes.len());
         self.sessions.set_quick(quick, guard.id.clone());
         prepared
     }
@@ -164,31 +164,43 @@ impl Context<'_> {
             return None;
         }
         // Messages sent again must be the same ones, cache markers aside.
-        let at = raw.history.wire_offset() + index;
-        let again = raw.history.messages.len().checked_sub(at)?;
+        let held = &raw.held;
+        let at = held.index(index)?;
+        let again = held.history.messages.len().checked_sub(at)?;
         if decoded.len() < again
-            || fingerprint(&decoded[..again]) != fingerprint(&raw.history.messages[at..])
+            || fingerprint(&decoded[..again]) != fingerprint(&held.history.messages[at..])
         {
             return None;
         }
-        self.metrics.decoded(Decoded::Added);
-        let mut raw = state.raw.take()?;
-        let unchanged = raw.history.messages.len();
-        let history = Arc::make_mut(&mut raw.history);
+        let continued = Continued {
+            unchanged: held.len(),
+            left_out: held.left_out,
+        };
+        let mut held = state.raw.take()?.held;
+        let history = Arc::make_mut(&mut held.history);
         history.messages.truncate(at);
         history.messages.extend(decoded);
-        if !validate(&raw.history).is_empty() {
-            // The full decode says what is wrong.
+        self.refresh_if_shared(state);
+        if !continued.valid(&state.thread, &held.history) {
+            // The full decode says what is wrong (or, when what the
+            // history left out is no longer carried, takes it whole).
             return None;
         }
-        self.refresh_if_shared(state);
-        let prepared = self.turn(session, state, &raw.history, Some(unchanged));
-        self.keep_raw(state, Some(RawState::new(bytes, shape, raw.history)));
+        self.metrics.decoded(Decoded::Added);
+        let prepared = self.turn(session, state, &held.history, &continued);
+        self.keep_raw(state, Some(RawState::new(bytes, shape, held)), bytes.len());
         Some(prepared)
     }
 
-    /// Keeps a session's last body for its next request, within the budget.
-    fn keep_raw(&self, state: &mut SessionState, raw: Option<RawState>) {
+    /// Keeps a session's last body for its next request, within the
+    /// budget, without what its carried compaction covers (the background
+    /// preparer reads whole histories: a session with one keeps its whole).
+    fn keep_raw(&self, state: &mut SessionState, mut raw: Option<RawState>, body_len: usize) {
+        if let (Some(raw), Some(carry), None) =
+            (raw.as_mut(), state.thread.carryover(), &state.preparer)
+        {
+            raw.leave_out(carry.source().len, body_len);
+        }
         let held = self.sessions.keep_raw(state, raw);
         self.metrics.session_memory(held);
     }
@@ -292,14 +304,14 @@ impl Context<'_> {
         }
     }
 
-    /// One turn of a session; `unchanged`: how many of the messages are
-    /// known to be the last turn's whole history.
+    /// One turn of a session, on a history that goes on from its last as
+    /// `continued` says.
     fn turn(
         &self,
         session: &Shared,
         state: &mut SessionState,
-        conv: &Arc<Conversation>,
-        unchanged: Option<usize>,
+        conv: &Conversation,
+        continued: &Continued,
     ) -> Prepared {
         if let Some(u) = state.usage.take() {
             state.thread.reported(u);
@@ -310,10 +322,7 @@ impl Context<'_> {
             state.thread.adopt(carry);
         }
         let s = &mut *state;
-        let mut input = Input::evaluate(conv).resent().cancelled_by(self.cancel);
-        if let Some(n) = unchanged {
-            input = input.extending(n);
-        }
+        let input = continued.input(conv).cancelled_by(self.cancel);
         let turned = s.thread.turn(&s.engine, input);
         if let Err(abridge::Error::Cancelled) = turned {
             // Stopped part-way: nothing changed, nothing to account.
@@ -342,7 +351,10 @@ impl Context<'_> {
                 (Some(*floor), None, Some(why), tokens)
             }
             Err(e) => {
-                let carried = s.thread.carryover().and_then(|c| c.apply(conv));
+                let carried = s
+                    .thread
+                    .carryover()
+                    .and_then(|c| c.apply_after(&continued.left_out, conv));
                 (
                     carried,
                     None,
@@ -511,6 +523,49 @@ impl Context<'_> {
                 None
             }
         }
+    }
+}
+
+/// How a request's history goes on from its session's last one.
+struct Continued {
+    /// Its first messages are the last history's (0: none known).
+    unchanged: usize,
+    /// The messages it leaves out, which the carried compaction covers.
+    left_out: PrefixKey,
+}
+
+impl Continued {
+    /// A history decoded whole, with nothing known of it.
+    fn whole() -> Continued {
+        Continued {
+            unchanged: 0,
+            left_out: PrefixKey::EMPTY,
+        }
+    }
+
+    /// The turn's input for `conv`.
+    fn input<'a>(&self, conv: &'a Conversation) -> Input<'a> {
+        let input = Input::evaluate(conv).resent().after(self.left_out);
+        match self.unchanged {
+            0 => input,
+            n => input.extending(n),
+        }
+    }
+
+    /// Whether `thread` can take `history` and it is valid: whole, as it
+    /// is; with messages left out, as it goes out (the carried compaction
+    /// followed by what it holds after its source).
+    fn valid(&self, thread: &Thread, history: &Conversation) -> bool {
+        if self.left_out.len == 0 {
+            return validate(history).is_empty();
+        }
+        if !thread.takes(&self.input(history)) {
+            return false;
+        }
+        thread
+            .carryover()
+            .and_then(|c| c.apply_after(&self.left_out, history))
+            .is_some_and(|view| validate(&view).is_empty())
     }
 }
 

@@ -7,7 +7,7 @@ use abridge::background::Preparer;
 use abridge::model::{Conversation, Role, Wire, fingerprint};
 use abridge::recall::RecallScope;
 use abridge::tokens::Reported;
-use abridge::{Engine, Thread};
+use abridge::{Engine, PrefixKey, Thread};
 use abridge_store::SessionRecord;
 use axum::http::HeaderMap;
 use lru::LruCache;
@@ -153,24 +153,62 @@ pub(crate) struct RawState {
     pub(crate) anchor_tail: Vec<u8>,
     /// Its bytes from the array's close to its end.
     pub(crate) post: Vec<u8>,
-    /// The history it held, decoded.
-    pub(crate) history: Arc<Conversation>,
+    /// The history it held, decoded, but for what is left out.
+    pub(crate) held: HeldHistory,
     /// Bytes it holds, estimated ([`held::cost`]).
     pub(crate) cost: usize,
 }
 
+/// A session's last history as the proxy keeps it: decoded, without the
+/// messages its carried compaction covers (once there is one), which are
+/// never read again while it applies.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldHistory {
+    /// The messages after those left out, in the history's envelope.
+    pub(crate) history: Arc<Conversation>,
+    /// The messages left out: how many, and their key.
+    pub(crate) left_out: PrefixKey,
+    /// Messages before the body's history array (a system prompt carried
+    /// outside it): wire index 0 is message `offset`.
+    pub(crate) offset: usize,
+    /// Where the first held message starts in the body (0: all are held).
+    pub(crate) from_byte: usize,
+}
+
+impl HeldHistory {
+    /// A whole decoded history.
+    pub(crate) fn whole(history: Arc<Conversation>) -> HeldHistory {
+        HeldHistory {
+            offset: history.wire_offset(),
+            history,
+            left_out: PrefixKey::EMPTY,
+            from_byte: 0,
+        }
+    }
+
+    /// The held index of the message at `wire` index, if it is held.
+    pub(crate) fn index(&self, wire: usize) -> Option<usize> {
+        (self.offset + wire).checked_sub(self.left_out.len)
+    }
+
+    /// Messages in the whole history, those left out included.
+    pub(crate) fn len(&self) -> usize {
+        self.left_out.len + self.history.messages.len()
+    }
+}
+
 impl RawState {
-    /// The state of `body` of `wire`, which decoded to `history`.
+    /// The state of `body` of `wire`, which decoded whole to `history`.
     pub(crate) fn of(body: &[u8], wire: Wire, history: Arc<Conversation>) -> Option<RawState> {
         Some(RawState::new(
             body,
             shape(body, wire.history_key())?,
-            history,
+            HeldHistory::whole(history),
         ))
     }
 
     /// The state of `body`, whose shape is known.
-    pub(crate) fn new(body: &[u8], shape: Shape, history: Arc<Conversation>) -> RawState {
+    pub(crate) fn new(body: &[u8], shape: Shape, held: HeldHistory) -> RawState {
         let (anchors, hash) = prefix_hashes(body, &shape);
         RawState {
             hash,
@@ -181,10 +219,35 @@ impl RawState {
                 .first()
                 .map_or_else(Vec::new, |&s| tail_of(body, s).to_vec()),
             post: body[shape.post.clone()].to_vec(),
-            cost: held::cost(body.len(), history.messages.len()),
+            cost: held::cost(
+                body.len().saturating_sub(held.from_byte),
+                held.history.messages.len(),
+            ),
             shape,
-            history,
+            held,
         }
+    }
+
+    /// Stops holding the messages that a carried compaction covers (its
+    /// source's first `covered`), up to the newest [`ANCHORS`](crate::raw::ANCHORS):
+    /// a client that moves its cache marker sends those again, rewritten,
+    /// and they are compared with what was held.
+    pub(crate) fn leave_out(&mut self, covered: usize, body_len: usize) {
+        let held = &mut self.held;
+        let Some(&from_byte) = self.shape.starts.first() else {
+            return;
+        };
+        let first = held.offset + self.shape.index_of(0);
+        if covered < first || first <= held.left_out.len {
+            return;
+        }
+        let n = first - held.left_out.len;
+        let history = Arc::make_mut(&mut held.history);
+        held.left_out = held.left_out.extend(&history.messages[..n]);
+        history.messages.drain(..n);
+        history.messages.shrink_to_fit();
+        held.from_byte = from_byte;
+        self.cost = held::cost(body_len - from_byte, history.messages.len());
     }
 }
 

@@ -26,7 +26,7 @@ async fn send(proxy: &str, key: &str, messages: &[Value]) {
     let r = client()
         .post(format!("{proxy}/v1/chat/completions"))
         .bearer_auth(key)
-        .json(&json!({"model": "gpt-4o", "messages": messages}))
+        .json(&json!({"model": "local-model", "messages": messages}))
         .send()
         .await
         .unwrap();
@@ -125,4 +125,51 @@ async fn bodies_past_the_preparing_budget_wait_their_turn_and_all_are_compacted(
     assert_eq!(metric(&m, "abridge_busy_total"), 0.0);
     let _ = stop.send(());
     let _ = done.await;
+}
+
+/// A session that compacted holds only what its carried compaction does
+/// not cover: its next requests still decode only what they add, and what
+/// goes upstream is what a proxy that decodes every request whole sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_session_holds_only_what_its_compaction_does_not_cover() {
+    let upstream = Mock::serve(|_| Some(openai_ok("ok")));
+    let config = |memory| {
+        let mut c = ProxyConfig::from_toml("[trigger]\nmax_tokens = 20000\n").unwrap();
+        c.serve.openai_upstream = format!("{}/v1", upstream.url);
+        c.serve.session_memory_megabytes = memory;
+        c
+    };
+    let (kept, stop_kept, done_kept) = serve_config(config(64), None).await;
+    let (whole, stop_whole, done_whole) = serve_config(config(0), None).await;
+    let mut a = history("a", TURNS);
+    let mut compactions = 0.0;
+    for turns in TURNS..TURNS + 40 {
+        let grown = history("a", turns + 1);
+        if turns > TURNS {
+            a.extend_from_slice(&grown[a.len()..]);
+        }
+        send(&kept, "sk-a", &a).await;
+        send(&whole, "sk-a", &a).await;
+        let seen = upstream.seen.lock().unwrap().clone();
+        let (x, y) = (&seen[seen.len() - 2], &seen[seen.len() - 1]);
+        assert_eq!(x.body, y.body, "request of {turns} turns");
+        compactions = metric(&metrics_text(&kept).await, "abridge_compactions_total{");
+        let body: usize = a.iter().map(|m| m.to_string().len()).sum();
+        // What was added since the last compaction (under the 20,000-token
+        // trigger), not the whole history.
+        let (_, _, held) = counts(&kept).await;
+        assert!(
+            held < body as f64 / 4.0,
+            "{held} bytes held of a {body}-byte history"
+        );
+    }
+    assert!(compactions >= 2.0, "{compactions} compactions");
+    let (whole_kept, added_kept, _) = counts(&kept).await;
+    assert_eq!((whole_kept, added_kept), (1.0, 39.0));
+    let (whole_whole, _, held) = counts(&whole).await;
+    assert_eq!((whole_whole, held), (40.0, 0.0));
+    for (stop, done) in [(stop_kept, done_kept), (stop_whole, done_whole)] {
+        let _ = stop.send(());
+        let _ = done.await;
+    }
 }
