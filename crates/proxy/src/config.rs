@@ -35,7 +35,7 @@ pub struct ServeConfig {
     pub max_sessions: usize,
     /// Memory the sessions' last bodies may hold together, in megabytes
     /// (their decoded histories, which let a request decode only what it
-    /// added). Past it, the least recently used sessions drop theirs and
+    /// added, without the messages a carried compaction covers). Past it, the least recently used sessions drop theirs and
     /// their next request is decoded whole. 0: no session keeps one.
     pub session_memory_megabytes: u64,
     /// When the upstream refuses a history as too long, compact to
