@@ -48,6 +48,56 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Cal
     CallOutcome::Ok
 }
 
+/// Whether exit status 1 of shell `command` is an answer rather than a
+/// failure: its last command searched and found nothing (`grep`, `rg`,
+/// `ag`, `ack`, `git grep`), compared and found a difference (`diff`,
+/// `cmp`, `git diff`), or tested a condition that was false (`test`, `[`).
+/// Their manuals give 1 that meaning and keep 2 and above for trouble.
+pub fn answers_with_one(command: &str) -> bool {
+    let mut words = last_command(command)
+        .split_whitespace()
+        .skip_while(|w| w.contains('=') && !w.starts_with(['-', '=']));
+    let program = words.next().unwrap_or("");
+    let program = program.rsplit('/').next().unwrap_or(program);
+    match program {
+        "grep" | "egrep" | "fgrep" | "zgrep" | "rg" | "ag" | "ack" | "diff" | "cmp" | "test"
+        | "[" | "[[" => true,
+        "git" => matches!(words.next(), Some("grep" | "diff")),
+        _ => false,
+    }
+}
+
+/// The last command of a shell line: after its last `;`, `&`, `|` or line
+/// break outside quotes, whose status is the line's.
+fn last_command(line: &str) -> &str {
+    let (mut quote, mut escaped, mut start) = (None, false, 0);
+    let bytes = line.as_bytes();
+    // `2>&1`, `&>`, `<&`: a redirection, not a separator.
+    let redirects = |i: usize| {
+        (i > 0 && matches!(bytes[i - 1], b'>' | b'<')) || bytes.get(i + 1) == Some(&b'>')
+    };
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '&') if redirects(i) => {}
+            _ if escaped => escaped = false,
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => escaped = true,
+            (Some('"'), '"') => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, ';' | '&' | '|' | '\n') => start = i + 1,
+            _ => {}
+        }
+    }
+    let last = line[start..].trim();
+    match last.is_empty() {
+        // A line ending in a separator: the command before it.
+        true if start > 0 => last_command(line[..start - 1].trim_end_matches([';', '&', '|', '\n', ' '])),
+        _ => last,
+    }
+}
+
 /// An exit code reported in the first lines: `exit status 101`,
 /// `exit code: 2`, `<returncode>1</returncode>` (in any case).
 pub fn exit_code(text: &str) -> Option<i64> {
@@ -190,6 +240,36 @@ mod tests {
             }
         }
         None
+    }
+
+    #[test]
+    fn exit_one_answers_a_search_a_comparison_or_a_test() {
+        for answered in [
+            "grep -n foo src/lib.rs",
+            "cd repo && grep -rn \"a\\|b\" src",
+            "cd repo; LC_ALL=C /usr/bin/rg 'x|y' .",
+            "git grep -n needle",
+            "git diff --exit-code",
+            "diff -u a b",
+            "[ -f out.txt ]",
+            "python gen.py > a && cmp a b",
+            "cd x && grep foo bar;",
+            "grep -rn x . 2>&1",
+            "rg x &> out",
+        ] {
+            assert!(answers_with_one(answered), "{answered}");
+        }
+        for failed in [
+            "cargo test",
+            "grep foo bar | head",
+            "grep foo bar && make",
+            "python -c 'import re; grep = 1'",
+            "echo '; grep x'",
+            "git status",
+            "",
+        ] {
+            assert!(!answers_with_one(failed), "{failed}");
+        }
     }
 
     #[test]
