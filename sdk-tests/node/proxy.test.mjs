@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +20,7 @@ const LIMIT = 6000;
 const procs = [];
 let upstream;
 let proxy;
+let dir;
 
 /** Starts a process that prints its base URL on its first line. */
 function start(cmd, args) {
@@ -35,14 +36,18 @@ function start(cmd, args) {
 
 before(async () => {
   upstream = await start(path.join(bin, "abridge-fake-provider"), ["--max-tokens", String(LIMIT)]);
-  const store = path.join(mkdtempSync(path.join(tmpdir(), "abridge-node-")), "store.sqlite");
+  dir = mkdtempSync(path.join(tmpdir(), "abridge-node-"));
+  const store = path.join(dir, "store.sqlite");
   proxy = await start(path.join(bin, "abridge"), [
     "serve", "--listen", "127.0.0.1:0", "--config", path.join(root, "sdk-tests", "harness.toml"),
     "--openai-upstream", `${upstream}/v1`, "--anthropic-upstream", upstream, "--store", store,
   ]);
 });
 
-after(() => procs.forEach((p) => p.kill("SIGTERM")));
+after(() => {
+  procs.forEach((p) => p.kill("SIGTERM"));
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const fileContent = (turn) =>
   Array.from({ length: 30 }, (_, k) => `export const step_${turn}_${k} = (x) => x * ${k} + ${turn}; // line ${k}\n`).join("");

@@ -198,6 +198,10 @@ class ClientTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="abridge-clients-")
 
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
     def claude(self, trigger=None, limit=None, env=None):
         home = os.path.join(self.tmp, "claude-home")
         return Run(self, lambda url: claude_code(url, home, env or {}), trigger, limit)

@@ -4,6 +4,7 @@
 
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -37,6 +38,7 @@ class ProxyTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         stop(cls.proxy, cls.provider)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def report_since(self, start):
         return json.loads(get(self.upstream + "/_report"))["requests"][start:]

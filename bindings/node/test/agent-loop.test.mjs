@@ -6,7 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { generateText, tool, stepCountIs, modelMessageSchema } from 'ai'
@@ -30,7 +30,7 @@ function snapshot(page) {
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } }
 
-test('an AI SDK agent loop plateaus under the trigger with valid messages at every step', async () => {
+test('an AI SDK agent loop plateaus under the trigger with valid messages at every step', async (t) => {
   let call = 0
   const model = new MockLanguageModelV3({
     doGenerate: async () => {
@@ -52,7 +52,9 @@ test('an AI SDK agent loop plateaus under the trigger with valid messages at eve
     click: tool({ description: 'Click an element', inputSchema: z.object({ ref: z.string() }), execute: async ({ ref }) => snapshot(ref) }),
   }
   const compactions = []
-  const store = path.join(mkdtempSync(path.join(tmpdir(), 'abridge-pilo-')), 'store.sqlite')
+  const dir = mkdtempSync(path.join(tmpdir(), 'abridge-pilo-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const store = path.join(dir, 'store.sqlite')
   const inner = abridge.abridgePrepareStep({ triggerTokens: TRIGGER, targetTokens: TARGET, store, source: 'pilo-loop', onCompact: (r) => compactions.push(r) })
   const sent = []
   const prepareStep = async (step) => {

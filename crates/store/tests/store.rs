@@ -446,7 +446,8 @@ fn the_request_log_keeps_each_sessions_requests_in_order() {
 /// writes, 200 opens) failed one run in three here; this one is kept fast.
 #[test]
 fn opening_waits_for_a_writer_instead_of_failing() {
-    let dir = std::env::temp_dir().join(format!("abridge-store-busy-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-store-busy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("store.sqlite");
     let _ = std::fs::remove_file(&path);
@@ -477,6 +478,8 @@ fn opening_waits_for_a_writer_instead_of_failing() {
     writer.join().unwrap();
     let store = store.unwrap();
     assert!(store.list(10).unwrap().is_empty());
+    drop(store);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A compaction of a calibrated conversation is listed in both units: the

@@ -93,7 +93,9 @@ fn last_command(line: &str) -> &str {
     let last = line[start..].trim();
     match last.is_empty() {
         // A line ending in a separator: the command before it.
-        true if start > 0 => last_command(line[..start - 1].trim_end_matches([';', '&', '|', '\n', ' '])),
+        true if start > 0 => {
+            last_command(line[..start - 1].trim_end_matches([';', '&', '|', '\n', ' ']))
+        }
         _ => last,
     }
 }

@@ -366,7 +366,8 @@ fn eval_reports_agree_and_the_briefing_beats_the_recorded_summary() {
         ];
         (examples.map(String::from).to_vec(), "0.5")
     };
-    let out = std::env::temp_dir().join(format!("abridge-eval-{}", std::process::id()));
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-eval-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let html_path = out.join("report.html");
     let mut args: Vec<&str> = vec![

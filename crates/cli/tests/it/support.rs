@@ -13,7 +13,9 @@ pub(crate) fn root() -> PathBuf {
 /// Runs `abridge` from the repository root, with `stdin` if given. Snapshots
 /// go to a folder of this test run, never the user's data directory.
 pub(crate) fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let data = std::env::temp_dir().join(format!("abridge-data-{}", std::process::id()));
+    // Under target/: `cargo clean` removes it, and nothing piles up in /tmp.
+    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-data-{}", std::process::id()));
     let mut child = Command::new(env!("CARGO_BIN_EXE_abridge"))
         .args(args)
         .current_dir(root())
