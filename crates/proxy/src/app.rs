@@ -7,16 +7,18 @@ use abridge::Cancel;
 use abridge::model::Wire;
 use abridge::tokens::Reported;
 use axum::Router;
-use axum::body::{Body, Bytes, to_bytes};
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
 use axum::routing::{get, post};
+use futures_util::StreamExt as _;
 
+use crate::budget::Reservation;
 use crate::config::ProxyConfig;
 use crate::engines::Engines;
 use crate::forward::{OnUsage, Target, Upstream, is_event_stream, proxy_error, relay};
 use crate::listen::ReadingBody;
-use crate::metrics::{Metrics, Passthrough, Route};
+use crate::metrics::{Budgeted, Metrics, Passthrough, Route};
 use crate::prepare::Context;
 use crate::prepared::Prepared;
 use crate::recall::{Onward, Resend};
@@ -30,6 +32,8 @@ pub(crate) struct App {
     pub(crate) config: ProxyConfig,
     /// Room for the bodies being compacted.
     pub(crate) budget: crate::budget::Budget,
+    /// Room for the bodies held, from their first byte until forwarded.
+    pub(crate) receiving: crate::budget::Budget,
     pub(crate) upstream: Upstream,
     pub(crate) sessions: Sessions,
     pub(crate) engines: Engines,
@@ -157,9 +161,9 @@ async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
     let provider = Provider::of(parts.uri.path(), &parts.headers, parts.uri.query());
     let response = match target(&app, provider, &parts.uri) {
         Err(why) => refused(&app, provider, &parts.uri, why),
-        Ok(target) => match read_body(&app, provider, &parts.extensions, body).await {
+        Ok(target) => match read_body(&app, provider, &parts, body).await {
             Err(r) => r,
-            Ok(bytes) => {
+            Ok((bytes, _held)) => {
                 let tenant = app.secret.tenant_of(&parts.headers, parts.uri.query());
                 app.passthroughs.note(tenant.as_str(), &parts, provider);
                 app.metrics.passthrough(Passthrough::Unmodeled);
@@ -201,9 +205,9 @@ async fn conversation(app: Arc<App>, wire: Wire, req: Request) -> Response<Body>
     let provider = Provider::from(wire.family());
     let response = match target(&app, provider, &parts.uri) {
         Err(why) => refused(&app, provider, &parts.uri, why),
-        Ok(target) => match read_body(&app, provider, &parts.extensions, body).await {
+        Ok(target) => match read_body(&app, provider, &parts, body).await {
             Err(r) => r,
-            Ok(bytes) => {
+            Ok((bytes, _held)) => {
                 let request = Outgoing {
                     method: parts.method,
                     uri: parts.uri,
@@ -259,7 +263,7 @@ async fn compact_and_send(
     let provider = Provider::from(family);
     let size = bytes.len();
     let Some(room) = room_to_compact(app, provider, size).await else {
-        return busy(app, provider);
+        return busy(app, provider, Budgeted::Preparing);
     };
     let mut prepared = {
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
@@ -415,25 +419,17 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
     }))
 }
 
-/// The request's body, within the size and time limits.
+/// The request's body, within the size and time limits, and the room it
+/// holds in `[serve] max_receiving_megabytes` until the request is done.
 async fn read_body(
     app: &App,
     provider: Provider,
-    extensions: &axum::http::Extensions,
+    parts: &axum::http::request::Parts,
     body: Body,
-) -> Result<Bytes, Response<Body>> {
+) -> Result<(Bytes, Reservation), Response<Body>> {
     let limit = app.config.serve.max_body_bytes();
-    let _reading = ReadingBody::start(extensions);
-    let secs = app.config.serve.body_timeout_secs;
-    let read = tokio::time::timeout(app.config.serve.body_timeout(), to_bytes(body, limit));
-    let Ok(read) = read.await else {
-        return Err(proxy_error(
-            provider,
-            StatusCode::REQUEST_TIMEOUT,
-            &format!("the request body did not arrive within {secs} s ([serve] body_timeout_secs)"),
-        ));
-    };
-    read.map_err(|_| {
+    let _reading = ReadingBody::start(&parts.extensions);
+    let too_large = || {
         let mb = app.config.serve.max_body_megabytes;
         proxy_error(
             provider,
@@ -442,16 +438,67 @@ async fn read_body(
                 "request body exceeds the proxy's limit of {mb} MB ([serve] max_body_megabytes)"
             ),
         )
-    })
+    };
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let wait = app.config.serve.body_timeout();
+    let deadline = tokio::time::Instant::now() + wait;
+    // Room for what it says it holds, before a byte is read.
+    let Some(mut room) = app.receiving.reserve(declared.unwrap_or(0), wait).await else {
+        return Err(busy(app, provider, Budgeted::Receiving));
+    };
+    let read = async {
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0));
+        let mut frames = body.into_data_stream();
+        while let Some(frame) = frames.next().await {
+            let frame = frame.map_err(|_| Unread::Broken)?;
+            let len = bytes.len() + frame.len();
+            if len > limit {
+                return Err(Unread::TooLarge);
+            }
+            if !room.grow_to(len) {
+                return Err(Unread::NoRoom);
+            }
+            bytes.extend_from_slice(&frame);
+        }
+        Ok(Bytes::from(bytes))
+    };
+    let secs = app.config.serve.body_timeout_secs;
+    match tokio::time::timeout_at(deadline, read).await {
+        Ok(Ok(bytes)) => Ok((bytes, room)),
+        Ok(Err(Unread::TooLarge)) => Err(too_large()),
+        Ok(Err(Unread::NoRoom)) => Err(busy(app, provider, Budgeted::Receiving)),
+        Ok(Err(Unread::Broken)) => Err(proxy_error(
+            provider,
+            StatusCode::BAD_REQUEST,
+            "the request body could not be read",
+        )),
+        Err(_) => Err(proxy_error(
+            provider,
+            StatusCode::REQUEST_TIMEOUT,
+            &format!("the request body did not arrive within {secs} s ([serve] body_timeout_secs)"),
+        )),
+    }
+}
+
+/// Why a body was not read.
+enum Unread {
+    /// Over `[serve] max_body_megabytes`.
+    TooLarge,
+    /// No room in `[serve] max_receiving_megabytes`.
+    NoRoom,
+    /// The connection failed part-way.
+    Broken,
 }
 
 /// Room to compact a body of `bytes` in, waiting for it up to the body
 /// timeout (see `budget`).
-async fn room_to_compact(
-    app: &App,
-    provider: Provider,
-    bytes: usize,
-) -> Option<crate::budget::Reservation> {
+async fn room_to_compact(app: &App, provider: Provider, bytes: usize) -> Option<Reservation> {
     let room = app
         .budget
         .reserve(bytes, app.config.serve.body_timeout())
@@ -466,16 +513,28 @@ async fn room_to_compact(
     room
 }
 
-/// The answer to a request that found no room to be compacted in.
-fn busy(app: &App, provider: Provider) -> Response<Body> {
-    app.metrics.busy();
-    let mb = app.config.serve.max_preparing_megabytes;
+/// The answer to a request that found no room in `budget`.
+fn busy(app: &App, provider: Provider, budget: Budgeted) -> Response<Body> {
+    let (mb, key, holders) = match budget {
+        Budgeted::Preparing => {
+            app.budget.busy();
+            let mb = app.config.serve.max_preparing_megabytes;
+            (
+                mb,
+                "max_preparing_megabytes",
+                "the requests being compacted",
+            )
+        }
+        Budgeted::Receiving => {
+            app.receiving.busy();
+            let mb = app.config.serve.max_receiving_megabytes;
+            (mb, "max_receiving_megabytes", "the request bodies held")
+        }
+    };
     let mut r = proxy_error(
         provider,
         StatusCode::SERVICE_UNAVAILABLE,
-        &format!(
-            "the proxy is busy: the requests being compacted hold its {mb} MB ([serve] max_preparing_megabytes); retry shortly"
-        ),
+        &format!("the proxy is busy: {holders} take its {mb} MB ([serve] {key}); retry shortly"),
     );
     // The SDKs retry a 503, after this when it is given.
     r.headers_mut()

@@ -1,4 +1,5 @@
-//! The memory requests may take while the proxy compacts them.
+//! The memory requests may take: while their bodies are held, and while
+//! the proxy compacts them.
 //!
 //! Decoding and compacting a body takes several times its size (about 25
 //! times for a history of a million one-word messages), and each request is
@@ -9,16 +10,23 @@
 //! back once it is. Requests past the budget wait in arrival order; a
 //! request that waits longer than the body timeout is answered 503.
 //!
+//! Bodies themselves are held from their first byte until forwarded, under
+//! `[serve] max_receiving_megabytes`: a body that says its length reserves
+//! it before a byte is read (its bytes wait in the connection meanwhile),
+//! and one that does not grows its reservation as it arrives, refused when
+//! there is no more room (waiting there could leave every connection
+//! holding half a body).
+//!
 //! Compacting is short (well under a second for the common sizes), so a
 //! wait is too; a body larger than the whole budget takes all of it and is
-//! compacted alone.
+//! handled alone.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::metrics::Metrics;
+use crate::metrics::{Budgeted, Metrics};
 
 /// Room is counted in kibibytes, so that any budget fits a permit count.
 const UNIT: usize = 1024;
@@ -26,6 +34,7 @@ const UNIT: usize = 1024;
 pub(crate) struct Budget {
     room: Arc<Semaphore>,
     units: u32,
+    what: Budgeted,
     metrics: Arc<Metrics>,
 }
 
@@ -33,26 +42,31 @@ pub(crate) struct Budget {
 pub(crate) struct Reservation {
     permit: Option<OwnedSemaphorePermit>,
     units: u32,
+    what: Budgeted,
     metrics: Arc<Metrics>,
 }
 
 impl Budget {
-    pub(crate) fn new(bytes: usize, metrics: Arc<Metrics>) -> Budget {
+    /// A budget of `bytes` for `what`, its use shown in `metrics`.
+    pub(crate) fn new(bytes: usize, what: Budgeted, metrics: Arc<Metrics>) -> Budget {
         let units = u32::try_from(bytes / UNIT).unwrap_or(u32::MAX).max(1);
         Budget {
             room: Arc::new(Semaphore::new(units as usize)),
             units,
+            what,
             metrics,
         }
+    }
+
+    /// Units for a body of `bytes`: the whole budget at most.
+    fn units_for(&self, bytes: usize) -> u32 {
+        units_for(bytes, self.units)
     }
 
     /// Reserves room for a body of `bytes` (all of the budget at most),
     /// waiting up to `wait` for it; `None` when none came.
     pub(crate) async fn reserve(&self, bytes: usize, wait: Duration) -> Option<Reservation> {
-        let want = u32::try_from(bytes.div_ceil(UNIT))
-            .unwrap_or(u32::MAX)
-            .clamp(1, self.units);
-        let acquire = self.room.clone().acquire_many_owned(want);
+        let acquire = self.room.clone().acquire_many_owned(self.units_for(bytes));
         let permit = match tokio::time::timeout(wait, acquire).await {
             Ok(Ok(p)) => p,
             // Timed out (the semaphore is never closed).
@@ -61,18 +75,52 @@ impl Budget {
         let r = Reservation {
             permit: Some(permit),
             units: self.units,
+            what: self.what,
             metrics: self.metrics.clone(),
         };
         r.report(&self.room);
         Some(r)
     }
+
+    /// Counts a request that found no room.
+    pub(crate) fn busy(&self) {
+        self.metrics.busy(self.what);
+    }
+}
+
+fn units_for(bytes: usize, budget: u32) -> u32 {
+    u32::try_from(bytes.div_ceil(UNIT))
+        .unwrap_or(u32::MAX)
+        .clamp(1, budget)
 }
 
 impl Reservation {
+    /// Grows the reservation to a body of `bytes` (all of the budget at
+    /// most) if there is room now; false when there is not.
+    pub(crate) fn grow_to(&mut self, bytes: usize) -> bool {
+        let Some(permit) = self.permit.as_mut() else {
+            return false;
+        };
+        let held = u32::try_from(permit.num_permits()).unwrap_or(u32::MAX);
+        let want = units_for(bytes, self.units);
+        if want <= held {
+            return true;
+        }
+        let room = permit.semaphore().clone();
+        match room.clone().try_acquire_many_owned(want - held) {
+            Ok(more) => {
+                permit.merge(more);
+                self.report(&room);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Bytes reserved now, by every request, in the metrics.
     fn report(&self, room: &Semaphore) {
         let held = (self.units as usize).saturating_sub(room.available_permits());
-        self.metrics.preparing(held * UNIT);
+        self.metrics.budget_held(self.what, held * UNIT);
     }
 }
 
@@ -93,7 +141,7 @@ mod tests {
     #[tokio::test]
     async fn past_the_budget_a_body_waits_until_room_is_given_back() {
         let metrics = Arc::new(Metrics::new());
-        let budget = Budget::new(4 * UNIT * UNIT, metrics.clone());
+        let budget = Budget::new(4 * UNIT * UNIT, Budgeted::Preparing, metrics.clone());
         let wait = Duration::from_millis(50);
         let big = budget.reserve(3 * UNIT * UNIT, wait).await.expect("room");
         assert!(metrics.render().contains("abridge_preparing_bytes 3145728"));
@@ -108,5 +156,26 @@ mod tests {
         assert!(budget.reserve(1, wait).await.is_none());
         drop(whole);
         assert!(metrics.render().contains("abridge_preparing_bytes 0"));
+    }
+
+    #[tokio::test]
+    async fn a_reservation_grows_while_there_is_room_and_up_to_the_budget() {
+        let metrics = Arc::new(Metrics::new());
+        let budget = Budget::new(4 * UNIT * UNIT, Budgeted::Receiving, metrics.clone());
+        let wait = Duration::from_millis(50);
+        let mut a = budget.reserve(0, wait).await.expect("room");
+        assert!(a.grow_to(2 * UNIT * UNIT));
+        assert!(metrics.render().contains("abridge_receiving_bytes 2097152"));
+        let mut b = budget.reserve(UNIT * UNIT, wait).await.expect("room");
+        // 3 MB held: a cannot take 2 more, and keeps what it has.
+        assert!(!a.grow_to(4 * UNIT * UNIT));
+        assert!(a.grow_to(3 * UNIT * UNIT));
+        assert!(!b.grow_to(UNIT * UNIT + 1));
+        drop(b);
+        // Alone, it grows to the whole budget and past it without more.
+        assert!(a.grow_to(64 * UNIT * UNIT));
+        assert!(metrics.render().contains("abridge_receiving_bytes 4194304"));
+        drop(a);
+        assert!(metrics.render().contains("abridge_receiving_bytes 0"));
     }
 }

@@ -76,6 +76,13 @@ pub struct ServeConfig {
     /// their turn, and one that waits longer than `body_timeout_secs` gets
     /// 503. A body larger than this is compacted alone.
     pub max_preparing_megabytes: u64,
+    /// Request bodies the proxy holds at once, in megabytes: from the
+    /// first byte read until the request is forwarded. A body that says its
+    /// length waits for room (up to `body_timeout_secs`, then 503) before
+    /// it is read, so the bytes wait in the client's connection rather
+    /// than in memory; one that does not (chunked) is refused with 503 when
+    /// it would go past the budget. A body larger than this is held alone.
+    pub max_receiving_megabytes: u64,
 }
 
 impl Default for ServeConfig {
@@ -100,6 +107,7 @@ impl Default for ServeConfig {
             body_timeout_secs: 120.0,
             max_connections: 512,
             max_preparing_megabytes: 32,
+            max_receiving_megabytes: 256,
         }
     }
 }
@@ -113,6 +121,11 @@ impl ServeConfig {
     /// The budget of bodies being compacted, in bytes.
     pub fn max_preparing_bytes(&self) -> usize {
         (self.max_preparing_megabytes as usize).saturating_mul(1 << 20)
+    }
+
+    /// The budget of bodies held at once, in bytes.
+    pub fn max_receiving_bytes(&self) -> usize {
+        (self.max_receiving_megabytes as usize).saturating_mul(1 << 20)
     }
 
     /// The sessions' memory budget in bytes.
@@ -146,6 +159,9 @@ impl ServeConfig {
         }
         if self.max_preparing_megabytes == 0 {
             return bad("max_preparing_megabytes", "must be at least 1");
+        }
+        if self.max_receiving_megabytes == 0 {
+            return bad("max_receiving_megabytes", "must be at least 1");
         }
         for (key, secs) in [
             ("header_timeout_secs", self.header_timeout_secs),

@@ -115,7 +115,16 @@ impl Proxy {
         let secret = secret(&config.serve, store.as_deref_mut())?;
         let metrics = Arc::new(metrics::Metrics::new());
         let app = app::App {
-            budget: budget::Budget::new(config.serve.max_preparing_bytes(), metrics.clone()),
+            budget: budget::Budget::new(
+                config.serve.max_preparing_bytes(),
+                metrics::Budgeted::Preparing,
+                metrics.clone(),
+            ),
+            receiving: budget::Budget::new(
+                config.serve.max_receiving_bytes(),
+                metrics::Budgeted::Receiving,
+                metrics.clone(),
+            ),
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(
                 config.serve.max_sessions,

@@ -180,7 +180,19 @@ pub(crate) struct Metrics {
     session_memory: Gauge,
     preparing: Gauge,
     busy: Counter,
+    receiving: Gauge,
+    receiving_busy: Counter,
     warmup: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+/// What a memory budget holds room for (see `budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Budgeted {
+    /// Bodies being compacted: `[serve] max_preparing_megabytes`.
+    Preparing,
+    /// Bodies held from their first byte until forwarded: `[serve]
+    /// max_receiving_megabytes`.
+    Receiving,
 }
 
 impl Default for Metrics {
@@ -223,6 +235,8 @@ impl Metrics {
             session_memory: Gauge::default(),
             preparing: Gauge::default(),
             busy: Counter::default(),
+            receiving: Gauge::default(),
+            receiving_busy: Counter::default(),
             warmup: Gauge::default(),
         };
         m.register();
@@ -371,6 +385,16 @@ impl Metrics {
             "Requests answered 503 because bodies being compacted held [serve] max_preparing_megabytes longer than the body timeout",
             self.busy.clone(),
         );
+        r.register(
+            "receiving_bytes",
+            "Bytes of request bodies held now (read, compacted or forwarded), within [serve] max_receiving_megabytes",
+            self.receiving.clone(),
+        );
+        r.register(
+            "receiving_busy",
+            "Requests answered 503 because the bodies held took [serve] max_receiving_megabytes",
+            self.receiving_busy.clone(),
+        );
     }
 
     /// The text exposition.
@@ -499,14 +523,20 @@ impl Metrics {
         self.session_memory.set(bytes as i64);
     }
 
-    /// Bytes of bodies being compacted now.
-    pub(crate) fn preparing(&self, bytes: usize) {
-        self.preparing.set(bytes as i64);
+    /// Bytes `budget` holds now.
+    pub(crate) fn budget_held(&self, budget: Budgeted, bytes: usize) {
+        match budget {
+            Budgeted::Preparing => self.preparing.set(bytes as i64),
+            Budgeted::Receiving => self.receiving.set(bytes as i64),
+        };
     }
 
-    /// A request found no room to be compacted in.
-    pub(crate) fn busy(&self) {
-        self.busy.inc();
+    /// A request found no room in `budget`.
+    pub(crate) fn busy(&self, budget: Budgeted) {
+        match budget {
+            Budgeted::Preparing => self.busy.inc(),
+            Budgeted::Receiving => self.receiving_busy.inc(),
+        };
     }
 
     /// Time spent before forwarding.

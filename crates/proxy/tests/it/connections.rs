@@ -166,3 +166,91 @@ async fn when_every_connection_is_at_work_a_new_one_hears_why() {
     let _ = stop.send(());
     let _ = done.await;
 }
+
+/// Sends a POST head for a body of `len` bytes (chunked when `None`) and
+/// `part` of it, leaving the rest unsent (a whole body for `/v1/files`).
+fn half_a_body(proxy: &str, len: Option<usize>, part: &[u8]) -> TcpStream {
+    let mut s = connect(proxy);
+    let path = match len {
+        Some(n) if n == part.len() => "/v1/files",
+        _ => "/v1/chat/completions",
+    };
+    let length = match len {
+        Some(n) => format!("Content-Length: {n}\r\n"),
+        None => "Transfer-Encoding: chunked\r\n".to_owned(),
+    };
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n{length}\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    match len {
+        Some(_) => s.write_all(part).unwrap(),
+        None => s
+            .write_all(format!("{:x}\r\n", part.len()).as_bytes())
+            .and_then(|()| s.write_all(part))
+            .and_then(|()| s.write_all(b"\r\n"))
+            .unwrap(),
+    }
+    s
+}
+
+/// Bodies held at once stay within `[serve] max_receiving_megabytes`, from
+/// their first byte until forwarded: one that says its length waits for
+/// room before it is read (503 once the body timeout passes), a chunked one
+/// that would go past it is refused at once, and room given back serves
+/// the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_held_at_once_stay_within_the_receiving_budget() {
+    // The large body's upstream answers late: its room is held meanwhile.
+    let upstream = Mock::serve(|seen| match seen.path.ends_with("/files") {
+        true => Some(Reply::Hang(Duration::from_secs(3))),
+        false => Some(Reply::Http(200, "{}".into(), Vec::new())),
+    });
+    let mut c = config(&upstream.url, 64, 60.0, 1.0);
+    c.serve.max_receiving_megabytes = 1;
+    let (proxy, stop, done) = serve_config(c, None).await;
+    let proxy2 = proxy.clone();
+    tokio::task::spawn_blocking(move || {
+        let proxy = proxy2;
+        // 0.9 MB, sent whole, forwarded to the late upstream.
+        let body = format!("{{\"pad\":\"{}\"}}", "x".repeat(900 * 1024));
+        let mut holder = half_a_body(&proxy, Some(body.len()), body.as_bytes());
+        holder.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // 0.5 MB announced: waits for room, then 503 naming the budget.
+        let waiting = half_a_body(&proxy, Some(500 * 1024), b"");
+        let (took, text) = closed_within(waiting, Duration::from_secs(5)).expect("answered");
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(text.contains("max_receiving_megabytes"), "{text}");
+        assert!(text.to_lowercase().contains("retry-after: 1"), "{text}");
+        assert!(
+            took >= Duration::from_millis(800),
+            "answered before the body timeout: {took:?}"
+        );
+        // Chunked, growing past what is left: refused at once.
+        let chunked = half_a_body(&proxy, None, &vec![b' '; 300 * 1024]);
+        let (took, text) = closed_within(chunked, Duration::from_secs(5)).expect("answered");
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(took < Duration::from_millis(800), "{took:?}");
+        // Once the large one is answered, its room serves the next.
+        let (_, text) = closed_within(holder, Duration::from_secs(10)).expect("answered");
+        assert!(text.starts_with("HTTP/1.1 50"), "{text}");
+        let (status, _) = raw_request(&proxy, "127.0.0.1", "POST", "/v1/models", &[]);
+        assert_eq!(status, 200);
+    })
+    .await
+    .unwrap();
+    let m = crate::support::metrics_text(&proxy).await;
+    assert_eq!(
+        crate::support::metric(&m, "abridge_receiving_busy_total"),
+        2.0,
+        "{m}"
+    );
+    assert_eq!(
+        crate::support::metric(&m, "abridge_receiving_bytes"),
+        0.0,
+        "{m}"
+    );
+    let _ = stop.send(());
+    let _ = done.await;
+}
