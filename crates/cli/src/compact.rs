@@ -20,7 +20,7 @@ use crate::write_body;
 pub(crate) struct CompactArgs {
     /// File to compact (`-` for stdin; `FILE#N` picks the N-th conversation).
     file: String,
-    /// Write the body here instead of stdout.
+    /// Write the body here instead of stdout (`-`: stdout, as for input).
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Format of the output: openai, anthropic or ai-sdk (default: the input's).
@@ -83,7 +83,7 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     tell(&label, &outcome.report, &limits, &args.store);
     // The body first: a report that cannot be written must not cost it.
     let to = args.to.unwrap_or(Wire::of(conv.format));
-    match &args.output {
+    match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(path) => {
             let mut file = std::fs::File::create(path)
                 .with_context(|| format!("{}: cannot create", path.display()))?;

@@ -62,11 +62,15 @@ fn compact_reaches_the_target_keeps_the_envelope_and_reports() {
         "--keep-last",
         "1",
         "--compact-json",
+        "-o",
+        "-",
     ]);
+    // `-o -` is stdout, as `-` is stdin: no file of that name.
     assert_eq!(
         serde_json::from_slice::<Value>(&again.stdout).unwrap(),
         body
     );
+    assert!(!crate::support::root().join("-").exists());
     assert!(stderr(&again).contains("unchanged"));
     std::fs::remove_dir_all(&dir).ok();
 }
