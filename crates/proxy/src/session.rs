@@ -229,25 +229,34 @@ impl RawState {
     }
 
     /// Stops holding the messages that a carried compaction covers (its
-    /// source's first `covered`), up to the newest [`ANCHORS`](crate::raw::ANCHORS):
-    /// a client that moves its cache marker sends those again, rewritten,
-    /// and they are compared with what was held.
+    /// source's first `covered`), up to the newest [`ANCHORS`](crate::raw::ANCHORS)
+    /// at most: a client that moves its cache marker sends those again,
+    /// rewritten, and they are compared with what was held.
     pub(crate) fn leave_out(&mut self, covered: usize, body_len: usize) {
         let held = &mut self.held;
-        let Some(&from_byte) = self.shape.starts.first() else {
+        let Some(&anchor_byte) = self.shape.starts.first() else {
             return;
         };
-        let first = held.offset + self.shape.index_of(0);
-        if covered < first || first <= held.left_out.len {
+        let anchor = held.offset + self.shape.index_of(0);
+        let upto = covered.min(anchor);
+        let Some(n) = upto.checked_sub(held.left_out.len).filter(|n| *n > 0) else {
             return;
-        }
-        let n = first - held.left_out.len;
+        };
+        let total = held.history.messages.len();
+        // Where the first message still held starts: known at an anchor;
+        // elsewhere (a compaction carried from before a restart, which ends
+        // before the newest messages) estimated by the share of messages
+        // left out, for the memory estimate only.
+        let from_byte = match upto == anchor {
+            true => anchor_byte,
+            false => held.from_byte + body_len.saturating_sub(held.from_byte) * n / total.max(1),
+        };
         let history = Arc::make_mut(&mut held.history);
         held.left_out = held.left_out.extend(&history.messages[..n]);
         history.messages.drain(..n);
         history.messages.shrink_to_fit();
         held.from_byte = from_byte;
-        self.cost = held::cost(body_len - from_byte, history.messages.len());
+        self.cost = held::cost(body_len.saturating_sub(from_byte), history.messages.len());
     }
 }
 

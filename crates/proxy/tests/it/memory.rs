@@ -173,3 +173,50 @@ async fn a_compacted_session_holds_only_what_its_compaction_does_not_cover() {
         let _ = done.await;
     }
 }
+
+/// After a restart, a session whose stored compaction still applies holds
+/// only what that compaction does not cover, from its first request on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_holds_only_what_its_stored_compaction_does_not_cover() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-proxy-held-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let upstream = Mock::serve(|_| Some(openai_ok("ok")));
+    let start = || {
+        let mut c = ProxyConfig::from_toml("[trigger]\nmax_tokens = 20000\n").unwrap();
+        c.serve.openai_upstream = format!("{}/v1", upstream.url);
+        let store = abridge_store::Store::open(&path).unwrap();
+        serve_config(c, Some(Box::new(store)))
+    };
+    let (proxy, stop, done) = start().await;
+    let mut a = history("a", TURNS);
+    send(&proxy, "sk-a", &a).await;
+    assert_eq!(
+        metric(&metrics_text(&proxy).await, "abridge_compactions_total{"),
+        1.0
+    );
+    let _ = stop.send(());
+    let _ = done.await;
+
+    // Three turns later, on a new proxy: decoded whole, the stored
+    // compaction applies (up to before the newest messages), nothing is
+    // compacted, and little is held.
+    let (proxy, stop, done) = start().await;
+    a.extend_from_slice(&history("a", TURNS + 3)[a.len()..]);
+    send(&proxy, "sk-a", &a).await;
+    let m = metrics_text(&proxy).await;
+    assert_eq!(metric(&m, "abridge_compactions_total{"), 0.0, "{m}");
+    let body: usize = a.iter().map(|m| m.to_string().len()).sum();
+    let (whole, _, held) = counts(&proxy).await;
+    assert_eq!(whole, 1.0);
+    assert!(held < body as f64 / 20.0, "{held} bytes held of {body}");
+    // And the turn after goes on from it.
+    a.extend_from_slice(&history("a", TURNS + 4)[a.len()..]);
+    send(&proxy, "sk-a", &a).await;
+    assert_eq!(counts(&proxy).await.1, 1.0, "decoded from what it added");
+    let _ = stop.send(());
+    let _ = done.await;
+    std::fs::remove_dir_all(&dir).ok();
+}
