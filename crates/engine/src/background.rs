@@ -15,10 +15,11 @@ use abridge_model::Conversation;
 use abridge_tokens::Calibrated;
 use tokio::sync::oneshot;
 
-use crate::carryover::Carryover;
+use crate::carryover::{Carryover, PrefixKey};
 use crate::engine::Engine;
 use crate::input::Input;
 use crate::recall::HandleKey;
+use crate::state::ThreadState;
 use crate::thread::Thread;
 
 /// Prepares one compaction at a time for one conversation.
@@ -77,6 +78,22 @@ impl Preparer {
     /// nothing running or ready, starts one. Never waits. Must be called
     /// from within a tokio runtime.
     pub fn poll(&mut self, conv: &Conversation, tokens: Calibrated) {
+        self.poll_after(conv, None, tokens);
+    }
+
+    /// The same for a history that may leave out its first messages
+    /// ([`Input::after`]): `from` names them and the state of the
+    /// conversation's thread, whose carried compaction covers them. The
+    /// preparation then starts from that state and compacts the history as
+    /// it goes out (the carried compaction and what follows), as the
+    /// thread's own turn would; the state is copied only when a
+    /// preparation starts.
+    pub fn poll_after(
+        &mut self,
+        conv: &Conversation,
+        from: Option<(&PrefixKey, &ThreadState)>,
+        tokens: Calibrated,
+    ) {
         self.collect();
         if tokens <= self.soft_tokens || self.running.is_some() || self.ready.is_some() {
             return;
@@ -85,12 +102,19 @@ impl Preparer {
         let engine = self.engine.clone();
         let snapshot = conv.clone();
         let key = self.key.clone();
+        let (left_out, state) = match from {
+            Some((k, s)) => (*k, Some(s.clone())),
+            None => (PrefixKey::EMPTY, None),
+        };
         tokio::task::spawn_blocking(move || {
-            let mut thread = Thread::new(&engine);
+            let mut thread = match state {
+                Some(s) => Thread::resume(&engine, s),
+                None => Thread::new(&engine),
+            };
             if let Some(key) = key {
                 thread.set_handle_key(key);
             }
-            let input = Input::compact(&snapshot).resent();
+            let input = Input::compact(&snapshot).resent().after(left_out);
             let carry = thread
                 .turn(&engine, input)
                 .ok()
@@ -135,7 +159,19 @@ impl Preparer {
     /// The ready preparation itself, if it still applies to `conv` (a
     /// [`Thread::adopt`]s it to carry it forward).
     pub fn take_carryover(&mut self, conv: &Conversation) -> Option<Carryover> {
+        self.take_carryover_after(conv, &PrefixKey::EMPTY)
+    }
+
+    /// The same for a history that leaves out its first messages, named by
+    /// `left_out`.
+    pub fn take_carryover_after(
+        &mut self,
+        conv: &Conversation,
+        left_out: &PrefixKey,
+    ) -> Option<Carryover> {
         self.collect();
-        self.ready.take().filter(|c| c.applies_to(conv))
+        self.ready
+            .take()
+            .filter(|c| c.applies_after(left_out, conv))
     }
 }

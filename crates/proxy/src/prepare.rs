@@ -193,12 +193,9 @@ impl Context<'_> {
     }
 
     /// Keeps a session's last body for its next request, within the
-    /// budget, without what its carried compaction covers (the background
-    /// preparer reads whole histories: a session with one keeps its whole).
+    /// budget, without what its carried compaction covers.
     fn keep_raw(&self, state: &mut SessionState, mut raw: Option<RawState>, body_len: usize) {
-        if let (Some(raw), Some(carry), None) =
-            (raw.as_mut(), state.thread.carryover(), &state.preparer)
-        {
+        if let (Some(raw), Some(carry)) = (raw.as_mut(), state.thread.carryover()) {
             raw.leave_out(carry.source().len, body_len);
         }
         let held = self.sessions.keep_raw(state, raw);
@@ -317,7 +314,7 @@ impl Context<'_> {
             state.thread.reported(u);
         }
         if let Some(p) = state.preparer.as_mut()
-            && let Some(carry) = p.take_carryover(conv)
+            && let Some(carry) = p.take_carryover_after(conv, &continued.left_out)
         {
             state.thread.adopt(carry);
         }
@@ -364,7 +361,11 @@ impl Context<'_> {
             }
         };
         if let Some(p) = s.preparer.as_mut() {
-            p.poll(conv, s.thread.calibrated(sent));
+            // A history that leaves messages out is prepared from the
+            // thread's state, whose carried compaction covers them.
+            let from =
+                (continued.left_out.len > 0).then(|| (&continued.left_out, s.thread.state()));
+            p.poll_after(conv, from, s.thread.calibrated(sent));
         }
         self.account(s, report.as_ref());
         if self.cancel.is_cancelled() {

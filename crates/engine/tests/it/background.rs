@@ -87,3 +87,57 @@ async fn a_stale_preparation_is_discarded() {
     preparer.poll(&now, Calibrated::new(5_000));
     assert!(!preparer.is_running());
 }
+
+/// A history that leaves out what the thread's carried compaction covers is
+/// prepared from the thread's state: the preparation covers the whole log,
+/// and the thread adopts it and goes on with what was added since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_left_out_where_carried_is_prepared_from_the_threads_state() {
+    use abridge::{Input, PrefixKey, Thread};
+    let (full, now, mut preparer, builds) = setup();
+    let mut cfg = Config::default();
+    cfg.budget.target_tokens = Some(15_000);
+    let engine = Engine::new(cfg).unwrap();
+    let mut thread = Thread::new(&engine);
+    let early = Conversation {
+        messages: now.messages[..now.messages.len() / 2].to_vec(),
+        ..full.clone_envelope()
+    };
+    let first = thread
+        .turn(&engine, Input::compact(&early).resent())
+        .unwrap();
+    assert!(first.report.compacted);
+    let covered = thread.carryover().unwrap().source().len;
+    let held = |c: &Conversation| Conversation {
+        messages: c.messages[covered..].to_vec(),
+        ..c.clone_envelope()
+    };
+    let key = PrefixKey::of(&now.messages[..covered]);
+    preparer.poll_after(
+        &held(&now),
+        Some((&key, thread.state())),
+        Calibrated::new(50_000),
+    );
+    preparer.wait().await;
+    assert_eq!(builds.load(Ordering::SeqCst), 1);
+    let later = Conversation {
+        messages: full.messages[..now.messages.len() + 2].to_vec(),
+        ..full.clone_envelope()
+    };
+    let carry = preparer
+        .take_carryover_after(&held(&later), &key)
+        .expect("prepared");
+    assert_eq!(carry.source(), PrefixKey::of(&now.messages));
+    assert!(carry.applies_to(&later));
+    thread.adopt(carry.clone());
+    let later_held = held(&later);
+    let input = Input::evaluate(&later_held).resent().after(key);
+    let out = thread.turn(&engine, input).unwrap();
+    let sent = &out.conversation.messages;
+    assert!(validate(&out.conversation).is_empty());
+    assert_eq!(&sent[..carry.messages().len()], carry.messages());
+    assert_eq!(
+        &sent[carry.messages().len()..],
+        &later.messages[now.messages.len()..]
+    );
+}

@@ -220,3 +220,42 @@ async fn a_resumed_session_holds_only_what_its_stored_compaction_does_not_cover(
     let _ = done.await;
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A session whose briefings an LLM prepares in the background holds only
+/// what its carried compaction does not cover too: the preparation starts
+/// from the thread's state and what the history holds, and is adopted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
+    use crate::support::{LoopLog, OpenAiAgent, start};
+    let briefing = "## Task\nRead every module of the crate.\n\n## Progress\nModules read so far are listed in the files.";
+    let llm = Mock::serve(move |_| Some(openai_ok(briefing)));
+    let toml = format!(
+        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
+        crate::CONFIG,
+        llm.url
+    );
+    let options = abridge_testkit::ProviderOptions {
+        max_tokens: Some(6000),
+        ..abridge_testkit::ProviderOptions::default()
+    };
+    let setup = start(&toml, options, None).await;
+    let mut agent = OpenAiAgent::new(false);
+    let mut log = LoopLog::default();
+    for _ in 0..60 {
+        log.note(&agent.step(&setup.proxy, &[]).await);
+    }
+    let report = setup.provider.report();
+    assert!(
+        report
+            .requests
+            .iter()
+            .all(|r| r.violations.is_empty() && !r.over_limit)
+    );
+    assert!(log.compacted > 0);
+    assert!(!llm.requests().is_empty(), "briefings were prepared");
+    let (whole, added, held) = counts(&setup.proxy).await;
+    assert_eq!((whole, added), (1.0, 59.0));
+    let body: usize = agent.messages.iter().map(|m| m.to_string().len()).sum();
+    assert!(held < body as f64 / 4.0, "{held} bytes held of {body}");
+    setup.stop().await;
+}
