@@ -39,6 +39,30 @@ fn edit(conv: &mut Conversation, i: usize) {
     }
 }
 
+/// Two turns that must agree: the same messages, counts and compaction, or
+/// the same error.
+fn same_turn(
+    x: abridge::Result<abridge::Outcome<'_>>,
+    y: abridge::Result<abridge::Outcome<'_>>,
+) -> Result<(), TestCaseError> {
+    match (x, y) {
+        (Ok(x), Ok(y)) => {
+            prop_assert_eq!(&x.conversation.messages, &y.conversation.messages);
+            prop_assert_eq!(x.report.tokens_before, y.report.tokens_before);
+            prop_assert_eq!(x.report.tokens_after, y.report.tokens_after);
+            prop_assert_eq!(x.report.compacted, y.report.compacted);
+        }
+        (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
+        (x, y) => prop_assert!(
+            false,
+            "{:?} vs {:?}",
+            x.map(|o| o.report),
+            y.map(|o| o.report)
+        ),
+    }
+    Ok(())
+}
+
 fn spec() -> impl Strategy<Value = Spec> {
     crate::support::specs(12..40, 4..16)
 }
@@ -99,23 +123,14 @@ proptest! {
         let total = Compactor::new(Config::default()).unwrap().count(&full).get();
         let cfg = config(total / 3 + 2_000);
         let (mut a, mut b) = (Compactor::new(cfg.clone()).unwrap(), Compactor::new(cfg).unwrap());
-                let mut k = 1;
+        let mut k = 1;
         let mut before = 0;
         for step in steps {
             k += step;
             let history = prefix(&full, k);
             let x = a.turn(Input::evaluate(&history).resent());
             let y = b.turn(Input::evaluate(&history).resent().extending(before));
-            match (x, y) {
-                (Ok(x), Ok(y)) => {
-                    prop_assert_eq!(&x.conversation.messages, &y.conversation.messages);
-                    prop_assert_eq!(x.report.tokens_before, y.report.tokens_before);
-                    prop_assert_eq!(x.report.tokens_after, y.report.tokens_after);
-                    prop_assert_eq!(x.report.compacted, y.report.compacted);
-                }
-                (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
-                (x, y) => prop_assert!(false, "turn {:?} vs appended {:?}", x.map(|o| o.report), y.map(|o| o.report)),
-            }
+            same_turn(x, y)?;
             prop_assert_eq!(a.thread().carryover(), b.thread().carryover());
             before = history.messages.len();
         }
@@ -154,16 +169,7 @@ proptest! {
             prop_assert!(b.thread().takes(&input));
             let x = a.turn(Input::evaluate(&history).resent());
             let y = b.turn(input);
-            match (x, y) {
-                (Ok(x), Ok(y)) => {
-                    prop_assert_eq!(&x.conversation.messages, &y.conversation.messages);
-                    prop_assert_eq!(x.report.tokens_before, y.report.tokens_before);
-                    prop_assert_eq!(x.report.tokens_after, y.report.tokens_after);
-                    prop_assert_eq!(x.report.compacted, y.report.compacted);
-                }
-                (Err(x), Err(y)) => prop_assert_eq!(x.to_string(), y.to_string()),
-                (x, y) => prop_assert!(false, "whole {:?} vs left out {:?}", x.map(|o| o.report), y.map(|o| o.report)),
-            }
+            same_turn(x, y)?;
             prop_assert_eq!(a.thread().carryover(), b.thread().carryover());
             before = history.messages.len();
         }
