@@ -58,15 +58,13 @@ impl Budget {
         }
     }
 
-    /// Units for a body of `bytes`: the whole budget at most.
-    fn units_for(&self, bytes: usize) -> u32 {
-        units_for(bytes, self.units)
-    }
-
     /// Reserves room for a body of `bytes` (all of the budget at most),
     /// waiting up to `wait` for it; `None` when none came.
     pub(crate) async fn reserve(&self, bytes: usize, wait: Duration) -> Option<Reservation> {
-        let acquire = self.room.clone().acquire_many_owned(self.units_for(bytes));
+        let acquire = self
+            .room
+            .clone()
+            .acquire_many_owned(units_for(bytes, self.units));
         let permit = match tokio::time::timeout(wait, acquire).await {
             Ok(Ok(p)) => p,
             // Timed out (the semaphore is never closed).
@@ -88,6 +86,7 @@ impl Budget {
     }
 }
 
+/// Units for a body of `bytes`: all of a `budget` at most.
 fn units_for(bytes: usize, budget: u32) -> u32 {
     u32::try_from(bytes.div_ceil(UNIT))
         .unwrap_or(u32::MAX)

@@ -95,7 +95,7 @@ impl Context<'_> {
         let whole = Continued::whole();
         let prepared = self.turn(&session, &mut guard, &conv, &whole);
         let raw = RawState::of(bytes, wire, Arc::new(conv));
-        self.keep_raw(&mut guard, raw, bytes.len());
+        self.keep_raw(&mut guard, raw);
         self.sessions.set_quick(quick, guard.id.clone());
         prepared
     }
@@ -188,15 +188,15 @@ impl Context<'_> {
         }
         self.metrics.decoded(Decoded::Added);
         let prepared = self.turn(session, state, &held.history, &continued);
-        self.keep_raw(state, Some(RawState::new(bytes, shape, held)), bytes.len());
+        self.keep_raw(state, Some(RawState::new(bytes, shape, held)));
         Some(prepared)
     }
 
     /// Keeps a session's last body for its next request, within the
     /// budget, without what its carried compaction covers.
-    fn keep_raw(&self, state: &mut SessionState, mut raw: Option<RawState>, body_len: usize) {
+    fn keep_raw(&self, state: &mut SessionState, mut raw: Option<RawState>) {
         if let (Some(raw), Some(carry)) = (raw.as_mut(), state.thread.carryover()) {
-            raw.leave_out(carry.source().len, body_len);
+            raw.leave_out(carry.source().len);
         }
         let held = self.sessions.keep_raw(state, raw);
         self.metrics.session_memory(held);

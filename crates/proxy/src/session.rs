@@ -232,7 +232,9 @@ impl RawState {
     /// source's first `covered`), up to the newest [`ANCHORS`](crate::raw::ANCHORS)
     /// at most: a client that moves its cache marker sends those again,
     /// rewritten, and they are compared with what was held.
-    pub(crate) fn leave_out(&mut self, covered: usize, body_len: usize) {
+    pub(crate) fn leave_out(&mut self, covered: usize) {
+        // The history array's close runs to the body's end.
+        let body_len = self.shape.post.end;
         let held = &mut self.held;
         let Some(&anchor_byte) = self.shape.starts.first() else {
             return;
