@@ -9,6 +9,11 @@ use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::Value;
 
+/// jemalloc for what the module allocates (see Cargo.toml).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// An embed error as a JS error whose `code` is its class name.
 fn js(e: EmbedError) -> Error<String> {
     Error::new(e.kind().class_name().to_owned(), e.to_string())

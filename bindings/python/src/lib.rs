@@ -10,6 +10,11 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
+/// jemalloc for what the module allocates (see Cargo.toml).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 create_exception!(
     _native,
     AbridgeError,
