@@ -448,12 +448,13 @@ async fn read_body(
     }
     let wait = app.config.serve.body_timeout();
     let deadline = tokio::time::Instant::now() + wait;
-    // Room for what it says it holds, before a byte is read.
-    let Some(mut room) = app.receiving.reserve(declared.unwrap_or(0), wait).await else {
+    // Room for its first bytes, waiting in arrival order while others hold
+    // the budget; more as more arrives.
+    let Some(mut room) = app.receiving.reserve(0, wait).await else {
         return Err(busy(app, provider, Budgeted::Receiving));
     };
     let read = async {
-        let mut bytes = Vec::with_capacity(declared.unwrap_or(0));
+        let mut bytes = Vec::new();
         let mut frames = body.into_data_stream();
         while let Some(frame) = frames.next().await {
             let frame = frame.map_err(|_| Unread::Broken)?;
@@ -461,8 +462,12 @@ async fn read_body(
             if len > limit {
                 return Err(Unread::TooLarge);
             }
-            if !room.grow_to(len) {
+            if !room.grow_to(len, GROW_WAIT).await {
                 return Err(Unread::NoRoom);
+            }
+            if bytes.is_empty() {
+                // Allocated once bytes come, not on the client's word.
+                bytes.reserve_exact(declared.unwrap_or(0).max(len));
             }
             bytes.extend_from_slice(&frame);
         }
@@ -485,6 +490,10 @@ async fn read_body(
         )),
     }
 }
+
+/// How long bytes that find no room in `[serve] max_receiving_megabytes`
+/// wait in the connection for some before the body is refused (see `budget`).
+const GROW_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Why a body was not read.
 enum Unread {

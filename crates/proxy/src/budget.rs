@@ -11,11 +11,13 @@
 //! request that waits longer than the body timeout is answered 503.
 //!
 //! Bodies themselves are held from their first byte until forwarded, under
-//! `[serve] max_receiving_megabytes`: a body that says its length reserves
-//! it before a byte is read (its bytes wait in the connection meanwhile),
-//! and one that does not grows its reservation as it arrives, refused when
-//! there is no more room (waiting there could leave every connection
-//! holding half a body).
+//! `[serve] max_receiving_megabytes`. A body's room grows with the bytes
+//! that arrived, whatever length it says it has: a client that announces
+//! 32 MB and sends nothing holds nothing (when the length reserved room up
+//! front, eight such idle connections held the default budget for the
+//! whole body timeout). Bytes that find no room wait in the connection for
+//! a moment (`GROW_WAIT`), then the body is refused: waiting longer could
+//! leave every connection holding half a body, none able to finish.
 //!
 //! Compacting is short (well under a second for the common sizes), so a
 //! wait is too; a body larger than the whole budget takes all of it and is
@@ -95,8 +97,9 @@ fn units_for(bytes: usize, budget: u32) -> u32 {
 
 impl Reservation {
     /// Grows the reservation to a body of `bytes` (all of the budget at
-    /// most) if there is room now; false when there is not.
-    pub(crate) fn grow_to(&mut self, bytes: usize) -> bool {
+    /// most), waiting up to `wait` for the room; false when none came, the
+    /// room already held kept.
+    pub(crate) async fn grow_to(&mut self, bytes: usize, wait: Duration) -> bool {
         let Some(permit) = self.permit.as_mut() else {
             return false;
         };
@@ -106,14 +109,19 @@ impl Reservation {
             return true;
         }
         let room = permit.semaphore().clone();
-        match room.clone().try_acquire_many_owned(want - held) {
-            Ok(more) => {
-                permit.merge(more);
-                self.report(&room);
-                true
+        let more = match room.clone().try_acquire_many_owned(want - held) {
+            Ok(more) => more,
+            Err(_) => {
+                match tokio::time::timeout(wait, room.clone().acquire_many_owned(want - held)).await
+                {
+                    Ok(Ok(more)) => more,
+                    _ => return false,
+                }
             }
-            Err(_) => false,
-        }
+        };
+        permit.merge(more);
+        self.report(&room);
+        true
     }
 
     /// Bytes reserved now, by every request, in the metrics.
@@ -163,16 +171,21 @@ mod tests {
         let budget = Budget::new(4 * UNIT * UNIT, Budgeted::Receiving, metrics.clone());
         let wait = Duration::from_millis(50);
         let mut a = budget.reserve(0, wait).await.expect("room");
-        assert!(a.grow_to(2 * UNIT * UNIT));
+        assert!(a.grow_to(2 * UNIT * UNIT, wait).await);
         assert!(metrics.render().contains("abridge_receiving_bytes 2097152"));
         let mut b = budget.reserve(UNIT * UNIT, wait).await.expect("room");
         // 3 MB held: a cannot take 2 more, and keeps what it has.
-        assert!(!a.grow_to(4 * UNIT * UNIT));
-        assert!(a.grow_to(3 * UNIT * UNIT));
-        assert!(!b.grow_to(UNIT * UNIT + 1));
-        drop(b);
+        assert!(!a.grow_to(4 * UNIT * UNIT, wait).await);
+        assert!(a.grow_to(3 * UNIT * UNIT, wait).await);
+        assert!(!b.grow_to(UNIT * UNIT + 1, wait).await);
+        // Room given back while it waits serves it.
+        let (grown, ()) = tokio::join!(a.grow_to(4 * UNIT * UNIT, Duration::from_secs(5)), async {
+            tokio::time::sleep(wait).await;
+            drop(b);
+        });
+        assert!(grown);
         // Alone, it grows to the whole budget and past it without more.
-        assert!(a.grow_to(64 * UNIT * UNIT));
+        assert!(a.grow_to(64 * UNIT * UNIT, wait).await);
         assert!(metrics.render().contains("abridge_receiving_bytes 4194304"));
         drop(a);
         assert!(metrics.render().contains("abridge_receiving_bytes 0"));

@@ -220,10 +220,13 @@ fn half_a_body(proxy: &str, len: Option<usize>, part: &[u8]) -> TcpStream {
 async fn bodies_held_at_once_stay_within_the_receiving_budget() {
     // The large body's upstream answers late: its room is held meanwhile.
     let upstream = Mock::serve(|seen| match seen.path.ends_with("/files") {
-        true => Some(Reply::Hang(Duration::from_secs(3))),
+        true => Some(Reply::Hang(Duration::from_secs(5))),
         false => Some(Reply::Http(200, "{}".into(), Vec::new())),
     });
-    let mut c = config(&upstream.url, 64, 60.0, 1.0);
+    // Another provider's upstream, free while the first one hangs.
+    let quick = Mock::serve(|_| Some(Reply::Http(200, "{}".into(), Vec::new())));
+    let mut c = config(&upstream.url, 64, 60.0, 3.0);
+    c.serve.anthropic_upstream = quick.url.clone();
     c.serve.max_receiving_megabytes = 1;
     let (proxy, stop, done) = serve_config(c, None).await;
     let proxy2 = proxy.clone();
@@ -234,21 +237,35 @@ async fn bodies_held_at_once_stay_within_the_receiving_budget() {
         let mut holder = half_a_body(&proxy, Some(body.len()), body.as_bytes());
         holder.flush().unwrap();
         std::thread::sleep(Duration::from_millis(300));
-        // 0.5 MB announced: waits for room, then 503 naming the budget.
-        let waiting = half_a_body(&proxy, Some(500 * 1024), b"");
-        let (took, text) = closed_within(waiting, Duration::from_secs(5)).expect("answered");
-        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
-        assert!(text.contains("max_receiving_megabytes"), "{text}");
-        assert!(text.to_lowercase().contains("retry-after: 1"), "{text}");
+        // 8 MB announced and nothing sent: it holds no room, so a small
+        // request is served at once beside it.
+        let idle = half_a_body(&proxy, Some(8 << 20), b"");
+        let start = Instant::now();
+        let (status, _) = raw_request(&proxy, "127.0.0.1", "POST", "/v1/messages", &[]);
+        assert_eq!(status, 200);
         assert!(
-            took >= Duration::from_millis(800),
-            "answered before the body timeout: {took:?}"
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
         );
-        // Chunked, growing past what is left: refused at once.
-        let chunked = half_a_body(&proxy, None, &vec![b' '; 300 * 1024]);
-        let (took, text) = closed_within(chunked, Duration::from_secs(5)).expect("answered");
-        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
-        assert!(took < Duration::from_millis(800), "{took:?}");
+        // Bytes past what is left wait a moment for room, then 503 naming
+        // the budget: a body that says its length, and one that does not.
+        for len in [Some(300 * 1024), None] {
+            let part = vec![b' '; 300 * 1024];
+            let (took, text) =
+                closed_within(half_a_body(&proxy, len, &part), Duration::from_secs(5))
+                    .expect("answered");
+            assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+            assert!(text.contains("max_receiving_megabytes"), "{text}");
+            assert!(text.to_lowercase().contains("retry-after: 1"), "{text}");
+            assert!(
+                took >= Duration::from_millis(800),
+                "no wait for room: {took:?}"
+            );
+        }
+        // The idle one ends at the body timeout, having held nothing.
+        let (_, text) = closed_within(idle, Duration::from_secs(5)).expect("answered");
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
         // Once the large one is answered, its room serves the next.
         let (_, text) = closed_within(holder, Duration::from_secs(10)).expect("answered");
         assert!(text.starts_with("HTTP/1.1 50"), "{text}");
