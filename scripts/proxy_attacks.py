@@ -1,7 +1,8 @@
 """Plays a hostile client against an `abridge serve` binary, on loopback only:
 a path that tries to reach another host, a Gemini request and its key, a
-foreign Host header (DNS rebinding), and 1,100 connections that send nothing
-with the server held to 1,024 open files. Prints what got through. The
+foreign Host header (DNS rebinding), eight requests that announce 32 MB
+bodies and send none, and 1,100 connections that send nothing with the
+server held to 1,024 open files. Prints what got through. The
 proxy's tests assert the same (crates/proxy/tests/it/{routes,connections}.rs);
 this runs any build, old or new, side by side.
 
@@ -94,6 +95,20 @@ goog = [h for (_, h) in seen[18101] if any(k.lower() == "x-goog-api-key" for k i
 print(f"Gemini request: status {st}; Gemini keys that reached the OpenAI upstream: {len(goog)}")
 st = raw("/metrics", host="attacker.example")
 print(f"Host: attacker.example on /metrics: status {st}")
+# Eight requests announcing 32 MB bodies (the default max_receiving_megabytes
+# is 256), sending nothing, then a normal request beside them.
+announced = []
+for _ in range(8):
+    c = socket.create_connection(("127.0.0.1", 18787), timeout=2)
+    c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:18787\r\n"
+              b"Content-Type: application/json\r\nContent-Length: 33554432\r\n\r\n")
+    announced.append(c)
+time.sleep(0.5)
+t = time.time()
+st = raw("/v1/chat/completions", method="POST", timeout=10)
+print(f"beside 8 idle 32 MB announcements: a 2-byte request's status {st} in {time.time() - t:.2f} s")
+for c in announced:
+    c.close()
 # 1,100 connections that send nothing, then a normal request.
 idle = []
 for _ in range(1100):
