@@ -1,7 +1,7 @@
 """Plays a hostile client against an `abridge serve` binary, on loopback only:
 a path that tries to reach another host, a Gemini request and its key, a
 foreign Host header (DNS rebinding), eight requests that announce 32 MB
-bodies and send none, and 1,100 connections that send nothing with the
+bodies and send none, eight that send 31 MB of 32 and stall, and 1,100 connections that send nothing with the
 server held to 1,024 open files. Prints what got through. The
 proxy's tests assert the same (crates/proxy/tests/it/{routes,connections}.rs);
 this runs any build, old or new, side by side.
@@ -108,6 +108,29 @@ t = time.time()
 st = raw("/v1/chat/completions", method="POST", timeout=10)
 print(f"beside 8 idle 32 MB announcements: a 2-byte request's status {st} in {time.time() - t:.2f} s")
 for c in announced:
+    c.close()
+# Eight requests sending 31 MB of an announced 32 MB and stalling (248 MB of
+# the 256 held), then a 2 MB request.
+stalled = []
+for _ in range(8):
+    c = socket.create_connection(("127.0.0.1", 18787), timeout=10)
+    c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:18787\r\n"
+              b"Content-Type: application/json\r\nContent-Length: 33554432\r\n\r\n" + b" " * (31 << 20))
+    stalled.append(c)
+time.sleep(1.5)
+t = time.time()
+c = socket.create_connection(("127.0.0.1", 18787), timeout=10)
+body = b'{"pad":"' + b"x" * (2 << 20) + b'"}'
+c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:18787\r\nConnection: close\r\n"
+          b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+try:
+    answer = c.recv(64)
+except socket.timeout:
+    answer = b""
+c.close()
+status = answer.split()[1].decode() if answer else None
+print(f"beside 8 stalled 31 MB bodies: a 2 MB request's status {status} in {time.time() - t:.2f} s")
+for c in stalled:
     c.close()
 # 1,100 connections that send nothing, then a normal request.
 idle = []

@@ -1,7 +1,7 @@
 //! The HTTP side: routes, the request path and the retry after an overflow.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use abridge::Cancel;
 use abridge::model::Wire;
@@ -34,6 +34,8 @@ pub(crate) struct App {
     pub(crate) budget: crate::budget::Budget,
     /// Room for the bodies held, from their first byte until forwarded.
     pub(crate) receiving: crate::budget::Budget,
+    /// The connections reading a body now, for that room.
+    pub(crate) readers: crate::listen::Readers,
     pub(crate) upstream: Upstream,
     pub(crate) sessions: Sessions,
     pub(crate) engines: Engines,
@@ -428,7 +430,7 @@ async fn read_body(
     body: Body,
 ) -> Result<(Bytes, Reservation), Response<Body>> {
     let limit = app.config.serve.max_body_bytes();
-    let _reading = ReadingBody::start(&parts.extensions);
+    let reading = ReadingBody::start(&parts.extensions, &app.readers);
     let too_large = || {
         let mb = app.config.serve.max_body_megabytes;
         proxy_error(
@@ -449,10 +451,19 @@ async fn read_body(
     let wait = app.config.serve.body_timeout();
     let deadline = tokio::time::Instant::now() + wait;
     // Room for its first bytes, waiting in arrival order while others hold
-    // the budget; more as more arrives.
-    let Some(mut room) = app.receiving.reserve(0, wait).await else {
+    // the budget; more as more arrives. Room held by a body that stopped
+    // arriving goes to one that arrives.
+    let room = match app.receiving.reserve(0, Duration::ZERO).await {
+        Some(room) => Some(room),
+        None => {
+            reading.close_stalled();
+            app.receiving.reserve(0, wait).await
+        }
+    };
+    let Some(mut room) = room else {
         return Err(busy(app, provider, Budgeted::Receiving));
     };
+    reading.holds_room();
     let read = async {
         let mut bytes = Vec::new();
         let mut frames = body.into_data_stream();
@@ -462,8 +473,13 @@ async fn read_body(
             if len > limit {
                 return Err(Unread::TooLarge);
             }
-            if !room.grow_to(len, GROW_WAIT).await {
-                return Err(Unread::NoRoom);
+            reading.progressed();
+            if !room.grow_to(len, Duration::ZERO).await {
+                reading.close_stalled();
+                reading.progressed();
+                if !room.grow_to(len, GROW_WAIT).await {
+                    return Err(Unread::NoRoom);
+                }
             }
             if bytes.is_empty() {
                 // Allocated once bytes come, not on the client's word.
@@ -493,7 +509,7 @@ async fn read_body(
 
 /// How long bytes that find no room in `[serve] max_receiving_megabytes`
 /// wait in the connection for some before the body is refused (see `budget`).
-const GROW_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+const GROW_WAIT: Duration = Duration::from_secs(1);
 
 /// Why a body was not read.
 enum Unread {

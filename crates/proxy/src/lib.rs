@@ -125,6 +125,7 @@ impl Proxy {
                 metrics::Budgeted::Receiving,
                 metrics.clone(),
             ),
+            readers: listen::Readers::default(),
             upstream: forward::Upstream::new(&config.serve)?,
             sessions: session::Sessions::new(
                 config.serve.max_sessions,

@@ -4,6 +4,8 @@
 //! body; at most `max_connections` are open, and when one more arrives the
 //! oldest connection doing nothing (no request, or a body stalled for a
 //! second) makes room; when every one is at work, the newcomer gets 503.
+//! A body stalled for a second also gives up its connection when another
+//! body needs the receiving room it holds ([`Readers`]).
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -42,8 +44,8 @@ pub(crate) struct Limits {
 pub(crate) struct Connection {
     /// Requests in flight (a response counts until its body is sent).
     in_flight: AtomicUsize,
-    /// When its request's body started to be read (ms since the table's
-    /// epoch, plus one; 0: not reading one).
+    /// When its request's body last made progress (started, or bytes
+    /// came; ms since the table's epoch, plus one; 0: not reading one).
     reading_since: AtomicU64,
     close: Notify,
 }
@@ -223,26 +225,86 @@ async fn track(request: Request, next: Next) -> Response<Body> {
     })
 }
 
+/// The connections reading a request body now. When a body finds no
+/// receiving room, the one whose body has been stalled longest (a second
+/// at least) is closed and its room given back: room goes to bodies that
+/// arrive, not to clients that announce one and stop sending.
+#[derive(Default)]
+pub(crate) struct Readers(Mutex<Vec<Arc<Connection>>>);
+
+impl Readers {
+    /// Closes the connection whose body has been stalled longest, if one
+    /// has been for [`STALLED`] and is not `me`; true when one was.
+    pub(crate) fn close_stalled(&self, me: Option<&Arc<Connection>>) -> bool {
+        let mut readers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = now_ms();
+        let stalled = STALLED.as_millis() as u64;
+        let victim = readers
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| me.is_none_or(|me| !Arc::ptr_eq(c, me)))
+            .map(|(i, c)| (i, c.reading_since.load(Ordering::Acquire)))
+            .filter(|(_, since)| *since != 0 && now.saturating_sub(*since) >= stalled)
+            .min_by_key(|(_, since)| *since);
+        let Some((i, _)) = victim else {
+            return false;
+        };
+        readers.swap_remove(i).close.notify_one();
+        true
+    }
+
+    fn remove(&self, conn: &Arc<Connection>) {
+        let mut readers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        readers.retain(|c| !Arc::ptr_eq(c, conn));
+    }
+}
+
 /// Marks the body of a request as being read on its connection (a stalled
 /// read lets the connection be closed to make room), until dropped.
-pub(crate) struct ReadingBody(Option<Arc<Connection>>);
+pub(crate) struct ReadingBody<'a> {
+    conn: Option<Arc<Connection>>,
+    readers: &'a Readers,
+}
 
-impl ReadingBody {
+impl<'a> ReadingBody<'a> {
     /// Starts, for a request served by [`serve`] (its connection in its
     /// extensions).
-    pub(crate) fn start(extensions: &axum::http::Extensions) -> ReadingBody {
+    pub(crate) fn start(extensions: &axum::http::Extensions, readers: &'a Readers) -> Self {
         let conn = extensions.get::<Arc<Connection>>().cloned();
         if let Some(c) = &conn {
             c.reading_since.store(now_ms(), Ordering::Release);
         }
-        ReadingBody(conn)
+        ReadingBody { conn, readers }
+    }
+
+    /// It holds receiving room now: closed when it stalls and another
+    /// body needs that room.
+    pub(crate) fn holds_room(&self) {
+        if let Some(c) = &self.conn {
+            let mut readers = self.readers.0.lock().unwrap_or_else(|p| p.into_inner());
+            readers.push(c.clone());
+        }
+    }
+
+    /// Bytes came, or it waits for room through no fault of its client:
+    /// the body is not stalled.
+    pub(crate) fn progressed(&self) {
+        if let Some(c) = &self.conn {
+            c.reading_since.store(now_ms(), Ordering::Release);
+        }
+    }
+
+    /// Closes another body's connection that stalled (see [`Readers`]).
+    pub(crate) fn close_stalled(&self) -> bool {
+        self.readers.close_stalled(self.conn.as_ref())
     }
 }
 
-impl Drop for ReadingBody {
+impl Drop for ReadingBody<'_> {
     fn drop(&mut self) {
-        if let Some(c) = &self.0 {
+        if let Some(c) = &self.conn {
             c.reading_since.store(0, Ordering::Release);
+            self.readers.remove(c);
         }
     }
 }
