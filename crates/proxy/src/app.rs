@@ -466,6 +466,7 @@ async fn read_body(
     reading.holds_room();
     let read = async {
         let mut bytes = Vec::new();
+        let mut unmarked = 0;
         let mut frames = body.into_data_stream();
         while let Some(frame) = frames.next().await {
             let frame = frame.map_err(|_| Unread::Broken)?;
@@ -473,7 +474,11 @@ async fn read_body(
             if len > limit {
                 return Err(Unread::TooLarge);
             }
-            reading.progressed();
+            unmarked += frame.len();
+            if unmarked >= PROGRESS_BYTES {
+                reading.progressed();
+                unmarked = 0;
+            }
             if !room.grow_to(len, Duration::ZERO).await {
                 reading.close_stalled();
                 reading.progressed();
@@ -510,6 +515,10 @@ async fn read_body(
 /// How long bytes that find no room in `[serve] max_receiving_megabytes`
 /// wait in the connection for some before the body is refused (see `budget`).
 const GROW_WAIT: Duration = Duration::from_secs(1);
+
+/// Bytes that count as a body's progress: one that trickles less in a
+/// second is stalled (see `listen::Readers`).
+const PROGRESS_BYTES: usize = 16 * 1024;
 
 /// Why a body was not read.
 enum Unread {

@@ -241,9 +241,16 @@ async fn a_stalled_body_gives_its_room_to_one_that_arrives() {
     let proxy2 = proxy.clone();
     tokio::task::spawn_blocking(move || {
         let proxy = proxy2;
-        // 900 KB of an announced 1,000 KB, then nothing.
+        // 900 KB of an announced 1,000 KB, then a byte now and then: a
+        // trickle is a stall.
         let mut staller = half_a_body(&proxy, Some(1000 * 1024), &vec![b' '; 900 * 1024]);
         staller.flush().unwrap();
+        let mut trickle = staller.try_clone().unwrap();
+        std::thread::spawn(move || {
+            while trickle.write_all(b" ").is_ok() {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
         std::thread::sleep(Duration::from_millis(1300));
         // 300 KB does not fit beside it: the stalled one gives way.
         let start = Instant::now();
