@@ -37,6 +37,18 @@ class Api(unittest.TestCase):
         self.assertEqual(abridge.count_tokens(out["body"]), out["report"]["tokens_after"])
         self.assertIsInstance(abridge.compact(body["messages"], target_tokens=4000)["body"], list)
 
+    def test_a_body_reads_the_same_whichever_serializer_is_installed(self):
+        # orjson (when installed) refuses integers past 64 bits: the standard
+        # library takes those; keys that are not strings become strings either way.
+        body = openai_body(2)
+        body["metadata"] = {"big": 2**70, 7: "seven", "ratio": 0.1, "text": "é ✓ \u2028"}
+        expected = json.loads(json.dumps(body))
+        self.assertEqual(json.loads(abridge._dumps(body)), expected)
+        out = abridge.compact(body, target_tokens=100000)
+        self.assertEqual(out["body"], expected)
+        small = {k: v for k, v in body.items() if k != "metadata"}
+        self.assertEqual(json.loads(abridge._dumps(small)), small)
+
     def test_anthropic_bodies_keep_their_system(self):
         messages = [{"role": "user", "content": "Build it."}]
         for i in range(20):
