@@ -3,11 +3,14 @@
 
     python3 benches/workload.py toolchat 10000 > toolchat.json   # 10,000 messages, ~8.8 MB
     python3 benches/workload.py tiny 1000000 > tiny-1m.json      # one-word turns
+    python3 benches/workload.py distinct 80000 > distinct.json    # a new file or command each call
 
 toolchat: a system prompt; user turns of 10-150 words, half of them followed by
 a `read_file` call whose result is 50-600 words; assistant replies of 20-300
 words (the workload of issue 32). tiny: alternating one-word user and assistant
-messages. Both are Chat Completions bodies on gpt-4o.
+messages. distinct: a task, then calls that each read a file or run a command
+never seen before (what the facts of a region index by name). All are Chat
+Completions bodies on gpt-4o.
 """
 import json
 import random
@@ -55,10 +58,24 @@ def tiny(n):
     return {"model": "gpt-4o", "messages": [{"role": roles[i % 2], "content": f"w{i % 10}"} for i in range(n)]}
 
 
+def distinct(n):
+    messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Build it."}]
+    for i in range(n):
+        name, args, out = (("read_file", {"path": f"src/mod_{i}.rs"}, f"fn f{i}() {{}}") if i % 2 == 0
+                           else ("bash", {"command": f"make target_{i}"}, "ok"))
+        call = {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": out})
+    return {"model": "gpt-4o", "messages": messages}
+
+
+KINDS = {"toolchat": toolchat, "tiny": tiny, "distinct": distinct}
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("toolchat", "tiny"):
+    if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
         sys.exit(__doc__)
-    body = {"toolchat": toolchat, "tiny": tiny}[sys.argv[1]](int(sys.argv[2]))
+    body = KINDS[sys.argv[1]](int(sys.argv[2]))
     json.dump(body, sys.stdout, separators=(",", ":"))
 
 

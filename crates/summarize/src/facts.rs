@@ -12,7 +12,7 @@ use crate::ident::{identifier_refs, prose_identifier_refs};
 use crate::outcome::{CallOutcome, answers_with_one, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 pub use crate::progress::CommandFact;
-use crate::progress::{self, first_sentence, is_exploration, progress_of};
+use crate::progress::{Commands, first_sentence, is_exploration, progress_of};
 use crate::tools::{ToolKind, classify, first_string, split_arguments};
 use crate::wrapper::unwrap;
 
@@ -108,6 +108,9 @@ pub fn extract(messages: &[Message], cfg: &FactConfig) -> Facts {
 #[derive(Clone, Default)]
 pub struct Extraction<'a> {
     f: Facts,
+    /// Where `f.files` holds each path, and the commands run (`f.commands`
+    /// once finished).
+    places: Places,
     /// Each call by its id: its tool and arguments, for its result.
     calls: HashMap<Cow<'a, str>, (Cow<'a, str>, Value)>,
     weight: Weights,
@@ -188,7 +191,7 @@ impl<'a> Extraction<'a> {
                 // Nothing found, a difference, a false test: an answer.
                 ok = CallOutcome::Ok;
             }
-            record_call(&mut self.f, at, name, args, ok, &text);
+            record_call(&mut self.f, &mut self.places, at, name, args, ok, &text);
         }
         if let CallOutcome::Failed(_) = ok {
             self.latest_error = Some(text);
@@ -206,6 +209,7 @@ impl<'a> Extraction<'a> {
         let own = |c: &Cow<'a, str>| Cow::Owned(c.clone().into_owned());
         Extraction {
             f: self.f.clone(),
+            places: self.places.clone(),
             calls: self
                 .calls
                 .iter()
@@ -224,12 +228,14 @@ impl<'a> Extraction<'a> {
     pub fn finish(self) -> Facts {
         let Extraction {
             mut f,
+            places,
             weight,
             results,
             latest_error,
             last_said,
             ..
         } = self;
+        f.commands = places.commands.into_list();
         f.last_state = last_said.map(|t| clip(t.trim(), 600, 200));
         f.referred = weight.ranked(&f.used_ids);
         weight.rank(&mut f.used_ids);
@@ -382,8 +388,25 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
     }
 }
 
+/// Where facts are kept while a run is read, so that finding one is
+/// constant time whatever the number of files and commands.
+#[derive(Debug, Clone, Default)]
+struct Places {
+    /// Index in [`Facts::files`] of each path.
+    files: HashMap<String, usize>,
+    commands: Commands,
+}
+
 /// Records call `at` (the index of its result) and what came of it.
-fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: CallOutcome, result: &str) {
+fn record_call(
+    f: &mut Facts,
+    places: &mut Places,
+    at: usize,
+    name: &str,
+    args: &Value,
+    ok: CallOutcome,
+    result: &str,
+) {
     // What a failure says, once: its banner and cause.
     let why = (ok != CallOutcome::Ok).then(|| failure_summary(result, 240));
     let cause = || why.clone().unwrap_or_default();
@@ -416,15 +439,16 @@ fn record_call(f: &mut Facts, at: usize, name: &str, args: &Value, ok: CallOutco
                     return;
                 }
             }
-            progress::record(&mut f.commands, cmd, status, failure);
+            places.commands.record(cmd, status, failure);
         }
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
             if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name} `{p}`: {}", cause()));
             }
-            let i = match f.files.iter().position(|x| x.path == p) {
-                Some(i) => i,
+            let i = match places.files.get(p) {
+                Some(&i) => i,
                 None => {
+                    places.files.insert(p.to_owned(), f.files.len());
                     f.files.push(FileFact {
                         path: p.to_owned(),
                         ..FileFact::default()

@@ -3,6 +3,8 @@
 //! record (commits, closed tasks, pushes), and the first sentence of each
 //! thing it said.
 
+use std::collections::HashMap;
+
 use abridge_model::text::clip;
 
 /// One command, however often it ran.
@@ -50,39 +52,60 @@ impl CommandFact {
     }
 }
 
-/// Adds a run of `command`.
-pub(crate) fn record(
-    list: &mut Vec<CommandFact>,
-    command: &str,
-    last: String,
-    failure: Option<String>,
-) {
-    let i = match list.iter().position(|c| c.command == command) {
-        Some(i) => i,
-        None => {
-            list.push(CommandFact {
-                command: command.to_owned(),
-                runs: 0,
-                last: String::new(),
-                failure: None,
-                fixed: false,
-            });
-            list.len() - 1
+/// Each command once, with its runs, as they are read: finding a command
+/// and moving it last is constant time (a session that ran 100,000
+/// distinct commands read them in quadratic time when the list was
+/// searched and shifted per run).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Commands {
+    /// Each command and when it last ran (`clock`).
+    facts: Vec<(u64, CommandFact)>,
+    /// Where `facts` holds each command.
+    at: HashMap<String, usize>,
+    clock: u64,
+}
+
+impl Commands {
+    /// Adds a run of `command`.
+    pub(crate) fn record(&mut self, command: &str, last: String, failure: Option<String>) {
+        self.clock += 1;
+        let i = match self.at.get(command) {
+            Some(&i) => i,
+            None => {
+                self.at.insert(command.to_owned(), self.facts.len());
+                self.facts.push((
+                    0,
+                    CommandFact {
+                        command: command.to_owned(),
+                        runs: 0,
+                        last: String::new(),
+                        failure: None,
+                        fixed: false,
+                    },
+                ));
+                self.facts.len() - 1
+            }
+        };
+        let (ran, c) = &mut self.facts[i];
+        *ran = self.clock;
+        c.runs += 1;
+        match failure {
+            Some(f) => {
+                c.failure.get_or_insert(f);
+                c.fixed = false;
+            }
+            None if c.failure.is_some() => c.fixed = true,
+            None => {}
         }
-    };
-    // Keep the most recently run commands last (oldest trimmed first).
-    let mut c = list.remove(i);
-    c.runs += 1;
-    match failure {
-        Some(f) => {
-            c.failure.get_or_insert(f);
-            c.fixed = false;
-        }
-        None if c.failure.is_some() => c.fixed = true,
-        None => {}
+        c.last = last;
     }
-    c.last = last;
-    list.push(c);
+
+    /// The commands, the most recently run last.
+    pub(crate) fn into_list(self) -> Vec<CommandFact> {
+        let mut facts = self.facts;
+        facts.sort_unstable_by_key(|(ran, _)| *ran);
+        facts.into_iter().map(|(_, c)| c).collect()
+    }
 }
 
 /// Commands that only look around: a successful run is not worth a line.
@@ -190,33 +213,28 @@ mod tests {
 
     #[test]
     fn commands_collapse_and_remember_their_failure() {
-        let mut l = Vec::new();
-        record(
-            &mut l,
-            "mix test",
-            "exit 1".into(),
-            Some("1 test failed".into()),
-        );
-        record(&mut l, "mix format", "ok".into(), None);
-        record(&mut l, "mix test", "ok".into(), None);
+        let mut c = Commands::default();
+        c.record("mix test", "exit 1".into(), Some("1 test failed".into()));
+        c.record("mix format", "ok".into(), None);
+        c.record("mix test", "ok".into(), None);
+        let l = c.clone().into_list();
         assert_eq!(l.len(), 2);
         assert_eq!(l[1].command, "mix test", "latest last");
         assert_eq!(
             l[1].line(),
             "`mix test` ×2 → ok (failed first: 1 test failed; fixed by a later run)"
         );
-        record(
-            &mut l,
+        c.record(
             "cargo build",
             "exit 101: linker failed".into(),
             Some("exit 101: no such crate".into()),
         );
-        record(
-            &mut l,
+        c.record(
             "cargo build",
             "exit 101: linker failed".into(),
             Some("exit 101: linker failed".into()),
         );
+        let l = c.into_list();
         assert_eq!(
             l[2].line(),
             "`cargo build` ×2 → exit 101: linker failed; not fixed (first failure: exit 101: no such crate)"
