@@ -1,5 +1,7 @@
 //! Times `Compactor::compact` in-process on an OpenAI body, as one JSON line;
 //! `benches/compare_langchain.py` runs it beside LangChain's `trim_messages`.
+//! Recall is off, as in a one-shot `abridge.compact` or `abridge compact`
+//! without a store: nothing would keep the originals.
 //!
 //! `cargo run --release -p abridge --example compact_timing -- BODY.json TARGET_TOKENS [o200k_base|estimate]`
 
@@ -17,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokenizer = args.next().unwrap_or_else(|| "o200k_base".into());
     let conv = decode(&std::fs::read(&path)?)?.remove(0);
     let mut config = Config::from_toml(&format!(
-        "tokenizer = \"{tokenizer}\"\n[budget]\ntarget_tokens = {target}\nmin_iterations = 1\n"
+        "tokenizer = \"{tokenizer}\"\n[budget]\ntarget_tokens = {target}\nmin_iterations = 1\n[recall]\nenabled = false\n"
     ))?;
     config.model = conv.model.clone();
     let mut best = f64::MAX;
