@@ -221,6 +221,26 @@ pub enum Part {
 pub const CACHE_CONTROL: &str = "cache_control";
 
 impl Part {
+    /// About how many bytes of text it holds (a parsed argument value and
+    /// an opaque part are guessed): what work that reads it scans, to share
+    /// that work between threads.
+    pub fn text_bytes(&self) -> usize {
+        match self {
+            Part::Text(t) => t.text.len(),
+            Part::Image(_) => 0,
+            Part::ToolCall(c) => {
+                c.name.len()
+                    + match &c.arguments {
+                        Arguments::Json(s) | Arguments::Custom(s) => s.len(),
+                        Arguments::Value(_) => 64,
+                    }
+            }
+            Part::ToolResult(r) => r.parts.iter().map(Part::text_bytes).sum(),
+            Part::Reasoning(r) => r.text.len(),
+            Part::Opaque(_) => 256,
+        }
+    }
+
     /// The part's other fields; an opaque part's are in its value.
     pub fn extra(&self) -> Option<&Extra> {
         match self {
@@ -430,6 +450,11 @@ pub enum ReasoningKind {
 }
 
 impl Message {
+    /// About how many bytes of text its parts hold ([`Part::text_bytes`]).
+    pub fn text_bytes(&self) -> usize {
+        self.parts.iter().map(Part::text_bytes).sum()
+    }
+
     /// A message with one text part, written as a plain string.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
         Message {

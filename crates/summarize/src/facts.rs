@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use abridge_model::text::clip;
-use abridge_model::{Message, Part, Role, ToolResult};
+use abridge_model::{Message, Part, Role, ToolCall, ToolResult};
 use serde_json::Value;
 
 use crate::config::FactConfig;
@@ -111,7 +111,9 @@ pub struct Extraction<'a> {
     /// Where `f.files` holds each path, and the commands run (`f.commands`
     /// once finished).
     places: Places,
-    /// Each call by its id: its tool and arguments, for its result.
+    /// Each call by its id, until its result comes: its tool and
+    /// arguments. (Calls whose results were read are let go: a copy of the
+    /// extraction held every call of a long run.)
     calls: HashMap<Cow<'a, str>, (Cow<'a, str>, Value)>,
     weight: Weights,
     /// Tool results read so far.
@@ -127,71 +129,74 @@ pub struct Extraction<'a> {
 }
 
 impl<'a> Extraction<'a> {
-    /// Reads `messages`, the next ones of the run.
+    /// Reads `messages`, the next ones of the run: what each says on its
+    /// own is read a block at a time on every core ([`Reading`]), then
+    /// folded into the facts in order.
     pub fn feed(&mut self, messages: &'a [Message], cfg: &FactConfig) {
-        for m in messages {
-            self.fed += 1;
-            if m.role == Role::Assistant {
-                for p in &m.parts {
-                    self.assistant_part(p, cfg);
-                }
-                continue;
+        self.feed_on(messages, cfg, abridge_model::shares::threads(MAX_THREADS));
+    }
+
+    /// [`feed`](Self::feed), reading on at most `threads` threads.
+    fn feed_on(&mut self, messages: &'a [Message], cfg: &FactConfig, threads: usize) {
+        for block in messages.chunks(BLOCK) {
+            for (m, reading) in block.iter().zip(read_all(block, cfg, threads)) {
+                self.fold(m, reading, cfg);
             }
-            for p in &m.parts {
-                match p {
-                    Part::ToolResult(r) => self.result(r, cfg),
-                    Part::Text(t) if m.role == Role::User && !m.meta.injected => {
-                        user_text(&mut self.f, &t.text, &cfg.wrapper)
+        }
+    }
+
+    /// Folds message `m`, read as `reading`, into the facts.
+    fn fold(&mut self, m: &'a Message, reading: Reading<'a>, cfg: &FactConfig) {
+        self.fed += 1;
+        for (p, r) in m.parts.iter().zip(reading.parts) {
+            match (p, r) {
+                (Part::Text(t), PartReading::Said { ids, sentence }) => {
+                    self.weight.add_found(&mut self.f.used_ids, ids);
+                    self.last_said = Some(Cow::Borrowed(&t.text));
+                    if let Some(s) = sentence
+                        && self.said.insert(s.clone())
+                    {
+                        self.f.narrative.push(s);
                     }
-                    _ => {}
                 }
+                (Part::ToolCall(c), PartReading::Called(args)) => self.call(c, args, cfg),
+                (Part::ToolResult(r), PartReading::Answered { text, outcome }) => {
+                    self.result(r, text, outcome)
+                }
+                (Part::Text(t), PartReading::Other) if m.role == Role::User && !m.meta.injected => {
+                    user_text(&mut self.f, &t.text, &cfg.wrapper)
+                }
+                _ => {}
             }
         }
     }
 
-    fn assistant_part(&mut self, p: &'a Part, cfg: &FactConfig) {
+    fn call(&mut self, c: &'a ToolCall, args: Value, cfg: &FactConfig) {
         let f = &mut self.f;
-        match p {
-            Part::Text(t) if !t.text.trim().is_empty() => {
-                self.weight.add(&mut f.used_ids, &t.text, true);
-                self.last_said = Some(Cow::Borrowed(&t.text));
-                if let Some(s) = first_sentence(&t.text)
-                    && self.said.insert(s.clone())
-                {
-                    f.narrative.push(s);
-                }
-            }
-            Part::ToolCall(c) => {
-                let args = c.arguments.to_value();
-                // What it refers to counts, not the code it typed.
-                let (references, _bodies) = split_arguments(&c.name, &args);
-                for r in references {
-                    self.weight.add(&mut f.used_ids, r, false);
-                }
-                if cfg.todo_tools.iter().any(|t| t == &c.name) {
-                    f.todo = Some((c.name.clone(), args.clone()));
-                }
-                self.calls
-                    .insert(Cow::Borrowed(&c.id), (Cow::Borrowed(&c.name), args));
-            }
-            _ => {}
+        // What it refers to counts, not the code it typed.
+        let (references, _bodies) = split_arguments(&c.name, &args);
+        for r in references {
+            self.weight.add(&mut f.used_ids, r, false);
         }
+        if cfg.todo_tools.iter().any(|t| t == &c.name) {
+            f.todo = Some((c.name.clone(), args.clone()));
+        }
+        self.calls
+            .insert(Cow::Borrowed(&c.id), (Cow::Borrowed(&c.name), args));
     }
 
-    fn result(&mut self, r: &'a ToolResult, cfg: &FactConfig) {
+    fn result(&mut self, r: &'a ToolResult, text: Cow<'a, str>, mut ok: CallOutcome) {
         let at = self.results;
         self.results += 1;
-        let text = r.text();
-        let mut ok = outcome(r, &text, &cfg.error_prefixes);
-        if let Some((name, args)) = self.calls.get(r.call_id.as_str()) {
+        if let Some((name, args)) = self.calls.remove(r.call_id.as_str()) {
             if ok == CallOutcome::Failed(Some(1))
-                && let ToolKind::Shell(cmd) = classify(name, args)
+                && let ToolKind::Shell(cmd) = classify(&name, &args)
                 && answers_with_one(cmd)
             {
                 // Nothing found, a difference, a false test: an answer.
                 ok = CallOutcome::Ok;
             }
-            record_call(&mut self.f, &mut self.places, at, name, args, ok, &text);
+            record_call(&mut self.f, &mut self.places, at, &name, &args, ok, &text);
         }
         if let CallOutcome::Failed(_) = ok {
             self.latest_error = Some(text);
@@ -251,6 +256,83 @@ impl<'a> Extraction<'a> {
     }
 }
 
+/// What one message says on its own, part by part: read apart from the
+/// facts gathered so far, so that many messages are read at once.
+struct Reading<'a> {
+    parts: Vec<PartReading<'a>>,
+}
+
+enum PartReading<'a> {
+    /// The agent's prose: the names it refers to, its first sentence.
+    Said {
+        ids: Vec<&'a str>,
+        sentence: Option<String>,
+    },
+    /// A call's arguments, parsed.
+    Called(Value),
+    /// A tool result's text and outcome.
+    Answered {
+        text: Cow<'a, str>,
+        outcome: CallOutcome,
+    },
+    /// Nothing read ahead (a user's words are read in order).
+    Other,
+}
+
+/// Messages read ahead at once, at most.
+const BLOCK: usize = 4096;
+
+/// Text of a block worth a second thread.
+const PARALLEL_BYTES: usize = 256 * 1024;
+
+/// Threads that read at most.
+const MAX_THREADS: usize = 8;
+
+/// What one message says on its own.
+fn read<'a>(m: &'a Message, cfg: &FactConfig) -> Reading<'a> {
+    let assistant = m.role == Role::Assistant;
+    let parts = m
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) if assistant && !t.text.trim().is_empty() => PartReading::Said {
+                ids: prose_identifier_refs(&t.text),
+                sentence: first_sentence(&t.text),
+            },
+            Part::ToolCall(c) if assistant => PartReading::Called(c.arguments.to_value()),
+            Part::ToolResult(r) if !assistant => {
+                let text = r.text();
+                let outcome = outcome(r, &text, &cfg.error_prefixes);
+                PartReading::Answered { text, outcome }
+            }
+            _ => PartReading::Other,
+        })
+        .collect();
+    Reading { parts }
+}
+
+/// `block` read, in order: on `threads` threads when it holds enough text.
+fn read_all<'a>(block: &'a [Message], cfg: &FactConfig, threads: usize) -> Vec<Reading<'a>> {
+    let bytes: usize = block.iter().map(Message::text_bytes).sum();
+    if threads < 2 || bytes < PARALLEL_BYTES {
+        return block.iter().map(|m| read(m, cfg)).collect();
+    }
+    let shares = abridge_model::shares::shares(block, Message::text_bytes, threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|r| {
+                let share = &block[r];
+                scope.spawn(move || share.iter().map(|m| read(m, cfg)).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// How often and how late the agent referred to each identifier: in its
 /// prose or in an argument that names something (a path, a command, an
 /// id). Names inside the bodies it typed (file contents, edits) are the
@@ -270,14 +352,18 @@ struct Seen {
 }
 
 impl Weights {
-    /// Counts the names in `text`: prose (the agent's words) or an argument.
+    /// Counts the names in `text`, an argument.
     fn add(&mut self, ids: &mut Vec<String>, text: &str, prose: bool) {
-        self.clock += 1;
-        let found = if prose {
-            prose_identifier_refs(text)
-        } else {
-            identifier_refs(text)
+        let found = match prose {
+            true => prose_identifier_refs(text),
+            false => identifier_refs(text),
         };
+        self.add_found(ids, found);
+    }
+
+    /// Counts `found`, the names one text referred to.
+    fn add_found(&mut self, ids: &mut Vec<String>, found: Vec<&str>) {
+        self.clock += 1;
         for id in found {
             if is_position(id) {
                 continue;
@@ -523,6 +609,59 @@ pub fn task_text(head: &[Message], tag: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reading many messages at once, shared between threads that meet
+    /// a call in one share and its result in the next, gives the facts
+    /// one thread gives.
+    #[test]
+    fn a_run_read_on_many_threads_has_the_facts_of_one() {
+        use crate::testing::exchange;
+        use serde_json::json;
+        let mut messages = vec![Message::text(
+            Role::User,
+            "Fix `parse_expr` in src/parse.rs.",
+        )];
+        for i in 0..3000 {
+            let mut said = Message::text(
+                Role::Assistant,
+                format!("Now `check_{}` in src/mod_{}.rs. Then on.", i % 97, i % 41),
+            );
+            said.form = abridge_model::ContentForm::Text;
+            messages.push(said);
+            let (name, args, out) = match i % 4 {
+                0 => (
+                    "Read",
+                    json!({"file_path": format!("src/mod_{}.rs", i % 41)}),
+                    format!("fn check_{i}() {{}}\n").repeat(8),
+                ),
+                1 => (
+                    "Bash",
+                    json!({"command": format!("cargo test t{}", i % 13)}),
+                    format!("error: t{i} failed\nexit code 1\n").repeat(4),
+                ),
+                2 => (
+                    "Edit",
+                    json!({"file_path": "src/parse.rs", "old_string": "a", "new_string": format!("fn check_{i}() {{}}")}),
+                    "The file has been updated.".repeat(6),
+                ),
+                _ => (
+                    "Grep",
+                    json!({"pattern": format!("check_{i}")}),
+                    format!("src/mod_{i}.rs:1: check_{i}\n").repeat(6),
+                ),
+            };
+            messages.extend(exchange(&format!("c{i}"), name, args, &out));
+        }
+        let cfg = FactConfig::default();
+        let facts = |threads| {
+            let mut e = Extraction::default();
+            e.feed_on(&messages, &cfg, threads);
+            e.finish()
+        };
+        let one = facts(1);
+        assert!(one.commands.len() >= 13 && one.files.len() > 1, "{one:?}");
+        assert_eq!(facts(3), one);
+    }
 
     #[test]
     fn an_error_keeps_its_first_lines_and_its_verdict() {

@@ -208,7 +208,7 @@ impl TokenCounter {
         let mut bytes = 0;
         for (key, m) in keys.iter().zip(messages) {
             if !self.cache.contains_key(key) {
-                let size = text_bytes(m);
+                let size = m.text_bytes();
                 bytes += size;
                 new.push((*key, m, size));
             }
@@ -346,28 +346,6 @@ const PARALLEL_BYTES: usize = 256 * 1024;
 
 /// Most threads one count uses.
 const MAX_THREADS: usize = 8;
-
-/// Bytes of text a message holds (what its count's time depends on).
-fn text_bytes(m: &Message) -> usize {
-    m.parts.iter().map(part_bytes).sum()
-}
-
-fn part_bytes(p: &Part) -> usize {
-    match p {
-        Part::Text(t) => t.text.len(),
-        Part::Image(_) => 0,
-        Part::ToolCall(c) => {
-            c.name.len()
-                + match &c.arguments {
-                    Arguments::Json(s) | Arguments::Custom(s) => s.len(),
-                    Arguments::Value(_) => 64,
-                }
-        }
-        Part::ToolResult(r) => r.parts.iter().map(part_bytes).sum(),
-        Part::Reasoning(r) => r.text.len(),
-        Part::Opaque(_) => 256,
-    }
-}
 
 /// Hash of everything in a message that its token count depends on.
 ///
