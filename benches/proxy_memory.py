@@ -109,7 +109,7 @@ def main():
             time.sleep(args.settle)
             after = p.rss()
             print(f"{'  %.0f s later' % args.settle:44s} {after:8.0f} MB  ({after / p.idle:.2f}x idle;"
-                  f" sessions hold {p.held_mb():.0f} MB of it)")
+                  f" {p.sessions()} sessions in memory, their last bodies {p.held_mb():.0f} MB)")
         with Proxy(binary, upstream, args) as p:
             chat = workload.toolchat(10_000)
             prompt = chat["messages"][0]["content"]
@@ -175,13 +175,21 @@ class Proxy:
     def rss(self):
         return rss_mb(self.proc.pid)
 
-    def held_mb(self):
-        """What the sessions' last bodies hold, by the proxy's own metric."""
+    def metric(self, name):
+        """A gauge of the proxy's own metrics."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
             for line in r.read().decode().splitlines():
-                if line.startswith("abridge_session_memory_bytes"):
-                    return float(line.split()[-1]) / 2**20
+                if line.startswith(name + " "):
+                    return float(line.split()[-1])
         return float("nan")
+
+    def held_mb(self):
+        """What the sessions' last bodies hold, by the proxy's own metric."""
+        return self.metric("abridge_session_memory_bytes") / 2**20
+
+    def sessions(self):
+        """Sessions in memory."""
+        return int(self.metric("abridge_active_sessions"))
 
     def post(self, body, session):
         post(self.port, body, session)

@@ -38,6 +38,12 @@ pub struct ServeConfig {
     /// added, without the messages a carried compaction covers). Past it, the least recently used sessions drop theirs and
     /// their next request is decoded whole. 0: no session keeps one.
     pub session_memory_megabytes: u64,
+    /// A session without a request for this long leaves memory, saved to
+    /// the store first when there is one: its next request is decoded whole
+    /// and goes on from the stored compaction (without a store it compacts
+    /// afresh; a provider's prompt cache has expired by then anyway).
+    /// 0: sessions stay until `max_sessions` pushes them out.
+    pub session_idle_seconds: f64,
     /// When the upstream refuses a history as too long, compact to
     /// `overflow_ratio` of what was sent and retry once.
     pub retry_on_overflow: bool,
@@ -96,6 +102,7 @@ impl Default for ServeConfig {
             max_body_megabytes: 32,
             max_sessions: 10_000,
             session_memory_megabytes: 256,
+            session_idle_seconds: 900.0,
             retry_on_overflow: true,
             overflow_ratio: 0.6,
             strict: false,
@@ -128,6 +135,13 @@ impl ServeConfig {
         (self.max_receiving_megabytes as usize).saturating_mul(1 << 20)
     }
 
+    /// How long a session may go without a request before it leaves
+    /// memory (`None`: never).
+    pub fn session_idle(&self) -> Option<std::time::Duration> {
+        (self.session_idle_seconds > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.session_idle_seconds))
+    }
+
     /// The sessions' memory budget in bytes.
     pub fn session_memory_bytes(&self) -> usize {
         (self.session_memory_megabytes as usize).saturating_mul(1 << 20)
@@ -153,6 +167,12 @@ impl ServeConfig {
         }
         if self.max_sessions == 0 {
             return bad("max_sessions", "must be at least 1");
+        }
+        if !(self.session_idle_seconds >= 0.0 && self.session_idle_seconds.is_finite()) {
+            return bad(
+                "session_idle_seconds",
+                "must be 0 or a positive number of seconds",
+            );
         }
         if self.max_connections == 0 {
             return bad("max_connections", "must be at least 1");

@@ -218,9 +218,15 @@ impl Proxy {
             header_timeout: Duration::from_secs_f64(serve.header_timeout_secs),
             max_connections: serve.max_connections,
         };
+        let sweeper = serve
+            .session_idle()
+            .map(|idle| tokio::spawn(spill_idle_sessions(self.app.clone(), idle)));
         let served = listen::serve(listener, self.router_with(extra), limits, shutdown)
             .await
             .map_err(Error::Serve);
+        if let Some(s) = sweeper {
+            s.abort();
+        }
         if let Some(store) = self.app.store.clone() {
             // What the sessions learned goes to the store before the proxy ends.
             let flushed = tokio::task::spawn_blocking(move || store.flush(FLUSH_LIMIT)).await;
@@ -232,5 +238,31 @@ impl Proxy {
             }
         }
         served
+    }
+}
+
+/// Lets go of the sessions idle for `idle` (`[serve] session_idle_seconds`),
+/// saved to the store first, looking a few times per `idle`.
+async fn spill_idle_sessions(app: Arc<app::App>, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        // Saving waits on the store: off the runtime's threads.
+        let app2 = app.clone();
+        let spill = move || {
+            app2.sessions.spill_idle(idle, |state| {
+                if let Some(store) = &app2.store {
+                    store.save(state.record(), state.version.clone());
+                }
+            })
+        };
+        let (gone, held) = tokio::task::spawn_blocking(spill).await.unwrap_or((0, 0));
+        if gone > 0 {
+            app.metrics.sessions(app.sessions.len());
+            app.metrics.session_memory(held);
+            tracing::debug!(sessions = gone, "idle sessions left memory");
+        }
     }
 }

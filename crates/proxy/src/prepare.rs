@@ -83,14 +83,23 @@ impl Context<'_> {
         if let Some(how) = provider_compaction(&conv) {
             return self.hand_over(id, how);
         }
-        let session = match self.sessions.get(&id) {
+        let mut session = match self.sessions.get(&id) {
             Some(s) => s,
-            None => match self.open(id, tenant, &conv) {
+            None => match self.open(id.clone(), tenant.clone(), &conv) {
                 Ok(s) => s,
                 Err(e) => return self.unusable(e),
             },
         };
-        let mut guard = session.blocking_lock();
+        let mut guard = session.clone().blocking_lock_owned();
+        if guard.spilled {
+            // It left memory while this request waited: open it again.
+            drop(guard);
+            session = match self.open(id, tenant, &conv) {
+                Ok(s) => s,
+                Err(e) => return self.unusable(e),
+            };
+            guard = session.clone().blocking_lock_owned();
+        }
         self.refresh_if_shared(&mut guard);
         let whole = Continued::whole();
         let prepared = self.turn(&session, &mut guard, &conv, &whole);
@@ -115,7 +124,7 @@ impl Context<'_> {
             let Ok(mut guard) = session.clone().try_lock_owned() else {
                 continue;
             };
-            if guard.tenant.id != *tenant {
+            if guard.spilled || guard.tenant.id != *tenant {
                 continue;
             }
             let Some(resume) = resume_point(&guard, wire, bytes) else {
@@ -310,6 +319,7 @@ impl Context<'_> {
         conv: &Conversation,
         continued: &Continued,
     ) -> Prepared {
+        state.used = std::time::Instant::now();
         if let Some(u) = state.usage.take() {
             state.thread.reported(u);
         }

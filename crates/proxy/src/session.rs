@@ -136,6 +136,11 @@ pub(crate) struct SessionState {
     pub(crate) version: Arc<AtomicI64>,
     /// The last body's shape and its decoded history, to recognise the next.
     pub(crate) raw: Option<RawState>,
+    /// When a request last took a turn of it.
+    pub(crate) used: std::time::Instant,
+    /// It left memory while a request waited for it: that request opens
+    /// the session again instead (see [`Sessions::spill_idle`]).
+    pub(crate) spilled: bool,
 }
 
 /// What is kept of a session's last body to take its next one in parts.
@@ -323,6 +328,8 @@ impl SessionState {
             usage: Arc::default(),
             version: Arc::default(),
             raw: None,
+            used: std::time::Instant::now(),
+            spilled: false,
         }
     }
 
@@ -479,6 +486,43 @@ impl Sessions {
         shared
     }
 
+    /// Lets go of the sessions no request used for `idle`, handing each to
+    /// `save` first; those busy with a request stay. How many left, and the
+    /// bytes the last bodies of those in memory then hold.
+    pub(crate) fn spill_idle(
+        &self,
+        idle: std::time::Duration,
+        mut save: impl FnMut(&SessionState),
+    ) -> (usize, usize) {
+        let all: Vec<(SessionId, Shared)> = self
+            .lock()
+            .iter()
+            .map(|(id, s)| (id.clone(), s.clone()))
+            .collect();
+        let mut gone = 0;
+        for (id, session) in all {
+            let Ok(mut state) = session.try_lock() else {
+                continue;
+            };
+            if state.spilled || state.used.elapsed() < idle {
+                continue;
+            }
+            save(&state);
+            // A request that found it before it left waits for this lock,
+            // then sees it spilled.
+            state.spilled = true;
+            state.raw = None;
+            self.lock().pop(&id);
+            self.held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .set(&id, 0);
+            gone += 1;
+        }
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner()).total();
+        (gone, held)
+    }
+
     /// Sessions in memory.
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
@@ -488,5 +532,44 @@ impl Sessions {
         // A panic elsewhere never leaves the map half-updated: every
         // operation on it is one LruCache call.
         self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::Secret;
+
+    fn state(id: &str) -> SessionState {
+        let secret = Secret::from_text("test");
+        let tenant = secret.tenant(secret.tenant_of(&HeaderMap::new(), None));
+        let engine = Arc::new(Engine::new(abridge::Config::default()).unwrap());
+        SessionState::new(SessionId(id.into()), tenant, Wire::OpenAi, engine)
+    }
+
+    /// Idle sessions leave, saved first; a busy one stays; a request that
+    /// held one before it left sees it spilled.
+    #[tokio::test]
+    async fn idle_sessions_leave_saved_and_marked() {
+        let sessions = Sessions::new(8, 1 << 20);
+        let (a, b, c) = (
+            sessions.insert(state("a")),
+            sessions.insert(state("b")),
+            sessions.insert(state("c")),
+        );
+        c.lock().await.used = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let busy = b.clone().try_lock_owned().unwrap();
+        let mut saved = Vec::new();
+        let idle = std::time::Duration::from_millis(1);
+        tokio::time::sleep(idle * 5).await;
+        let (gone, held) = sessions.spill_idle(idle, |s| saved.push(s.id.0.clone()));
+        assert_eq!((gone, held, saved), (1, 0, vec!["a".to_owned()]));
+        assert!(a.lock().await.spilled);
+        assert!(sessions.get(&SessionId("a".into())).is_none());
+        drop(busy);
+        let (gone, _) = sessions.spill_idle(idle, |_| {});
+        assert_eq!(gone, 1, "once it is free");
+        assert_eq!(sessions.len(), 1);
+        assert!(!c.lock().await.spilled);
     }
 }

@@ -221,6 +221,62 @@ async fn a_resumed_session_holds_only_what_its_stored_compaction_does_not_cover(
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A session without a request for `[serve] session_idle_seconds` leaves
+/// memory, saved to the store; its next request goes on from the stored
+/// compaction and sends what a proxy that kept the session in memory sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_leaves_memory_and_goes_on_from_the_store() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-proxy-idle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sent = Vec::new();
+    for idle in [0.3, 0.0] {
+        let path = dir.join(format!("store-{idle}.sqlite"));
+        let _ = std::fs::remove_file(&path);
+        let upstream = Mock::serve(|_| Some(openai_ok("ok")));
+        let mut c = ProxyConfig::from_toml("[trigger]\nmax_tokens = 20000\n").unwrap();
+        c.serve.openai_upstream = format!("{}/v1", upstream.url);
+        c.serve.session_idle_seconds = idle;
+        let store = abridge_store::Store::open(&path).unwrap();
+        let (proxy, stop, done) = serve_config(c, Some(Box::new(store))).await;
+        let mut a = history("a", TURNS);
+        send(&proxy, "sk-a", &a).await;
+        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+        let m = metrics_text(&proxy).await;
+        let left = idle > 0.0;
+        assert_eq!(
+            metric(&m, "abridge_active_sessions"),
+            if left { 0.0 } else { 1.0 },
+            "{m}"
+        );
+        let held = metric(&m, "abridge_session_memory_bytes");
+        assert_eq!(held == 0.0, left, "{held} bytes held");
+        for turns in [TURNS + 3, TURNS + 4] {
+            a.extend_from_slice(&history("a", turns)[a.len()..]);
+            send(&proxy, "sk-a", &a).await;
+        }
+        let m = metrics_text(&proxy).await;
+        assert_eq!(metric(&m, "abridge_compactions_total{"), 1.0, "{m}");
+        let (whole, added, _) = counts(&proxy).await;
+        assert_eq!((whole, added), if left { (2.0, 1.0) } else { (1.0, 2.0) });
+        sent.push(
+            upstream
+                .requests()
+                .into_iter()
+                .map(|r| r.body)
+                .collect::<Vec<_>>(),
+        );
+        let _ = stop.send(());
+        let _ = done.await;
+    }
+    assert_eq!(sent[0].len(), 3);
+    assert!(
+        sent[0] == sent[1],
+        "what went upstream differs once the session left memory"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A session whose briefings an LLM prepares in the background holds only
 /// what its carried compaction does not cover too: the preparation starts
 /// from the thread's state and what the history holds, and is adopted.
