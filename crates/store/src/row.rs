@@ -1,7 +1,7 @@
 //! A snapshot as the columns every SQL store writes.
 
 use abridge::SnapshotId;
-use abridge::model::{Conversation, encode};
+use abridge::model::{Conversation, encode_text};
 use abridge::recall::{Handle, Original, OriginalKind, Piece, StoredOriginal};
 use abridge::{PolicyKind, Report, SnapshotData};
 use serde::Serialize;
@@ -55,12 +55,10 @@ impl SnapshotRow {
 }
 
 fn body(c: &Conversation) -> Result<String> {
-    encode(c)
-        .map(|v| v.to_string())
-        .map_err(|e| Error::Serialize {
-            what: "history",
-            message: e.to_string(),
-        })
+    encode_text(c).map_err(|e| Error::Serialize {
+        what: "history",
+        message: e.to_string(),
+    })
 }
 
 /// Iterations the compaction dropped.

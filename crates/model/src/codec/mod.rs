@@ -180,6 +180,63 @@ pub fn encode(conv: &Conversation) -> Result<Value> {
     }
 }
 
+/// Messages from which [`encode_text`] writes a history one message at a time.
+const STREAMED_MESSAGES: usize = 10_000;
+
+/// A conversation as the JSON text of its request body: [`encode`]'s value,
+/// written out. A long OpenAI or Anthropic history is written a message at
+/// a time, so that a million messages never become one JSON tree (which
+/// takes about ten times their text).
+pub fn encode_text(conv: &Conversation) -> Result<String> {
+    encode_text_from(conv, STREAMED_MESSAGES)
+}
+
+fn encode_text_from(conv: &Conversation, streamed_from: usize) -> Result<String> {
+    type EncodeOne = fn(&crate::message::Message, usize) -> Result<Value>;
+    // As `encode` picks its encoder.
+    let (wire, encode_one): (Wire, EncodeOne) = match (conv.format, conv.family) {
+        _ if conv.messages.len() < streamed_from => return Ok(encode(conv)?.to_string()),
+        // Items that depend on each other, or a shape of their own: whole.
+        (Format::AiSdk | Format::Responses, _) | (_, Family::Gemini) => {
+            return Ok(encode(conv)?.to_string());
+        }
+        (_, Family::OpenAi) => (Wire::OpenAi, openai::encode_message),
+        (_, Family::Anthropic) => (Wire::Anthropic, anthropic::encode_message),
+    };
+    // The body without its history, the history key in its place.
+    let lead = conv.wire_offset();
+    let envelope = Conversation {
+        messages: conv.messages[..lead].to_vec(),
+        ..conv.clone_envelope()
+    };
+    let Value::Object(body) = encode(&envelope)? else {
+        return Ok(encode(conv)?.to_string());
+    };
+    let key = wire.history_key();
+    let mut out = String::from("{");
+    for (i, (k, v)) in body.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::from(k.as_str()).to_string());
+        out.push(':');
+        if k != key {
+            out.push_str(&v.to_string());
+            continue;
+        }
+        out.push('[');
+        for (j, m) in conv.messages.iter().enumerate().skip(lead) {
+            if j > lead {
+                out.push(',');
+            }
+            out.push_str(&encode_one(m, j)?.to_string());
+        }
+        out.push(']');
+    }
+    out.push('}');
+    Ok(out)
+}
+
 /// A Gemini `contents` item: a turn of `parts` (no OpenAI or Anthropic
 /// message has them).
 fn is_gemini_content(v: &Value) -> bool {
@@ -350,4 +407,39 @@ fn is_claude_code_value(v: &Value) -> bool {
     let ty = v.get("type").and_then(Value::as_str);
     ty == Some("file-history-snapshot")
         || (ty.is_some() && (v.get("sessionId").is_some() || v.get("uuid").is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Written a message at a time, a body is the text of the one tree.
+    #[test]
+    fn a_history_written_a_message_at_a_time_is_the_whole_bodys_text() {
+        let bodies = [
+            json!({"temperature": 0.2, "model": "gpt-4o", "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Read \"a.rs\"", "name": "u"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": "read", "arguments": "{\"path\":\"a.rs\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "fn a() {}\n"}],
+                "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}],
+                "metadata": {"messages": []}}),
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+                "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.rs"}]}]}),
+            json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"model": "gpt-4o", "input": [{"role": "user", "content": "hi"}]}),
+        ];
+        for body in bodies {
+            let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+            let whole = encode(&conv).unwrap().to_string();
+            assert_eq!(encode_text_from(&conv, 0).unwrap(), whole, "{body}");
+            assert_eq!(encode_text(&conv).unwrap(), whole);
+        }
+    }
 }
