@@ -206,11 +206,13 @@ pub(crate) fn write_body(
     for w in &converted.warnings {
         eprintln!("abridge: {label}: {w}");
     }
-    let body = abridge_model::encode(&converted.conversation)
-        .with_context(|| format!("{label}: cannot encode"))?;
+    let cannot = || format!("{label}: cannot encode");
     if compact {
-        serde_json::to_writer(&mut *out, &body)?;
+        // A message at a time: a long history never becomes one JSON tree.
+        let text = abridge_model::encode_text(&converted.conversation).with_context(cannot)?;
+        out.write_all(text.as_bytes())?;
     } else {
+        let body = abridge_model::encode(&converted.conversation).with_context(cannot)?;
         serde_json::to_writer_pretty(&mut *out, &body)?;
     }
     writeln!(out)?;
