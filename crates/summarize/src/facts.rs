@@ -314,23 +314,13 @@ fn read<'a>(m: &'a Message, cfg: &FactConfig) -> Reading<'a> {
 /// `block` read, in order: on `threads` threads when it holds enough text.
 fn read_all<'a>(block: &'a [Message], cfg: &FactConfig, threads: usize) -> Vec<Reading<'a>> {
     let bytes: usize = block.iter().map(Message::text_bytes).sum();
-    if threads < 2 || bytes < PARALLEL_BYTES {
-        return block.iter().map(|m| read(m, cfg)).collect();
-    }
-    let shares = abridge_model::shares::shares(block, Message::text_bytes, threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .map(|r| {
-                let share = &block[r];
-                scope.spawn(move || share.iter().map(|m| read(m, cfg)).collect::<Vec<_>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    let n = if bytes < PARALLEL_BYTES { 1 } else { threads };
+    abridge_model::shares::on_shares(block, Message::text_bytes, n, |share, _| {
+        share.iter().map(|m| read(m, cfg)).collect::<Vec<_>>()
     })
+    .into_iter()
+    .flat_map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    .collect()
 }
 
 /// How often and how late the agent referred to each identifier: in its

@@ -216,28 +216,20 @@ impl TokenCounter {
         if bytes < PARALLEL_BYTES || self.cache.len() + new.len() > self.capacity {
             return;
         }
-        // Contiguous shares of about equal text, one per thread.
-        let chunks: Vec<&[(u64, &Message, usize)]> =
-            abridge_model::shares::shares(&new, |(_, _, size)| *size, threads)
-                .into_iter()
-                .map(|r| &new[r])
-                .collect();
         let kind = self.kind;
-        let counted: Vec<Vec<(u64, TokenCounts)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunks
-                .iter()
-                .map(|chunk| {
-                    scope.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|(key, m, _)| (*key, count_uncached(kind, m)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
-        });
-        for (key, counts) in counted.into_iter().flatten() {
+        let counted = abridge_model::shares::on_shares(
+            &new,
+            |(_, _, size)| *size,
+            threads,
+            |share, _| {
+                share
+                    .iter()
+                    .map(|(key, m, _)| (*key, count_uncached(kind, m)))
+                    .collect::<Vec<_>>()
+            },
+        );
+        // A share that panicked is counted in order by the caller.
+        for (key, counts) in counted.into_iter().filter_map(Result::ok).flatten() {
             self.misses += 1;
             self.cache.insert(key, Packed::of(&counts));
         }

@@ -83,23 +83,16 @@ const MAX_THREADS: usize = 4;
 /// that does not parse (the whole-tree path then says where), or its error.
 fn decode_messages(items: &[&RawValue], decode_one: DecodeOne) -> Option<Result<Vec<Message>>> {
     let threads = crate::shares::threads(MAX_THREADS);
-    if threads < 2 {
-        return decode_share(items, 0, decode_one);
-    }
-    let shares = crate::shares::shares(items, |r| r.get().len(), threads);
-    let decoded: Vec<Option<Result<Vec<Message>>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .iter()
-            .map(|r| scope.spawn(move || decode_share(&items[r.clone()], r.start, decode_one)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().ok().flatten())
-            .collect()
-    });
+    let decoded = crate::shares::on_shares(
+        items,
+        |r| r.get().len(),
+        threads,
+        |share, at| decode_share(share, at, decode_one),
+    );
     let mut messages = Vec::with_capacity(items.len());
     for share in decoded {
-        match share? {
+        // A share that panicked: the whole-tree path says what is wrong.
+        match share.ok().flatten()? {
             Ok(mut m) => messages.append(&mut m),
             Err(e) => return Some(Err(e)),
         }
