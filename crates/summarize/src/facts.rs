@@ -176,7 +176,7 @@ impl<'a> Extraction<'a> {
         // What it refers to counts, not the code it typed.
         let (references, _bodies) = split_arguments(&c.name, &args);
         for r in references {
-            self.weight.add(&mut f.used_ids, r, false);
+            self.weight.add(&mut f.used_ids, r);
         }
         if cfg.todo_tools.iter().any(|t| t == &c.name) {
             f.todo = Some((c.name.clone(), args.clone()));
@@ -342,13 +342,10 @@ struct Seen {
 }
 
 impl Weights {
-    /// Counts the names in `text`, an argument.
-    fn add(&mut self, ids: &mut Vec<String>, text: &str, prose: bool) {
-        let found = match prose {
-            true => prose_identifier_refs(text),
-            false => identifier_refs(text),
-        };
-        self.add_found(ids, found);
+    /// Counts the names in `text`, an argument (prose is read ahead:
+    /// [`add_found`](Self::add_found)).
+    fn add(&mut self, ids: &mut Vec<String>, text: &str) {
+        self.add_found(ids, identifier_refs(text));
     }
 
     /// Counts `found`, the names one text referred to.
