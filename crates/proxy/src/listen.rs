@@ -46,8 +46,17 @@ pub(crate) struct Connection {
     in_flight: AtomicUsize,
     /// When its request's body last made progress (started, or bytes
     /// came; ms since the table's epoch, plus one; 0: not reading one).
-    reading_since: AtomicU64,
+    progress_at: AtomicU64,
     close: Notify,
+}
+
+impl Connection {
+    /// When its body last made progress, if that was [`STALLED`] or more
+    /// before `now`.
+    fn stalled(&self, now: u64) -> Option<u64> {
+        let at = self.progress_at.load(Ordering::Acquire);
+        (at != 0 && now.saturating_sub(at) >= STALLED.as_millis() as u64).then_some(at)
+    }
 }
 
 /// Milliseconds since the first call, plus one (0 means "not set").
@@ -71,16 +80,10 @@ impl Table {
             return true;
         }
         let now = now_ms();
-        let stalled = STALLED.as_millis() as u64;
         let idle = open
             .iter()
             .find(|(_, c)| c.in_flight.load(Ordering::Acquire) == 0);
-        let victim = idle.or_else(|| {
-            open.iter().find(|(_, c)| {
-                let since = c.reading_since.load(Ordering::Acquire);
-                since != 0 && now.saturating_sub(since) >= stalled
-            })
-        });
+        let victim = idle.or_else(|| open.iter().find(|(_, c)| c.stalled(now).is_some()));
         let Some(id) = victim.map(|(id, _)| *id) else {
             return false;
         };
@@ -234,23 +237,19 @@ pub(crate) struct Readers(Mutex<Vec<Arc<Connection>>>);
 
 impl Readers {
     /// Closes the connection whose body has been stalled longest, if one
-    /// has been for [`STALLED`] and is not `me`; true when one was.
-    pub(crate) fn close_stalled(&self, me: Option<&Arc<Connection>>) -> bool {
+    /// has been for [`STALLED`] and is not `me`.
+    fn close_stalled(&self, me: Option<&Arc<Connection>>) {
         let mut readers = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let now = now_ms();
-        let stalled = STALLED.as_millis() as u64;
         let victim = readers
             .iter()
             .enumerate()
             .filter(|(_, c)| me.is_none_or(|me| !Arc::ptr_eq(c, me)))
-            .map(|(i, c)| (i, c.reading_since.load(Ordering::Acquire)))
-            .filter(|(_, since)| *since != 0 && now.saturating_sub(*since) >= stalled)
-            .min_by_key(|(_, since)| *since);
-        let Some((i, _)) = victim else {
-            return false;
-        };
-        readers.swap_remove(i).close.notify_one();
-        true
+            .filter_map(|(i, c)| Some((i, c.stalled(now)?)))
+            .min_by_key(|(_, at)| *at);
+        if let Some((i, _)) = victim {
+            readers.swap_remove(i).close.notify_one();
+        }
     }
 
     fn remove(&self, conn: &Arc<Connection>) {
@@ -272,7 +271,7 @@ impl<'a> ReadingBody<'a> {
     pub(crate) fn start(extensions: &axum::http::Extensions, readers: &'a Readers) -> Self {
         let conn = extensions.get::<Arc<Connection>>().cloned();
         if let Some(c) = &conn {
-            c.reading_since.store(now_ms(), Ordering::Release);
+            c.progress_at.store(now_ms(), Ordering::Release);
         }
         ReadingBody { conn, readers }
     }
@@ -290,20 +289,20 @@ impl<'a> ReadingBody<'a> {
     /// the body is not stalled.
     pub(crate) fn progressed(&self) {
         if let Some(c) = &self.conn {
-            c.reading_since.store(now_ms(), Ordering::Release);
+            c.progress_at.store(now_ms(), Ordering::Release);
         }
     }
 
     /// Closes another body's connection that stalled (see [`Readers`]).
-    pub(crate) fn close_stalled(&self) -> bool {
-        self.readers.close_stalled(self.conn.as_ref())
+    pub(crate) fn close_stalled(&self) {
+        self.readers.close_stalled(self.conn.as_ref());
     }
 }
 
 impl Drop for ReadingBody<'_> {
     fn drop(&mut self) {
         if let Some(c) = &self.conn {
-            c.reading_since.store(0, Ordering::Release);
+            c.progress_at.store(0, Ordering::Release);
             self.readers.remove(c);
         }
     }
