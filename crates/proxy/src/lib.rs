@@ -252,10 +252,9 @@ async fn spill_idle_sessions(app: Arc<app::App>, idle: Duration) {
         // Saving waits on the store: off the runtime's threads.
         let app2 = app.clone();
         let spill = move || {
-            app2.sessions.spill_idle(idle, |state| {
-                if let Some(store) = &app2.store {
-                    store.save(state.record(), state.version.clone());
-                }
+            app2.sessions.spill_idle(idle, |state| match &app2.store {
+                Some(store) => store.save(state.record(), state.version.clone()),
+                None => true,
             })
         };
         let (gone, held) = tokio::task::spawn_blocking(spill).await.unwrap_or((0, 0));

@@ -14,6 +14,7 @@ use abridge::{AttemptOutcome, Cancel, Input, PrefixKey, Report, Thread};
 use abridge_store::RequestRecord;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Uri};
+use tokio::sync::OwnedMutexGuard;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::cap_breakpoints;
@@ -83,23 +84,10 @@ impl Context<'_> {
         if let Some(how) = provider_compaction(&conv) {
             return self.hand_over(id, how);
         }
-        let mut session = match self.sessions.get(&id) {
-            Some(s) => s,
-            None => match self.open(id.clone(), tenant.clone(), &conv) {
-                Ok(s) => s,
-                Err(e) => return self.unusable(e),
-            },
+        let (session, mut guard) = match self.locked(id, tenant, &conv) {
+            Ok(locked) => locked,
+            Err(e) => return self.unusable(e),
         };
-        let mut guard = session.clone().blocking_lock_owned();
-        if guard.spilled {
-            // It left memory while this request waited: open it again.
-            drop(guard);
-            session = match self.open(id, tenant, &conv) {
-                Ok(s) => s,
-                Err(e) => return self.unusable(e),
-            };
-            guard = session.clone().blocking_lock_owned();
-        }
         self.refresh_if_shared(&mut guard);
         let whole = Continued::whole();
         let prepared = self.turn(&session, &mut guard, &conv, &whole);
@@ -107,6 +95,26 @@ impl Context<'_> {
         self.keep_raw(&mut guard, raw);
         self.sessions.set_quick(quick, guard.id.clone());
         prepared
+    }
+
+    /// Session `id`, locked: the one in memory, or opened (and stored
+    /// state taken over) when it is not, or when it left memory while this
+    /// request waited for it.
+    fn locked(
+        &self,
+        id: SessionId,
+        tenant: TenantId,
+        conv: &Conversation,
+    ) -> Result<(Shared, OwnedMutexGuard<SessionState>), String> {
+        if let Some(session) = self.sessions.get(&id) {
+            let guard = session.clone().blocking_lock_owned();
+            if !guard.spilled {
+                return Ok((session, guard));
+            }
+        }
+        let session = self.open(id, tenant, conv)?;
+        let guard = session.clone().blocking_lock_owned();
+        Ok((session, guard))
     }
 
     /// The next request of a session whose history it extends, recognised

@@ -486,13 +486,13 @@ impl Sessions {
         shared
     }
 
-    /// Lets go of the sessions no request used for `idle`, handing each to
-    /// `save` first; those busy with a request stay. How many left, and the
-    /// bytes the last bodies of those in memory then hold.
+    /// Lets go of the sessions no request used for `idle`, once `save`
+    /// says it saved each; those busy with a request stay. How many left,
+    /// and the bytes the last bodies of those in memory then hold.
     pub(crate) fn spill_idle(
         &self,
         idle: std::time::Duration,
-        mut save: impl FnMut(&SessionState),
+        mut save: impl FnMut(&SessionState) -> bool,
     ) -> (usize, usize) {
         let all: Vec<(SessionId, Shared)> = self
             .lock()
@@ -504,10 +504,11 @@ impl Sessions {
             let Ok(mut state) = session.try_lock() else {
                 continue;
             };
-            if state.spilled || state.used.elapsed() < idle {
+            // Kept when its state could not be saved (a stalled store):
+            // spilled, its next request would start afresh.
+            if state.used.elapsed() < idle || !save(&state) {
                 continue;
             }
-            save(&state);
             // A request that found it before it left waits for this lock,
             // then sees it spilled.
             state.spilled = true;
@@ -547,8 +548,9 @@ mod tests {
         SessionState::new(SessionId(id.into()), tenant, Wire::OpenAi, engine)
     }
 
-    /// Idle sessions leave, saved first; a busy one stays; a request that
-    /// held one before it left sees it spilled.
+    /// Idle sessions leave once saved; a busy one stays, and so does one
+    /// the store did not take; a request that held one before it left sees
+    /// it spilled.
     #[tokio::test]
     async fn idle_sessions_leave_saved_and_marked() {
         let sessions = Sessions::new(8, 1 << 20);
@@ -562,12 +564,18 @@ mod tests {
         let mut saved = Vec::new();
         let idle = std::time::Duration::from_millis(1);
         tokio::time::sleep(idle * 5).await;
-        let (gone, held) = sessions.spill_idle(idle, |s| saved.push(s.id.0.clone()));
+        // A store that does not take the state: nothing leaves.
+        assert_eq!(sessions.spill_idle(idle, |_| false), (0, 0));
+        assert!(!a.lock().await.spilled);
+        let (gone, held) = sessions.spill_idle(idle, |s| {
+            saved.push(s.id.0.clone());
+            true
+        });
         assert_eq!((gone, held, saved), (1, 0, vec!["a".to_owned()]));
         assert!(a.lock().await.spilled);
         assert!(sessions.get(&SessionId("a".into())).is_none());
         drop(busy);
-        let (gone, _) = sessions.spill_idle(idle, |_| {});
+        let (gone, _) = sessions.spill_idle(idle, |_| true);
         assert_eq!(gone, 1, "once it is free");
         assert_eq!(sessions.len(), 1);
         assert!(!c.lock().await.spilled);

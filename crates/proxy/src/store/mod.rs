@@ -163,12 +163,16 @@ impl StoreWorker {
     }
 
     /// Saves a session, waiting at most [`WAIT`] for it to be written;
-    /// `version` takes the stored version once it is.
-    pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) {
+    /// `version` takes the stored version once it is. True when it was
+    /// written in that time.
+    pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) -> bool {
         let job = |reply| Job::Save(Box::new(record), version, reply);
-        if self.tell(job).is_none() {
+        // A failed write is logged where it is written.
+        let written = self.tell(job);
+        if written.is_none() {
             tracing::debug!("a session's save is queued behind a slow store");
         }
+        matches!(written, Some(Ok(())))
     }
 
     /// Queues a request log row.
