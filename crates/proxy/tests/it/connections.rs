@@ -97,8 +97,11 @@ async fn idle_and_slow_connections_past_the_limit_starve_no_request() {
             .unwrap();
             held.push(s);
         }
-        // Let the bodies count as stalled.
-        std::thread::sleep(Duration::from_millis(1300));
+        // Let the bodies count as stalled, and the connections refused
+        // while every kept one was at work (a loaded machine parses the
+        // slow bodies' heads before the last connections arrive) be let go:
+        // a refusal holds its socket up to 2 s to be read.
+        std::thread::sleep(Duration::from_millis(2500));
         // Of the 200 connections, the server keeps at most 32.
         let port = proxy.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
         if let Some(kept) = server_connections(port) {
