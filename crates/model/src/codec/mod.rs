@@ -192,16 +192,15 @@ pub fn encode_text(conv: &Conversation) -> Result<String> {
 }
 
 fn encode_text_from(conv: &Conversation, streamed_from: usize) -> Result<String> {
-    type EncodeOne = fn(&crate::message::Message, usize) -> Result<Value>;
     // As `encode` picks its encoder.
-    let (wire, encode_one): (Wire, EncodeOne) = match (conv.format, conv.family) {
+    let wire = match (conv.format, conv.family) {
         _ if conv.messages.len() < streamed_from => return Ok(encode(conv)?.to_string()),
         // Items that depend on each other, or a shape of their own: whole.
         (Format::AiSdk | Format::Responses, _) | (_, Family::Gemini) => {
             return Ok(encode(conv)?.to_string());
         }
-        (_, Family::OpenAi) => (Wire::OpenAi, openai::encode_message),
-        (_, Family::Anthropic) => (Wire::Anthropic, anthropic::encode_message),
+        (_, Family::OpenAi) => Wire::OpenAi,
+        (_, Family::Anthropic) => Wire::Anthropic,
     };
     // The body without its history, the history key in its place.
     let lead = conv.wire_offset();
@@ -212,7 +211,6 @@ fn encode_text_from(conv: &Conversation, streamed_from: usize) -> Result<String>
     let Value::Object(body) = encode(&envelope)? else {
         return Ok(encode(conv)?.to_string());
     };
-    let key = wire.history_key();
     let mut out = String::from("{");
     for (i, (k, v)) in body.iter().enumerate() {
         if i > 0 {
@@ -220,22 +218,32 @@ fn encode_text_from(conv: &Conversation, streamed_from: usize) -> Result<String>
         }
         out.push_str(&Value::from(k.as_str()).to_string());
         out.push(':');
-        if k != key {
+        if k != wire.history_key() {
             out.push_str(&v.to_string());
             continue;
         }
         out.push('[');
-        for (j, m) in conv.messages.iter().enumerate().skip(lead) {
-            if j > lead {
-                out.push(',');
+        // A block of messages at a time, never the whole history's tree.
+        for start in (lead..conv.messages.len()).step_by(STREAMED_BLOCK) {
+            let end = (start + STREAMED_BLOCK).min(conv.messages.len());
+            for (j, item) in encode_wire_messages(wire, &conv.messages[start..end], start)?
+                .iter()
+                .enumerate()
+            {
+                if start + j > lead {
+                    out.push(',');
+                }
+                out.push_str(&item.to_string());
             }
-            out.push_str(&encode_one(m, j)?.to_string());
         }
         out.push(']');
     }
     out.push('}');
     Ok(out)
 }
+
+/// Messages [`encode_text`] turns into JSON values at once.
+const STREAMED_BLOCK: usize = 1024;
 
 /// A Gemini `contents` item: a turn of `parts` (no OpenAI or Anthropic
 /// message has them).
@@ -435,7 +443,20 @@ mod tests {
             json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}),
             json!({"model": "gpt-4o", "input": [{"role": "user", "content": "hi"}]}),
         ];
-        for body in bodies {
+        // Longer than a block of messages, across block boundaries.
+        let turns = |n: usize| -> Vec<Value> {
+            (0..n)
+                .map(|i| {
+                    let role = ["user", "assistant"][i % 2];
+                    json!({"role": role, "content": format!("m{i}")})
+                })
+                .collect()
+        };
+        let long = [
+            json!({"model": "gpt-4o", "messages": turns(2 * STREAMED_BLOCK + 3)}),
+            json!({"model": "claude-sonnet-4-5", "system": "s", "messages": turns(STREAMED_BLOCK + 1)}),
+        ];
+        for body in bodies.into_iter().chain(long) {
             let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
             let whole = encode(&conv).unwrap().to_string();
             assert_eq!(encode_text_from(&conv, 0).unwrap(), whole, "{body}");
