@@ -96,13 +96,10 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
     match (args.by_source, args.json) {
-        (true, true) => serde_json::to_writer(&mut *out, &by_source(&reports))?,
+        (true, true) => crate::write_json(out, &by_source(&reports), false)?,
         (true, false) => print_sources(&by_source(&reports), out)?,
-        (false, true) => serde_json::to_writer(&mut *out, &reports)?,
+        (false, true) => crate::write_json(out, &reports, false)?,
         (false, false) => print_table(&reports, out)?,
-    }
-    if args.json {
-        writeln!(out)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -211,11 +211,29 @@ pub(crate) fn write_body(
         // A message at a time: a long history never becomes one JSON tree.
         let text = abridge_model::encode_text(&converted.conversation).with_context(cannot)?;
         out.write_all(text.as_bytes())?;
-    } else {
-        let body = abridge_model::encode(&converted.conversation).with_context(cannot)?;
-        serde_json::to_writer_pretty(&mut *out, &body)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let body = abridge_model::encode(&converted.conversation).with_context(cannot)?;
+    write_json(out, &body, true)
+}
+
+/// Writes `value` as JSON (indented when `pretty`) and a newline, through
+/// a buffer: serde writes a token at a time, which to a file (unbuffered)
+/// or stdout (flushed at each newline) was a system call per token or per
+/// line — 38,000 of them for an 8 MB body.
+pub(crate) fn write_json(
+    out: &mut dyn Write,
+    value: &impl serde::Serialize,
+    pretty: bool,
+) -> Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    match pretty {
+        true => serde_json::to_writer_pretty(&mut out, value)?,
+        false => serde_json::to_writer(&mut out, value)?,
     }
     writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 
@@ -267,4 +285,58 @@ enum TokenizerChoice {
     Auto,
     /// This one.
     Fixed(TokenizerKind),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that counts the calls it gets, as a file or a pipe would
+    /// count system calls.
+    #[derive(Default)]
+    struct Calls {
+        bytes: Vec<u8>,
+        writes: usize,
+    }
+
+    impl Write for Calls {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.writes += 1;
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_body_is_written_in_large_pieces_pretty_or_compact() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/coding-agent.openai.json"
+        );
+        let bytes = std::fs::read(path).expect("the example is in the repository");
+        let conv = abridge_model::decode(&bytes)
+            .expect("the example decodes")
+            .remove(0);
+        for compact in [false, true] {
+            let mut out = Calls::default();
+            write_body("example", &conv, Wire::OpenAi, compact, &mut out).expect("it writes");
+            let written: serde_json::Value =
+                serde_json::from_slice(&out.bytes).expect("what it wrote is JSON");
+            assert_eq!(
+                written["messages"].as_array().map(Vec::len),
+                Some(conv.messages.len())
+            );
+            // Pretty JSON went out a token at a time: hundreds of calls here.
+            let most = out.bytes.len() / (1 << 16) + 2;
+            assert!(
+                out.writes <= most,
+                "{} writes for {} bytes (compact: {compact})",
+                out.writes,
+                out.bytes.len()
+            );
+        }
+    }
 }

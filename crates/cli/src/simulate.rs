@@ -103,8 +103,7 @@ pub(crate) fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<ExitCode> 
     summary.recall_tool = recall_tool.map(|r| RecallDeclaration::priced(&turns, r, price));
     if args.json {
         let body = json!({"file": label, "model": conv.model, "limits": limits, "summary": summary, "turns": turns});
-        serde_json::to_writer(&mut *out, &body)?;
-        writeln!(out)?;
+        crate::write_json(out, &body, false)?;
     } else {
         print_table(&label, &conv, &limits, &summary, &turns, out)?;
     }

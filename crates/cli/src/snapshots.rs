@@ -410,8 +410,7 @@ fn write_attempts(attempts: &[Attempt], out: &mut dyn Write) -> Result<()> {
 
 pub(crate) fn restore(args: &IdArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let s = args.store.read()?.get(args.id)?;
-    serde_json::to_writer_pretty(&mut *out, &s.before)?;
-    writeln!(out)?;
+    crate::write_json(out, &s.before, true)?;
     Ok(ExitCode::SUCCESS)
 }
 

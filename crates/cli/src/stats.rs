@@ -55,8 +55,7 @@ pub(crate) fn run(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode> {
             };
             let report = stats(label, conv, kind, &registry, args.top);
             if args.json {
-                serde_json::to_writer(&mut *out, &report)?;
-                writeln!(out)?;
+                crate::write_json(out, &report, false)?;
             } else {
                 print_human(&report, out)?;
             }
