@@ -32,7 +32,7 @@ fn to_text(v: &impl serde::Serialize) -> Result<String, String> {
 }
 
 fn compact_text(body: &str, options: &Options) -> std::result::Result<String, EmbedError> {
-    let out = abridge_embed::compact(serde_json::from_str(body)?, options)?;
+    let out = abridge_embed::compact_text(body, options)?;
     Ok(serde_json::to_string(&out)?)
 }
 
@@ -91,7 +91,7 @@ pub fn convert(text: String, to: String) -> Result<String, String> {
 /// Tokens of a body or list of messages.
 #[napi(js_name = "countTokens")]
 pub fn count_tokens(body: String, options_json: Option<String>) -> Result<i64, String> {
-    let n = abridge_embed::count_tokens(parse(&body)?, &options(options_json)?).map_err(js)?;
+    let n = abridge_embed::count_tokens_text(&body, &options(options_json)?).map_err(js)?;
     Ok(i64::try_from(n.get()).unwrap_or(i64::MAX))
 }
 

@@ -74,7 +74,7 @@ fn parse_options(text: &str) -> PyResult<Options> {
 #[pyo3(signature = (body, options = ""))]
 fn compact(py: Python<'_>, body: &str, options: &str) -> PyResult<String> {
     let o = parse_options(options)?;
-    py.detach(|| to_text(&abridge_embed::compact(parse(body)?, &o)?))
+    py.detach(|| to_text(&abridge_embed::compact_text(body, &o)?))
         .map_err(py_err)
 }
 
@@ -83,7 +83,7 @@ fn compact(py: Python<'_>, body: &str, options: &str) -> PyResult<String> {
 #[pyo3(signature = (body, options = ""))]
 fn count_tokens(py: Python<'_>, body: &str, options: &str) -> PyResult<u64> {
     let o = parse_options(options)?;
-    py.detach(|| abridge_embed::count_tokens(parse(body)?, &o))
+    py.detach(|| abridge_embed::count_tokens_text(body, &o))
         .map(|n| n.get())
         .map_err(py_err)
 }

@@ -54,7 +54,17 @@ pub struct Compacted {
 /// keeps the originals (or `recall` is asked for), placeholders carry no
 /// handles.
 pub fn compact(value: Value, options: &Options) -> Result<Compacted> {
-    let input = Decoded::read(value, options.format)?;
+    compact_decoded(Decoded::read(value, options.format)?, options)
+}
+
+/// [`compact`] of JSON text, as the packages pass it: a large body is
+/// decoded on every core without becoming a JSON tree first
+/// ([`Decoded::read_text`]).
+pub fn compact_text(text: &str, options: &Options) -> Result<Compacted> {
+    compact_decoded(Decoded::read_text(text, options.format)?, options)
+}
+
+fn compact_decoded(input: Decoded, options: &Options) -> Result<Compacted> {
     let mut options = options.clone();
     if options.store.is_none() {
         options.recall = Some(options.recall.unwrap_or(false));
@@ -70,7 +80,15 @@ pub fn compact(value: Value, options: &Options) -> Result<Compacted> {
 /// Tokens of a body or list of messages (tool declarations included), as
 /// the model of `options` (or of the body) counts them.
 pub fn count_tokens(value: Value, options: &Options) -> Result<Counted> {
-    let input = Decoded::read(value, options.format)?;
+    count_decoded(Decoded::read(value, options.format)?, options)
+}
+
+/// [`count_tokens`] of JSON text (see [`compact_text`]).
+pub fn count_tokens_text(text: &str, options: &Options) -> Result<Counted> {
+    count_decoded(Decoded::read_text(text, options.format)?, options)
+}
+
+fn count_decoded(input: Decoded, options: &Options) -> Result<Counted> {
     let mut compactor = abridge::Compactor::new(options.config(&input.conversation)?)?;
     Ok(compactor.count(&input.conversation))
 }

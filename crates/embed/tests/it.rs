@@ -267,3 +267,65 @@ fn a_gemini_session_grows_and_stays_under_its_trigger() {
     }
     assert!(compactions > 0);
 }
+
+/// What the packages pass (JSON text) reads as the tree of the same text
+/// reads: large bodies go the streamed way, the rest the tree's.
+#[test]
+fn a_body_as_text_reads_as_its_tree() {
+    use abridge_embed::Decoded;
+    let large_openai = json!({"model": "gpt-4o", "temperature": 0, "messages": openai_list(800)});
+    let mut anthropic = vec![json!({"role": "user", "content": "Fix the build."})];
+    for i in 0..500 {
+        anthropic.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("u{i}"), "name": "sh", "input": {"cmd": "make"}}]}));
+        anthropic.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("u{i}"), "content": "error: x\n".repeat(300)}]}));
+    }
+    let large_anthropic = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+        "system": [{"type": "text", "text": "Be brief."}], "messages": anthropic});
+    // No messages but a system prompt past the streamed threshold: the tree
+    // reads it as OpenAI whatever its fields.
+    let only_system = json!({"system": "x".repeat(1 << 21), "messages": []});
+    let small = json!({"model": "gpt-4o", "messages": openai_list(3)});
+    for (what, body, format) in [
+        ("large OpenAI", &large_openai, None),
+        (
+            "large OpenAI, format given",
+            &large_openai,
+            Some(Wire::OpenAi),
+        ),
+        ("large Anthropic", &large_anthropic, None),
+        (
+            "large Anthropic, format given",
+            &large_anthropic,
+            Some(Wire::Anthropic),
+        ),
+        ("no messages, a large system", &only_system, None),
+        ("small", &small, None),
+        ("a list", &json!(openai_list(800)), None),
+    ] {
+        let text = serde_json::to_string(body).unwrap();
+        assert!(
+            what.starts_with("small") || text.len() > 1 << 20,
+            "{what}: not large"
+        );
+        let by_tree = Decoded::read(body.clone(), format).unwrap();
+        let by_text = Decoded::read_text(&text, format).unwrap();
+        assert_eq!(by_text.shape, by_tree.shape, "{what}");
+        assert_eq!(by_text.conversation, by_tree.conversation, "{what}");
+        let options = Options {
+            format,
+            ..target(20_000)
+        };
+        assert_eq!(
+            abridge_embed::compact_text(&text, &options).unwrap().value,
+            compact(body.clone(), &options).unwrap().value,
+            "{what}"
+        );
+    }
+    // A message that is not one says where, either way.
+    let mut bad = large_openai.clone();
+    bad["messages"][7] = json!(42);
+    let text = serde_json::to_string(&bad).unwrap();
+    let e = Decoded::read_text(&text, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert!(e.to_string().contains("[7]"), "{e}");
+}

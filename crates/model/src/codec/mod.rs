@@ -68,6 +68,16 @@ pub fn decode_as(bytes: &[u8], format: Option<Format>) -> Result<Vec<Conversatio
     decode_value(value, format)
 }
 
+/// A large request body (1 MB or more: smaller ones cost little as a tree)
+/// with a `messages` array in the OpenAI or Anthropic format (`format`, or
+/// detected as [`detect`] would), decoded a message at a time on every core
+/// and never as one JSON tree. `None` for anything else (smaller, another
+/// shape or format, JSON this path does not take apart): decode it whole,
+/// which also says where it is wrong.
+pub fn decode_large_body(text: &str, format: Option<Format>) -> Option<Result<Conversation>> {
+    streamed::decode(text, format)
+}
+
 /// Decodes an already parsed JSON value as the given format.
 pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
     Ok(match format {
