@@ -214,11 +214,6 @@ fn half_a_body(proxy: &str, len: Option<usize>, part: &[u8]) -> TcpStream {
     s
 }
 
-/// Bodies held at once stay within `[serve] max_receiving_megabytes`, from
-/// their first byte until forwarded: one that says its length waits for
-/// room before it is read (503 once the body timeout passes), a chunked one
-/// that would go past it is refused at once, and room given back serves
-/// the next.
 /// The receiving budget once every body is done: `busy` requests refused
 /// for want of room, and nothing held.
 async fn assert_receiving(proxy: &str, busy: f64) {
@@ -243,6 +238,9 @@ fn ended(mut s: TcpStream, limit: Duration) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A body that stopped coming (a byte now and then is a stall) gives its
+/// room to one that arrives while the budget is full: its connection is
+/// closed unanswered, and the new body is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_body_gives_its_room_to_one_that_arrives() {
     let upstream = Mock::serve(|_| Some(Reply::Http(200, "{}".into(), Vec::new())));
@@ -286,6 +284,11 @@ async fn a_stalled_body_gives_its_room_to_one_that_arrives() {
     let _ = done.await;
 }
 
+/// Bodies held at once stay within `[serve] max_receiving_megabytes`, from
+/// their first byte until forwarded: one that says its length waits for
+/// room before it is read (503 once the body timeout passes), a chunked one
+/// that would go past it is refused at once, and room given back serves
+/// the next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_held_at_once_stay_within_the_receiving_budget() {
     // The large body's upstream answers late: its room is held meanwhile.
