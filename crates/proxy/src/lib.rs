@@ -254,7 +254,7 @@ async fn spill_idle_sessions(app: Arc<app::App>, idle: Duration) {
         let spill = move || {
             app2.sessions.spill_idle(idle, |state| match &app2.store {
                 Some(store) => store.save(state.record(), state.version.clone()),
-                None => true,
+                None => store::Saved::Written,
             })
         };
         let (gone, held) = tokio::task::spawn_blocking(spill).await.unwrap_or((0, 0));

@@ -17,6 +17,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::held::{self, Held};
 use crate::raw::{Shape, prefix_hashes, shape};
 use crate::route::query_keys;
+use crate::store::Saved;
 use crate::tenant::{Tenant, TenantId};
 
 /// Header a client may send to name its session.
@@ -486,17 +487,21 @@ impl Sessions {
         shared
     }
 
-    /// Lets go of the sessions no request used for `idle`, once `save`
-    /// says it saved each; those busy with a request stay. How many left,
-    /// and the bytes the last bodies of those in memory then hold.
+    /// Lets go of the sessions no request used for `idle`, least recently
+    /// used first, once `save` wrote each; those busy with a request stay,
+    /// and so does one the store did not take (spilled, its next request
+    /// would start afresh). A save still queued behind a slow store ends
+    /// the round: the others would only queue behind it too. How many
+    /// left, and the bytes the last bodies of those in memory then hold.
     pub(crate) fn spill_idle(
         &self,
         idle: std::time::Duration,
-        mut save: impl FnMut(&SessionState) -> bool,
+        mut save: impl FnMut(&SessionState) -> Saved,
     ) -> (usize, usize) {
         let all: Vec<(SessionId, Shared)> = self
             .lock()
             .iter()
+            .rev()
             .map(|(id, s)| (id.clone(), s.clone()))
             .collect();
         let mut gone = 0;
@@ -504,10 +509,13 @@ impl Sessions {
             let Ok(mut state) = session.try_lock() else {
                 continue;
             };
-            // Kept when its state could not be saved (a stalled store):
-            // spilled, its next request would start afresh.
-            if state.used.elapsed() < idle || !save(&state) {
+            if state.used.elapsed() < idle {
                 continue;
+            }
+            match save(&state) {
+                Saved::Written => {}
+                Saved::Failed => continue,
+                Saved::Queued => break,
             }
             // A request that found it before it left waits for this lock,
             // then sees it spilled.
@@ -548,9 +556,10 @@ mod tests {
         SessionState::new(SessionId(id.into()), tenant, Wire::OpenAi, engine)
     }
 
-    /// Idle sessions leave once saved; a busy one stays, and so does one
-    /// the store did not take; a request that held one before it left sees
-    /// it spilled.
+    /// Idle sessions leave once saved, least recently used first; a busy
+    /// one stays, and so does one the store did not take; a save queued
+    /// behind a slow store ends the round; a request that held one before
+    /// it left sees it spilled.
     #[tokio::test]
     async fn idle_sessions_leave_saved_and_marked() {
         let sessions = Sessions::new(8, 1 << 20);
@@ -559,24 +568,45 @@ mod tests {
             sessions.insert(state("b")),
             sessions.insert(state("c")),
         );
+        sessions.insert(state("d"));
         c.lock().await.used = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let busy = b.clone().try_lock_owned().unwrap();
-        let mut saved = Vec::new();
         let idle = std::time::Duration::from_millis(1);
         tokio::time::sleep(idle * 5).await;
-        // A store that does not take the state: nothing leaves.
-        assert_eq!(sessions.spill_idle(idle, |_| false), (0, 0));
+        // A store that refuses the state: nothing leaves, each idle one was tried.
+        let mut tried = Vec::new();
+        let refused = sessions.spill_idle(idle, |s| {
+            tried.push(s.id.0.clone());
+            Saved::Failed
+        });
+        assert_eq!(
+            (refused, tried),
+            ((0, 0), vec!["a".to_owned(), "d".to_owned()])
+        );
+        // A slow store: the first save queued ends the round.
+        let mut tried = 0;
+        let slow = sessions.spill_idle(idle, |_| {
+            tried += 1;
+            Saved::Queued
+        });
+        assert_eq!((slow, tried), ((0, 0), 1));
         assert!(!a.lock().await.spilled);
+        // The store takes a, not d: d stays.
+        let mut saved = Vec::new();
         let (gone, held) = sessions.spill_idle(idle, |s| {
             saved.push(s.id.0.clone());
-            true
+            match s.id.0.as_str() {
+                "a" => Saved::Written,
+                _ => Saved::Failed,
+            }
         });
-        assert_eq!((gone, held, saved), (1, 0, vec!["a".to_owned()]));
+        assert_eq!(saved, ["a", "d"]);
+        assert_eq!((gone, held), (1, 0));
         assert!(a.lock().await.spilled);
         assert!(sessions.get(&SessionId("a".into())).is_none());
         drop(busy);
-        let (gone, _) = sessions.spill_idle(idle, |_| true);
-        assert_eq!(gone, 1, "once it is free");
+        let (gone, _) = sessions.spill_idle(idle, |_| Saved::Written);
+        assert_eq!(gone, 2, "b once it is free, and d");
         assert_eq!(sessions.len(), 1);
         assert!(!c.lock().await.spilled);
     }

@@ -43,6 +43,18 @@ const QUEUE: usize = 4096;
 /// Threads answering reads, when the store has handles for them.
 pub(crate) const READERS: usize = 4;
 
+/// What came of saving a session within [`WAIT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Saved {
+    /// Written.
+    Written,
+    /// The store refused it.
+    Failed,
+    /// Still queued behind a slow or stalled store (written when it gets
+    /// there).
+    Queued,
+}
+
 /// The store shared by every session, on a thread of its own.
 pub(crate) type SharedStore = std::sync::Arc<StoreWorker>;
 
@@ -163,16 +175,18 @@ impl StoreWorker {
     }
 
     /// Saves a session, waiting at most [`WAIT`] for it to be written;
-    /// `version` takes the stored version once it is. True when it was
-    /// written in that time.
-    pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) -> bool {
+    /// `version` takes the stored version once it is.
+    pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) -> Saved {
         let job = |reply| Job::Save(Box::new(record), version, reply);
-        // A failed write is logged where it is written.
-        let written = self.tell(job);
-        if written.is_none() {
-            tracing::debug!("a session's save is queued behind a slow store");
+        match self.tell(job) {
+            Some(Ok(())) => Saved::Written,
+            // Logged where it was written.
+            Some(Err(_)) => Saved::Failed,
+            None => {
+                tracing::debug!("a session's save is queued behind a slow store");
+                Saved::Queued
+            }
         }
-        matches!(written, Some(Ok(())))
     }
 
     /// Queues a request log row.
