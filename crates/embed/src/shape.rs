@@ -1,7 +1,7 @@
 //! Reading messages in whatever shape a front end holds them, and writing
 //! them back in that shape.
 
-use abridge_model::{Conversation, Format, Role, Wire, decode_value, detect, encode, json_kind};
+use abridge_model::{Conversation, Format, Wire, decode_value, detect, encode, json_kind};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -95,16 +95,15 @@ impl Decoded {
     /// first (for the 8 MB tool chat that tree was most of the packages'
     /// cost beyond the engine's); anything else is read as a tree.
     pub fn read_text(text: &str, format: Option<Wire>) -> Result<Self> {
-        let family = match format {
-            None => Some(None),
-            Some(w @ (Wire::OpenAi | Wire::Anthropic)) => Some(Some(w.format())),
-            Some(_) => None,
-        };
-        if let Some(decoded) = family.and_then(|f| abridge_model::decode_large_body(text, f)) {
+        let streamable = format.is_none_or(|w| matches!(w, Wire::OpenAi | Wire::Anthropic));
+        if streamable
+            && let Some(decoded) = abridge_model::decode_large_body(text, format.map(Wire::format))
+        {
             let conversation = decoded?;
-            // A body of no messages but a system prompt is read as OpenAI
-            // by `read` whatever its fields; the tree path decides it.
-            if format.is_some() || conversation.messages.iter().any(|m| m.role != Role::System) {
+            // An empty `messages` is OpenAI's when no format is given, as
+            // `read` decides it, whatever the other fields suggest.
+            let empty = conversation.wire_offset() == conversation.messages.len();
+            if format.is_some() || !empty {
                 return Ok(Decoded {
                     conversation,
                     shape: Shape::Body,
