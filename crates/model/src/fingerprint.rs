@@ -12,11 +12,11 @@
 //! over a tagged, length-prefixed walk) is fixed, so fingerprints can be
 //! stored and compared across processes and releases.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use xxhash_rust::xxh3::Xxh3Default;
 
 use crate::message::{
-    Arguments, CACHE_CONTROL, ContentForm, Extra, ImageSource, Message, Part, ReasoningKind, Role,
+    Arguments, CACHE_CONTROL, ContentForm, ImageSource, Message, Part, ReasoningKind, Role,
 };
 
 /// Fingerprint of a run of messages (order counts).
@@ -172,7 +172,7 @@ impl Feed {
     /// Fields but cache markers and nulls: a `null` says no more than an
     /// absent field (the Responses codec leaves one in the slot of each
     /// field it models, which a message the engine wrote has not).
-    fn extra(&mut self, e: &Extra) {
+    fn extra(&mut self, e: &Map<String, Value>) {
         let hashed = |(k, v): &(&String, &Value)| k.as_str() != CACHE_CONTROL && !v.is_null();
         self.len(e.iter().filter(hashed).count());
         for (k, v) in e.iter().filter(hashed) {

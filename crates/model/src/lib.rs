@@ -32,6 +32,7 @@
 mod codec;
 mod conversation;
 mod error;
+mod extra;
 mod fingerprint;
 mod message;
 pub mod shares;

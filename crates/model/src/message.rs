@@ -8,10 +8,9 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// JSON object used for fields that abridge does not model but must keep.
-pub type Extra = Map<String, Value>;
+pub use crate::extra::Extra;
 
 /// Who sent a message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -108,8 +107,10 @@ pub struct Meta {
     /// `isCompactSummary`), or an abridge briefing.
     pub compact_summary: bool,
     /// Provider-reported token usage of the response that produced this
-    /// assistant message, when the log recorded it.
-    pub usage: Option<Usage>,
+    /// assistant message, when the log recorded it (boxed: only agent
+    /// logs have it, and every message of a request body would carry its
+    /// width).
+    pub usage: Option<Box<Usage>>,
     /// Never clipped, collapsed or dropped by compaction.
     pub pinned: bool,
     /// A user-role message the harness injected (a skill's instructions, a
@@ -213,8 +214,10 @@ pub enum Part {
     ToolResult(Box<ToolResult>),
     /// Model reasoning (Anthropic `thinking`/`redacted_thinking`, OpenAI-compatible `reasoning_content`).
     Reasoning(Box<Reasoning>),
-    /// Any other part, kept verbatim (documents, audio, server tool blocks…).
-    Opaque(Value),
+    /// Any other part, kept verbatim (documents, audio, server tool blocks…);
+    /// boxed, as the other large kinds are, so that a text part — nearly
+    /// every part — takes 40 bytes instead of 72.
+    Opaque(Box<Value>),
 }
 
 /// The key of Anthropic's prompt-cache marker on a block.
@@ -263,6 +266,11 @@ impl Part {
             Part::Reasoning(r) => Some(&mut r.extra),
             Part::Opaque(_) => None,
         }
+    }
+
+    /// A part kept verbatim.
+    pub fn opaque(v: Value) -> Self {
+        Part::Opaque(Box::new(v))
     }
 
     /// A text part with no extra fields.
@@ -515,4 +523,19 @@ fn join_text(parts: &[Part]) -> Cow<'_, str> {
         out.push_str(t);
     }
     Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A decoded history is held per message and per part (a million
+    /// one-word messages, a proxy session's last body): what nearly every
+    /// message and part does not have stays out of line.
+    #[test]
+    fn messages_and_parts_keep_rare_fields_out_of_line() {
+        assert!(size_of::<Message>() <= 96, "{}", size_of::<Message>());
+        assert!(size_of::<Part>() <= 40, "{}", size_of::<Part>());
+        assert_eq!(size_of::<Extra>(), size_of::<usize>());
+    }
 }

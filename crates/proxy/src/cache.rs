@@ -62,8 +62,9 @@ fn marker(part: &Part) -> Option<&Value> {
 
 fn remove_marker(part: &mut Part) -> bool {
     match part {
-        Part::Opaque(Value::Object(map)) => map.remove(CACHE_CONTROL).is_some(),
-        Part::Opaque(_) => false,
+        Part::Opaque(v) => v
+            .as_object_mut()
+            .is_some_and(|map| map.remove(CACHE_CONTROL).is_some()),
         other => other
             .extra_mut()
             .is_some_and(|e| e.remove(CACHE_CONTROL).is_some()),

@@ -3,7 +3,7 @@
 //! A session keeps its last body's decoded history so that its next
 //! request decodes only what it added (the fast path), without the messages
 //! its carried compaction covers (see `RawState::leave_out`). That history is
-//! several times its body (a one-word message is ~500 bytes decoded), so
+//! several times its body (a one-word message is ~200 bytes decoded), so
 //! many large sessions — or one client sending huge bodies under many keys —
 //! would hold gigabytes. Past `[serve] session_memory_megabytes`, the least
 //! recently used sessions drop theirs: their next request is decoded whole,

@@ -36,7 +36,7 @@ pub fn growth(conv: &Conversation, counter: &mut TokenCounter) -> Vec<Growth> {
         .iter()
         .enumerate()
         .filter(|(_, m)| m.role == Role::Assistant)
-        .filter_map(|(i, m)| m.meta.usage.map(|u| (i, u.prompt_tokens())))
+        .filter_map(|(i, m)| m.meta.usage.as_deref().map(|u| (i, u.prompt_tokens())))
         .collect();
     calls
         .windows(2)

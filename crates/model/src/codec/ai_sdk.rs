@@ -17,8 +17,8 @@ use super::util::{
 use crate::conversation::{Conversation, Format};
 use crate::error::{Error, Result};
 use crate::message::{
-    Arguments, ContentForm, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind, Role,
-    TextPart, ToolCall, ToolResult,
+    Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind,
+    Role, TextPart, ToolCall, ToolResult,
 };
 
 /// Part types only the AI SDK uses (for format detection).
@@ -42,7 +42,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
 
 fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
     let Value::Object(mut map) = v else {
-        return Ok(Part::Opaque(v));
+        return Ok(Part::opaque(v));
     };
     let ty = map
         .get("type")
@@ -93,7 +93,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             };
             Ok(Part::Image(Box::new(ImagePart {
                 source,
-                source_extra: Map::new(),
+                source_extra: Extra::new(),
                 extra: rest(map),
             })))
         }
@@ -107,7 +107,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 name,
                 arguments: Arguments::Value(input),
                 extra: rest(map),
-                function_extra: Map::new(),
+                function_extra: Extra::new(),
             })))
         }
         "tool-result" => {
@@ -126,7 +126,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 extra: rest(map),
             })))
         }
-        _ => Ok(Part::Opaque(Value::Object(map))),
+        _ => Ok(Part::opaque(Value::Object(map))),
     }
 }
 
@@ -162,7 +162,7 @@ fn decode_output(mut output: Map<String, Value>, at: &dyn Fn() -> String) -> Res
                             extra: rest(m),
                         })
                     }
-                    other => Part::Opaque(other),
+                    other => Part::opaque(other),
                 })
                 .collect();
             (parts, ContentForm::Blocks)
@@ -257,7 +257,7 @@ fn encode_part(p: &Part) -> Result<Value> {
             fields.push(("output", output));
             with_extra(fields, &extra)
         }
-        Part::Opaque(v) => v.clone(),
+        Part::Opaque(v) => (**v).clone(),
     })
 }
 
@@ -283,7 +283,7 @@ fn encode_output(r: &ToolResult, mut kept: Map<String, Value>) -> Value {
                 .iter()
                 .map(|p| match p {
                     Part::Text(t) => text_block(t),
-                    Part::Opaque(v) => v.clone(),
+                    Part::Opaque(v) => (**v).clone(),
                     other => json!({"type": "text", "text": other.as_text().unwrap_or("")}),
                 })
                 .collect(),

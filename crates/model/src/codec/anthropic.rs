@@ -1,6 +1,6 @@
 //! Anthropic Messages request bodies.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::util::{
     decode_content, decode_role_content, encode_content, envelope, finish_body, kind,
@@ -10,8 +10,8 @@ use super::util::{
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
 use crate::message::{
-    Arguments, ContentForm, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind, Role,
-    TextPart, ToolCall, ToolResult,
+    Arguments, ContentForm, Extra, ImagePart, ImageSource, Message, Part, Reasoning, ReasoningKind,
+    Role, TextPart, ToolCall, ToolResult,
 };
 
 /// Decodes a request body (an object with `messages`, optional `system`).
@@ -103,18 +103,18 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                         src.shift_remove("type");
                         ImageSource::Url(take_opt_str(src, "url").unwrap_or_default())
                     }
-                    _ => return Ok(Part::Opaque(Value::Object(map))),
+                    _ => return Ok(Part::opaque(Value::Object(map))),
                 };
                 let source_extra = std::mem::take(src);
                 map.shift_remove("source");
                 map.shift_remove("type");
                 Part::Image(Box::new(ImagePart {
                     source,
-                    source_extra,
+                    source_extra: source_extra.into(),
                     extra: rest(map),
                 }))
             }
-            _ => Part::Opaque(Value::Object(map)),
+            _ => Part::opaque(Value::Object(map)),
         },
         "tool_use" => {
             map.shift_remove("type");
@@ -126,7 +126,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 name,
                 arguments: Arguments::Value(input),
                 extra: rest(map),
-                function_extra: Map::new(),
+                function_extra: Extra::new(),
             }))
         }
         "tool_result" => {
@@ -167,7 +167,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 extra: rest(map),
             }))
         }
-        _ => Part::Opaque(Value::Object(map)),
+        _ => Part::opaque(Value::Object(map)),
     };
     Ok(part)
 }
@@ -189,7 +189,7 @@ fn decode_tool(v: Value) -> Tool {
             description,
             parameters,
             extra: rest(map),
-            function_extra: Map::new(),
+            function_extra: Extra::new(),
         });
     }
     Tool::Opaque(Value::Object(map))
@@ -343,7 +343,7 @@ pub(crate) fn encode_block(p: &Part, index: usize) -> Result<Value> {
                 });
             }
         },
-        Part::Opaque(v) => v.clone(),
+        Part::Opaque(v) => (**v).clone(),
     })
 }
 

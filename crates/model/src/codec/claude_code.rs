@@ -11,13 +11,13 @@
 //! summary that follows it stays in place as a user message marked
 //! [`Meta::compact_summary`](crate::Meta::compact_summary).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::anthropic::decode_block;
 use super::util::decode_content;
 use crate::conversation::{CompactBoundary, Conversation, Family, Format};
 use crate::error::{Error, Result};
-use crate::message::{ContentForm, Message, Meta, Part, Role, Usage};
+use crate::message::{ContentForm, Extra, Message, Meta, Part, Role, Usage};
 
 /// What the reader puts where a call's result was never logged (the user
 /// interrupted it): what Claude Code itself sends for such a call when the
@@ -45,7 +45,7 @@ pub(crate) fn decode(text: &str) -> Result<Conversation> {
         model: r.model,
         tools: None,
         messages: r.out,
-        extra: Map::new(),
+        extra: Extra::new(),
         boundaries: r.boundaries,
         label: None,
         key_order: Vec::new(),
@@ -127,7 +127,7 @@ impl Reader {
                 Some((open_id, m)) if id.is_some() && *open_id == id => {
                     m.parts.extend(parts);
                     if usage.is_some() {
-                        m.meta.usage = usage;
+                        m.meta.usage = usage.map(Box::new);
                     }
                 }
                 _ => {
@@ -136,10 +136,10 @@ impl Reader {
                         role: Role::Assistant,
                         parts,
                         form: ContentForm::Blocks,
-                        extra: Map::new(),
+                        extra: Extra::new(),
                         meta: Meta {
                             line: Some(line),
-                            usage,
+                            usage: usage.map(Box::new),
                             ..Meta::default()
                         },
                     };
@@ -161,7 +161,7 @@ impl Reader {
             role: Role::User,
             parts,
             form,
-            extra: Map::new(),
+            extra: Extra::new(),
             meta: Meta {
                 line: Some(line),
                 compact_summary: summary,
@@ -195,7 +195,7 @@ impl Reader {
                 role: Role::User,
                 parts: results,
                 form: ContentForm::Blocks,
-                extra: Map::new(),
+                extra: Extra::new(),
                 meta: Meta {
                     line: Some(self.results_line),
                     ..Meta::default()
@@ -246,7 +246,7 @@ fn interrupted(call_id: &str) -> crate::message::ToolResult {
         parts: vec![Part::text(INTERRUPTED_RESULT)],
         form: ContentForm::Text,
         is_error: Some(true),
-        extra: Map::new(),
+        extra: Extra::new(),
     }
 }
 
@@ -255,7 +255,7 @@ fn results_message(parts: Vec<Part>, line: Option<usize>) -> Message {
         role: Role::User,
         parts,
         form: ContentForm::Blocks,
-        extra: Map::new(),
+        extra: Extra::new(),
         meta: Meta {
             line,
             ..Meta::default()

@@ -80,7 +80,7 @@ fn decode_system(v: Value) -> Result<Message> {
         other => {
             let mut map = object(other, &at)?;
             let parts = decode_parts(take_parts(&mut map, &at)?, usize::MAX, "systemInstruction")?;
-            (parts, ContentForm::Blocks, map)
+            (parts, ContentForm::Blocks, map.into())
         }
     };
     Ok(Message {
@@ -206,7 +206,7 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
                 name,
                 arguments: Arguments::Value(args),
                 extra: rest(map),
-                function_extra: call,
+                function_extra: call.into(),
             }))
         } else if let Some(Value::Object(response)) = map.get("functionResponse").cloned() {
             map.shift_remove("functionResponse");
@@ -220,11 +220,11 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
             data.shift_remove("data");
             Part::Image(Box::new(ImagePart {
                 source: image,
-                source_extra: data,
+                source_extra: data.into(),
                 extra: rest(map),
             }))
         } else {
-            Part::Opaque(Value::Object(map))
+            Part::opaque(Value::Object(map))
         };
         out.push(part);
     }
@@ -296,7 +296,7 @@ fn decode_response(
         parts: vec![Part::text(text)],
         form,
         is_error: None,
-        extra,
+        extra: extra.into(),
     }
 }
 
@@ -469,7 +469,7 @@ fn encode_part(p: &Part, index: usize, names: &[(&str, &str)]) -> Result<Value> 
                 .map(|(_, n)| *n);
             encode_response(r, name)
         }
-        Part::Opaque(v) => v.clone(),
+        Part::Opaque(v) => (**v).clone(),
     })
 }
 

@@ -1,12 +1,12 @@
 //! Agent trajectory files in OpenAI chat format: mini-swe-agent and tau-bench.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::openai::decode_message;
 use super::util::object;
 use crate::conversation::{Conversation, Family, Format};
 use crate::error::{Error, Result};
-use crate::message::{Message, Usage};
+use crate::message::{Extra, Message, Usage};
 
 /// Message fields that trajectory logs add and the API does not accept.
 const LOG_ONLY_FIELDS: [&str; 2] = ["extra", "provider_specific_fields"];
@@ -49,7 +49,7 @@ pub(crate) fn decode_mini_swe(v: Value) -> Result<Conversation> {
         model,
         tools: None,
         messages,
-        extra: Map::new(),
+        extra: Extra::new(),
         boundaries: Vec::new(),
         label,
         key_order: Vec::new(),
@@ -77,7 +77,7 @@ pub(crate) fn decode_tau_bench(runs: Vec<Value>) -> Result<Vec<Conversation>> {
             model: None,
             tools: None,
             messages,
-            extra: Map::new(),
+            extra: Extra::new(),
             boundaries: Vec::new(),
             label: Some(format!(
                 "run {r}: task {}, trial {}, reward {}",
@@ -111,6 +111,6 @@ fn log_message(mut v: Value, i: usize, path: &str) -> Result<Message> {
         }
     }
     let mut m = decode_message(v, &|| format!("{path}[{i}]"))?;
-    m.meta.usage = usage;
+    m.meta.usage = usage.map(Box::new);
     Ok(m)
 }

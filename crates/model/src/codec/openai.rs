@@ -119,14 +119,14 @@ pub(crate) fn decode_tool_call(v: Value, at: &dyn Fn() -> String) -> Result<Tool
         name,
         arguments,
         extra: rest(map),
-        function_extra: function,
+        function_extra: function.into(),
     })
 }
 
 /// Decodes one content part; unknown or odd parts are kept verbatim.
 pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
     let Value::Object(mut map) = v else {
-        return Ok(Part::Opaque(v));
+        return Ok(Part::opaque(v));
     };
     match map.get("type").and_then(Value::as_str) {
         Some("text") if map.get("text").is_some_and(Value::is_string) => {
@@ -145,13 +145,13 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
                 map.shift_remove("type");
                 Ok(Part::Image(Box::new(ImagePart {
                     source: ImageSource::Url(url),
-                    source_extra,
+                    source_extra: source_extra.into(),
                     extra: rest(map),
                 })))
             }
-            _ => Ok(Part::Opaque(Value::Object(map))),
+            _ => Ok(Part::opaque(Value::Object(map))),
         },
-        _ => Ok(Part::Opaque(Value::Object(map))),
+        _ => Ok(Part::opaque(Value::Object(map))),
     }
 }
 
@@ -172,7 +172,7 @@ pub(crate) fn decode_tool(v: Value) -> Tool {
                 description,
                 parameters,
                 extra: rest(map),
-                function_extra,
+                function_extra: function_extra.into(),
             })
         }
         _ => Tool::Opaque(Value::Object(map)),
@@ -275,7 +275,7 @@ fn encode_part(p: &Part, index: usize) -> Result<Value> {
                 &img.extra,
             )
         }
-        Part::Opaque(v) => v.clone(),
+        Part::Opaque(v) => (**v).clone(),
         Part::ToolCall(_) | Part::ToolResult(_) | Part::Reasoning(_) => {
             return Err(not_content(index, "OpenAI"));
         }

@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 use super::openai::{decode_tool, decode_tool_call};
 use crate::conversation::{CompactBoundary, Conversation, Family, Format, Tool};
 use crate::error::{Error, Result};
-use crate::message::{ContentForm, Message, Meta, Part, Role, ToolResult};
+use crate::message::{ContentForm, Extra, Message, Meta, Part, Role, ToolResult};
 
 /// What answers a call whose observation the log does not hold.
 const INTERRUPTED: &str = "[the tool call was interrupted: no observation was logged]";
@@ -50,7 +50,7 @@ pub(crate) fn decode(events: Vec<Value>) -> Result<Conversation> {
         model: None,
         tools: r.tools,
         messages: r.out,
-        extra: Map::new(),
+        extra: Extra::new(),
         boundaries: r.boundaries,
         label: None,
         key_order: Vec::new(),
@@ -215,7 +215,7 @@ impl Reader {
             parts: vec![Part::text(text)],
             form: ContentForm::Text,
             is_error: failed.then_some(true),
-            extra: Map::new(),
+            extra: Extra::new(),
         }))];
         m.form = ContentForm::Absent;
         self.push(id, m);
@@ -284,7 +284,7 @@ impl Reader {
                 parts: vec![Part::text(INTERRUPTED)],
                 form: ContentForm::Text,
                 is_error: Some(true),
-                extra: Map::new(),
+                extra: Extra::new(),
             }))];
             m.form = ContentForm::Absent;
             self.out.insert(at + 1, m);

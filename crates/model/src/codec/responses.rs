@@ -26,8 +26,8 @@
 use serde_json::{Map, Value};
 
 use super::util::{
-    decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
-    object, rest, start_body, take_opt_str,
+    Object, decode_content, encode_content, envelope, finish_body, name_and_description,
+    not_content, object, rest, start_body, take_opt_str,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -103,7 +103,7 @@ pub fn continues_turn(prev: Option<&Message>, next: &Message) -> bool {
 pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
     let mut map = object(v, at)?;
     let ty = map.get("type").and_then(Value::as_str).map(str::to_owned);
-    let str_at = |map: &Extra, k: &str| map.get(k).is_some_and(Value::is_string);
+    let str_at = |map: &Object, k: &str| map.get(k).is_some_and(Value::is_string);
     match ty.as_deref() {
         None | Some("message") if str_at(&map, "role") => {
             let role = Role::parse(&take_slot_str(&mut map, "role"));
@@ -186,14 +186,14 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
 fn opaque(map: Map<String, Value>, role: Role) -> Message {
     Message {
         role,
-        parts: vec![Part::Opaque(Value::Object(map))],
+        parts: vec![Part::opaque(Value::Object(map))],
         form: ContentForm::Absent,
         ..Message::default()
     }
 }
 
 /// Takes a string field known to be there, leaving a `null` slot in its place.
-fn take_slot_str(map: &mut Extra, key: &str) -> String {
+fn take_slot_str(map: &mut Object, key: &str) -> String {
     match map.get_mut(key).map(Value::take) {
         Some(Value::String(s)) => s,
         _ => String::new(),
@@ -203,7 +203,7 @@ fn take_slot_str(map: &mut Extra, key: &str) -> String {
 /// Decodes a content part of a message or a tool output.
 fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
     let Value::Object(mut map) = v else {
-        return Ok(Part::Opaque(v));
+        return Ok(Part::opaque(v));
     };
     let ty = map.get("type").and_then(Value::as_str).unwrap_or("");
     Ok(match ty {
@@ -222,7 +222,7 @@ fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
                 extra: rest(map),
             }))
         }
-        _ => Part::Opaque(Value::Object(map)),
+        _ => Part::opaque(Value::Object(map)),
     })
 }
 
@@ -277,7 +277,7 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
 /// Encodes one message as an input item.
 pub(crate) fn encode_item(m: &Message, index: usize) -> Result<Value> {
     match (m.parts.as_slice(), m.form) {
-        ([Part::Opaque(v)], ContentForm::Absent) if m.extra.is_empty() => Ok(v.clone()),
+        ([Part::Opaque(v)], ContentForm::Absent) if m.extra.is_empty() => Ok((**v).clone()),
         ([Part::ToolCall(c)], ContentForm::Absent) if m.role == Role::Assistant => {
             let (kind, key, text) = match &c.arguments {
                 Arguments::Json(s) => ("function_call", "arguments", s.clone()),
@@ -350,7 +350,7 @@ fn encode_part(p: &Part, text_type: &str, index: usize) -> Result<Value> {
                 ],
             )
         }
-        Part::Opaque(v) => v.clone(),
+        Part::Opaque(v) => (**v).clone(),
         Part::ToolCall(_) | Part::ToolResult(_) | Part::Reasoning(_) => {
             return Err(not_content(index, "the Responses API"));
         }
@@ -374,7 +374,7 @@ fn encode_tool(t: &Tool) -> Value {
 /// An object with the extras' keys in their order, each modelled field in
 /// its slot, and modelled fields the extras have no slot for after them.
 /// A `type` the item had is kept; one it lacks is written first.
-fn fill(extra: &Extra, fields: Vec<(&str, Value)>) -> Value {
+fn fill(extra: &Object, fields: Vec<(&str, Value)>) -> Value {
     let mut fields: Vec<(&str, Option<Value>)> =
         fields.into_iter().map(|(k, v)| (k, Some(v))).collect();
     let mut out = Map::with_capacity(extra.len() + fields.len());

@@ -15,10 +15,11 @@ use std::collections::HashMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::util::Object;
 use super::{FamilyScore, anthropic, decode_value, openai};
 use crate::conversation::{Conversation, Format};
 use crate::error::Result;
-use crate::message::{Extra, Message};
+use crate::message::Message;
 
 /// Bodies smaller than this are parsed whole: the tree costs little there.
 pub(super) const MIN_BYTES: usize = 1 << 20;
@@ -41,7 +42,7 @@ pub(super) fn decode_any_size(text: &str, format: Option<Format>) -> Option<Resu
     // The fields in the order the body has them (the encoder keeps it).
     let mut fields: Vec<(&String, &&RawValue)> = top.iter().collect();
     fields.sort_by_key(|(_, raw)| raw.get().as_ptr() as usize);
-    let mut envelope = Extra::with_capacity(fields.len());
+    let mut envelope = Object::with_capacity(fields.len());
     for (key, raw) in fields {
         let value = match key.as_str() {
             "messages" => Value::Array(Vec::new()),
@@ -120,7 +121,7 @@ fn decode_share(
 /// The format [`super::detect`] finds for a body with a `messages` array,
 /// when it is Chat Completions or Messages; `None` for a body that may be a
 /// log (mini-swe-agent, Claude Code), which the whole-tree path reads.
-fn detect(envelope: &Extra, items: &[&RawValue]) -> Option<Format> {
+fn detect(envelope: &Object, items: &[&RawValue]) -> Option<Format> {
     if ["trajectory_format", "info", "type"]
         .iter()
         .any(|k| envelope.contains_key(*k))

@@ -6,6 +6,10 @@ use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
 use crate::message::{ContentForm, Extra, Message, Part, TextPart};
 
+/// A JSON object being taken apart or put together (what is left of one
+/// becomes a value's [`Extra`]).
+pub(crate) type Object = Map<String, Value>;
+
 /// Turns a value into an object or says where it was not one.
 pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Value>> {
     match v {
@@ -21,12 +25,12 @@ pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Va
 /// empty one gives back the allocation the object was parsed into (a
 /// message whose every field is modelled would hold it for nothing; a
 /// million of them held 300 MB).
-pub(crate) fn rest(map: Extra) -> Extra {
-    if map.is_empty() { Extra::new() } else { map }
+pub(crate) fn rest(map: Object) -> Extra {
+    Extra::from(map)
 }
 
 /// Removes a required string field.
-pub(crate) fn take_str(map: &mut Extra, key: &str, at: &dyn Fn() -> String) -> Result<String> {
+pub(crate) fn take_str(map: &mut Object, key: &str, at: &dyn Fn() -> String) -> Result<String> {
     match map.shift_remove(key) {
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(Error::shape(
@@ -38,7 +42,7 @@ pub(crate) fn take_str(map: &mut Extra, key: &str, at: &dyn Fn() -> String) -> R
 }
 
 /// Removes an optional string field; a present non-string is left in place.
-pub(crate) fn take_opt_str(map: &mut Extra, key: &str) -> Option<String> {
+pub(crate) fn take_opt_str(map: &mut Object, key: &str) -> Option<String> {
     match map.get(key) {
         Some(Value::String(_)) => match map.shift_remove(key) {
             Some(Value::String(s)) => Some(s),
@@ -146,7 +150,7 @@ pub(crate) fn text_block(t: &TextPart) -> Value {
     )
 }
 
-pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Extra) -> Value {
+pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Object) -> Value {
     let mut map = Map::with_capacity(fields.len() + extra.len());
     for (k, v) in fields {
         map.insert(k.to_owned(), v);
@@ -158,7 +162,7 @@ pub(crate) fn with_extra(fields: Vec<(&str, Value)>, extra: &Extra) -> Value {
 }
 
 /// Removes the `messages` array of a request body.
-pub(crate) fn take_messages(map: &mut Extra) -> Result<Vec<Value>> {
+pub(crate) fn take_messages(map: &mut Object) -> Result<Vec<Value>> {
     match map.shift_remove("messages") {
         Some(Value::Array(items)) => Ok(items),
         Some(other) => Err(Error::shape(
@@ -174,7 +178,7 @@ pub(crate) fn take_messages(map: &mut Extra) -> Result<Vec<Value>> {
 pub(crate) fn envelope(
     format: Format,
     key_order: Vec<String>,
-    mut map: Extra,
+    mut map: Object,
     messages: Vec<Message>,
     tool: fn(Value) -> Tool,
 ) -> Conversation {
@@ -210,12 +214,12 @@ pub(crate) fn name_and_description(f: &FunctionTool) -> Vec<(&'static str, Value
 }
 
 /// Starts a request body: `model` first, as the APIs document it.
-pub(crate) fn start_body(conv: &Conversation) -> Extra {
+pub(crate) fn start_body(conv: &Conversation) -> Object {
     let mut map = Extra::new();
     if let Some(model) = &conv.model {
         map.insert("model".into(), Value::String(model.clone()));
     }
-    map
+    map.into()
 }
 
 /// Finishes a request body: the messages under `key` (`messages`, or the
@@ -223,7 +227,7 @@ pub(crate) fn start_body(conv: &Conversation) -> Extra {
 /// envelope fields (those already set win) — and puts the keys in the order
 /// the decoded body had them, keys it did not have last.
 pub(crate) fn finish_body(
-    mut map: Extra,
+    mut map: Object,
     key: &str,
     messages: Vec<Value>,
     conv: &Conversation,
@@ -246,7 +250,7 @@ pub(crate) fn finish_body(
         }
     }
     ordered.extend(map);
-    Value::Object(ordered)
+    Value::Object(ordered.into())
 }
 
 /// A tool call, result or reasoning where only content parts may be.

@@ -81,7 +81,7 @@ impl Api for Gemini {
                     parts: vec![Part::text(a.text())],
                     form: ContentForm::Text,
                     is_error: None,
-                    extra,
+                    extra: extra.into(),
                 }
             })
             .collect();

@@ -10,7 +10,7 @@ use crate::support::{client, file_content, metric, metrics_text, serve_config};
 
 /// Exchanges in a session's first request: about 0.47 MB held, so two
 /// sessions fit a 1 MB budget and three do not.
-const TURNS: usize = 140;
+const TURNS: usize = 180;
 
 /// A history of `turns` ~1.7 KB exchanges, different per session.
 fn history(session: &str, turns: usize) -> Vec<Value> {

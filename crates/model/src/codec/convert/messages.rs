@@ -313,7 +313,7 @@ fn openai_assistant(i: usize, m: &Message, w: &mut Warnings) -> Result<Message> 
                     id: c.id.clone(),
                     name: c.name.clone(),
                     arguments: Arguments::Json(c.arguments.to_json_text().into_owned()),
-                    extra,
+                    extra: extra.into(),
                     function_extra: Extra::new(),
                 })));
             }
