@@ -171,6 +171,12 @@ impl Rewriter<'_> {
                 }
                 if plan.degrade {
                     self.brief_at_floor(conv, plan, work);
+                    // A briefing given the floor's room can land within the
+                    // target that left the first one too little (a budget
+                    // under the smallest briefing): then it is the result.
+                    if work.total <= target {
+                        return Ok(());
+                    }
                 }
                 return Err(self.cannot_shrink(conv, work, target));
             }
