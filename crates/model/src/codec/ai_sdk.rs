@@ -12,7 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use super::util::{
-    decode_role_content, encode_content, kind, object, rest, take_str, text_block, with_extra,
+    decode_role_content, encode_content, kind, object, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format};
 use crate::error::{Error, Result};
@@ -56,7 +56,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             let text = take_str(&mut map, "text", &at_ty)?;
             Ok(Part::Text(TextPart {
                 text,
-                extra: rest(map),
+                extra: map.into(),
             }))
         }
         "reasoning" if map.get("text").is_some_and(Value::is_string) => {
@@ -66,7 +66,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 text,
                 signature: None,
                 kind: ReasoningKind::Thinking,
-                extra: rest(map),
+                extra: map.into(),
             })))
         }
         "image" if map.get("image").is_some_and(Value::is_string) => {
@@ -94,7 +94,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             Ok(Part::Image(Box::new(ImagePart {
                 source,
                 source_extra: Extra::new(),
-                extra: rest(map),
+                extra: map.into(),
             })))
         }
         "tool-call" => {
@@ -106,7 +106,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 id,
                 name,
                 arguments: Arguments::Value(input),
-                extra: rest(map),
+                extra: map.into(),
                 function_extra: Extra::new(),
             })))
         }
@@ -123,7 +123,7 @@ fn decode_part(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 parts,
                 form,
                 is_error,
-                extra: rest(map),
+                extra: map.into(),
             })))
         }
         _ => Ok(Part::opaque(Value::Object(map))),
@@ -159,7 +159,7 @@ fn decode_output(mut output: Map<String, Value>, at: &dyn Fn() -> String) -> Res
                         };
                         Part::Text(TextPart {
                             text,
-                            extra: rest(m),
+                            extra: m.into(),
                         })
                     }
                     other => Part::opaque(other),

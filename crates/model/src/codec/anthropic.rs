@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use super::util::{
     decode_content, decode_role_content, encode_content, envelope, finish_body, kind,
-    name_and_description, object, rest, start_body, take_messages, take_opt_str, take_str,
-    text_block, with_extra,
+    name_and_description, object, start_body, take_messages, take_opt_str, take_str, text_block,
+    with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -85,7 +85,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
             let text = take_str(&mut map, "text", at)?;
             Part::Text(TextPart {
                 text,
-                extra: rest(map),
+                extra: map.into(),
             })
         }
         "image" => match map.get_mut("source") {
@@ -111,7 +111,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 Part::Image(Box::new(ImagePart {
                     source,
                     source_extra: source_extra.into(),
-                    extra: rest(map),
+                    extra: map.into(),
                 }))
             }
             _ => Part::opaque(Value::Object(map)),
@@ -125,7 +125,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 id,
                 name,
                 arguments: Arguments::Value(input),
-                extra: rest(map),
+                extra: map.into(),
                 function_extra: Extra::new(),
             }))
         }
@@ -146,7 +146,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 parts,
                 form,
                 is_error,
-                extra: rest(map),
+                extra: map.into(),
             }))
         }
         "thinking" if map.get("thinking").is_some_and(Value::is_string) => {
@@ -155,7 +155,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 text: take_opt_str(&mut map, "thinking").unwrap_or_default(),
                 signature: take_opt_str(&mut map, "signature"),
                 kind: ReasoningKind::Thinking,
-                extra: rest(map),
+                extra: map.into(),
             }))
         }
         "redacted_thinking" if map.get("data").is_some_and(Value::is_string) => {
@@ -164,7 +164,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 text: take_opt_str(&mut map, "data").unwrap_or_default(),
                 signature: None,
                 kind: ReasoningKind::Redacted,
-                extra: rest(map),
+                extra: map.into(),
             }))
         }
         _ => Part::opaque(Value::Object(map)),
@@ -188,7 +188,7 @@ fn decode_tool(v: Value) -> Tool {
             name,
             description,
             parameters,
-            extra: rest(map),
+            extra: map.into(),
             function_extra: Extra::new(),
         });
     }

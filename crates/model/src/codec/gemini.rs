@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value};
 
-use super::util::{envelope, finish_body, kind, object, rest, start_body, with_extra};
+use super::util::{envelope, finish_body, kind, object, start_body, with_extra};
 use crate::conversation::{Conversation, Format, Tool};
 use crate::error::{Error, Result};
 use crate::message::{
@@ -133,7 +133,7 @@ fn decode_content(v: Value, index: usize) -> Result<Message> {
         role,
         parts,
         form: ContentForm::Blocks,
-        extra: rest(map),
+        extra: map.into(),
         ..Message::default()
     })
 }
@@ -177,12 +177,12 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
                     text,
                     signature,
                     kind: ReasoningKind::Thought,
-                    extra: rest(map),
+                    extra: map.into(),
                 }))
             } else {
                 Part::Text(TextPart {
                     text,
-                    extra: rest(map),
+                    extra: map.into(),
                 })
             }
         } else if let Some(Value::Object(call)) = map.get("functionCall").cloned() {
@@ -205,7 +205,7 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
                 id,
                 name,
                 arguments: Arguments::Value(args),
-                extra: rest(map),
+                extra: map.into(),
                 function_extra: call.into(),
             }))
         } else if let Some(Value::Object(response)) = map.get("functionResponse").cloned() {
@@ -221,7 +221,7 @@ fn decode_parts(items: Vec<Value>, turn: usize, at: &str) -> Result<Vec<Part>> {
             Part::Image(Box::new(ImagePart {
                 source: image,
                 source_extra: data.into(),
-                extra: rest(map),
+                extra: map.into(),
             }))
         } else {
             Part::opaque(Value::Object(map))

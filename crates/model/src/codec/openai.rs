@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::util::{
     decode_content, encode_content, envelope, finish_body, name_and_description, not_content,
-    object, rest, start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
+    object, start_body, take_messages, take_opt_str, take_str, text_block, with_extra,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -87,7 +87,7 @@ pub(crate) fn decode_message(v: Value, at: &dyn Fn() -> String) -> Result<Messag
         role,
         parts,
         form,
-        extra: rest(map),
+        extra: map.into(),
         ..Message::default()
     })
 }
@@ -118,7 +118,7 @@ pub(crate) fn decode_tool_call(v: Value, at: &dyn Fn() -> String) -> Result<Tool
         id,
         name,
         arguments,
-        extra: rest(map),
+        extra: map.into(),
         function_extra: function.into(),
     })
 }
@@ -134,7 +134,7 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
             let text = take_opt_str(&mut map, "text").unwrap_or_default();
             Ok(Part::Text(TextPart {
                 text,
-                extra: rest(map),
+                extra: map.into(),
             }))
         }
         Some("image_url") => match map.get_mut("image_url") {
@@ -146,7 +146,7 @@ pub(crate) fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
                 Ok(Part::Image(Box::new(ImagePart {
                     source: ImageSource::Url(url),
                     source_extra: source_extra.into(),
-                    extra: rest(map),
+                    extra: map.into(),
                 })))
             }
             _ => Ok(Part::opaque(Value::Object(map))),
@@ -171,7 +171,7 @@ pub(crate) fn decode_tool(v: Value) -> Tool {
                 name,
                 description,
                 parameters,
-                extra: rest(map),
+                extra: map.into(),
                 function_extra: function_extra.into(),
             })
         }

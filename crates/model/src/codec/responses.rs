@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::util::{
     Object, decode_content, encode_content, envelope, finish_body, name_and_description,
-    not_content, object, rest, start_body, take_opt_str,
+    not_content, object, start_body, take_opt_str,
 };
 use crate::conversation::{Conversation, Format, FunctionTool, Tool, Wire};
 use crate::error::{Error, Result};
@@ -113,7 +113,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
                 role,
                 parts,
                 form,
-                extra: rest(map),
+                extra: map.into(),
                 ..Message::default()
             })
         }
@@ -146,7 +146,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
                     function_extra: Extra::new(),
                 }))],
                 form: ContentForm::Absent,
-                extra: rest(map),
+                extra: map.into(),
                 ..Message::default()
             })
         }
@@ -170,7 +170,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
                     extra: Extra::new(),
                 }))],
                 form: ContentForm::Absent,
-                extra: rest(map),
+                extra: map.into(),
                 ..Message::default()
             })
         }
@@ -211,7 +211,7 @@ fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
             let text = take_slot_str(&mut map, "text");
             Part::Text(TextPart {
                 text,
-                extra: rest(map),
+                extra: map.into(),
             })
         }
         "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
@@ -219,7 +219,7 @@ fn decode_part(v: Value, _at: &dyn Fn() -> String) -> Result<Part> {
             Part::Image(Box::new(ImagePart {
                 source: ImageSource::Url(url),
                 source_extra: Extra::new(),
-                extra: rest(map),
+                extra: map.into(),
             }))
         }
         _ => Part::opaque(Value::Object(map)),
@@ -244,7 +244,7 @@ fn decode_tool(v: Value) -> Tool {
         name,
         description,
         parameters,
-        extra: rest(map),
+        extra: map.into(),
         function_extra: Extra::new(),
     })
 }

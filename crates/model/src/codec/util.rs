@@ -4,10 +4,10 @@ use serde_json::{Map, Value};
 
 use crate::conversation::{Conversation, Format, FunctionTool, Tool};
 use crate::error::{Error, Result};
-use crate::message::{ContentForm, Extra, Message, Part, TextPart};
+use crate::message::{ContentForm, Message, Part, TextPart};
 
 /// A JSON object being taken apart or put together (what is left of one
-/// becomes a value's [`Extra`]).
+/// becomes a value's [`Extra`](crate::message::Extra)).
 pub(crate) type Object = Map<String, Value>;
 
 /// Turns a value into an object or says where it was not one.
@@ -19,14 +19,6 @@ pub(crate) fn object(v: Value, at: &dyn Fn() -> String) -> Result<Map<String, Va
             format!("a JSON object, found {}", kind(&other)),
         )),
     }
-}
-
-/// What is left of a decoded object, kept as a value's extra fields: an
-/// empty one gives back the allocation the object was parsed into (a
-/// message whose every field is modelled would hold it for nothing; a
-/// million of them held 300 MB).
-pub(crate) fn rest(map: Object) -> Extra {
-    Extra::from(map)
 }
 
 /// Removes a required string field.
@@ -106,7 +98,7 @@ pub(crate) fn decode_role_content(
         role,
         parts,
         form,
-        extra: rest(map),
+        extra: map.into(),
         ..Message::default()
     })
 }
@@ -197,7 +189,7 @@ pub(crate) fn envelope(
         model,
         tools,
         messages,
-        extra: rest(map),
+        extra: map.into(),
         boundaries: Vec::new(),
         label: None,
         key_order,
@@ -215,11 +207,11 @@ pub(crate) fn name_and_description(f: &FunctionTool) -> Vec<(&'static str, Value
 
 /// Starts a request body: `model` first, as the APIs document it.
 pub(crate) fn start_body(conv: &Conversation) -> Object {
-    let mut map = Extra::new();
+    let mut map = Object::new();
     if let Some(model) = &conv.model {
         map.insert("model".into(), Value::String(model.clone()));
     }
-    map.into()
+    map
 }
 
 /// Finishes a request body: the messages under `key` (`messages`, or the
@@ -243,14 +235,14 @@ pub(crate) fn finish_body(
     if conv.key_order.is_empty() {
         return Value::Object(map);
     }
-    let mut ordered = Extra::new();
+    let mut ordered = Object::with_capacity(map.len());
     for k in &conv.key_order {
         if let Some((k, v)) = map.remove_entry(k) {
             ordered.insert(k, v);
         }
     }
     ordered.extend(map);
-    Value::Object(ordered.into())
+    Value::Object(ordered)
 }
 
 /// A tool call, result or reasoning where only content parts may be.
