@@ -152,6 +152,19 @@ fn print_sources(sources: &[SourceFigures], out: &mut dyn Write) -> Result<()> {
                 s.kept.map_or("-".to_owned(), |k| format!("{:.2}", k.mean)),
                 s.over_budget,
             )?;
+            let m = s.missed_from;
+            if m.total() > 0 {
+                let share = |n: usize| format!("{:.0}%", 100.0 * n as f64 / m.total() as f64);
+                writeln!(
+                    out,
+                    "    lost {} later-used identifier(s): {} only in tool results, {} the agent's, {} the user's, {} the head's",
+                    m.total(),
+                    share(m.results),
+                    share(m.agent),
+                    share(m.user),
+                    share(m.head),
+                )?;
+            }
             if !s.sections.is_empty() {
                 let parts: Vec<String> = s
                     .sections

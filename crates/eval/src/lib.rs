@@ -105,12 +105,46 @@ pub struct CutReport {
     pub budget_tokens: u64,
     /// Identifiers from before the cut that the agent writes after it.
     pub later_used: usize,
+    /// Where those were before the cut.
+    #[serde(default)]
+    pub later_used_from: Origins,
     /// The probe questions asked, when a model was given.
     pub probes: Vec<Probe>,
     /// Why there are no probes although a model was given.
     pub probe_error: Option<String>,
     /// One result per strategy.
     pub results: Vec<StrategyResult>,
+}
+
+/// Identifiers counted by where they were before the cut: the first of the
+/// head, the user's messages and the agent's words that holds each, else
+/// the tool results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Origins {
+    /// In the head: the system prompt and the task.
+    pub head: usize,
+    /// In the user's messages after it.
+    pub user: usize,
+    /// In the agent's prose or its calls' arguments.
+    pub agent: usize,
+    /// Only in tool results.
+    pub results: usize,
+}
+
+impl Origins {
+    /// All of them.
+    pub fn total(&self) -> usize {
+        self.head + self.user + self.agent + self.results
+    }
+}
+
+impl std::ops::AddAssign for Origins {
+    fn add_assign(&mut self, o: Origins) {
+        self.head += o.head;
+        self.user += o.user;
+        self.agent += o.agent;
+        self.results += o.results;
+    }
 }
 
 /// One section of a briefing: the identifiers it names and those of them
@@ -154,6 +188,11 @@ pub struct StrategyResult {
     /// Later-used identifiers the compacted history lost.
     #[serde(default)]
     pub missed: Vec<String>,
+    /// Where those were before the cut: most losses are names the agent
+    /// only ever saw in a tool result, which no briefing can name without
+    /// naming many that are never used again.
+    #[serde(default)]
+    pub missed_from: Origins,
     /// Identifiers the briefing names (from before the cut) that the agent
     /// never writes after it.
     #[serde(default)]
@@ -259,6 +298,7 @@ pub fn evaluate(
                 tokens_before,
                 budget_tokens,
                 later_used: targets.len(),
+                later_used_from: targets.used_from(),
                 probes,
                 probe_error,
                 results,

@@ -1,13 +1,13 @@
 //! Recall and precision of identifiers against what the agent wrote later.
 
-use abridge::model::{Conversation, Message, Role, validate};
+use abridge::model::{Conversation, Message, Role, head_len, validate};
 use abridge::recall::split_index;
 use abridge::summarize::ident::{identifiers, mentions, prose_identifiers};
 use abridge::summarize::tools::split_arguments;
 use abridge::tokens::TokenizerKind;
 
 use crate::strategy::{Applied, count, text_of};
-use crate::{SectionScore, Strategy, StrategyResult};
+use crate::{Origins, SectionScore, Strategy, StrategyResult};
 
 /// What the agent went on to need after a cut.
 #[derive(Debug, Clone)]
@@ -15,6 +15,8 @@ pub struct Targets {
     /// Identifiers from before the cut that the agent refers to after it
     /// (its prose and reference arguments).
     used: Vec<String>,
+    /// Where each of `used` was before the cut.
+    origins: Vec<Origin>,
     /// The same with the names in the code it types after it (file
     /// bodies, edits) added.
     used_with_code: Vec<String>,
@@ -60,6 +62,78 @@ impl Written {
             }
         }
         w
+    }
+}
+
+/// Where an identifier was before the cut: the first of these that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// The head (system prompt and task), which every abridge strategy keeps.
+    Head,
+    /// The user's messages after the head.
+    User,
+    /// The agent's prose or its calls' arguments.
+    Agent,
+    /// Only the tool results.
+    Results,
+}
+
+/// The pre-cut history's text by who wrote it.
+struct Authored {
+    head: String,
+    user: String,
+    agent: String,
+}
+
+impl Authored {
+    fn of(pre: &Conversation) -> Authored {
+        let head = head_len(&pre.messages);
+        let mut a = Authored {
+            head: String::new(),
+            user: String::new(),
+            agent: String::new(),
+        };
+        for (i, m) in pre.messages.iter().enumerate() {
+            let to = match m.role {
+                _ if i < head => &mut a.head,
+                Role::Assistant => &mut a.agent,
+                _ => &mut a.user,
+            };
+            to.push_str(&m.text_content());
+            to.push('\n');
+            for c in m.tool_calls() {
+                a.agent.push_str(&c.arguments.to_json_text());
+                a.agent.push('\n');
+            }
+        }
+        a
+    }
+
+    fn origin(&self, id: &str) -> Origin {
+        if self.head.contains(id) {
+            Origin::Head
+        } else if self.user.contains(id) {
+            Origin::User
+        } else if self.agent.contains(id) {
+            Origin::Agent
+        } else {
+            Origin::Results
+        }
+    }
+}
+
+impl Origins {
+    fn count(origins: impl Iterator<Item = Origin>) -> Origins {
+        let mut o = Origins::default();
+        for x in origins {
+            *match x {
+                Origin::Head => &mut o.head,
+                Origin::User => &mut o.user,
+                Origin::Agent => &mut o.agent,
+                Origin::Results => &mut o.results,
+            } += 1;
+        }
+        o
     }
 }
 
@@ -147,7 +221,9 @@ impl Targets {
         referred.extend(identifiers(&w.references));
         let used = before(referred.clone());
         referred.extend(identifiers(&w.bodies));
+        let authored = Authored::of(pre);
         Targets {
+            origins: used.iter().map(|id| authored.origin(id)).collect(),
             used,
             used_with_code: before(referred),
             written: format!("{}\n{}\n{}", w.prose, w.references, w.bodies),
@@ -192,6 +268,22 @@ impl Targets {
             .filter(|id| !mentions(text, id))
             .cloned()
             .collect()
+    }
+
+    /// Where the later-used identifiers were before the cut.
+    pub fn used_from(&self) -> Origins {
+        Origins::count(self.origins.iter().copied())
+    }
+
+    /// Where the later-used identifiers `text` does not mention were.
+    fn missed_from(&self, text: &str) -> Origins {
+        Origins::count(
+            self.used
+                .iter()
+                .zip(&self.origins)
+                .filter(|(id, _)| !mentions(text, id))
+                .map(|(_, o)| *o),
+        )
     }
 
     /// The identifiers `briefing` names that appear before the cut
@@ -243,6 +335,7 @@ impl Targets {
                 index_tokens: None,
                 precision: None,
                 missed: self.used.clone(),
+                missed_from: self.used_from(),
                 unused: Vec::new(),
                 sections: Vec::new(),
                 briefing: None,
@@ -284,6 +377,7 @@ impl Targets {
                 .as_deref()
                 .and_then(|b| split_index(b).1)
                 .map(|index| kind.count(index) as u64),
+            missed_from: self.missed_from(&text),
             missed,
             precision: judged
                 .as_ref()
@@ -305,6 +399,46 @@ impl Targets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abridge::model::decode;
+
+    #[test]
+    fn each_later_used_name_is_counted_where_it_was_before_the_cut() {
+        let body = serde_json::json!({"messages": [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Fix parse_header."},
+            {"role": "assistant", "content": "Reading it first, then `helper_fn`.", "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "read", "arguments": "{\"path\": \"src/util.rs\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "fn hidden_name() {}"},
+            {"role": "user", "content": "Keep MAX_LEN as it is."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "assistant", "content": "`parse_header` calls `helper_fn` in `src/util.rs`, \
+                next to `hidden_name`; `MAX_LEN` stays."}
+        ]});
+        let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+        let (pre, after) = conv.messages.split_at(6);
+        let pre = Conversation {
+            messages: pre.to_vec(),
+            ..conv.clone()
+        };
+        let t = Targets::new(&pre, after);
+        let all = Origins {
+            head: 1,
+            user: 1,
+            agent: 2,
+            results: 1,
+        };
+        assert_eq!(t.used_from(), all);
+        assert_eq!(t.missed_from("nothing kept"), all);
+        let kept = "parse_header helper_fn src/util.rs";
+        let lost = Origins {
+            user: 1,
+            results: 1,
+            ..Origins::default()
+        };
+        assert_eq!(t.missed_from(kept), lost);
+        assert_eq!(t.missed(kept).len(), lost.total());
+    }
 
     #[test]
     fn each_name_counts_in_the_first_section_that_names_it() {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CutKind, CutReport, SectionScore, Strategy};
+use crate::{CutKind, CutReport, Origins, SectionScore, Strategy};
 
 /// One figure over a source's cuts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -64,6 +64,10 @@ pub struct StrategyFigures {
     /// precision.
     #[serde(default)]
     pub sections: Vec<SectionScore>,
+    /// The identifiers it lost over the cuts, by where they were before
+    /// the cut.
+    #[serde(default)]
+    pub missed_from: Origins,
 }
 
 /// One source's figures at one kind of cut.
@@ -153,6 +157,10 @@ fn figures(reports: &[&CutReport], s: Strategy) -> Option<StrategyFigures> {
         others_recall: None,
         others_precision: None,
         sections: sections_of(&results),
+        missed_from: results.iter().fold(Origins::default(), |mut o, x| {
+            o += x.missed_from;
+            o
+        }),
     })
 }
 
@@ -234,6 +242,7 @@ mod tests {
             index_tokens: None,
             precision,
             missed: Vec::new(),
+            missed_from: Origins::default(),
             unused: Vec::new(),
             sections: Vec::new(),
             briefing: None,
@@ -252,6 +261,7 @@ mod tests {
             tokens_before: 100,
             budget_tokens: 10,
             later_used: 5,
+            later_used_from: Origins::default(),
             probes: Vec::new(),
             probe_error: None,
             results: vec![
