@@ -8,7 +8,7 @@ use abridge_model::{Message, Part, Role, ToolCall, ToolResult};
 use serde_json::Value;
 
 use crate::config::FactConfig;
-use crate::ident::{identifier_refs, prose_identifier_refs};
+use crate::ident::{clip_keeping_names, identifier_refs, prose_identifier_refs};
 use crate::outcome::{CallOutcome, answers_with_one, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 pub use crate::progress::CommandFact;
@@ -241,7 +241,7 @@ impl<'a> Extraction<'a> {
             ..
         } = self;
         f.commands = places.commands.into_list();
-        f.last_state = last_said.map(|t| clip(t.trim(), 600, 200));
+        f.last_state = last_said.map(|t| clip_keeping_names(t.trim(), 600, 200, LAST_NAMES));
         f.referred = weight.ranked(&f.used_ids);
         weight.rank(&mut f.used_ids);
         f.latest_error = latest_error.map(|t| error_excerpt(&t));
@@ -438,6 +438,9 @@ fn touched_names(fact: &mut FileFact, kind: &ToolKind, name: &str, args: &Value,
         }
     }
 }
+
+/// Names the cut middle of the agent's last words lists at most.
+const LAST_NAMES: usize = 12;
 
 /// `lib/a.ex:264:82`, `src/main.rs:10`: a compiler position, not a name
 /// worth keeping (its file is listed on its own).

@@ -33,6 +33,39 @@ pub(crate) fn prose_identifier_refs(text: &str) -> Vec<&str> {
     found.out
 }
 
+/// `text` clipped as [`clip`](abridge_model::text::clip) does (its first
+/// `max - tail` and last `tail` bytes), with the names only the cut middle
+/// held listed in its place — at most `most` of them, first seen first —
+/// so that clipping an excerpt loses words, not the identifiers a model
+/// would need verbatim.
+pub(crate) fn clip_keeping_names(text: &str, max: usize, tail: usize, most: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let tail = tail.min(max);
+    let mut head = max - tail;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut end = text.len() - tail;
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    let (first, middle, last) = (&text[..head], &text[head..end], &text[end..]);
+    let names: Vec<String> = prose_identifier_refs(middle)
+        .into_iter()
+        .filter(|id| !first.contains(id) && !last.contains(id))
+        .take(most)
+        .map(|id| format!("`{id}`"))
+        .collect();
+    match (names.is_empty(), tail) {
+        (true, 0) => format!("{first}…"),
+        (true, _) => format!("{first} … {last}"),
+        (false, 0) => format!("{first}… (cut, naming {})", names.join(", ")),
+        (false, _) => format!("{first} … (cut, naming {}) … {last}", names.join(", ")),
+    }
+}
+
 fn owned(ids: Vec<&str>) -> Vec<String> {
     ids.into_iter().map(str::to_owned).collect()
 }
@@ -258,6 +291,37 @@ pub(crate) fn function_of(id: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clipped_excerpt_lists_the_names_its_cut_middle_held() {
+        let text = format!(
+            "Options for `HAT084`:{} then `HAT078` or HAT118 via src/app.rs, or `HAT084` again.{} Pick one.",
+            " filler words".repeat(20),
+            " more words".repeat(20)
+        );
+        let got = clip_keeping_names(&text, 120, 40, 12);
+        assert!(got.starts_with("Options for `HAT084`:"), "{got}");
+        assert!(got.ends_with(" Pick one."), "{got}");
+        // The middle's names, once each; the head's own name not again.
+        assert!(
+            got.contains("(cut, naming `HAT078`, `HAT118`, `src/app.rs`)"),
+            "{got}"
+        );
+        // At most `most` names; none when the cut held none; short text as is.
+        assert!(clip_keeping_names(&text, 120, 40, 1).contains("(cut, naming `HAT078`)"));
+        let plain = "word ".repeat(100);
+        assert_eq!(
+            clip_keeping_names(&plain, 50, 10, 12),
+            abridge_model::text::clip(&plain, 50, 10)
+        );
+        assert_eq!(
+            clip_keeping_names("short `a.rs`", 50, 10, 12),
+            "short `a.rs`"
+        );
+        // A cut with no tail lists them after the head.
+        let got = clip_keeping_names(&text, 100, 0, 12);
+        assert!(got.ends_with("`src/app.rs`)"), "{got}");
+    }
 
     /// The byte-level splitter agrees with splitting on characters, for
     /// ASCII and for the whitespace and letters beyond it.
