@@ -1,7 +1,7 @@
 //! Did a tool call succeed? Decided from its result only.
 
-use abridge_model::ToolResult;
 use abridge_model::text::{clip, first_line};
+use abridge_model::{ToolResult, answered_with_error};
 
 /// Words that, at the start of a result's first line, mean it failed.
 pub const DEFAULT_ERROR_PREFIXES: [&str; 6] = [
@@ -22,12 +22,13 @@ pub enum CallOutcome {
     Failed(Option<i64>),
 }
 
-/// The outcome of a result: failed when the API flag says so, when its
-/// first line starts with one of `prefixes` (case-insensitive), or when it
-/// reports a non-zero exit code.
+/// The outcome of a result: failed when its API says so (Anthropic's
+/// `is_error`, a Gemini response that is an `error`), when its first line
+/// starts with one of `prefixes` (case-insensitive), or when it reports a
+/// non-zero exit code.
 pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> CallOutcome {
     let code = exit_code(text);
-    if r.is_error == Some(true) {
+    if r.is_error == Some(true) || answered_with_error(r) {
         return CallOutcome::Failed(code);
     }
     if let Some(c) = code {
@@ -100,14 +101,27 @@ fn last_command(line: &str) -> &str {
     }
 }
 
-/// An exit code reported in the first lines: `exit status 101`,
-/// `exit code: 2`, `<returncode>1</returncode>` (in any case).
+/// An exit code reported in the first lines — `exit status 101`,
+/// `exit code: 2`, `<returncode>1</returncode>`, Codex's `Process exited
+/// with code 1` — or at the start of one of the last lines, after the
+/// output (Gemini CLI's `Exit Code: 1`), in any case.
 pub fn exit_code(text: &str) -> Option<i64> {
-    for line in text.lines().take(3) {
+    let first = text.lines().take(3).map(|l| (l, false));
+    // The last lines, found from the end (an output may be megabytes).
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let mut last: Vec<&str> = body.rsplitn(TRAILING + 1, '\n').take(TRAILING).collect();
+    last.reverse();
+    let last = last
+        .into_iter()
+        .map(|l| (l.strip_suffix('\r').unwrap_or(l), true));
+    for (line, at_start) in first.chain(last) {
         let found = first_keys(line);
         for (key, pos) in KEYS.iter().zip(found) {
             let Some(pos) = pos else { continue };
-            let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=']);
+            if at_start && !line[..pos].trim().is_empty() {
+                continue;
+            }
+            let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=', '"']);
             let digits: String = rest
                 .chars()
                 .enumerate()
@@ -123,15 +137,25 @@ pub fn exit_code(text: &str) -> Option<i64> {
 }
 
 /// What reports an exit code, in the order they are tried.
-const KEYS: [&str; 4] = ["exit status", "exit code", "returncode>", "exit_code"];
+const KEYS: [&str; 5] = [
+    "exit status",
+    "exit code",
+    "returncode>",
+    "exit_code",
+    "exited with code",
+];
+
+/// Last lines of a result where an exit code may be reported after the
+/// output, at the start of its line.
+const TRAILING: usize = 4;
 
 /// Where each of [`KEYS`] first occurs in `line`, ASCII case ignored (what
 /// searching a lower-cased copy finds: no other character lower-cases into
 /// one of their words). Every key holds an `x` after its first letter or
 /// ends in `>`, so only those bytes are looked at, in one pass.
-fn first_keys(line: &str) -> [Option<usize>; 4] {
+fn first_keys(line: &str) -> [Option<usize>; 5] {
     let bytes = line.as_bytes();
-    let mut found = [None; 4];
+    let mut found = [None; 5];
     let at = |start: usize, key: &str| {
         bytes
             .get(start..start + key.len())
@@ -141,7 +165,7 @@ fn first_keys(line: &str) -> [Option<usize>; 4] {
         // `returncode>` ends at a `>`; the others have their `x` second.
         let (start, keys): (Option<usize>, &[usize]) = match bytes[p] {
             b'>' => (p.checked_sub(KEYS[2].len() - 1), &[2]),
-            _ => (p.checked_sub(1), &[0, 1, 3]),
+            _ => (p.checked_sub(1), &[0, 1, 3, 4]),
         };
         let Some(start) = start else { continue };
         for &k in keys {
@@ -224,11 +248,18 @@ mod tests {
 
     /// The search as it was: on a lower-cased copy of each line.
     fn exit_code_by_lowercasing(text: &str) -> Option<i64> {
-        for line in text.lines().take(3) {
+        let lines: Vec<&str> = text.lines().collect();
+        let trailing = lines.len().saturating_sub(TRAILING);
+        let first = lines.iter().take(3).map(|l| (l, false));
+        let last = lines.iter().skip(trailing).map(|l| (l, true));
+        for (line, at_start) in first.chain(last) {
             let line = line.to_lowercase();
-            for key in ["exit status", "exit code", "returncode>", "exit_code"] {
+            for key in KEYS {
                 if let Some(pos) = line.find(key) {
-                    let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=']);
+                    if at_start && !line[..pos].trim().is_empty() {
+                        continue;
+                    }
+                    let rest = line[pos + key.len()..].trim_start_matches([' ', ':', '=', '"']);
                     let digits: String = rest
                         .chars()
                         .enumerate()
@@ -280,17 +311,58 @@ mod tests {
         assert_eq!(exit_code("ok\n<RETURNCODE>-1</returncode>"), Some(-1));
         assert_eq!(exit_code("naïve İstanbul EXIT_CODE=3"), Some(3));
         assert_eq!(exit_code("exit code x\nexit status 2"), Some(2));
-        assert_eq!(exit_code("a\nb\nc\nexit code 1"), None);
+        // Deep in the output, an exit code is the output's own.
+        assert_eq!(exit_code("a\nb\nc\nexit code 1\nd\ne\nf\ng"), None);
+        // After it, at the start of one of the last lines, it is the call's:
+        // Gemini CLI's shell tool reports it there.
+        let gemini = "Output: FAILED tests/test_a.py::test_b\n1 failed\nmore\nExit Code: 1\nProcess Group PGID: 4242";
+        assert_eq!(exit_code(gemini), Some(1));
+        assert_eq!(
+            exit_code("a\nb\nc\nd\nthe run ended with exit code 1"),
+            None
+        );
+        // Codex's exec tool says it on its third line; its older shell tool in JSON.
+        let codex = "Chunk ID: 6bd1\nWall time: 0.0513 seconds\nProcess exited with code 2\nOriginal token count: 9\nOutput:\nerror: no such file";
+        assert_eq!(exit_code(codex), Some(2));
+        assert_eq!(
+            exit_code(r#"{"output":"boom","metadata":{"exit_code":1,"duration_seconds":0.2}}"#),
+            Some(1)
+        );
         assert_eq!(exit_code("exit"), None);
     }
 
     proptest::proptest! {
         #[test]
         fn exit_codes_are_found_as_in_a_lower_cased_copy(
-            text in "((exit|EXIT|Exit|ex|returncode>|RETURNCODE>|_| |status|STATUS|code|Code|:|=|-|[0-9]{1,3}|\n|é|İ|K|ſ|x|>)){0,24}"
+            text in "((exit|EXIT|Exit|exited with|ex|returncode>|RETURNCODE>|_| |status|STATUS|code|Code|:|=|\"|-|[0-9]{1,3}|\n|\r|é|İ|K|ſ|x|>)){0,24}"
         ) {
             proptest::prop_assert_eq!(exit_code(&text), exit_code_by_lowercasing(&text));
         }
+    }
+
+    #[test]
+    fn a_gemini_error_response_is_a_failure_and_its_output_is_not() {
+        let body = serde_json::json!({"contents": [
+            {"role": "user", "parts": [{"text": "List the files."}]},
+            {"role": "model", "parts": [
+                {"functionCall": {"name": "run_shell_command", "args": {"command": "ls"}}},
+                {"functionCall": {"name": "read_file", "args": {"file_path": "/w/gone.rs"}}}]},
+            {"role": "user", "parts": [
+                {"functionResponse": {"name": "run_shell_command",
+                    "response": {"output": "Output: a.rs b.rs"}}},
+                {"functionResponse": {"name": "read_file",
+                    "response": {"error": "File not found: /w/gone.rs"}}}]}
+        ]});
+        let conv = abridge_model::decode(body.to_string().as_bytes())
+            .unwrap()
+            .remove(0);
+        let got: Vec<CallOutcome> = conv
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .map(|r| outcome(r, &r.text(), &DEFAULT_ERROR_PREFIXES))
+            .collect();
+        assert_eq!(got, [CallOutcome::Ok, CallOutcome::Failed(None)]);
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
             _ => {}
         }
     }
-    if let Some(cmd) = get(&COMMAND_KEYS) {
+    if let Some(cmd) = get(&COMMAND_KEYS).or_else(|| shell_script(args)) {
         return ToolKind::Shell(cmd);
     }
     if let Some(path) = get(&PATH_KEYS) {
@@ -70,6 +70,22 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
         };
     }
     ToolKind::Other
+}
+
+/// The script of a command given as an argument vector that runs a shell
+/// (`["bash", "-lc", "cargo test"]`, as Codex's `shell` tool and its
+/// `local_shell_call` take it).
+fn shell_script(args: &Value) -> Option<&str> {
+    let argv = COMMAND_KEYS
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_array))?;
+    let [shell, flag, script] = argv.as_slice() else {
+        return None;
+    };
+    let (shell, flag) = (shell.as_str()?, flag.as_str()?);
+    let name = shell.rsplit('/').next().unwrap_or(shell);
+    let runs_script = flag.starts_with('-') && flag.ends_with('c');
+    (runs_script && matches!(name, "bash" | "sh" | "zsh" | "dash")).then_some(script.as_str()?)
 }
 
 /// An argument this long is a body the agent typed (a script, a payload).
@@ -141,6 +157,20 @@ mod tests {
             ToolKind::Search("fn main")
         );
         assert_eq!(classify("AskUserQuestion", &json!({})), ToolKind::Ask);
+        // Codex's `shell` takes an argument vector that runs a shell script.
+        assert_eq!(
+            classify("shell", &json!({"command": ["bash", "-lc", "cargo test"]})),
+            ToolKind::Shell("cargo test")
+        );
+        assert_eq!(
+            classify("shell", &json!({"command": ["/bin/zsh", "-c", "ls"]})),
+            ToolKind::Shell("ls")
+        );
+        // A vector that runs a program directly names no script.
+        assert_eq!(
+            classify("shell", &json!({"command": ["cargo", "test"]})),
+            ToolKind::Other
+        );
         // Text editors name their operation in `command`.
         let editor = |command: &str| json!({"command": command, "path": "/w/a.py"});
         assert_eq!(

@@ -255,6 +255,16 @@ fn id_on_wire(id: &str) -> Option<&str> {
     }
 }
 
+/// Whether a result decoded from a Gemini `functionResponse` answered
+/// with an error (`{"error": "…"}`, as Gemini CLI reports a failed call):
+/// its shape, kept in `extra`, holds only that key.
+pub fn answered_with_error(r: &ToolResult) -> bool {
+    r.extra
+        .get("response")
+        .and_then(Value::as_object)
+        .is_some_and(|shape| shape.len() == 1 && shape.contains_key("error"))
+}
+
 /// A `functionResponse`: its `response` is the result's text — the string
 /// when it is an object of one string (`{"output": "…"}`, as agents write
 /// it), its JSON otherwise — and the object's shape is kept to write it back.

@@ -15,6 +15,7 @@ mod util;
 use serde_json::Value;
 
 pub use convert::{Converted, convert, convert_to};
+pub use gemini::answered_with_error;
 pub use responses::continues_turn;
 pub use util::kind as json_kind;
 
