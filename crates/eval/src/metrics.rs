@@ -51,7 +51,7 @@ impl Written {
             w.prose.push_str(&m.text_content());
             w.prose.push('\n');
             for c in m.tool_calls() {
-                let args = c.arguments.to_value();
+                let args = c.arguments.fields();
                 let (references, bodies) = split_arguments(&c.name, &args);
                 for (to, values) in [(&mut w.references, references), (&mut w.bodies, bodies)] {
                     for v in values {

@@ -34,7 +34,7 @@ pub(crate) fn history(messages: &[Message], error_prefixes: &[String], max_chars
                             text.push('\n');
                         }
                         Part::ToolCall(c) => {
-                            let args = c.arguments.to_value();
+                            let args = c.arguments.fields();
                             let result = results.get(c.id.as_str()).copied();
                             text.push_str(&marker(&c.name, &args, result, error_prefixes));
                             text.push('\n');

@@ -386,6 +386,16 @@ impl Arguments {
         }
     }
 
+    /// The arguments as fields a reader can look into: [`to_value`](Self::to_value),
+    /// except that a custom tool's free-form input reads as `{"input": text}`,
+    /// the shape the same tool takes as a function (Codex's `apply_patch`).
+    pub fn fields(&self) -> Value {
+        match self {
+            Arguments::Custom(s) => serde_json::json!({ "input": s }),
+            _ => self.to_value(),
+        }
+    }
+
     /// Arguments as a JSON value; `Null` when the text is not JSON (a custom
     /// tool's free-form input, or malformed arguments kept as written).
     pub fn to_value(&self) -> Value {

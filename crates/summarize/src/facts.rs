@@ -299,7 +299,7 @@ fn read<'a>(m: &'a Message, cfg: &FactConfig) -> Reading<'a> {
                 ids: prose_identifier_refs(&t.text),
                 sentence: first_sentence(&t.text),
             },
-            Part::ToolCall(c) if assistant => PartReading::Called(c.arguments.to_value()),
+            Part::ToolCall(c) if assistant => PartReading::Called(c.arguments.fields()),
             Part::ToolResult(r) if !assistant => {
                 let text = r.text();
                 let outcome = outcome(r, &text, &cfg.error_prefixes);

@@ -46,7 +46,7 @@ pub(crate) fn successful_commands(messages: &[Message], cfg: &FactConfig) -> Vec
     for p in messages.iter().flat_map(|m| &m.parts) {
         match p {
             Part::ToolCall(c) => {
-                if let ToolKind::Shell(cmd) = classify(&c.name, &c.arguments.to_value())
+                if let ToolKind::Shell(cmd) = classify(&c.name, &c.arguments.fields())
                     && !cmd.trim().contains('\n')
                 {
                     commands.insert(c.id.as_str(), cmd.trim().to_owned());

@@ -36,6 +36,16 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
     if lname.starts_with("ask") || lname.contains("question") {
         return ToolKind::Ask;
     }
+    // A patch in the format Codex's `apply_patch` takes: the first file it
+    // changes (`*** Update File: src/a.rs`).
+    if lname.contains("patch")
+        && let Some(kind) = ["input", "patch"]
+            .iter()
+            .find_map(|k| args.get(*k).and_then(Value::as_str))
+            .and_then(patched)
+    {
+        return kind;
+    }
     if ["grep", "glob", "search", "find"]
         .iter()
         .any(|k| lname.contains(k))
@@ -70,6 +80,22 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
         };
     }
     ToolKind::Other
+}
+
+/// The first file a patch changes (`*** Update File: path`, `*** Add
+/// File: path`, `*** Delete File: path`) and how.
+fn patched(patch: &str) -> Option<ToolKind<'_>> {
+    patch.lines().find_map(|line| {
+        let line = line.trim_end();
+        if let Some(p) = line.strip_prefix("*** Update File: ") {
+            Some(ToolKind::Edit(p.trim()))
+        } else if let Some(p) = line.strip_prefix("*** Add File: ") {
+            Some(ToolKind::Write(p.trim()))
+        } else {
+            line.strip_prefix("*** Delete File: ")
+                .map(|p| ToolKind::Edit(p.trim()))
+        }
+    })
 }
 
 /// The script of a command given as an argument vector that runs a shell
@@ -165,6 +191,23 @@ mod tests {
         assert_eq!(
             classify("shell", &json!({"command": ["/bin/zsh", "-c", "ls"]})),
             ToolKind::Shell("ls")
+        );
+        // Codex's patches name the file they change first.
+        let patch = "*** Begin Patch\n*** Update File: src/parse.rs\n@@\n-a\n+b\n*** End Patch\n";
+        assert_eq!(
+            classify("apply_patch", &json!({ "input": patch })),
+            ToolKind::Edit("src/parse.rs")
+        );
+        assert_eq!(
+            classify(
+                "apply_patch",
+                &json!({"input": "*** Begin Patch\n*** Add File: new.rs\n+x\n"})
+            ),
+            ToolKind::Write("new.rs")
+        );
+        assert_eq!(
+            split_arguments("apply_patch", &json!({ "input": patch })),
+            (Vec::<&str>::new(), vec![patch])
         );
         // A vector that runs a program directly names no script.
         assert_eq!(

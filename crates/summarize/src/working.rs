@@ -72,7 +72,7 @@ pub fn files<'a, S: AsRef<str>>(
         for p in &m.parts {
             match p {
                 Part::ToolCall(c) if m.role == Role::Assistant => {
-                    calls.insert(c.id.as_str(), (c.name.as_str(), c.arguments.to_value()));
+                    calls.insert(c.id.as_str(), (c.name.as_str(), c.arguments.fields()));
                 }
                 Part::ToolResult(r) => {
                     let Some((name, args)) = calls.get(r.call_id.as_str()) else {

@@ -46,7 +46,7 @@ pub(super) fn apply(
             let (Part::ToolResult(r), Some(call)) = (p, calls.get(&(i, j))) else {
                 continue;
             };
-            let args = call.arguments.to_value();
+            let args = call.arguments.fields();
             let ToolKind::Read(path) = classify(&call.name, &args) else {
                 continue;
             };

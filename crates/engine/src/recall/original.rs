@@ -244,7 +244,7 @@ impl Original {
 /// `Read src/app.rs`, `Bash: cargo test`, `Grep "TODO"`, or the tool and
 /// its first short string argument (a URL, an id).
 pub(crate) fn label_of(call: &ToolCall) -> String {
-    let args = call.arguments.to_value();
+    let args = call.arguments.fields();
     let short = |s: &str| abridge_model::text::clip(s.lines().next().unwrap_or(""), 100, 0);
     match classify(&call.name, &args) {
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {

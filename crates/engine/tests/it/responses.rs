@@ -3,7 +3,7 @@
 //! within the target, reasoning and the carried items byte-identical.
 
 use abridge::model::{Format, decode_value, encode, validate};
-use abridge::{Compactor, Config};
+use abridge::{Compactor, Config, PolicyKind};
 use serde_json::{Value, json};
 
 fn codex_history(turns: usize) -> Value {
@@ -73,4 +73,66 @@ fn a_codex_history_compacts_valid_within_target_with_reasoning_intact() {
     }
     // The newest turn is kept whole.
     assert_eq!(after[after.len() - 3..], before[before.len() - 3..]);
+}
+
+/// Codex as the pinned client sends it: commands through `exec_command`
+/// (exit on the output's third line), edits through the free-form
+/// `apply_patch` custom tool.
+fn codex_patching(rounds: usize) -> Value {
+    let mut input = vec![
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Make the parser tests pass"}]}),
+    ];
+    for i in 0..rounds {
+        let log: String = (0..80)
+            .map(|k| format!("test parse_{i}::case_{k} ... FAILED\n"))
+            .collect();
+        input.push(json!({"type": "function_call", "name": "exec_command",
+            "arguments": json!({"cmd": format!("cargo test parse_{i}")}).to_string(),
+            "call_id": format!("run_{i}")}));
+        input.push(json!({"type": "function_call_output", "call_id": format!("run_{i}"),
+            "output": format!("Chunk ID: c{i}\nWall time: 0.8 seconds\nProcess exited with code 101\nOriginal token count: 900\nOutput:\n{log}")}));
+        input.push(json!({"type": "custom_tool_call", "name": "apply_patch", "call_id": format!("patch_{i}"),
+            "input": format!("*** Begin Patch\n*** Update File: src/parse_{i}.rs\n@@\n-    todo!()\n+    Ok(())\n*** End Patch\n")}));
+        input.push(
+            json!({"type": "custom_tool_call_output", "call_id": format!("patch_{i}"),
+            "output": format!("Success. Updated the following files:\nM src/parse_{i}.rs\n")}),
+        );
+    }
+    json!({"model": "gpt-5-codex", "instructions": "You are Codex.", "input": input,
+           "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+                     {"type": "custom", "name": "apply_patch"}]})
+}
+
+#[test]
+fn a_codex_briefing_names_the_files_it_patched_and_its_commands_failures() {
+    let conv = decode_value(codex_patching(12), Format::Responses)
+        .unwrap()
+        .remove(0);
+    let mut cfg = Config::default();
+    cfg.budget.target_tokens = Some(4_000);
+    cfg.policies.pipeline = vec![PolicyKind::Summarize];
+    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+    let briefing = out
+        .report
+        .briefing_text(&out.conversation, "compacted-history")
+        .expect("the old rounds were briefed");
+    let files = briefing
+        .split("## ")
+        .find(|s| s.starts_with("Files"))
+        .unwrap_or_else(|| panic!("no Files section:\n{briefing}"));
+    for i in [0, 5] {
+        assert!(
+            files.contains(&format!("src/parse_{i}.rs")) && files.contains("edited"),
+            "{briefing}"
+        );
+    }
+    // A run that exited 101 is not recorded as done.
+    assert!(
+        briefing.contains("`cargo test parse_0`") && briefing.contains("exit 101"),
+        "{briefing}"
+    );
+    assert!(
+        !briefing.contains("`cargo test parse_0` → ok"),
+        "{briefing}"
+    );
 }
