@@ -157,12 +157,14 @@ fn print_sources(sources: &[SourceFigures], out: &mut dyn Write) -> Result<()> {
                 let share = |n: usize| format!("{:.0}%", 100.0 * n as f64 / m.total() as f64);
                 writeln!(
                     out,
-                    "    lost {} later-used identifier(s): {} only in tool results, {} the agent's, {} the user's, {} the head's",
+                    "    lost {} later-used identifier(s): {} only in tool results, {} the agent's, {} the user's, {} the head's; recall had nothing said been lost {}",
                     m.total(),
                     share(m.results),
                     share(m.agent),
                     share(m.user),
                     share(m.head),
+                    s.recall_if_said_kept
+                        .map_or("-".to_owned(), |r| format!("{:.2}", r.mean)),
                 )?;
             }
             if !s.sections.is_empty() {

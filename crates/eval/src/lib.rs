@@ -193,6 +193,11 @@ pub struct StrategyResult {
     /// naming many that are never used again.
     #[serde(default)]
     pub missed_from: Origins,
+    /// The recall had nothing the head, the user or the agent wrote been
+    /// lost — only what was in tool results alone: the most a briefing
+    /// reaches without naming tool output.
+    #[serde(default)]
+    pub recall_if_said_kept: f64,
     /// Identifiers the briefing names (from before the cut) that the agent
     /// never writes after it.
     #[serde(default)]

@@ -336,6 +336,7 @@ impl Targets {
                 precision: None,
                 missed: self.used.clone(),
                 missed_from: self.used_from(),
+                recall_if_said_kept: 0.0,
                 unused: Vec::new(),
                 sections: Vec::new(),
                 briefing: None,
@@ -348,6 +349,7 @@ impl Targets {
         let tokens = count(&conv, kind);
         let text = text_of(&conv);
         let missed = self.missed(&text);
+        let missed_from = self.missed_from(&text);
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
@@ -377,7 +379,8 @@ impl Targets {
                 .as_deref()
                 .and_then(|b| split_index(b).1)
                 .map(|index| kind.count(index) as u64),
-            missed_from: self.missed_from(&text),
+            missed_from,
+            recall_if_said_kept: self.recall_missing(missed_from.results),
             missed,
             precision: judged
                 .as_ref()
@@ -438,6 +441,8 @@ mod tests {
         };
         assert_eq!(t.missed_from(kept), lost);
         assert_eq!(t.missed(kept).len(), lost.total());
+        // Had nothing said been lost, only the result's name would be.
+        assert!((t.recall_missing(lost.results) - 0.8).abs() < 1e-9);
     }
 
     #[test]

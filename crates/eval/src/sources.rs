@@ -68,6 +68,9 @@ pub struct StrategyFigures {
     /// the cut.
     #[serde(default)]
     pub missed_from: Origins,
+    /// Recall had nothing said (head, user, agent) been lost.
+    #[serde(default)]
+    pub recall_if_said_kept: Option<Spread>,
 }
 
 /// One source's figures at one kind of cut.
@@ -161,6 +164,7 @@ fn figures(reports: &[&CutReport], s: Strategy) -> Option<StrategyFigures> {
             o += x.missed_from;
             o
         }),
+        recall_if_said_kept: of(&|x| Some(x.recall_if_said_kept)),
     })
 }
 
@@ -243,6 +247,7 @@ mod tests {
             precision,
             missed: Vec::new(),
             missed_from: Origins::default(),
+            recall_if_said_kept: recall,
             unused: Vec::new(),
             sections: Vec::new(),
             briefing: None,
