@@ -39,6 +39,14 @@ pub fn outcome<S: AsRef<str>>(r: &ToolResult, text: &str, prefixes: &[S]) -> Cal
         };
     }
     let line = first_line(text).trim_start().to_lowercase();
+    // A tool that answers in JSON fails with an `{"error": …}` object
+    // (one whose error is `null` or `false` did not).
+    if let Some(rest) = line.strip_prefix(r#"{"error""#) {
+        let value = rest.trim_start_matches([' ', ':']);
+        if !value.starts_with("null") && !value.starts_with("false") {
+            return CallOutcome::Failed(None);
+        }
+    }
     let line = line.trim_start_matches(['[', '(', '<', '*', '#', ' ']);
     if prefixes
         .iter()
@@ -391,6 +399,16 @@ mod tests {
         );
         assert_eq!(f("exit status 0", None), CallOutcome::Ok);
         assert_eq!(f("All 14 tests passed", None), CallOutcome::Ok);
+        // A tool that answers in JSON says it failed as a JSON error.
+        assert_eq!(
+            f(
+                r#"{"error": {"code": 404, "message": "no such page"}}"#,
+                None
+            ),
+            CallOutcome::Failed(None)
+        );
+        assert_eq!(f(r#"{"errors": [], "ok": true}"#, None), CallOutcome::Ok);
+        assert_eq!(f(r#"{"error": null, "result": 3}"#, None), CallOutcome::Ok);
     }
 
     #[test]
