@@ -13,7 +13,7 @@ use crate::outcome::{CallOutcome, answers_with_one, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 pub use crate::progress::CommandFact;
 use crate::progress::{Commands, first_sentence, is_exploration, progress_of};
-use crate::tools::{ToolKind, classify, first_string, split_arguments};
+use crate::tools::{ToolKind, classify, first_string, patch_files, split_arguments};
 use crate::wrapper::unwrap;
 
 /// What happened to one file.
@@ -521,27 +521,14 @@ fn record_call(
             if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name} `{p}`: {}", cause()));
             }
-            let i = match places.files.get(p) {
-                Some(&i) => i,
-                None => {
-                    places.files.insert(p.to_owned(), f.files.len());
-                    f.files.push(FileFact {
-                        path: p.to_owned(),
-                        ..FileFact::default()
-                    });
-                    f.files.len() - 1
-                }
-            };
-            let fact = &mut f.files[i];
-            fact.last_touch = at;
-            if ok == CallOutcome::Ok {
-                touched_names(fact, &kind, name, args, result);
+            // A patch of several files changes each, with its own part.
+            let patched = patch_files(name, args);
+            if patched.is_empty() {
+                record_file(f, places, at, (name, args), kind, ok, result);
             }
-            match (ok, kind) {
-                (CallOutcome::Failed(_), _) => fact.failed += 1,
-                (_, ToolKind::Edit(_)) => fact.edited += 1,
-                (_, ToolKind::Write(_)) => fact.written += 1,
-                _ => fact.read += 1,
+            for (kind, part) in patched {
+                let part = serde_json::json!({ "input": part });
+                record_file(f, places, at, (name, &part), kind, ok, result);
             }
         }
         ToolKind::Ask => {
@@ -559,6 +546,44 @@ fn record_call(
             }
             f.other_calls.push(format!("{name}{arg} → {status}"));
         }
+    }
+}
+
+/// Counts one file operation of a call (`call`: its tool and the
+/// arguments naming this file) in the file's fact.
+fn record_file(
+    f: &mut Facts,
+    places: &mut Places,
+    at: usize,
+    (name, args): (&str, &Value),
+    kind: ToolKind<'_>,
+    ok: CallOutcome,
+    result: &str,
+) {
+    let (ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p)) = kind else {
+        return;
+    };
+    let i = match places.files.get(p) {
+        Some(&i) => i,
+        None => {
+            places.files.insert(p.to_owned(), f.files.len());
+            f.files.push(FileFact {
+                path: p.to_owned(),
+                ..FileFact::default()
+            });
+            f.files.len() - 1
+        }
+    };
+    let fact = &mut f.files[i];
+    fact.last_touch = at;
+    if ok == CallOutcome::Ok {
+        touched_names(fact, &kind, name, args, result);
+    }
+    match (ok, kind) {
+        (CallOutcome::Failed(_), _) => fact.failed += 1,
+        (_, ToolKind::Edit(_)) => fact.edited += 1,
+        (_, ToolKind::Write(_)) => fact.written += 1,
+        _ => fact.read += 1,
     }
 }
 

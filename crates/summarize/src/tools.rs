@@ -37,13 +37,8 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
         return ToolKind::Ask;
     }
     // A patch in the format Codex's `apply_patch` takes: the first file it
-    // changes (`*** Update File: src/a.rs`).
-    if lname.contains("patch")
-        && let Some(kind) = ["input", "patch"]
-            .iter()
-            .find_map(|k| args.get(*k).and_then(Value::as_str))
-            .and_then(patched)
-    {
+    // changes (`*** Update File: src/a.rs`); `patch_files` lists them all.
+    if let Some((kind, _)) = patch_files(name, args).into_iter().next() {
         return kind;
     }
     if ["grep", "glob", "search", "find"]
@@ -82,20 +77,47 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
     ToolKind::Other
 }
 
-/// The first file a patch changes (`*** Update File: path`, `*** Add
-/// File: path`, `*** Delete File: path`) and how.
-fn patched(patch: &str) -> Option<ToolKind<'_>> {
-    patch.lines().find_map(|line| {
-        let line = line.trim_end();
-        if let Some(p) = line.strip_prefix("*** Update File: ") {
+/// The files a patch call changes, in order, each with how (`*** Update
+/// File: path` an edit, `*** Add File: path` a write, `*** Delete File:
+/// path` an edit) and its own part of the patch; empty for any other call.
+/// Codex's `apply_patch` takes one patch for several files.
+pub fn patch_files<'a>(name: &str, args: &'a Value) -> Vec<(ToolKind<'a>, &'a str)> {
+    if !name.to_lowercase().contains("patch") {
+        return Vec::new();
+    }
+    let Some(patch) = ["input", "patch"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<(ToolKind<'a>, usize)> = Vec::new();
+    let mut at = 0;
+    for line in patch.split_inclusive('\n') {
+        let l = line.trim_end();
+        let kind = if let Some(p) = l.strip_prefix("*** Update File: ") {
             Some(ToolKind::Edit(p.trim()))
-        } else if let Some(p) = line.strip_prefix("*** Add File: ") {
+        } else if let Some(p) = l.strip_prefix("*** Add File: ") {
             Some(ToolKind::Write(p.trim()))
         } else {
-            line.strip_prefix("*** Delete File: ")
+            l.strip_prefix("*** Delete File: ")
                 .map(|p| ToolKind::Edit(p.trim()))
+        };
+        if let Some(kind) = kind {
+            out.push((kind, at));
         }
-    })
+        at += line.len();
+    }
+    let ends: Vec<usize> = out
+        .iter()
+        .skip(1)
+        .map(|(_, at)| *at)
+        .chain([patch.len()])
+        .collect();
+    out.into_iter()
+        .zip(ends)
+        .map(|((kind, start), end)| (kind, &patch[start..end]))
+        .collect()
 }
 
 /// The script of a command given as an argument vector that runs a shell
@@ -205,6 +227,19 @@ mod tests {
             ),
             ToolKind::Write("new.rs")
         );
+        let two = json!({"input": "*** Begin Patch\n*** Update File: a.rs\n-x\n+y\n*** Add File: b.rs\n+z\n*** End Patch\n"});
+        let files = patch_files("apply_patch", &two);
+        assert_eq!(
+            files,
+            [
+                (ToolKind::Edit("a.rs"), "*** Update File: a.rs\n-x\n+y\n"),
+                (
+                    ToolKind::Write("b.rs"),
+                    "*** Add File: b.rs\n+z\n*** End Patch\n"
+                ),
+            ]
+        );
+        assert!(patch_files("shell", &two).is_empty());
         assert_eq!(
             split_arguments("apply_patch", &json!({ "input": patch })),
             (Vec::<&str>::new(), vec![patch])

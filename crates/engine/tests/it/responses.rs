@@ -92,7 +92,8 @@ fn codex_patching(rounds: usize) -> Value {
         input.push(json!({"type": "function_call_output", "call_id": format!("run_{i}"),
             "output": format!("Chunk ID: c{i}\nWall time: 0.8 seconds\nProcess exited with code 101\nOriginal token count: 900\nOutput:\n{log}")}));
         input.push(json!({"type": "custom_tool_call", "name": "apply_patch", "call_id": format!("patch_{i}"),
-            "input": format!("*** Begin Patch\n*** Update File: src/parse_{i}.rs\n@@\n-    todo!()\n+    Ok(())\n*** End Patch\n")}));
+            "input": format!("*** Begin Patch\n*** Update File: src/parse_{i}.rs\n@@\n-    todo!()\n+    Ok(())\n\
+                              *** Update File: src/lexer.rs\n@@\n-    // step {i}\n+    // done {i}\n*** End Patch\n")}));
         input.push(
             json!({"type": "custom_tool_call_output", "call_id": format!("patch_{i}"),
             "output": format!("Success. Updated the following files:\nM src/parse_{i}.rs\n")}),
@@ -104,7 +105,7 @@ fn codex_patching(rounds: usize) -> Value {
 }
 
 #[test]
-fn a_codex_briefing_names_the_files_it_patched_and_its_commands_failures() {
+fn a_codex_briefing_names_every_file_it_patched_and_its_commands_failures() {
     let conv = decode_value(codex_patching(12), Format::Responses)
         .unwrap()
         .remove(0);
@@ -126,6 +127,8 @@ fn a_codex_briefing_names_the_files_it_patched_and_its_commands_failures() {
             "{briefing}"
         );
     }
+    // A patch of two files is an edit of each: the second file too.
+    assert!(files.contains("src/lexer.rs"), "{briefing}");
     // A run that exited 101 is not recorded as done.
     assert!(
         briefing.contains("`cargo test parse_0`") && briefing.contains("exit 101"),
