@@ -138,12 +138,14 @@ impl Origins {
     }
 }
 
-impl std::ops::AddAssign for Origins {
-    fn add_assign(&mut self, o: Origins) {
-        self.head += o.head;
-        self.user += o.user;
-        self.agent += o.agent;
-        self.results += o.results;
+impl std::iter::Sum for Origins {
+    fn sum<I: Iterator<Item = Origins>>(all: I) -> Origins {
+        all.fold(Origins::default(), |a, o| Origins {
+            head: a.head + o.head,
+            user: a.user + o.user,
+            agent: a.agent + o.agent,
+            results: a.results + o.results,
+        })
     }
 }
 

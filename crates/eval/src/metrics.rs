@@ -275,14 +275,19 @@ impl Targets {
         Origins::count(self.origins.iter().copied())
     }
 
-    /// Where the later-used identifiers `text` does not mention were.
-    fn missed_from(&self, text: &str) -> Origins {
-        Origins::count(
-            self.used
-                .iter()
-                .zip(&self.origins)
-                .filter(|(id, _)| !mentions(text, id))
-                .map(|(_, o)| *o),
+    /// The later-used identifiers `text` does not mention, and where they
+    /// were (one look per identifier).
+    fn lost(&self, text: &str) -> (Vec<String>, Origins) {
+        let lost: Vec<(&String, Origin)> = self
+            .used
+            .iter()
+            .zip(self.origins.iter().copied())
+            .filter(|(id, _)| !mentions(text, id))
+            .collect();
+        let origins = Origins::count(lost.iter().map(|(_, o)| *o));
+        (
+            lost.into_iter().map(|(id, _)| id.clone()).collect(),
+            origins,
         )
     }
 
@@ -336,7 +341,7 @@ impl Targets {
                 precision: None,
                 missed: self.used.clone(),
                 missed_from: self.used_from(),
-                recall_if_said_kept: 0.0,
+                recall_if_said_kept: self.recall_missing(self.used_from().results),
                 unused: Vec::new(),
                 sections: Vec::new(),
                 briefing: None,
@@ -348,8 +353,7 @@ impl Targets {
         };
         let tokens = count(&conv, kind);
         let text = text_of(&conv);
-        let missed = self.missed(&text);
-        let missed_from = self.missed_from(&text);
+        let (missed, missed_from) = self.lost(&text);
         let valid = violations(&conv)
             .iter()
             .all(|v| self.pre_violations.contains(v));
@@ -432,15 +436,17 @@ mod tests {
             results: 1,
         };
         assert_eq!(t.used_from(), all);
-        assert_eq!(t.missed_from("nothing kept"), all);
+        assert_eq!(t.lost("nothing kept").1, all);
         let kept = "parse_header helper_fn src/util.rs";
         let lost = Origins {
             user: 1,
             results: 1,
             ..Origins::default()
         };
-        assert_eq!(t.missed_from(kept), lost);
-        assert_eq!(t.missed(kept).len(), lost.total());
+        let (missed, from) = t.lost(kept);
+        assert_eq!(from, lost);
+        assert_eq!(missed, ["hidden_name", "MAX_LEN"]);
+        assert_eq!(t.missed(kept), missed);
         // Had nothing said been lost, only the result's name would be.
         assert!((t.recall_missing(lost.results) - 0.8).abs() < 1e-9);
     }

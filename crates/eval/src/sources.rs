@@ -160,10 +160,7 @@ fn figures(reports: &[&CutReport], s: Strategy) -> Option<StrategyFigures> {
         others_recall: None,
         others_precision: None,
         sections: sections_of(&results),
-        missed_from: results.iter().fold(Origins::default(), |mut o, x| {
-            o += x.missed_from;
-            o
-        }),
+        missed_from: results.iter().map(|x| x.missed_from).sum(),
         recall_if_said_kept: of(&|x| Some(x.recall_if_said_kept)),
     })
 }
@@ -246,7 +243,12 @@ mod tests {
             index_tokens: None,
             precision,
             missed: Vec::new(),
-            missed_from: Origins::default(),
+            // One name lost per cut that is short of full recall, seen only
+            // in a tool result.
+            missed_from: Origins {
+                results: usize::from(recall < 1.0),
+                ..Origins::default()
+            },
             recall_if_said_kept: recall,
             unused: Vec::new(),
             sections: Vec::new(),
@@ -317,6 +319,9 @@ mod tests {
         let recall = offline.recall.unwrap();
         assert!((recall.mean - 0.7).abs() < 1e-9 && (recall.sd - 0.1).abs() < 1e-9);
         assert!((recall.min - 0.6).abs() < 1e-9);
+        // Its losses are summed over its cuts, its ceiling spread like recall.
+        assert_eq!(offline.missed_from.results, 2);
+        assert!((offline.recall_if_said_kept.unwrap().mean - 0.7).abs() < 1e-9);
         // The others: b and c at recorded cuts, each weighing the same.
         assert!((offline.others_recall.unwrap() - 0.75).abs() < 1e-9);
         assert!((offline.others_precision.unwrap() - 0.3).abs() < 1e-9);

@@ -115,9 +115,16 @@ fn last_command(line: &str) -> &str {
 /// output (Gemini CLI's `Exit Code: 1`), in any case.
 pub fn exit_code(text: &str) -> Option<i64> {
     let first = text.lines().take(3).map(|l| (l, false));
-    // The last lines, found from the end (an output may be megabytes).
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    let mut last: Vec<&str> = body.rsplitn(TRAILING + 1, '\n').take(TRAILING).collect();
+    // The last lines after those three (one output line may be megabytes:
+    // it is scanned once), found from the end.
+    let after_first = memchr::memchr_iter(b'\n', text.as_bytes())
+        .nth(2)
+        .map_or("", |at| &text[at + 1..]);
+    let body = after_first.strip_suffix('\n').unwrap_or(after_first);
+    let mut last: Vec<&str> = match body.is_empty() {
+        true => Vec::new(),
+        false => body.rsplitn(TRAILING + 1, '\n').take(TRAILING).collect(),
+    };
     last.reverse();
     let last = last
         .into_iter()

@@ -38,7 +38,7 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
     }
     // A patch in the format Codex's `apply_patch` takes: the first file it
     // changes (`*** Update File: src/a.rs`); `patch_files` lists them all.
-    if let Some((kind, _)) = patch_files(name, args).into_iter().next() {
+    if let Some(kind) = patch_of(&lname, args).and_then(|p| p.lines().find_map(file_header)) {
         return kind;
     }
     if ["grep", "glob", "search", "find"]
@@ -77,47 +77,57 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
     ToolKind::Other
 }
 
-/// The files a patch call changes, in order, each with how (`*** Update
-/// File: path` an edit, `*** Add File: path` a write, `*** Delete File:
-/// path` an edit) and its own part of the patch; empty for any other call.
-/// Codex's `apply_patch` takes one patch for several files.
+/// The files a patch call changes, in order, each with how (see
+/// [`file_header`]) and its own part of the patch; empty for any other
+/// call. Codex's `apply_patch` takes one patch for several files.
 pub fn patch_files<'a>(name: &str, args: &'a Value) -> Vec<(ToolKind<'a>, &'a str)> {
-    if !name.to_lowercase().contains("patch") {
-        return Vec::new();
-    }
-    let Some(patch) = ["input", "patch"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_str))
-    else {
+    let Some(patch) = patch_of(&name.to_lowercase(), args) else {
         return Vec::new();
     };
-    let mut out: Vec<(ToolKind<'a>, usize)> = Vec::new();
+    // Each file's header and where it starts.
+    let mut starts: Vec<(ToolKind<'a>, usize)> = Vec::new();
     let mut at = 0;
     for line in patch.split_inclusive('\n') {
-        let l = line.trim_end();
-        let kind = if let Some(p) = l.strip_prefix("*** Update File: ") {
-            Some(ToolKind::Edit(p.trim()))
-        } else if let Some(p) = l.strip_prefix("*** Add File: ") {
-            Some(ToolKind::Write(p.trim()))
-        } else {
-            l.strip_prefix("*** Delete File: ")
-                .map(|p| ToolKind::Edit(p.trim()))
-        };
-        if let Some(kind) = kind {
-            out.push((kind, at));
+        if let Some(kind) = file_header(line) {
+            starts.push((kind, at));
         }
         at += line.len();
     }
-    let ends: Vec<usize> = out
+    let ends: Vec<usize> = starts
         .iter()
         .skip(1)
         .map(|(_, at)| *at)
         .chain([patch.len()])
         .collect();
-    out.into_iter()
+    starts
+        .into_iter()
         .zip(ends)
         .map(|((kind, start), end)| (kind, &patch[start..end]))
         .collect()
+}
+
+/// The patch text of a call to a patch tool (`lname`: its name, lower-cased).
+fn patch_of<'a>(lname: &str, args: &'a Value) -> Option<&'a str> {
+    if !lname.contains("patch") {
+        return None;
+    }
+    ["input", "patch"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+}
+
+/// A patch line that opens a file's part: `*** Update File: path` (an
+/// edit), `*** Add File: path` (a write), `*** Delete File: path` (an edit).
+fn file_header(line: &str) -> Option<ToolKind<'_>> {
+    let line = line.trim_end();
+    if let Some(p) = line.strip_prefix("*** Update File: ") {
+        Some(ToolKind::Edit(p.trim()))
+    } else if let Some(p) = line.strip_prefix("*** Add File: ") {
+        Some(ToolKind::Write(p.trim()))
+    } else {
+        line.strip_prefix("*** Delete File: ")
+            .map(|p| ToolKind::Edit(p.trim()))
+    }
 }
 
 /// The script of a command given as an argument vector that runs a shell
