@@ -11,7 +11,7 @@
 //! [`resent`](crate::Input::resent) applies it.
 
 use abridge_model::{Conversation, Message, chained};
-use abridge_tokens::Counted;
+use abridge_tokens::{Counted, TokenCounter, TokenCounts};
 use serde::{Deserialize, Serialize};
 
 /// Identity of a history prefix: how many messages, and their chained
@@ -92,6 +92,15 @@ impl Carryover {
     /// Tokens of those messages.
     pub fn tokens(&self) -> Counted {
         self.tokens
+    }
+
+    /// Counts its messages again with `counter` (another tokenizer's).
+    pub(crate) fn recount(&mut self, counter: &mut TokenCounter) {
+        self.tokens = counter
+            .count_messages(&self.messages)
+            .iter()
+            .map(TokenCounts::total)
+            .sum();
     }
 
     /// True when `history` still starts with the prefix that was compacted.

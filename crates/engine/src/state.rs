@@ -1,5 +1,7 @@
 //! What a thread keeps across restarts.
 
+use std::collections::BTreeMap;
+
 use abridge_tokens::Counted;
 use serde::{Deserialize, Serialize};
 
@@ -16,9 +18,18 @@ pub struct ThreadState {
     /// Format version of this serialization ([`ThreadState::VERSION`]).
     #[serde(default)]
     pub format: u32,
-    /// The correction to the provider's count learned so far.
+    /// The correction to the provider's count learned so far, for
+    /// [`model`](ThreadState::model).
     #[serde(default)]
     pub calibration: Calibration,
+    /// The model of the last turn, whose calibration is `calibration`
+    /// (none before the first turn, and in states stored before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What was learned for the other models the thread's turns named: a
+    /// session that switches models takes each one's back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calibrations: BTreeMap<String, Calibration>,
     /// The compaction carried over to the next turn, if any.
     #[serde(skip)]
     pub carryover: Option<Carryover>,

@@ -219,6 +219,7 @@ impl Thread {
             return Err(Error::LeftOut(input.left_out.len));
         }
         input.cancel.check()?;
+        self.follow(engine);
         let m = self.measure(engine, &input);
         if let Err(e) = input.cancel.check() {
             self.state.carryover = m.carry;
@@ -266,6 +267,45 @@ impl Thread {
                 }
                 self.state.carryover = m.carry;
                 Err(e)
+            }
+        }
+    }
+
+    /// Takes the model of `engine` as this turn's: when it is not the last
+    /// turn's, the last one's calibration learns from its pending report and
+    /// is put aside, the new model's (or a fresh one) is taken back, and a
+    /// model counted with another tokenizer counts everything anew. The
+    /// carried compaction, the cadence and the kept briefing stay: the turn
+    /// checks them against the new model's limits.
+    fn follow(&mut self, engine: &Engine) {
+        /// Models whose calibrations a thread keeps besides its current one.
+        const MODELS: usize = 16;
+        let model = engine.config().model.as_deref();
+        let state = &mut self.state;
+        if state.model.as_deref() == model {
+            return;
+        }
+        if let Some(old) = state.model.take() {
+            if let (Some(reported), Some(sent)) = (self.reported.take(), state.last_sent.take()) {
+                state.calibration.observe(sent, reported);
+            }
+            if state.calibrations.len() >= MODELS {
+                state.calibrations.pop_first();
+            }
+            state.calibrations.insert(old, state.calibration);
+            state.calibration = model
+                .and_then(|m| state.calibrations.remove(m))
+                .unwrap_or_default();
+        }
+        // Else the first turn, or a state stored before models were: its
+        // calibration is taken for this model's.
+        state.model = model.map(str::to_owned);
+        if self.counter.kind() != engine.limits().tokenizer {
+            self.counter = engine.counter();
+            self.last = None;
+            state.last_sent = None;
+            if let Some(carry) = state.carryover.as_mut() {
+                carry.recount(&mut self.counter);
             }
         }
     }

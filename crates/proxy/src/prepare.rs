@@ -9,6 +9,7 @@ use abridge::background::Preparer;
 use abridge::model::{
     Conversation, Wire, decode_as, decode_wire_messages, encode, fingerprint, validate,
 };
+use abridge::recall::HandleKey;
 use abridge::tokens::{Calibrated, Counted};
 use abridge::{AttemptOutcome, Cancel, Input, PrefixKey, Report, Thread};
 use abridge_store::RequestRecord;
@@ -19,7 +20,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::cap_breakpoints;
 use crate::config::ProxyConfig;
-use crate::engines::Engines;
+use crate::engines::{Engines, ModelEngines};
 use crate::metrics::{Decoded, Metrics, Passthrough};
 use crate::native::{cached_content, is_compaction_block, provider_compaction, server_state};
 use crate::prepared::{AsSent, Prepared, Turn};
@@ -62,7 +63,7 @@ impl Context<'_> {
         let query = uri.query();
         let tenant = self.secret.tenant_of(headers, query);
         let quick = quick_key(&tenant, headers, bytes);
-        if let Some(p) = self.continued(quick, &tenant, wire, bytes) {
+        if let Some(p) = self.continued(quick, &tenant, (wire, uri.path()), bytes) {
             return p;
         }
         self.metrics.decoded(Decoded::Whole);
@@ -91,7 +92,7 @@ impl Context<'_> {
         self.refresh_if_shared(&mut guard);
         let whole = Continued::whole();
         let prepared = self.turn(&session, &mut guard, &conv, &whole);
-        let raw = RawState::of(bytes, wire, Arc::new(conv));
+        let raw = RawState::of(bytes, uri.path(), wire, Arc::new(conv));
         self.keep_raw(&mut guard, raw);
         self.sessions.set_quick(quick, guard.id.clone());
         prepared
@@ -124,7 +125,7 @@ impl Context<'_> {
         &self,
         quick: u64,
         tenant: &TenantId,
-        wire: Wire,
+        (wire, path): (Wire, &str),
         bytes: &[u8],
     ) -> Option<Prepared> {
         for session in self.sessions.by_quick(quick) {
@@ -135,10 +136,10 @@ impl Context<'_> {
             if guard.spilled || guard.tenant.id != *tenant {
                 continue;
             }
-            let Some(resume) = resume_point(&guard, wire, bytes) else {
+            let Some(resume) = resume_point(&guard, (wire, path), bytes) else {
                 continue;
             };
-            return self.take_added(&session, &mut guard, wire, bytes, resume);
+            return self.take_added(&session, &mut guard, (wire, path), bytes, resume);
         }
         None
     }
@@ -148,7 +149,7 @@ impl Context<'_> {
         &self,
         session: &Shared,
         state: &mut SessionState,
-        wire: Wire,
+        (wire, path): (Wire, &str),
         bytes: &[u8],
         resume: Resume,
     ) -> Option<Prepared> {
@@ -205,7 +206,7 @@ impl Context<'_> {
         }
         self.metrics.decoded(Decoded::Added);
         let prepared = self.turn(session, state, &held.history, &continued);
-        self.keep_raw(state, Some(RawState::new(bytes, shape, held)));
+        self.keep_raw(state, Some(RawState::new(bytes, path, shape, held)));
         Some(prepared)
     }
 
@@ -279,15 +280,42 @@ impl Context<'_> {
                  its own contents compacted, the cached tokens counted through reported usage");
         }
         let mut state = SessionState::new(id, tenant, wire, engines.request.clone());
-        state.preparer = engines.background.as_ref().and_then(|engine| {
-            let trigger = engine.limits().trigger_tokens?;
-            let soft = trigger.scaled(self.config.serve.soft_fraction);
-            Some(Preparer::new(soft, engine.clone()).with_handle_key(key))
-        });
+        state.preparer = self.preparer(&engines, key);
         self.refresh(&mut state);
         let shared = self.sessions.insert(state);
         self.metrics.sessions(self.sessions.len());
         Ok(shared)
+    }
+
+    /// What prepares a session's briefings in the background with `engines`.
+    fn preparer(&self, engines: &ModelEngines, key: HandleKey) -> Option<Preparer> {
+        let engine = engines.background.as_ref()?;
+        let trigger = engine.limits().trigger_tokens?;
+        let soft = trigger.scaled(self.config.serve.soft_fraction);
+        Some(Preparer::new(soft, engine.clone()).with_handle_key(key))
+    }
+
+    /// Works a session's turn on the engines of the model `conv` names:
+    /// a session that switches models is held to each request's own
+    /// window, trigger and target (its thread keeps a calibration per model).
+    fn follow_model(&self, state: &mut SessionState, conv: &Conversation) {
+        let engines = match self
+            .engines
+            .of(&self.config.engine, conv, self.store, self.handle)
+        {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(session = %state.id, error = %e, "cannot build the engine of the request's model; the session's goes on");
+                return;
+            }
+        };
+        if Arc::ptr_eq(&engines.request, &state.engine) {
+            return;
+        }
+        tracing::debug!(session = %state.id, from = ?state.engine.config().model,
+            to = ?engines.request.config().model, "the session's model changed");
+        state.engine = engines.request.clone();
+        state.preparer = self.preparer(&engines, state.tenant.key.clone());
     }
 
     /// Takes over the stored state of a session when it is newer than the
@@ -328,6 +356,7 @@ impl Context<'_> {
         continued: &Continued,
     ) -> Prepared {
         state.used = std::time::Instant::now();
+        self.follow_model(state, conv);
         if let Some(u) = state.usage.take() {
             state.thread.reported(u);
         }
@@ -603,8 +632,11 @@ enum Resume {
 /// How `bytes` goes on from the session's last body, if it does: checked
 /// on the bytes just before the last message's end (or the first anchor)
 /// first, then on hashes of the prefixes, in one pass.
-fn resume_point(state: &SessionState, wire: Wire, bytes: &[u8]) -> Option<Resume> {
-    let raw = state.raw.as_ref().filter(|_| state.wire == wire)?;
+fn resume_point(state: &SessionState, (wire, path): (Wire, &str), bytes: &[u8]) -> Option<Resume> {
+    let raw = state
+        .raw
+        .as_ref()
+        .filter(|r| state.wire == wire && *r.path == *path)?;
     let end = raw.shape.prefix_end;
     let appended = bytes.len() > end && tail_of(bytes, end) == &raw.tail[..];
     let first = *raw.shape.starts.first()?;

@@ -159,6 +159,9 @@ pub(crate) struct RawState {
     pub(crate) anchor_tail: Vec<u8>,
     /// Its bytes from the array's close to its end.
     pub(crate) post: Vec<u8>,
+    /// The path it came by: a body that goes on from it must come by the
+    /// same (Gemini names the model in the path, not in the body).
+    pub(crate) path: Box<str>,
     /// The history it held, decoded, but for what is left out.
     pub(crate) held: HeldHistory,
     /// Bytes it holds, estimated ([`held::cost`]).
@@ -204,17 +207,24 @@ impl HeldHistory {
 }
 
 impl RawState {
-    /// The state of `body` of `wire`, which decoded whole to `history`.
-    pub(crate) fn of(body: &[u8], wire: Wire, history: Arc<Conversation>) -> Option<RawState> {
+    /// The state of `body` of `wire`, sent to `path`, which decoded whole
+    /// to `history`.
+    pub(crate) fn of(
+        body: &[u8],
+        path: &str,
+        wire: Wire,
+        history: Arc<Conversation>,
+    ) -> Option<RawState> {
         Some(RawState::new(
             body,
+            path,
             shape(body, wire.history_key())?,
             HeldHistory::whole(history),
         ))
     }
 
-    /// The state of `body`, whose shape is known.
-    pub(crate) fn new(body: &[u8], shape: Shape, held: HeldHistory) -> RawState {
+    /// The state of `body`, sent to `path`, whose shape is known.
+    pub(crate) fn new(body: &[u8], path: &str, shape: Shape, held: HeldHistory) -> RawState {
         let (anchors, hash) = prefix_hashes(body, &shape);
         RawState {
             hash,
@@ -225,6 +235,7 @@ impl RawState {
                 .first()
                 .map_or_else(Vec::new, |&s| tail_of(body, s).to_vec()),
             post: body[shape.post.clone()].to_vec(),
+            path: path.into(),
             cost: held::cost(
                 body.len().saturating_sub(held.from_byte),
                 held.history.messages.len(),

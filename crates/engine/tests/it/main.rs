@@ -9,6 +9,7 @@ mod continuity;
 mod corpus;
 mod fuzz;
 mod history;
+mod models;
 mod policies;
 mod props;
 mod recall;

@@ -8,6 +8,7 @@ mod faults;
 mod gemini;
 mod loops;
 mod memory;
+mod models;
 mod persist;
 mod recall;
 mod replicas;
