@@ -20,6 +20,7 @@ mod provider;
 mod reply;
 mod responses;
 mod script;
+pub mod soak;
 
 pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
 pub use postgres::{Held, Postgres};

@@ -10,7 +10,7 @@ pub(crate) type Event = (Option<&'static str>, String);
 
 /// The APIs the fake provider plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Api {
+pub enum Api {
     /// OpenAI Chat Completions.
     Chat,
     /// The OpenAI Responses API.

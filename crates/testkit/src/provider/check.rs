@@ -242,7 +242,7 @@ fn recall_results(conv: &abridge_model::Conversation) -> Vec<String> {
 
 /// The recall handles written in a body (`abr_` and 6 to 16 of
 /// `[0-9a-z]`), with where each starts.
-pub(super) fn handles_in(body: &[u8]) -> Vec<(usize, String)> {
+pub(crate) fn handles_in(body: &[u8]) -> Vec<(usize, String)> {
     let text = String::from_utf8_lossy(body);
     text.match_indices("abr_")
         .filter_map(|(at, _)| {

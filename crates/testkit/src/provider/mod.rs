@@ -22,8 +22,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Response, StatusCode, header};
 use axum::routing::{get, post};
+pub(crate) use check::handles_in;
 pub use check::{RequestCheck, body_hash};
-use check::{check, declares, handles_in, reasoning_payload};
+use check::{check, declares, reasoning_payload};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -395,7 +396,7 @@ fn error_body(family: Family, kind: &str, message: &str) -> String {
     .to_string()
 }
 
-fn plain(status: u16, body: &str) -> Response<Body> {
+pub(crate) fn plain(status: u16, body: &str) -> Response<Body> {
     let mut r = Response::new(Body::from(body.to_owned()));
     *r.status_mut() = StatusCode::from_u16(status).unwrap();
     r.headers_mut()
@@ -403,7 +404,7 @@ fn plain(status: u16, body: &str) -> Response<Body> {
     r
 }
 
-fn sse(events: Vec<Event>, delay: Duration, drop_mid: bool) -> Response<Body> {
+pub(crate) fn sse(events: Vec<Event>, delay: Duration, drop_mid: bool) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let total = events.len();
