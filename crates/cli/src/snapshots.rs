@@ -203,8 +203,9 @@ pub(crate) fn prune(args: &PruneArgs, out: &mut dyn Write) -> Result<ExitCode> {
     };
     writeln!(
         out,
-        "{at}: removed {} snapshot(s), {} left ({} MB of content){file}",
+        "{at}: removed {} snapshot(s) and {} session(s), {} snapshot(s) left ({} MB occupied){file}",
         pruned.removed,
+        pruned.sessions,
         pruned.kept,
         pruned.bytes / 1_000_000,
     )?;

@@ -49,7 +49,9 @@ pub struct Config {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
-    /// Most megabytes of stored histories and reports (0: no limit).
+    /// Most megabytes the store occupies (its file's pages in use; for
+    /// PostgreSQL, what its snapshots keep); the oldest snapshots go first
+    /// (0: no limit).
     pub max_megabytes: u64,
     /// Snapshots older than this many days are removed (0: kept forever).
     pub max_age_days: u64,

@@ -40,9 +40,9 @@ pub mod text;
 mod validate;
 
 pub use codec::{
-    Converted, answered_with_error, continues_turn, convert, convert_to, decode, decode_as,
-    decode_large_body, decode_value, decode_wire_messages, detect, encode, encode_text,
-    encode_wire_messages, json_kind,
+    BodyParts, Converted, answered_with_error, continues_turn, convert, convert_to, decode,
+    decode_as, decode_large_body, decode_value, decode_wire_messages, detect, encode, encode_parts,
+    encode_text, encode_wire_messages, json_kind,
 };
 pub use conversation::{
     CompactBoundary, Conversation, Family, Format, FunctionTool, Iteration, Tool, Wire, head_len,

@@ -32,6 +32,7 @@
 //! ```
 
 mod migrate;
+mod parts;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod requests;
@@ -48,7 +49,7 @@ use serde_json::Value;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use requests::{RequestRecord, RequestStats};
-pub use session::{SessionRecord, SessionStore};
+pub use session::{SessionRecord, SessionStore, Write, Written};
 pub use sqlite::Store;
 
 /// Result alias for this crate.
@@ -273,7 +274,10 @@ pub struct Pruned {
     pub removed: usize,
     /// Snapshots left.
     pub kept: usize,
-    /// Bytes of stored content left.
+    /// Proxy sessions removed (the least recently saved first: one that
+    /// comes back compacts afresh).
+    pub sessions: usize,
+    /// Bytes the store occupies now.
     pub bytes: u64,
 }
 
@@ -284,8 +288,10 @@ pub trait SnapshotStore: SnapshotSink {
     fn list(&self, limit: usize) -> Result<Vec<Entry>>;
     /// One snapshot.
     fn get(&self, id: SnapshotId) -> Result<Snapshot>;
-    /// Removes the oldest snapshots beyond `retention` (age first, then
-    /// size); the newest snapshot always stays.
+    /// Removes what is past `retention`: snapshots and proxy sessions older
+    /// than its age, then, while the store occupies more than its size, the
+    /// oldest snapshots and least recently saved sessions together, down
+    /// to a sixteenth under it; the newest snapshot always stays.
     fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned>;
     /// A session's logged requests, oldest first (the newest `limit`);
     /// none for a store without a request log.

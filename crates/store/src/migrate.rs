@@ -13,6 +13,11 @@
 //!   and handles are derived with).
 //! - 8: `gemini` among the families a snapshot or a session may have
 //!   (SQLite cannot alter a CHECK: both tables are rebuilt).
+//! - 9: snapshots' bodies kept by their parts, each once per source
+//!   (`parts`, `snapshot_parts`; `bodies` says where a row's are, and
+//!   `history_key` where its items go); rows written before keep theirs
+//!   in `before_body` and `after_body`. Sessions indexed by their last
+//!   save, which the retention removes the oldest of.
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -23,7 +28,7 @@ use serde_json::{Value, json};
 use crate::{Error, Result};
 
 /// The schema version this release writes.
-pub(crate) const VERSION: i64 = 8;
+pub(crate) const VERSION: i64 = 9;
 
 const V1: &str = "
 CREATE TABLE snapshots (
@@ -92,6 +97,26 @@ CREATE TABLE settings (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );";
+
+const V9_PARTS: &str = "
+ALTER TABLE snapshots ADD COLUMN bodies INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN history_key TEXT;
+CREATE TABLE parts (
+    id     INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    hash   BLOB NOT NULL,
+    body   TEXT NOT NULL
+);
+CREATE UNIQUE INDEX parts_by_hash ON parts (source, hash);
+CREATE TABLE snapshot_parts (
+    snapshot INTEGER NOT NULL,
+    side     INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    hash     BLOB NOT NULL,
+    PRIMARY KEY (snapshot, side, position)
+) WITHOUT ROWID;
+CREATE INDEX snapshot_parts_by_hash ON snapshot_parts (hash);
+CREATE INDEX sessions_by_update ON sessions (updated_at);";
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
@@ -163,6 +188,10 @@ pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {
         for table in ["snapshots", "sessions"] {
             widen_families(&tx, table).map_err(sql)?;
         }
+        version = 8;
+    }
+    if version == 8 {
+        tx.execute_batch(V9_PARTS).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", VERSION)
         .map_err(sql)?;

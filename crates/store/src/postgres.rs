@@ -14,11 +14,13 @@ use abridge::tokens::{Calibrated, Reported};
 use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
-use tokio_postgres::NoTls;
+use tokio_postgres::{GenericClient, NoTls};
 
 use crate::requests::KEPT_REQUESTS;
-use crate::row::{OriginalRow, SIZE, SnapshotRow, parse};
-use crate::session::{SessionRecord, SessionStore, StoredParts, record_from, stored_parts};
+use crate::row::{BODIES_IN_PARTS, OriginalRow, SIDES, SnapshotRow, parse};
+use crate::session::{
+    SessionRecord, SessionStore, StoredParts, Write, Written, record_from, stored_parts,
+};
 use crate::{Entry, Error, Pruned, RequestRecord, RequestStats, Result, Snapshot, SnapshotStore};
 
 const SCHEMA: &str = "
@@ -77,6 +79,22 @@ CREATE TABLE IF NOT EXISTS abridge_originals (
 );
 CREATE INDEX IF NOT EXISTS abridge_originals_by_snapshot ON abridge_originals (snapshot);
 ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS recalls BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS bodies SMALLINT NOT NULL DEFAULT 0;
+ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS history_key TEXT;
+CREATE TABLE IF NOT EXISTS abridge_parts (
+    source TEXT NOT NULL,
+    hash   BYTEA NOT NULL,
+    body   TEXT NOT NULL,
+    PRIMARY KEY (source, hash)
+);
+CREATE TABLE IF NOT EXISTS abridge_snapshot_parts (
+    snapshot BIGINT NOT NULL,
+    side     SMALLINT NOT NULL,
+    position INTEGER NOT NULL,
+    hash     BYTEA NOT NULL,
+    PRIMARY KEY (snapshot, side, position)
+);
+CREATE INDEX IF NOT EXISTS abridge_snapshot_parts_by_hash ON abridge_snapshot_parts (hash);
 CREATE TABLE IF NOT EXISTS abridge_settings (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -155,65 +173,14 @@ impl PgStore {
 
     fn insert(&self, source: Option<&str>, s: &SnapshotData<'_>) -> Result<SnapshotId> {
         let r = SnapshotRow::of(s)?;
-        let originals = OriginalRow::all(s)?;
         self.run(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(|e| pg(&self.shown, e))?;
-            let row = tx
-                .query_one(
-                    "INSERT INTO abridge_snapshots (source, model, family, tokens_before,
-                        tokens_after, target, summarizer, briefing, attempts, report, config,
-                        before_body, after_body, dropped_iterations, provider_tokens_before,
-                        provider_tokens_after)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-                     RETURNING id",
-                    &[
-                        &source,
-                        &r.model,
-                        &r.family,
-                        &r.tokens_before,
-                        &r.tokens_after,
-                        &r.target,
-                        &r.summarizer,
-                        &r.briefing,
-                        &r.attempts,
-                        &r.report,
-                        &r.config,
-                        &r.before_body,
-                        &r.after_body,
-                        &r.dropped_iterations,
-                        &r.provider_tokens_before,
-                        &r.provider_tokens_after,
-                    ],
-                )
+            let id = write_snapshot(&tx, source, &r)
                 .await
                 .map_err(|e| pg(&self.shown, e))?;
-            let id: i64 = row.get(0);
-            // An original named again goes with the newest snapshot naming
-            // it; all of them in one statement (one round trip).
-            if !originals.is_empty() {
-                let column = |f: fn(&OriginalRow) -> &str| -> Vec<&str> {
-                    originals.iter().map(f).collect()
-                };
-                tx.execute(
-                    "INSERT INTO abridge_originals (handle, snapshot, kind, label, body)
-                     SELECT h, $2, k, l, b FROM UNNEST($1::text[], $3::text[], $4::text[], $5::text[])
-                        AS o(h, k, l, b)
-                     ON CONFLICT (handle) DO UPDATE SET snapshot = EXCLUDED.snapshot,
-                        label = EXCLUDED.label",
-                    &[
-                        &column(|o| &o.handle),
-                        &id,
-                        &column(|o| &o.kind),
-                        &column(|o| &o.label),
-                        &column(|o| &o.body),
-                    ],
-                )
-                .await
-                .map_err(|e| pg(&self.shown, e))?;
-            }
             tx.commit().await.map_err(|e| pg(&self.shown, e))?;
-            Ok(SnapshotId(id))
+            Ok(id)
         })
     }
 
@@ -242,21 +209,6 @@ impl PgStore {
         .transpose()
     }
 
-    /// Runs one statement that returns nothing.
-    fn execute(
-        &self,
-        sql: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<u64> {
-        self.run(async {
-            self.client()
-                .await?
-                .execute(sql, params)
-                .await
-                .map_err(|e| pg(&self.shown, e))
-        })
-    }
-
     fn run<T>(&self, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         self.handle.block_on(f)
     }
@@ -264,6 +216,168 @@ impl PgStore {
     async fn client(&self) -> Result<deadpool_postgres::Object> {
         self.pool.get().await.map_err(|e| pg(&self.shown, e))
     }
+}
+
+/// Writes snapshot `r` of `source` in transaction `tx`: its row, its
+/// bodies' parts once per source, and its originals, each in one statement.
+async fn write_snapshot(
+    tx: &tokio_postgres::Transaction<'_>,
+    source: Option<&str>,
+    r: &SnapshotRow,
+) -> std::result::Result<SnapshotId, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            "INSERT INTO abridge_snapshots (source, model, family, tokens_before,
+                tokens_after, target, summarizer, briefing, attempts, report, config,
+                before_body, after_body, dropped_iterations, provider_tokens_before,
+                provider_tokens_after, bodies, history_key)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', '', $12, $13, $14, $15, $16)
+             RETURNING id",
+            &[
+                &source,
+                &r.model,
+                &r.family,
+                &r.tokens_before,
+                &r.tokens_after,
+                &r.target,
+                &r.summarizer,
+                &r.briefing,
+                &r.attempts,
+                &r.report,
+                &r.config,
+                &r.dropped_iterations,
+                &r.provider_tokens_before,
+                &r.provider_tokens_after,
+                &(BODIES_IN_PARTS as i16),
+                &r.history_key(),
+            ],
+        )
+        .await?;
+    let id: i64 = row.get(0);
+    let distinct = r.distinct_parts();
+    let hashes: Vec<&[u8]> = distinct.iter().map(|(h, _)| &h[..]).collect();
+    let texts: Vec<&str> = distinct.iter().map(|(_, t)| *t).collect();
+    tx.execute(
+        "INSERT INTO abridge_parts (source, hash, body)
+         SELECT $1, h, b FROM UNNEST($2::bytea[], $3::text[]) AS p(h, b)
+         ON CONFLICT DO NOTHING",
+        &[&source.unwrap_or_default(), &hashes, &texts],
+    )
+    .await?;
+    let (mut sides, mut positions, mut listed) = (Vec::new(), Vec::new(), Vec::new());
+    for (side, at, hash) in r.listing() {
+        sides.push(side as i16);
+        positions.push(at as i32);
+        listed.push(&hash[..]);
+    }
+    tx.execute(
+        "INSERT INTO abridge_snapshot_parts (snapshot, side, position, hash)
+         SELECT $1, s, p, h FROM UNNEST($2::smallint[], $3::int[], $4::bytea[]) AS l(s, p, h)",
+        &[&id, &sides, &positions, &listed],
+    )
+    .await?;
+    // An original named again goes with the newest snapshot naming it; all
+    // of them in one statement (one round trip).
+    if !r.originals.is_empty() {
+        let column =
+            |f: fn(&OriginalRow) -> &str| -> Vec<&str> { r.originals.iter().map(f).collect() };
+        tx.execute(
+            "INSERT INTO abridge_originals (handle, snapshot, kind, label, body)
+             SELECT h, $2, k, l, b FROM UNNEST($1::text[], $3::text[], $4::text[], $5::text[])
+                AS o(h, k, l, b)
+             ON CONFLICT (handle) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+                label = EXCLUDED.label",
+            &[
+                &column(|o| &o.handle),
+                &id,
+                &column(|o| &o.kind),
+                &column(|o| &o.label),
+                &column(|o| &o.body),
+            ],
+        )
+        .await?;
+    }
+    Ok(SnapshotId(id))
+}
+
+/// Stores (or replaces) session `id` as `p`; its new version.
+async fn save_on(
+    client: &impl GenericClient,
+    id: &str,
+    p: &StoredParts,
+) -> std::result::Result<i64, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "INSERT INTO abridge_sessions (id, family, model, source_len,
+                source_fingerprint, tokens, body, calibration, version, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
+             ON CONFLICT (id) DO UPDATE SET family = $2, model = $3, source_len = $4,
+                source_fingerprint = $5, tokens = $6, body = $7, calibration = $8,
+                version = abridge_sessions.version + 1, updated_at = now()
+             RETURNING version",
+            &[
+                &id,
+                &p.family,
+                &p.model,
+                &p.len,
+                &p.fingerprint,
+                &p.tokens,
+                &p.body,
+                &p.state,
+            ],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// Appends request rows to the log in one statement; past every thousandth
+/// id, trims the log to [`KEPT_REQUESTS`].
+async fn insert_requests(
+    client: &impl GenericClient,
+    rows: &[&RequestRecord],
+) -> std::result::Result<(), tokio_postgres::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let int = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+    let col = |f: &dyn Fn(&RequestRecord) -> Option<i64>| -> Vec<Option<i64>> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    let sources: Vec<&str> = rows.iter().map(|r| r.source.as_str()).collect();
+    let models: Vec<Option<&str>> = rows.iter().map(|r| r.model.as_deref()).collect();
+    let compacted: Vec<bool> = rows.iter().map(|r| r.compacted).collect();
+    let row = client
+        .query_one(
+            "WITH added AS (
+                 INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot,
+                     trigger_tokens, target, recalls)
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[],
+                     $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+                 RETURNING id)
+             SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM added",
+            &[
+                &sources,
+                &models,
+                &col(&|r| int(Some(r.tokens.get()))),
+                &col(&|r| int(r.usage.map(Reported::get))),
+                &compacted,
+                &col(&|r| r.snapshot.map(|s| s.0)),
+                &col(&|r| int(r.trigger.map(Calibrated::get))),
+                &col(&|r| int(r.target.map(Calibrated::get))),
+                &col(&|r| Some(i64::from(r.recalls))),
+            ],
+        )
+        .await?;
+    let (first, last): (i64, i64) = (row.get(0), row.get(1));
+    if first / 1000 != last / 1000 || first % 1000 == 0 {
+        client
+            .execute(
+                "DELETE FROM abridge_requests WHERE id <= $1",
+                &[&(last - KEPT_REQUESTS)],
+            )
+            .await?;
+    }
+    Ok(())
 }
 
 /// `host:port/db` of a config, without user or password.
@@ -284,29 +398,12 @@ impl SessionStore for PgStore {
     }
 
     fn record_request(&mut self, r: &RequestRecord) -> Result<()> {
-        let int = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
-        let id: i64 = self.run(async {
-            let row = self
-                .client()
-                .await?
-                .query_one(
-                    "INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-                    &[&r.source, &r.model, &int(Some(r.tokens.get())), &int(r.usage.map(Reported::get)),
-                      &r.compacted, &r.snapshot.map(|s| s.0), &int(r.trigger.map(Calibrated::get)),
-                      &int(r.target.map(Calibrated::get)), &i64::from(r.recalls)],
-                )
+        self.run(async {
+            let client = self.client().await?;
+            insert_requests(&**client, &[r])
                 .await
-                .map_err(|e| pg(&self.shown, e))?;
-            Ok(row.get(0))
-        })?;
-        if id % 1000 == 0 {
-            self.execute(
-                "DELETE FROM abridge_requests WHERE id <= $1",
-                &[&(id - KEPT_REQUESTS)],
-            )?;
-        }
-        Ok(())
+                .map_err(|e| pg(&self.shown, e))
+        })
     }
 
     fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
@@ -338,32 +435,49 @@ impl SessionStore for PgStore {
     fn save_session(&mut self, record: &SessionRecord) -> Result<i64> {
         let p = stored_parts(record)?;
         self.run(async {
-            let row = self
-                .client()
-                .await?
-                .query_one(
-                    "INSERT INTO abridge_sessions (id, family, model, source_len,
-                        source_fingerprint, tokens, body, calibration, version, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
-                     ON CONFLICT (id) DO UPDATE SET family = $2, model = $3, source_len = $4,
-                        source_fingerprint = $5, tokens = $6, body = $7, calibration = $8,
-                        version = abridge_sessions.version + 1, updated_at = now()
-                     RETURNING version",
-                    &[
-                        &record.id,
-                        &p.family,
-                        &p.model,
-                        &p.len,
-                        &p.fingerprint,
-                        &p.tokens,
-                        &p.body,
-                        &p.state,
-                    ],
-                )
+            let client = self.client().await?;
+            save_on(&**client, &record.id, &p)
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })
+    }
+
+    fn write_all(&mut self, writes: &[Write<'_>]) -> Result<Vec<Written>> {
+        // Encoded before the transaction, which holds a connection.
+        let mut snapshots = Vec::new();
+        let mut sessions = Vec::new();
+        let mut requests = Vec::new();
+        for (i, w) in writes.iter().enumerate() {
+            match w {
+                Write::Snapshot(source, data) => {
+                    snapshots.push((i, *source, SnapshotRow::of(data)?));
+                }
+                Write::Session(record) => sessions.push((i, &record.id, stored_parts(record)?)),
+                Write::Request(r) => requests.push(*r),
+            }
+        }
+        let mut out = vec![Written::Request; writes.len()];
+        self.run(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(|e| pg(&self.shown, e))?;
+            for (i, source, row) in &snapshots {
+                let id = write_snapshot(&tx, Some(source), row)
+                    .await
+                    .map_err(|e| pg(&self.shown, e))?;
+                out[*i] = Written::Snapshot(id);
+            }
+            for (i, id, parts) in &sessions {
+                let v = save_on(&*tx, id, parts)
+                    .await
+                    .map_err(|e| pg(&self.shown, e))?;
+                out[*i] = Written::Session(v);
+            }
+            insert_requests(&*tx, &requests)
                 .await
                 .map_err(|e| pg(&self.shown, e))?;
-            Ok(row.get(0))
-        })
+            tx.commit().await.map_err(|e| pg(&self.shown, e))
+        })?;
+        Ok(out)
     }
 
     fn session_version(&self, id: &str) -> Result<Option<i64>> {
@@ -525,8 +639,8 @@ impl SnapshotStore for PgStore {
 
     fn get(&self, id: SnapshotId) -> Result<Snapshot> {
         let sql = format!(
-            "SELECT {ENTRY_COLUMNS}, briefing, report, config, before_body, after_body
-             FROM abridge_snapshots WHERE id = $1"
+            "SELECT {ENTRY_COLUMNS}, briefing, report, config, before_body, after_body, bodies,
+                history_key FROM abridge_snapshots WHERE id = $1"
         );
         let row = self
             .run(async {
@@ -538,57 +652,193 @@ impl SnapshotStore for PgStore {
             })?
             .ok_or(Error::NotFound(id))?;
         let text = |i: usize| row.get::<_, String>(i);
+        let entry = entry(&self.shown, &row)?;
+        let [before, after] = match i64::from(row.get::<_, i16>(ENTRY_WIDTH + 5)) {
+            BODIES_IN_PARTS => {
+                self.bodies(id, entry.source.as_deref(), row.get(ENTRY_WIDTH + 6))?
+            }
+            _ => [
+                parse(id, SIDES[0], &text(ENTRY_WIDTH + 3))?,
+                parse(id, SIDES[1], &text(ENTRY_WIDTH + 4))?,
+            ],
+        };
         Ok(Snapshot {
-            entry: entry(&self.shown, &row)?,
+            entry,
             briefing: row.get(ENTRY_WIDTH),
             report: parse(id, "report", &text(ENTRY_WIDTH + 1))?,
             config: parse(id, "config", &text(ENTRY_WIDTH + 2))?,
-            before: parse(id, "history before", &text(ENTRY_WIDTH + 3))?,
-            after: parse(id, "history after", &text(ENTRY_WIDTH + 4))?,
+            before,
+            after,
         })
     }
 
     fn prune(&mut self, retention: &StoreConfig) -> Result<Pruned> {
-        let newest = "(SELECT coalesce(max(id), 0) FROM abridge_snapshots)";
-        let mut removed = 0;
-        if retention.max_age_days > 0 {
-            let sql = format!(
-                "DELETE FROM abridge_snapshots WHERE id < {newest}
-                 AND created_at < now() - make_interval(days => $1)"
-            );
-            removed += self.execute(&sql, &[&(retention.max_age_days as i32)])?;
-        }
-        if retention.max_megabytes > 0 {
-            let sql = format!(
-                "DELETE FROM abridge_snapshots WHERE id < {newest} AND id IN (
-                     SELECT id FROM (SELECT id, sum({SIZE}) OVER (ORDER BY id DESC) AS upto
-                                     FROM abridge_snapshots) t WHERE upto > $1)"
-            );
-            removed += self.execute(&sql, &[&((retention.max_megabytes * 1_000_000) as i64)])?;
-        }
-        if removed > 0 {
-            self.execute(
-                "DELETE FROM abridge_originals o WHERE NOT EXISTS
-                     (SELECT 1 FROM abridge_snapshots s WHERE s.id = o.snapshot)",
-                &[],
-            )?;
-        }
-        let row = self.run(async {
+        self.run(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(|e| pg(&self.shown, e))?;
+            let (removed, sessions) = prune_rows(&tx, retention)
+                .await
+                .map_err(|e| pg(&self.shown, e))?;
+            let kept: i64 = tx
+                .query_one("SELECT count(*) FROM abridge_snapshots", &[])
+                .await
+                .map_err(|e| pg(&self.shown, e))?
+                .get(0);
+            let bytes = stored_bytes(&tx).await.map_err(|e| pg(&self.shown, e))?;
+            tx.commit().await.map_err(|e| pg(&self.shown, e))?;
+            Ok(Pruned {
+                removed,
+                kept: kept.max(0) as usize,
+                sessions,
+                bytes: bytes.max(0) as u64,
+            })
+        })
+    }
+}
+
+impl PgStore {
+    /// Snapshot `id`'s two bodies, from their parts.
+    fn bodies(
+        &self,
+        id: SnapshotId,
+        source: Option<&str>,
+        key: Option<String>,
+    ) -> Result<[serde_json::Value; 2]> {
+        let rows = self.run(async {
             self.client()
                 .await?
-                .query_one(
-                    &format!(
-                        "SELECT count(*), coalesce(sum({SIZE}), 0)::BIGINT FROM abridge_snapshots"
-                    ),
-                    &[],
+                .query(
+                    "SELECT sp.side, p.body FROM abridge_snapshot_parts sp
+                     LEFT JOIN abridge_parts p ON p.source = $2 AND p.hash = sp.hash
+                     WHERE sp.snapshot = $1 ORDER BY sp.side, sp.position",
+                    &[&id.0, &source.unwrap_or_default()],
                 )
                 .await
                 .map_err(|e| pg(&self.shown, e))
         })?;
-        Ok(Pruned {
-            removed: removed as usize,
-            kept: row.get::<_, i64>(0) as usize,
-            bytes: row.get::<_, i64>(1).max(0) as u64,
-        })
+        let mut sides: [Vec<String>; 2] = Default::default();
+        for r in rows {
+            let side: i16 = r.get(0);
+            let text: Option<String> = r.get(1);
+            let text = text.ok_or_else(|| Error::Corrupt {
+                id,
+                what: "a part of its bodies is missing".into(),
+            })?;
+            if let Some(s) = sides.get_mut(side as usize) {
+                s.push(text);
+            }
+        }
+        let join = |what: &str, parts: &[String]| {
+            crate::parts::join(key.as_deref(), parts).map_err(|e| Error::Corrupt {
+                id,
+                what: format!("stored {what} does not parse: {e}"),
+            })
+        };
+        Ok([join(SIDES[0], &sides[0])?, join(SIDES[1], &sides[1])?])
     }
+}
+
+/// Bytes of what the store keeps: snapshots' rows' text, their bodies'
+/// parts and their originals, and sessions' carried bodies and states
+/// (PostgreSQL's own sizes include dead rows that only a vacuum gives
+/// back, so what a prune removes would not show).
+async fn stored_bytes(
+    tx: &tokio_postgres::Transaction<'_>,
+) -> std::result::Result<i64, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            "SELECT (SELECT coalesce(sum(octet_length(report) + octet_length(config)
+                        + octet_length(attempts) + octet_length(before_body)
+                        + octet_length(after_body) + coalesce(octet_length(briefing), 0)), 0)
+                     FROM abridge_snapshots)
+                  + (SELECT coalesce(sum(octet_length(body)), 0) FROM abridge_parts)
+                  + (SELECT coalesce(sum(octet_length(body)), 0) FROM abridge_originals)
+                  + (SELECT coalesce(sum(coalesce(octet_length(body), 0)
+                        + octet_length(calibration)), 0) FROM abridge_sessions)",
+            &[],
+        )
+        .await?;
+    Ok(row.get::<_, Option<i64>>(0).unwrap_or(0))
+}
+
+/// Removes what is past `retention` (by age; then, while what the store
+/// keeps is over its size, the oldest snapshots and least recently saved
+/// sessions, a sixteenth of each at a time), the newest snapshot always
+/// kept; then the originals and parts only they held. How many snapshots
+/// and sessions went.
+async fn prune_rows(
+    tx: &tokio_postgres::Transaction<'_>,
+    retention: &StoreConfig,
+) -> std::result::Result<(usize, usize), tokio_postgres::Error> {
+    let newest: i64 = tx
+        .query_one("SELECT coalesce(max(id), 0) FROM abridge_snapshots", &[])
+        .await?
+        .get(0);
+    let (mut removed, mut sessions) = (0, 0);
+    if retention.max_age_days > 0 {
+        let days = retention.max_age_days as i32;
+        removed += tx
+            .execute(
+                "DELETE FROM abridge_snapshots WHERE id < $1
+                 AND created_at < now() - make_interval(days => $2)",
+                &[&newest, &days],
+            )
+            .await? as usize;
+        sessions += tx
+            .execute(
+                "DELETE FROM abridge_sessions WHERE updated_at < now() - make_interval(days => $1)",
+                &[&days],
+            )
+            .await? as usize;
+    }
+    if retention.max_megabytes > 0 {
+        // A sixteenth under the limit, so that the next writes do not
+        // prune again at once.
+        let max = (retention.max_megabytes * 1_000_000) as i64;
+        let under = max - max / 16;
+        while stored_bytes(tx).await? > under {
+            let gone = tx
+                .execute(
+                    "DELETE FROM abridge_snapshots WHERE id IN (
+                         SELECT id FROM abridge_snapshots WHERE id < $1 ORDER BY id
+                         LIMIT greatest(1, (SELECT count(*) FROM abridge_snapshots) / 16))",
+                    &[&newest],
+                )
+                .await? as usize;
+            let stale = tx
+                .execute(
+                    "DELETE FROM abridge_sessions WHERE id IN (
+                         SELECT id FROM abridge_sessions ORDER BY updated_at
+                         LIMIT greatest(1, (SELECT count(*) FROM abridge_sessions) / 16))",
+                    &[],
+                )
+                .await? as usize;
+            if gone + stale == 0 {
+                break;
+            }
+            removed += gone;
+            sessions += stale;
+            forget_unlisted(tx).await?;
+        }
+    }
+    if removed > 0 {
+        forget_unlisted(tx).await?;
+    }
+    Ok((removed, sessions))
+}
+
+/// Drops what no snapshot lists any more: listings, originals, parts.
+async fn forget_unlisted(
+    tx: &tokio_postgres::Transaction<'_>,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    tx.batch_execute(
+        "DELETE FROM abridge_snapshot_parts sp WHERE NOT EXISTS
+             (SELECT 1 FROM abridge_snapshots s WHERE s.id = sp.snapshot);
+         DELETE FROM abridge_originals o WHERE NOT EXISTS
+             (SELECT 1 FROM abridge_snapshots s WHERE s.id = o.snapshot);
+         DELETE FROM abridge_parts p WHERE NOT EXISTS
+             (SELECT 1 FROM abridge_snapshot_parts sp JOIN abridge_snapshots s ON s.id = sp.snapshot
+              WHERE sp.hash = p.hash AND coalesce(s.source, '') = p.source);",
+    )
+    .await
 }

@@ -78,37 +78,9 @@ fn int(v: Option<u64>) -> Option<i64> {
 impl Store {
     /// Appends a request; every thousandth row trims the log to [`KEPT_REQUESTS`].
     pub(crate) fn insert_request(&mut self, r: &RequestRecord) -> Result<()> {
-        let id = self.conn()
-            .query_row(
-                &format!(
-                    "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id"
-                ),
-                params![
-                    r.source,
-                    r.model,
-                    int(Some(r.tokens.get())),
-                    int(r.usage.map(Reported::get)),
-                    r.compacted,
-                    r.snapshot.map(|s| s.0),
-                    int(r.trigger.map(Calibrated::get)),
-                    int(r.target.map(Calibrated::get)),
-                    r.recalls
-                ],
-                |row| row.get::<_, i64>(0),
-            )
-            .map_err(|e| self.sql(e))?;
-        if id % 1000 == 0 {
-            self.conn()
-                .execute(
-                    "DELETE FROM requests WHERE id <= ?1",
-                    params![id - KEPT_REQUESTS],
-                )
-                .map_err(|e| self.sql(e))?;
-        }
-        Ok(())
+        insert_on(&self.conn(), r).map_err(|e| self.sql(e))
     }
 
-    /// A session's requests, oldest first (the newest `limit`).
     pub(crate) fn select_requests(&self, source: &str, limit: usize) -> Result<Vec<RequestRecord>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM (SELECT id, {COLUMNS} FROM requests WHERE source = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id"
@@ -147,4 +119,34 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// Appends request `r` to the log on `conn`; every thousandth row trims the
+/// log to [`KEPT_REQUESTS`].
+pub(crate) fn insert_on(conn: &rusqlite::Connection, r: &RequestRecord) -> rusqlite::Result<()> {
+    let id = conn
+        .prepare_cached(&format!(
+            "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id"
+        ))?
+        .query_row(
+            params![
+                r.source,
+                r.model,
+                int(Some(r.tokens.get())),
+                int(r.usage.map(Reported::get)),
+                r.compacted,
+                r.snapshot.map(|s| s.0),
+                int(r.trigger.map(Calibrated::get)),
+                int(r.target.map(Calibrated::get)),
+                r.recalls
+            ],
+            |row| row.get::<_, i64>(0),
+        )?;
+    if id % 1000 == 0 {
+        conn.execute(
+            "DELETE FROM requests WHERE id <= ?1",
+            params![id - KEPT_REQUESTS],
+        )?;
+    }
+    Ok(())
 }

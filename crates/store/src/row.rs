@@ -1,15 +1,15 @@
 //! A snapshot as the columns every SQL store writes.
 
 use abridge::SnapshotId;
-use abridge::model::{Conversation, encode_text};
 use abridge::recall::{Handle, Original, OriginalKind, Piece, StoredOriginal};
 use abridge::{PolicyKind, Report, SnapshotData};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::parts::{PartHash, StoredBody};
 use crate::{Error, Result};
 
-/// One snapshot's columns.
+/// One snapshot's columns, its bodies in parts, and its originals.
 #[derive(Debug)]
 pub(crate) struct SnapshotRow {
     pub(crate) model: Option<String>,
@@ -25,10 +25,19 @@ pub(crate) struct SnapshotRow {
     pub(crate) attempts: String,
     pub(crate) report: String,
     pub(crate) config: String,
-    pub(crate) before_body: String,
-    pub(crate) after_body: String,
+    /// The history before, and after ([`SIDES`] order).
+    pub(crate) bodies: [StoredBody; 2],
     pub(crate) dropped_iterations: i64,
+    pub(crate) originals: Vec<OriginalRow>,
 }
+
+/// A snapshot's bodies in parts: `snapshot_parts.side` 0 and 1.
+pub(crate) const SIDES: [&str; 2] = ["history before", "history after"];
+
+/// Where a snapshot row's bodies are (its `bodies` column).
+pub(crate) const BODIES_IN_COLUMNS: i64 = 0;
+/// In `parts`, listed in `snapshot_parts`.
+pub(crate) const BODIES_IN_PARTS: i64 = 1;
 
 impl SnapshotRow {
     /// The columns of `s`.
@@ -47,18 +56,37 @@ impl SnapshotRow {
             attempts: to_json("attempts", &s.report.attempts)?,
             report: to_json("report", s.report)?,
             config: to_json("config", s.config)?,
-            before_body: body(s.before)?,
-            after_body: body(s.after)?,
+            bodies: [StoredBody::of(s.before)?, StoredBody::of(s.after)?],
             dropped_iterations: dropped(s.report) as i64,
+            originals: OriginalRow::all(s)?,
         })
     }
-}
 
-fn body(c: &Conversation) -> Result<String> {
-    encode_text(c).map_err(|e| Error::Serialize {
-        what: "history",
-        message: e.to_string(),
-    })
+    /// Where the items go in both bodies' envelopes.
+    pub(crate) fn history_key(&self) -> Option<&'static str> {
+        self.bodies[0].history_key
+    }
+
+    /// Each distinct part of both bodies once: its hash and text.
+    pub(crate) fn distinct_parts(&self) -> Vec<(&PartHash, &str)> {
+        let mut seen = std::collections::HashSet::new();
+        self.bodies
+            .iter()
+            .flat_map(|b| &b.parts)
+            .filter(|(h, _)| seen.insert(*h))
+            .map(|(h, t)| (h, t.as_str()))
+            .collect()
+    }
+
+    /// Every part of both bodies in order: side, position, hash.
+    pub(crate) fn listing(&self) -> impl Iterator<Item = (i64, i64, &PartHash)> {
+        self.bodies.iter().enumerate().flat_map(|(side, b)| {
+            b.parts
+                .iter()
+                .enumerate()
+                .map(move |(at, (h, _))| (side as i64, at as i64, h))
+        })
+    }
 }
 
 /// Iterations the compaction dropped.
@@ -76,10 +104,6 @@ pub(crate) fn to_json<T: Serialize + ?Sized>(what: &'static str, v: &T) -> Resul
         message: e.to_string(),
     })
 }
-
-/// Bytes a snapshot's row holds, as SQL.
-pub(crate) const SIZE: &str = "length(before_body) + length(after_body) + length(report) + length(config) \
-     + length(attempts) + coalesce(length(briefing), 0)";
 
 /// A stored JSON column of snapshot `id`, parsed.
 pub(crate) fn parse<T: DeserializeOwned>(id: SnapshotId, what: &str, text: &str) -> Result<T> {
@@ -100,6 +124,7 @@ pub(crate) fn count(v: i64) -> u64 {
 }
 
 /// One original's columns: its handle, kind, label and pieces (JSON).
+#[derive(Debug)]
 pub(crate) struct OriginalRow {
     pub(crate) handle: String,
     pub(crate) kind: String,

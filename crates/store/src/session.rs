@@ -29,6 +29,28 @@ pub struct SessionRecord {
     pub version: i64,
 }
 
+/// One write of a batch ([`SessionStore::write_all`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Write<'a> {
+    /// A compaction of session `.0`.
+    Snapshot(&'a str, SnapshotData<'a>),
+    /// A session's state.
+    Session(&'a SessionRecord),
+    /// A request's row of the log.
+    Request(&'a crate::RequestRecord),
+}
+
+/// What a write of a batch gave back, in its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The snapshot's id.
+    Snapshot(SnapshotId),
+    /// The session's new version.
+    Session(i64),
+    /// The request's row.
+    Request,
+}
+
 /// What a proxy keeps, whatever the database behind it: sessions, and a
 /// snapshot of every compaction under the session's id.
 pub trait SessionStore: Send {
@@ -60,10 +82,29 @@ pub trait SessionStore: Send {
         Ok(false)
     }
     /// Another handle on the same database, for reads beside this one's
-    /// writes (a pooled database: PostgreSQL); `None` when reads share this
-    /// handle (the embedded SQLite file).
+    /// writes; `None` when reads share this handle (a store in memory).
     fn reader(&self) -> Option<Box<dyn SessionStore>> {
         None
+    }
+    /// Writes a batch, in one transaction where the database has them (all
+    /// land, or none); what each gave back, in order. The default writes
+    /// them one by one.
+    fn write_all(&mut self, writes: &[Write<'_>]) -> Result<Vec<Written>> {
+        writes
+            .iter()
+            .map(|w| {
+                Ok(match w {
+                    Write::Snapshot(source, data) => {
+                        Written::Snapshot(self.record_snapshot(source, data)?)
+                    }
+                    Write::Session(record) => Written::Session(self.save_session(record)?),
+                    Write::Request(request) => {
+                        self.record_request(request)?;
+                        Written::Request
+                    }
+                })
+            })
+            .collect()
     }
 }
 
@@ -113,6 +154,15 @@ impl SessionStore for Store {
 
     fn reconnect_if_gone(&mut self) -> Result<bool> {
         self.reopen_if_moved()
+    }
+
+    fn reader(&self) -> Option<Box<dyn SessionStore>> {
+        // The file in WAL mode: a connection of its own reads beside the writer.
+        let path = self.file_path()?;
+        // One that cannot open leaves the reads to the writer's handle.
+        Store::open(path)
+            .map(|s| Box::new(s) as Box<dyn SessionStore>)
+            .ok()
     }
 
     fn setting_or(&mut self, name: &str, fresh: &str) -> Result<String> {
@@ -173,29 +223,76 @@ impl SessionStore for Store {
 
     fn save_session(&mut self, record: &SessionRecord) -> Result<i64> {
         let p = stored_parts(record)?;
-        self.conn()
-            .query_row(
-                "INSERT INTO sessions (id, family, model, source_len, source_fingerprint, tokens,
-                    body, calibration, version, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-                 ON CONFLICT (id) DO UPDATE SET family = ?2, model = ?3, source_len = ?4,
-                    source_fingerprint = ?5, tokens = ?6, body = ?7, calibration = ?8,
-                    version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-                 RETURNING version",
-                params![
-                    record.id,
-                    p.family,
-                    p.model,
-                    p.len,
-                    p.fingerprint,
-                    p.tokens,
-                    p.body,
-                    p.state
-                ],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sql(e))
+        save_on(&self.conn(), &record.id, &p).map_err(|e| self.sql(e))
     }
+
+    fn write_all(&mut self, writes: &[Write<'_>]) -> Result<Vec<Written>> {
+        // Encoded before the transaction: it holds the file's write lock.
+        enum Row<'a> {
+            Snapshot(&'a str, crate::row::SnapshotRow),
+            Session(&'a str, StoredParts),
+            Request(&'a crate::RequestRecord),
+        }
+        let rows = writes
+            .iter()
+            .map(|w| {
+                Ok(match w {
+                    Write::Snapshot(source, data) => {
+                        Row::Snapshot(source, crate::row::SnapshotRow::of(data)?)
+                    }
+                    Write::Session(record) => Row::Session(&record.id, stored_parts(record)?),
+                    Write::Request(r) => Row::Request(r),
+                })
+            })
+            .collect::<Result<Vec<Row<'_>>>>()?;
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.sql(e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let written = match row {
+                Row::Snapshot(source, r) => {
+                    crate::sqlite::snapshots::write(&tx, Some(source), r).map(Written::Snapshot)
+                }
+                Row::Session(id, p) => save_on(&tx, id, p).map(Written::Session),
+                Row::Request(r) => crate::requests::insert_on(&tx, r).map(|()| Written::Request),
+            };
+            out.push(written.map_err(|e| self.sql(e))?);
+        }
+        tx.commit().map_err(|e| self.sql(e))?;
+        drop(conn);
+        // Everything is stored: a retention pass that fails now is tried
+        // again after the next batch.
+        let _ = self.prune_if_due();
+        Ok(out)
+    }
+}
+
+/// Stores (or replaces) session `id` as `p` on `conn`; its new version.
+fn save_on(conn: &rusqlite::Connection, id: &str, p: &StoredParts) -> rusqlite::Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, family, model, source_len, source_fingerprint, tokens,
+            body, calibration, version, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+         ON CONFLICT (id) DO UPDATE SET family = ?2, model = ?3, source_len = ?4,
+            source_fingerprint = ?5, tokens = ?6, body = ?7, calibration = ?8,
+            version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         RETURNING version",
+    )?
+    .query_row(
+        params![
+            id,
+            p.family,
+            p.model,
+            p.len,
+            p.fingerprint,
+            p.tokens,
+            p.body,
+            p.state
+        ],
+        |r| r.get(0),
+    )
 }
 
 /// A record's columns, as any SQL store keeps them (a fingerprint is

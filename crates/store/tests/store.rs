@@ -256,18 +256,20 @@ fn retention_keeps_the_store_bounded() {
         .unwrap();
     assert_eq!(by_size.removed, 0, "no limit, nothing removed");
     assert!(each > 5_000 && each < 250_000, "{each}");
-    // Large histories (about 0.5 MB a snapshot) under a 1 MB limit: recorded
-    // snapshots prune as they go, the newest first to stay.
-    let big = abridge::synth::run(abridge::synth::Spec {
-        iterations: 40,
-        page_lines: 150,
-        ..Default::default()
-    });
+    // Large histories (about 0.5 MB a snapshot, none sharing a message)
+    // under a 1 MB limit: recorded snapshots prune as they go, the newest
+    // first to stay.
     let tight = StoreConfig {
         max_megabytes: 1,
         max_age_days: 30,
     };
-    for _ in 0..4 {
+    for seed in 0..4 {
+        let big = abridge::synth::run(abridge::synth::Spec {
+            iterations: 40,
+            page_lines: 150,
+            seed,
+            ..Default::default()
+        });
         let mut cfg = Config::default();
         cfg.budget.target_tokens = Some(20_000);
         cfg.budget.min_iterations = 1;
@@ -676,5 +678,183 @@ fn the_floor_sent_over_its_target_is_recorded_with_its_originals() {
             .recall(&serde_json::json!({ "handle": h.as_str() }));
         assert!(!a.is_error, "{h}: {}", a.text());
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A session compacted twenty times as it grows sends the same messages
+/// twenty times: its snapshots keep each once, so they take about what one
+/// history takes, and each reads back as it was. Removing the old ones
+/// leaves the newest whole and gives back what only they held.
+#[test]
+fn twenty_snapshots_of_one_session_keep_each_message_once() {
+    use abridge::StoreConfig;
+    use abridge::model::encode_text;
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-store-parts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("parts.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let full = abridge::synth::run(abridge::synth::Spec {
+        iterations: 60,
+        page_lines: 60,
+        ..Default::default()
+    });
+    let its = abridge::model::iterations(&full.messages);
+    let unlimited = StoreConfig {
+        max_megabytes: 0,
+        max_age_days: 0,
+    };
+    let mut histories = Vec::new();
+    let mut body_bytes = 0;
+    for k in 0..20 {
+        let end = its[40 + k].start;
+        let history = abridge::model::Conversation {
+            messages: full.messages[..end].to_vec(),
+            ..full.clone_envelope()
+        };
+        let mut cfg = Config::default();
+        cfg.budget.target_tokens = Some(8_000);
+        cfg.budget.min_iterations = 1;
+        let mut c = Compactor::new(cfg).unwrap();
+        c.set_store(Box::new(
+            Store::open(&path)
+                .unwrap()
+                .with_source("one-session")
+                .with_retention(unlimited),
+        ));
+        let out = c.compact(&history).unwrap();
+        assert_eq!(out.report.snapshot, Some(SnapshotId(k as i64 + 1)));
+        body_bytes +=
+            encode_text(&history).unwrap().len() + encode_text(&out.conversation).unwrap().len();
+        histories.push(history);
+    }
+    let mut store = Store::open(&path).unwrap();
+    let kept = store.prune(&unlimited).unwrap();
+    let one = encode_text(histories.last().unwrap()).unwrap().len() as i64;
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let part_bytes: i64 = conn
+        .query_row("SELECT sum(length(body)) FROM parts", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        part_bytes < one * 3 / 2,
+        "the bodies of twenty snapshots keep {part_bytes} bytes (one history: {one})"
+    );
+    // Reports, briefings and the originals the recall tool reads aside.
+    assert!(
+        kept.bytes * 3 < body_bytes as u64,
+        "the store occupies {} bytes for {body_bytes} bytes of bodies",
+        kept.bytes
+    );
+    for (k, h) in histories.iter().enumerate() {
+        let s = store.get(SnapshotId(k as i64 + 1)).unwrap();
+        assert_eq!(
+            s.history().unwrap().messages,
+            h.messages,
+            "snapshot {}",
+            k + 1
+        );
+    }
+    // All but the newest made old and removed: it still reads back whole,
+    // and the parts only the others held are gone.
+    let parts = |c: &rusqlite::Connection| -> i64 {
+        c.query_row("SELECT count(*) FROM parts", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = parts(&conn);
+    conn.execute_batch(
+        "UPDATE snapshots SET created_at = '2020-01-01T00:00:00.000Z' WHERE id < 20",
+    )
+    .unwrap();
+    let pruned = store
+        .prune(&StoreConfig {
+            max_megabytes: 0,
+            max_age_days: 1,
+        })
+        .unwrap();
+    assert_eq!((pruned.removed, pruned.kept), (19, 1));
+    assert!(
+        parts(&conn) < before,
+        "the parts only old snapshots held are gone"
+    );
+    let newest = store.get(SnapshotId(20)).unwrap();
+    assert_eq!(newest.history().unwrap().messages, histories[19].messages);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Sessions count toward what the store occupies: past its size the least
+/// recently saved go with the oldest snapshots (one that comes back
+/// compacts afresh), and past its age they go too.
+#[test]
+fn the_retention_removes_the_least_recently_saved_sessions_too() {
+    use abridge::StoreConfig;
+    use abridge::model::{Message, Role, Wire};
+    use abridge_store::{SessionRecord, SessionStore, SnapshotStore};
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("abridge-store-sessions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sessions.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let mut store = Store::open(&path).unwrap();
+    // Sixty sessions, each carrying about 100 kB.
+    for i in 0..60 {
+        let carried: Vec<Message> = (0..20)
+            .map(|k| Message::text(Role::User, format!("session {i} message {k} ").repeat(250)))
+            .collect();
+        let thread = abridge::ThreadState {
+            carryover: Some(abridge::Carryover::new(
+                &carried,
+                carried.clone(),
+                Counted::new(1),
+            )),
+            ..abridge::ThreadState::default()
+        };
+        let record = SessionRecord {
+            id: format!("s{i:02}"),
+            wire: Wire::OpenAi,
+            model: None,
+            thread,
+            version: 0,
+        };
+        store.save_session(&record).unwrap();
+    }
+    let sessions = |c: &rusqlite::Connection| -> Vec<String> {
+        let mut stmt = c.prepare("SELECT id FROM sessions ORDER BY id").unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(sessions(&conn).len(), 60);
+    // The first twenty saved long ago.
+    conn.execute_batch(
+        "UPDATE sessions SET updated_at = '2020-01-0' || substr(id, 3, 1) || 'T00:00:00.000Z'
+         WHERE id < 's20'",
+    )
+    .unwrap();
+    let by_age = store
+        .prune(&StoreConfig {
+            max_megabytes: 0,
+            max_age_days: 30,
+        })
+        .unwrap();
+    assert_eq!(by_age.sessions, 20, "{by_age:?}");
+    assert_eq!(sessions(&conn).first().map(String::as_str), Some("s20"));
+    // Saved one after the other: the first saved go first.
+    let by_size = store
+        .prune(&StoreConfig {
+            max_megabytes: 2,
+            max_age_days: 0,
+        })
+        .unwrap();
+    assert!(by_size.bytes <= 2_000_000, "{by_size:?}");
+    let left = sessions(&conn);
+    assert_eq!(by_size.sessions, 40 - left.len());
+    assert!(left.len() < 40 && !left.is_empty(), "{left:?}");
+    assert_eq!(
+        left.last().map(String::as_str),
+        Some("s59"),
+        "the last saved stays"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

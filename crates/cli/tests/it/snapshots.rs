@@ -112,7 +112,7 @@ fn compactions_are_recorded_and_can_be_listed_shown_restored_and_replayed() {
     let p = abridge(&["prune", "--store", db, "--max-age-days", "1"]);
     assert!(p.status.success(), "{}", text(&p.stderr));
     assert!(
-        text(&p.stdout).contains("removed 0 snapshot(s), 2 left"),
+        text(&p.stdout).contains("removed 0 snapshot(s) and 0 session(s), 2 snapshot(s) left"),
         "{}",
         text(&p.stdout)
     );
@@ -207,7 +207,7 @@ fn a_postgres_store_records_lists_shows_restores_and_prunes() {
         url,
     ]);
     assert!(
-        text(&prune.stdout).contains("removed 0 snapshot(s), 2 left"),
+        text(&prune.stdout).contains("removed 0 snapshot(s) and 0 session(s), 2 snapshot(s) left"),
         "{}",
         text(&prune.stdout)
     );

@@ -203,15 +203,85 @@ pub fn encode_text(conv: &Conversation) -> Result<String> {
 }
 
 fn encode_text_from(conv: &Conversation, streamed_from: usize) -> Result<String> {
+    if conv.messages.len() < streamed_from {
+        return Ok(encode(conv)?.to_string());
+    }
+    let mut items = String::new();
+    let parts = encode_parts_from(conv, streamed_from, |item| {
+        if !items.is_empty() {
+            items.push(',');
+        }
+        items.push_str(&item);
+    })?;
+    Ok(parts.join(&items))
+}
+
+/// A body in parts ([`encode_parts`]): its envelope, and where its history goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyParts {
+    /// The body's JSON text with its history array empty (`[]` for a body
+    /// that is its history: AI SDK messages).
+    pub envelope: String,
+    /// The key of the history array in the envelope (`None`: the body is
+    /// the array).
+    pub history_key: Option<&'static str>,
+}
+
+impl BodyParts {
+    /// The whole body's text, its history's items (written as
+    /// comma-separated JSON) put in the envelope's history array.
+    pub fn join(&self, items: &str) -> String {
+        let Some(key) = self.history_key else {
+            return format!("[{items}]");
+        };
+        let Ok(Value::Object(body)) = serde_json::from_str::<Value>(&self.envelope) else {
+            return self.envelope.clone();
+        };
+        let mut out = String::from("{");
+        for (i, (k, v)) in body.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&Value::from(k.as_str()).to_string());
+            out.push(':');
+            match k == key {
+                true => {
+                    out.push('[');
+                    out.push_str(items);
+                    out.push(']');
+                }
+                false => out.push_str(&v.to_string()),
+            }
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// A conversation's request body in parts: each item of its history, as
+/// JSON text, handed to `item` in order, and the rest of the body (the
+/// envelope) returned. A long OpenAI or Anthropic history is encoded a
+/// block of messages at a time, never as one JSON tree. A store keeps the
+/// items of many bodies once each; [`BodyParts::join`] puts a body back.
+pub fn encode_parts(conv: &Conversation, item: impl FnMut(String)) -> Result<BodyParts> {
+    encode_parts_from(conv, STREAMED_MESSAGES, item)
+}
+
+fn encode_parts_from(
+    conv: &Conversation,
+    streamed_from: usize,
+    mut item: impl FnMut(String),
+) -> Result<BodyParts> {
     // As `encode` picks its encoder.
     let wire = match (conv.format, conv.family) {
-        _ if conv.messages.len() < streamed_from => return Ok(encode(conv)?.to_string()),
         // Items that depend on each other, or a shape of their own: whole.
-        (Format::AiSdk | Format::Responses, _) | (_, Family::Gemini) => {
-            return Ok(encode(conv)?.to_string());
-        }
-        (_, Family::OpenAi) => Wire::OpenAi,
-        (_, Family::Anthropic) => Wire::Anthropic,
+        (Format::AiSdk | Format::Responses, _) | (_, Family::Gemini) => None,
+        _ if conv.messages.len() < streamed_from => None,
+        (_, Family::OpenAi) => Some(Wire::OpenAi),
+        (_, Family::Anthropic) => Some(Wire::Anthropic),
+    };
+    let Some(wire) = wire else {
+        return Ok(split_value(encode(conv)?, Wire::of(conv.format), item));
     };
     // The body without its history, the history key in its place.
     let lead = conv.wire_offset();
@@ -219,38 +289,48 @@ fn encode_text_from(conv: &Conversation, streamed_from: usize) -> Result<String>
         messages: conv.messages[..lead].to_vec(),
         ..conv.clone_envelope()
     };
-    let Value::Object(body) = encode(&envelope)? else {
-        return Ok(encode(conv)?.to_string());
-    };
-    let mut out = String::from("{");
-    for (i, (k, v)) in body.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    let parts = split_value(encode(&envelope)?, wire, &mut item);
+    // A block of messages at a time, never the whole history's tree.
+    for start in (lead..conv.messages.len()).step_by(STREAMED_BLOCK) {
+        let end = (start + STREAMED_BLOCK).min(conv.messages.len());
+        for value in encode_wire_messages(wire, &conv.messages[start..end], start)? {
+            item(value.to_string());
         }
-        out.push_str(&Value::from(k.as_str()).to_string());
-        out.push(':');
-        if k != wire.history_key() {
-            out.push_str(&v.to_string());
-            continue;
-        }
-        out.push('[');
-        // A block of messages at a time, never the whole history's tree.
-        for start in (lead..conv.messages.len()).step_by(STREAMED_BLOCK) {
-            let end = (start + STREAMED_BLOCK).min(conv.messages.len());
-            for (j, item) in encode_wire_messages(wire, &conv.messages[start..end], start)?
-                .iter()
-                .enumerate()
-            {
-                if start + j > lead {
-                    out.push(',');
-                }
-                out.push_str(&item.to_string());
+    }
+    Ok(parts)
+}
+
+/// An encoded body in parts: its history's items handed to `item`, the
+/// rest returned.
+fn split_value(body: Value, wire: Wire, mut item: impl FnMut(String)) -> BodyParts {
+    match body {
+        Value::Array(items) => {
+            items.iter().for_each(|i| item(i.to_string()));
+            BodyParts {
+                envelope: "[]".into(),
+                history_key: None,
             }
         }
-        out.push(']');
+        Value::Object(mut fields) => {
+            let key = wire.history_key();
+            if let Some(Value::Array(items)) = fields.get_mut(key) {
+                std::mem::take(items)
+                    .iter()
+                    .for_each(|i| item(i.to_string()));
+            }
+            fields
+                .entry(key)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            BodyParts {
+                envelope: Value::Object(fields).to_string(),
+                history_key: Some(key),
+            }
+        }
+        other => BodyParts {
+            envelope: other.to_string(),
+            history_key: None,
+        },
     }
-    out.push('}');
-    Ok(out)
 }
 
 /// Messages [`encode_text`] turns into JSON values at once.
@@ -472,6 +552,41 @@ mod tests {
             let whole = encode(&conv).unwrap().to_string();
             assert_eq!(encode_text_from(&conv, 0).unwrap(), whole, "{body}");
             assert_eq!(encode_text(&conv).unwrap(), whole);
+        }
+    }
+
+    /// A body's parts put back together are the body, on every wire (AI
+    /// SDK messages are a bare array), whole and a block at a time; its
+    /// items are its history's.
+    #[test]
+    fn a_body_in_parts_joins_back_to_the_body() {
+        let bodies = [
+            json!({"model": "gpt-4o", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}], "temperature": 0.5}),
+            json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 9}),
+            json!({"model": "gpt-4o", "instructions": "s", "input": [{"role": "user", "content": "hi"}], "store": false}),
+            json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "systemInstruction": {"parts": [{"text": "s"}]}}),
+            json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yes"}]),
+            json!({"model": "gpt-4o", "messages": []}),
+        ];
+        for body in bodies {
+            let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+            let whole = encode(&conv).unwrap();
+            for streamed_from in [0, STREAMED_MESSAGES] {
+                let mut items = Vec::new();
+                let parts = encode_parts_from(&conv, streamed_from, |i| items.push(i)).unwrap();
+                let history = match parts.history_key {
+                    Some(key) => whole[key].clone(),
+                    None => whole.clone(),
+                };
+                let expected: Vec<String> = history
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(Value::to_string)
+                    .collect();
+                assert_eq!(items, expected, "{body}");
+                assert_eq!(parts.join(&items.join(",")), whole.to_string(), "{body}");
+            }
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use abridge::model::Family;
 use abridge::recall::{Handle, StoredOriginal};
@@ -9,8 +10,14 @@ use abridge::{SnapshotData, SnapshotError, SnapshotId, SnapshotSink, StoreConfig
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::row::{OriginalRow, SIZE, SnapshotRow, parse};
+use crate::row::{OriginalRow, SnapshotRow, parse};
 use crate::{Entry, Error, Pruned, Result, Snapshot, SnapshotStore, migrate};
+
+pub(crate) mod snapshots;
+
+/// How often retention by age runs while snapshots are recorded (size is
+/// checked after every write: it costs two pragmas).
+const AGE_PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// A snapshot store in one SQLite file.
 #[derive(Debug)]
@@ -25,6 +32,8 @@ pub struct Store {
     file: Option<FileId>,
     /// Its path, for a file-backed store.
     file_path: Option<PathBuf>,
+    /// When retention by age last ran.
+    aged_at: Mutex<Option<Instant>>,
 }
 
 /// A file's identity on its file system.
@@ -75,6 +84,19 @@ impl Store {
                 path: shown.clone(),
                 cause,
             })?;
+        // Readers beside the writer, and a commit without a sync of its
+        // own: what a crash of the process leaves is every committed write
+        // (a power cut may take the last ones).
+        // A page cache of 8 MB (SQLite's default is 2): a busy proxy's
+        // writes walk indexes that outgrow the default, and read every page
+        // again from the file.
+        conn.pragma_update_and_check(None, "journal_mode", "wal", |_| Ok(()))
+            .and_then(|()| conn.pragma_update(None, "synchronous", "normal"))
+            .and_then(|()| conn.pragma_update(None, "cache_size", -8192))
+            .map_err(|cause| Error::Sqlite {
+                path: shown.clone(),
+                cause,
+            })?;
         let mut store = Self::init(conn, shown)?;
         store.file = FileId::of(path);
         store.file_path = Some(path.to_owned());
@@ -97,6 +119,11 @@ impl Store {
         self.source = source;
         self.retention = retention;
         Ok(true)
+    }
+
+    /// The file it keeps, unless it is in memory.
+    pub(crate) fn file_path(&self) -> Option<&Path> {
+        self.file_path.as_deref()
     }
 
     /// A store in memory (for tests and one-off runs).
@@ -123,6 +150,7 @@ impl Store {
             retention: StoreConfig::default(),
             file: None,
             file_path: None,
+            aged_at: Mutex::new(None),
         })
     }
 
@@ -140,10 +168,7 @@ impl Store {
     /// Records a snapshot under another source than [`with_source`](Self::with_source)'s
     /// (a proxy's session id).
     pub fn record_as(&mut self, source: &str, snapshot: &SnapshotData<'_>) -> Result<SnapshotId> {
-        let kept = self.source.replace(source.to_owned());
-        let id = self.insert(snapshot);
-        self.source = kept;
-        id
+        self.insert(Some(source), snapshot)
     }
 
     /// Applies `retention` after every snapshot recorded (the default:
@@ -165,75 +190,48 @@ impl Store {
         }
     }
 
-    fn insert(&self, s: &SnapshotData<'_>) -> Result<SnapshotId> {
+    fn insert(&self, source: Option<&str>, s: &SnapshotData<'_>) -> Result<SnapshotId> {
         let r = SnapshotRow::of(s)?;
-        let originals = OriginalRow::all(s)?;
-        let path = self.path.clone();
-        let sql = |cause| Error::Sqlite {
-            path: path.clone(),
-            cause,
-        };
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql)?;
-        tx.execute(
-            "INSERT INTO snapshots (source, model, family, tokens_before, tokens_after, target,
-                    summarizer, briefing, attempts, report, config, before_body, after_body,
-                    dropped_iterations, provider_tokens_before, provider_tokens_after)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            params![
-                self.source,
-                r.model,
-                r.family,
-                r.tokens_before,
-                r.tokens_after,
-                r.target,
-                r.summarizer,
-                r.briefing,
-                r.attempts,
-                r.report,
-                r.config,
-                r.before_body,
-                r.after_body,
-                r.dropped_iterations,
-                r.provider_tokens_before,
-                r.provider_tokens_after,
-            ],
-        )
-        .map_err(sql)?;
-        let id = SnapshotId(tx.last_insert_rowid());
-        // An original named again goes with the newest snapshot naming it.
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO originals (handle, snapshot, kind, label, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (handle) DO UPDATE SET snapshot = excluded.snapshot,
-                        label = excluded.label",
-                )
-                .map_err(sql)?;
-            for o in &originals {
-                insert
-                    .execute(params![o.handle, id.0, o.kind, o.label, o.body])
-                    .map_err(sql)?;
-            }
-        }
-        tx.commit().map_err(sql)?;
+        let tx = conn.transaction().map_err(|e| self.sql(e))?;
+        let id = snapshots::write(&tx, source, &r).map_err(|e| self.sql(e))?;
+        tx.commit().map_err(|e| self.sql(e))?;
         drop(conn);
-        let retention = self.retention;
         // The snapshot is stored: a retention pass that fails now is tried
         // again after the next one, and never costs this one.
-        let _ = self.prune_shared(&retention);
+        let _ = self.prune_if_due();
         Ok(id)
     }
 
+    /// Applies the retention when the store occupies more than it allows,
+    /// or (by age) once a minute.
+    pub(crate) fn prune_if_due(&self) -> Result<Option<Pruned>> {
+        let retention = self.retention;
+        let over = retention.max_megabytes > 0
+            && snapshots::occupied(&self.conn()).map_err(|e| self.sql(e))?
+                > retention.max_megabytes * 1_000_000;
+        let aged = {
+            let mut at = self.aged_at.lock().unwrap_or_else(|p| p.into_inner());
+            let due =
+                retention.max_age_days > 0 && at.is_none_or(|t| t.elapsed() >= AGE_PRUNE_EVERY);
+            if due {
+                *at = Some(Instant::now());
+            }
+            due
+        };
+        match over || aged {
+            true => self.prune_shared(&retention).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn count_and_bytes(&self) -> Result<(usize, u64)> {
-        self.conn()
-            .query_row(
-                &format!("SELECT count(*), coalesce(sum({SIZE}), 0) FROM snapshots"),
-                [],
-                |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as u64)),
-            )
-            .map_err(|e| self.sql(e))
+        let conn = self.conn();
+        let count = conn
+            .query_row("SELECT count(*) FROM snapshots", [], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.sql(e))?;
+        let bytes = snapshots::occupied(&conn).map_err(|e| self.sql(e))?;
+        Ok((count.max(0) as usize, bytes))
     }
 }
 
@@ -270,29 +268,29 @@ impl SnapshotStore for Store {
 
     fn get(&self, id: SnapshotId) -> Result<Snapshot> {
         let sql = format!(
-            "SELECT {ENTRY_COLUMNS}, briefing, report, config, before_body, after_body
-             FROM snapshots WHERE id = ?1"
+            "SELECT {ENTRY_COLUMNS}, briefing, report, config FROM snapshots WHERE id = ?1"
         );
-        let row = self
-            .conn()
+        let conn = self.conn();
+        let row = conn
             .query_row(&sql, params![id.0], |r| {
                 Ok((
                     entry(r)?,
                     r.get::<_, Option<String>>(ENTRY_WIDTH)?,
-                    [1, 2, 3, 4].map(|k| r.get::<_, String>(ENTRY_WIDTH + k)),
+                    [1, 2].map(|k| r.get::<_, String>(ENTRY_WIDTH + k)),
                 ))
             })
             .optional()
             .map_err(|e| self.sql(e))?
             .ok_or(Error::NotFound(id))?;
-        let (entry, briefing, [report, config, before, after]) = row;
+        let (entry, briefing, [report, config]) = row;
         let text = |t: rusqlite::Result<String>| t.map_err(|e| self.sql(e));
+        let [before, after] = snapshots::bodies(&conn, id, |e| self.sql(e))?;
         Ok(Snapshot {
             briefing,
             report: parse(id, "report", &text(report)?)?,
             config: parse(id, "config", &text(config)?)?,
-            before: parse(id, "history before", &text(before)?)?,
-            after: parse(id, "history after", &text(after)?)?,
+            before,
+            after,
             entry,
         })
     }
@@ -302,56 +300,83 @@ impl Store {
     /// [`SnapshotStore::prune`] through a shared reference (a recording
     /// store prunes after each snapshot).
     fn prune_shared(&self, retention: &StoreConfig) -> Result<Pruned> {
-        let removed = self.prune_rows(retention).map_err(|e| self.sql(e))?;
+        let (removed, sessions) = self.prune_rows(retention).map_err(|e| self.sql(e))?;
         let (kept, bytes) = self.count_and_bytes()?;
         Ok(Pruned {
             removed,
             kept,
+            sessions,
             bytes,
         })
     }
 
-    fn prune_rows(&self, retention: &StoreConfig) -> rusqlite::Result<usize> {
+    /// Removes what is past `retention`; how many snapshots and sessions.
+    fn prune_rows(&self, retention: &StoreConfig) -> rusqlite::Result<(usize, usize)> {
         // Reads, then deletes: take the write lock first (see `migrate::run`).
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let newest: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM snapshots", [], |r| {
             r.get(0)
         })?;
-        let mut removed = 0;
+        let ids = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> rusqlite::Result<Vec<(i64, String)>> {
+            let mut stmt = tx.prepare(sql)?;
+            let rows = stmt.query_map(p, |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        };
+        let (mut removed, mut sessions) = (0, 0);
         if retention.max_age_days > 0 {
-            removed += tx.execute(
-                "DELETE FROM snapshots WHERE id < ?1 AND created_at <
+            let days = retention.max_age_days as i64;
+            let old = ids(
+                "SELECT id, coalesce(source, '') FROM snapshots WHERE id < ?1 AND created_at <
                      strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%d days', ?2))",
-                params![newest, retention.max_age_days as i64],
+                &[&newest, &days],
+            )?;
+            snapshots::remove(&tx, &old)?;
+            removed += old.len();
+            sessions += tx.execute(
+                "DELETE FROM sessions WHERE updated_at <
+                     strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%d days', ?1))",
+                [days],
             )?;
         }
         if retention.max_megabytes > 0 {
-            let max = (retention.max_megabytes * 1_000_000) as i64;
-            // Keep the newest rows whose running size fits; drop the rest.
-            removed += tx.execute(
-                &format!(
-                    "DELETE FROM snapshots WHERE id < ?1 AND id IN (
-                         SELECT id FROM (SELECT id, sum({SIZE}) OVER (ORDER BY id DESC) AS upto
-                                         FROM snapshots) WHERE upto > ?2)"
-                ),
-                params![newest, max],
-            )?;
-        }
-        if removed > 0 {
-            tx.execute(
-                "DELETE FROM originals WHERE snapshot NOT IN (SELECT id FROM snapshots)",
-                [],
-            )?;
+            // The oldest snapshots and least recently saved sessions, a
+            // sixteenth of each at a time, until what the file's pages in
+            // use take is a sixteenth under the limit (so that the next
+            // writes do not prune again at once).
+            let max = retention.max_megabytes * 1_000_000;
+            let under = max - max / 16;
+            while snapshots::occupied(&tx)? > under {
+                let count = |table: &str| -> rusqlite::Result<i64> {
+                    tx.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                };
+                let oldest = ids(
+                    "SELECT id, coalesce(source, '') FROM snapshots WHERE id < ?1 ORDER BY id
+                     LIMIT ?2",
+                    &[&newest, &(count("snapshots")? / 16).max(1)],
+                )?;
+                snapshots::remove(&tx, &oldest)?;
+                removed += oldest.len();
+                let stale = tx.execute(
+                    "DELETE FROM sessions WHERE id IN
+                         (SELECT id FROM sessions ORDER BY updated_at LIMIT ?1)",
+                    [(count("sessions")? / 16).max(1)],
+                )?;
+                sessions += stale;
+                if oldest.is_empty() && stale == 0 {
+                    break;
+                }
+            }
         }
         tx.commit()?;
-        Ok(removed)
+        Ok((removed, sessions))
     }
 }
 
 impl SnapshotSink for Store {
     fn record(&self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
-        self.insert(snapshot).map_err(SnapshotError::new)
+        self.insert(self.source.as_deref(), snapshot)
+            .map_err(SnapshotError::new)
     }
 
     fn recall(&self, handle: &Handle) -> Result<Option<StoredOriginal>, SnapshotError> {
