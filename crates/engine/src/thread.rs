@@ -149,6 +149,29 @@ impl Thread {
         self.state.calibration = c;
     }
 
+    /// About how many bytes it holds in memory: the carried compaction's
+    /// messages, the kept briefing's sheet and the count cache (what an
+    /// owner of many threads budgets).
+    pub fn memory(&self) -> usize {
+        /// A message's and one part's structs beside their text.
+        const PER_MESSAGE: usize = size_of::<Message>() + size_of::<abridge_model::Part>();
+        let carried: usize = self.state.carryover.as_ref().map_or(0, |c| {
+            c.messages()
+                .iter()
+                .map(|m| PER_MESSAGE + m.text_bytes())
+                .sum()
+        });
+        let sheet: usize = self.state.briefing.as_ref().map_or(0, |b| {
+            b.sheet
+                .sections
+                .iter()
+                .flat_map(|s| &s.items)
+                .map(|i| 48 + i.text.len() + i.key.as_ref().map_or(0, String::len))
+                .sum()
+        });
+        size_of::<Thread>() + carried + sheet + self.counter.cache_bytes()
+    }
+
     /// The compaction carried over to the next turn, if any.
     pub fn carryover(&self) -> Option<&Carryover> {
         self.state.carryover.as_ref()

@@ -127,6 +127,9 @@ async fn version() -> Response<Body> {
 
 async fn metrics(State(app): State<Arc<App>>) -> Response<Body> {
     app.metrics.sessions(app.sessions.len());
+    let queued = app.store.as_ref().map_or(0, |s| s.queued());
+    app.metrics
+        .memory_and_queue(app.engines.originals().size().1, queued);
     let mut r = Response::new(Body::from(app.metrics.render()));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -33,10 +33,15 @@ pub struct ServeConfig {
     /// Sessions kept in memory (least recently used leave first; a stored
     /// session is loaded again when it comes back).
     pub max_sessions: usize,
-    /// Memory the sessions' last bodies may hold together, in megabytes
-    /// (their decoded histories, which let a request decode only what it
-    /// added, without the messages a carried compaction covers). Past it, the least recently used sessions drop theirs and
-    /// their next request is decoded whole. 0: no session keeps one.
+    /// Memory the sessions in memory may hold together, in megabytes:
+    /// their last bodies (decoded, which lets a request decode only what it
+    /// added, without the messages a carried compaction covers) and their
+    /// threads (the carried compaction, its briefing, the count cache).
+    /// Past it, the least recently used sessions drop their last bodies
+    /// first (their next request is decoded whole), then leave memory
+    /// themselves, saved to the store first (without a store, their next
+    /// request compacts afresh). 0: nothing is kept between requests but
+    /// in the store.
     pub session_memory_megabytes: u64,
     /// A session without a request for this long leaves memory, saved to
     /// the store first when there is one: its next request is decoded whole

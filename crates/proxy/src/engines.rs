@@ -1,6 +1,8 @@
-//! The engines sessions share: one per model, built on a session's first
-//! request with the proxy's config (and the request's model when the config
-//! names none), then shared by every session of that model.
+//! The engines sessions share: one per model, built on the first request
+//! that names it with the proxy's config (and the request's model when the
+//! config names none), then shared by every session's requests of that
+//! model; and one memory of originals for all of them, within
+//! `[recall] memory_megabytes`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,9 +30,11 @@ pub(crate) struct ModelEngines {
 }
 
 /// Engines by model.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Engines {
     by_model: Mutex<HashMap<EngineKey, Arc<ModelEngines>>>,
+    /// The originals every engine keeps in memory (for the recall tool).
+    originals: Arc<OriginalCache>,
 }
 
 /// A model (the config's or the request's), and whether the proxy answers
@@ -38,6 +42,19 @@ pub(crate) struct Engines {
 type EngineKey = (Option<String>, bool);
 
 impl Engines {
+    /// No engine yet; originals kept in memory within `recall`'s bound.
+    pub(crate) fn new(recall: &abridge::RecallConfig) -> Engines {
+        Engines {
+            by_model: Mutex::default(),
+            originals: Arc::new(OriginalCache::of(recall)),
+        }
+    }
+
+    /// The originals kept in memory.
+    pub(crate) fn originals(&self) -> &OriginalCache {
+        &self.originals
+    }
+
     /// The engines for a conversation: the config's, with the request's
     /// model when the config names none.
     pub(crate) fn of(
@@ -58,9 +75,10 @@ impl Engines {
         let mut config = base.clone();
         config.model = model;
         config.recall.enabled &= recalls;
-        // One memory of originals for both: a background briefing's
-        // handles are answered like the request path's.
-        let originals = Arc::new(OriginalCache::of(&config.recall));
+        // One memory of originals for all: a background briefing's handles
+        // are answered like the request path's, and many models never
+        // hold more than one bound.
+        let originals = self.originals.clone();
         let build = |summarizers| -> Result<Arc<Engine>, String> {
             let mut engine = Engine::builder(config.clone())
                 .originals(originals.clone())

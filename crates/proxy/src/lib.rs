@@ -131,7 +131,7 @@ impl Proxy {
                 config.serve.max_sessions,
                 config.serve.session_memory_bytes(),
             ),
-            engines: engines::Engines::default(),
+            engines: engines::Engines::new(&config.engine.recall),
             store: store.map(|s| {
                 let restore = store::Restore {
                     settings: vec![(SECRET_SETTING.to_owned(), secret.to_hex())],
@@ -218,15 +218,11 @@ impl Proxy {
             header_timeout: Duration::from_secs_f64(serve.header_timeout_secs),
             max_connections: serve.max_connections,
         };
-        let sweeper = serve
-            .session_idle()
-            .map(|idle| tokio::spawn(spill_idle_sessions(self.app.clone(), idle)));
+        let sweeper = tokio::spawn(spill_sessions(self.app.clone(), serve.session_idle()));
         let served = listen::serve(listener, self.router_with(extra), limits, shutdown)
             .await
             .map_err(Error::Serve);
-        if let Some(s) = sweeper {
-            s.abort();
-        }
+        sweeper.abort();
         if let Some(store) = self.app.store.clone() {
             // What the sessions learned goes to the store before the proxy ends.
             let flushed = tokio::task::spawn_blocking(move || store.flush(FLUSH_LIMIT)).await;
@@ -242,26 +238,45 @@ impl Proxy {
 }
 
 /// Lets go of the sessions idle for `idle` (`[serve] session_idle_seconds`),
-/// saved to the store first, looking a few times per `idle`.
-async fn spill_idle_sessions(app: Arc<app::App>, idle: Duration) {
-    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+/// looking a few times per `idle`, and of the least recently used ones
+/// when what sessions hold is over `[serve] session_memory_megabytes`
+/// (when told so); each saved to the store first.
+async fn spill_sessions(app: Arc<app::App>, idle: Option<Duration>) {
+    let every = idle.map_or(Duration::from_secs(60), |i| {
+        (i / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))
+    });
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticks.tick().await;
-        // Saving waits on the store: off the runtime's threads.
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = app.sessions.over_budget.notified() => {}
+        }
+        // Saving may wait on the store: off the runtime's threads.
         let app2 = app.clone();
         let spill = move || {
-            app2.sessions.spill_idle(idle, |state| match &app2.store {
+            let save = |state: &session::SessionState| match &app2.store {
                 Some(store) => store.save(state.record(), state.version.clone()),
                 None => store::Saved::Written,
-            })
+            };
+            let (idle_gone, _) = match idle {
+                Some(idle) => app2.sessions.spill_idle(idle, save),
+                None => (0, 0),
+            };
+            let (over_gone, held) = app2.sessions.spill_over_budget(save);
+            (idle_gone, over_gone, held)
         };
-        let (gone, held) = tokio::task::spawn_blocking(spill).await.unwrap_or((0, 0));
-        if gone > 0 {
+        let (idle_gone, over_gone, held) = tokio::task::spawn_blocking(spill)
+            .await
+            .unwrap_or((0, 0, 0));
+        if idle_gone + over_gone > 0 {
             app.metrics.sessions(app.sessions.len());
             app.metrics.session_memory(held);
-            tracing::debug!(sessions = gone, "idle sessions left memory");
+            tracing::debug!(
+                idle = idle_gone,
+                over_budget = over_gone,
+                "sessions left memory"
+            );
         }
     }
 }

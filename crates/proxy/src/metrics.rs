@@ -113,6 +113,22 @@ struct StoreLabels {
     op: StoreOp,
 }
 
+label_values! {
+    /// What gave way when the store could not keep up (a session's state
+    /// never does).
+    Dropped {
+        /// The oldest snapshot waiting to be written.
+        Snapshot => "snapshot",
+        /// The oldest request log row waiting.
+        Request => "request_row",
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DroppedLabels {
+    what: Dropped,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecodedLabels {
     part: Decoded,
@@ -168,7 +184,7 @@ pub(crate) struct Metrics {
     disconnects: Counter,
     abandoned: Counter,
     store_timeouts: Family<StoreLabels, Counter>,
-    store_dropped: Counter,
+    store_dropped: Family<DroppedLabels, Counter>,
     recalls: Family<OutcomeLabels, Counter>,
     recall_bytes: Counter,
     recall_rounds: Counter,
@@ -178,6 +194,8 @@ pub(crate) struct Metrics {
     upstream_latency: Histogram,
     active_sessions: Gauge,
     session_memory: Gauge,
+    recall_memory: Gauge,
+    store_queued: Gauge,
     preparing: Gauge,
     busy: Counter,
     receiving: Gauge,
@@ -221,7 +239,7 @@ impl Metrics {
             disconnects: Counter::default(),
             abandoned: Counter::default(),
             store_timeouts: Family::default(),
-            store_dropped: Counter::default(),
+            store_dropped: Family::default(),
             recalls: Family::default(),
             recall_bytes: Counter::default(),
             recall_rounds: Counter::default(),
@@ -233,6 +251,8 @@ impl Metrics {
             upstream_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             active_sessions: Gauge::default(),
             session_memory: Gauge::default(),
+            recall_memory: Gauge::default(),
+            store_queued: Gauge::default(),
             preparing: Gauge::default(),
             busy: Counter::default(),
             receiving: Gauge::default(),
@@ -312,7 +332,7 @@ impl Metrics {
         );
         r.register(
             "store_dropped",
-            "Store writes dropped because its queue was full",
+            "Queued store writes that gave way because the store could not keep up (what: snapshot, then request_row; a session's state never does)",
             self.store_dropped.clone(),
         );
         r.register(
@@ -372,8 +392,18 @@ impl Metrics {
         );
         r.register(
             "session_memory_bytes",
-            "Bytes the sessions' last bodies hold (estimated), within [serve] session_memory_megabytes",
+            "Bytes the sessions in memory hold (estimated: last bodies, carried compactions, briefings, count caches), within [serve] session_memory_megabytes",
             self.session_memory.clone(),
+        );
+        r.register(
+            "recall_memory_bytes",
+            "Bytes of originals kept in memory for the recall tool, within [recall] memory_megabytes",
+            self.recall_memory.clone(),
+        );
+        r.register(
+            "store_queued",
+            "Writes and reads waiting for the store",
+            self.store_queued.clone(),
         );
         r.register(
             "preparing_bytes",
@@ -498,9 +528,11 @@ impl Metrics {
         self.store_timeouts.get_or_create(&StoreLabels { op }).inc();
     }
 
-    /// A store write was dropped (its queue was full).
-    pub(crate) fn store_dropped(&self) {
-        self.store_dropped.inc();
+    /// `n` queued store writes of a kind gave way.
+    pub(crate) fn store_dropped(&self, what: Dropped, n: u64) {
+        self.store_dropped
+            .get_or_create(&DroppedLabels { what })
+            .inc_by(n);
     }
 
     /// A client went away mid-response.
@@ -518,9 +550,16 @@ impl Metrics {
         self.warmup.set(secs);
     }
 
-    /// Bytes the sessions' last bodies hold.
+    /// Bytes the sessions in memory hold.
     pub(crate) fn session_memory(&self, bytes: usize) {
         self.session_memory.set(bytes as i64);
+    }
+
+    /// Bytes of originals kept in memory, and jobs waiting for the store
+    /// (read when the metrics are).
+    pub(crate) fn memory_and_queue(&self, recall: usize, store_queued: usize) {
+        self.recall_memory.set(recall as i64);
+        self.store_queued.set(store_queued as i64);
     }
 
     /// Bytes `budget` holds now.

@@ -216,8 +216,11 @@ impl Context<'_> {
         if let (Some(raw), Some(carry)) = (raw.as_mut(), state.thread.carryover()) {
             raw.leave_out(carry.source().len);
         }
-        let held = self.sessions.keep_raw(state, raw);
+        let (held, over) = self.sessions.keep_raw(state, raw);
         self.metrics.session_memory(held);
+        if over {
+            self.sessions.over_budget.notify_one();
+        }
     }
 
     fn refresh_if_shared(&self, state: &mut SessionState) {

@@ -353,6 +353,12 @@ impl SessionState {
         self.version.store(record.version, Ordering::Relaxed);
     }
 
+    /// About how many bytes it holds: its last body, decoded, and its
+    /// thread (carried compaction, briefing, count cache).
+    pub(crate) fn memory(&self) -> usize {
+        self.raw.as_ref().map_or(0, |r| r.cost) + self.thread.memory()
+    }
+
     /// The stored version this state matches.
     pub(crate) fn version(&self) -> i64 {
         self.version.load(Ordering::Relaxed)
@@ -389,9 +395,12 @@ pub(crate) struct Sessions {
     quick: Mutex<std::collections::HashMap<u64, std::collections::VecDeque<SessionId>>>,
     /// Sessions whose history the provider's own compaction took over.
     handed_over: Mutex<std::collections::HashSet<SessionId>>,
-    /// What their last bodies hold, within the budget. Locked before `map`
-    /// when both are.
+    /// What they hold (last bodies and threads), within the budget. Locked
+    /// before `map` when both are.
     held: Mutex<Held<SessionId>>,
+    /// Told when what they hold is over the budget after their last bodies
+    /// went: the sweeper then lets whole sessions go.
+    pub(crate) over_budget: tokio::sync::Notify,
     capacity: usize,
 }
 
@@ -405,20 +414,28 @@ impl Sessions {
             quick: Mutex::default(),
             handed_over: Mutex::default(),
             held: Mutex::new(Held::new(held_bytes)),
+            over_budget: tokio::sync::Notify::new(),
             capacity: cap.get(),
         }
     }
 
     /// Keeps `raw` as the last body of `state`'s session when it fits the
-    /// budget, first dropping those of the least recently used sessions
-    /// that are not busy with a request; the bytes then held by all.
-    pub(crate) fn keep_raw(&self, state: &mut SessionState, raw: Option<RawState>) -> usize {
+    /// budget, and counts what the session holds (its body and its
+    /// thread); past the budget, first drops the last bodies of the least
+    /// recently used sessions that are not busy with a request. What all
+    /// sessions then hold, and whether it is still over the budget (the
+    /// sweeper then lets whole sessions go: [`Sessions::spill_over_budget`]).
+    pub(crate) fn keep_raw(
+        &self,
+        state: &mut SessionState,
+        raw: Option<RawState>,
+    ) -> (usize, bool) {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let cost = raw.as_ref().map_or(0, |r| r.cost);
         state.raw = raw.filter(|_| held.fits(cost));
-        held.set(&state.id, state.raw.as_ref().map_or(0, |r| r.cost));
+        held.set(&state.id, state.memory());
         if held.excess() == 0 {
-            return held.total();
+            return (held.total(), false);
         }
         let oldest_first: Vec<(SessionId, Shared)> = self
             .lock()
@@ -431,12 +448,78 @@ impl Sessions {
             if held.excess() == 0 {
                 break;
             }
-            if let Ok(mut other) = session.try_lock() {
+            if let Ok(mut other) = session.try_lock()
+                && other.raw.is_some()
+            {
                 other.raw = None;
-                held.set(&id, 0);
+                held.set(&id, other.memory());
             }
         }
-        held.total()
+        (held.total(), held.excess() > 0)
+    }
+
+    /// Lets go of whole sessions, least recently used first, while what
+    /// sessions hold is over the budget: each once `save` wrote or queued
+    /// it (one the store refused stays), never one busy with a request.
+    /// How many left, and what those in memory then hold.
+    pub(crate) fn spill_over_budget(
+        &self,
+        save: impl FnMut(&SessionState) -> Saved,
+    ) -> (usize, usize) {
+        let over = || self.held.lock().unwrap_or_else(|p| p.into_inner()).excess() > 0;
+        self.spill(|_| if over() { Some(true) } else { None }, save)
+    }
+
+    /// Lets go of the sessions, least recently used first, that `wanted`
+    /// says (`Some(true)`: this one; `Some(false)`: not this one; `None`:
+    /// no more), each once `save` wrote or queued it; never one busy with
+    /// a request, nor one the store refused. How many left, and what those
+    /// in memory then hold.
+    fn spill(
+        &self,
+        mut wanted: impl FnMut(&SessionState) -> Option<bool>,
+        mut save: impl FnMut(&SessionState) -> Saved,
+    ) -> (usize, usize) {
+        let oldest_first: Vec<(SessionId, Shared)> = self
+            .lock()
+            .iter()
+            .rev()
+            .map(|(id, s)| (id.clone(), s.clone()))
+            .collect();
+        let mut gone = 0;
+        for (id, session) in oldest_first {
+            let Ok(mut state) = session.try_lock() else {
+                continue;
+            };
+            match wanted(&state) {
+                None => break,
+                Some(false) => continue,
+                Some(true) => {}
+            }
+            if save(&state) == Saved::Failed {
+                continue;
+            }
+            self.let_go(&id, &mut state);
+            gone += 1;
+        }
+        (gone, self.held_total())
+    }
+
+    /// What the sessions in memory hold together.
+    fn held_total(&self) -> usize {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).total()
+    }
+
+    /// Takes a session (locked as `state`) out of memory: a request that
+    /// found it before waits for its lock, then sees it spilled.
+    fn let_go(&self, id: &SessionId, state: &mut SessionState) {
+        state.spilled = true;
+        state.raw = None;
+        self.lock().pop(id);
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set(id, 0);
     }
 
     /// The sessions whose last request had this quick key, newest first.
@@ -499,48 +582,17 @@ impl Sessions {
     }
 
     /// Lets go of the sessions no request used for `idle`, least recently
-    /// used first, once `save` wrote each; those busy with a request stay,
-    /// and so does one the store did not take (spilled, its next request
-    /// would start afresh). A save still queued behind a slow store ends
-    /// the round: the others would only queue behind it too. How many
-    /// left, and the bytes the last bodies of those in memory then hold.
+    /// used first, once `save` wrote or queued each (a queued save is read
+    /// back until it is written, and never dropped); those busy with a
+    /// request stay, and so does one the store refused (spilled, its next
+    /// request would start afresh). How many left, and the bytes the last
+    /// bodies of those in memory then hold.
     pub(crate) fn spill_idle(
         &self,
         idle: std::time::Duration,
-        mut save: impl FnMut(&SessionState) -> Saved,
+        save: impl FnMut(&SessionState) -> Saved,
     ) -> (usize, usize) {
-        let all: Vec<(SessionId, Shared)> = self
-            .lock()
-            .iter()
-            .rev()
-            .map(|(id, s)| (id.clone(), s.clone()))
-            .collect();
-        let mut gone = 0;
-        for (id, session) in all {
-            let Ok(mut state) = session.try_lock() else {
-                continue;
-            };
-            if state.used.elapsed() < idle {
-                continue;
-            }
-            match save(&state) {
-                Saved::Written => {}
-                Saved::Failed => continue,
-                Saved::Queued => break,
-            }
-            // A request that found it before it left waits for this lock,
-            // then sees it spilled.
-            state.spilled = true;
-            state.raw = None;
-            self.lock().pop(&id);
-            self.held
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .set(&id, 0);
-            gone += 1;
-        }
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner()).total();
-        (gone, held)
+        self.spill(|s| Some(s.used.elapsed() >= idle), save)
     }
 
     /// Sessions in memory.
@@ -567,10 +619,9 @@ mod tests {
         SessionState::new(SessionId(id.into()), tenant, Wire::OpenAi, engine)
     }
 
-    /// Idle sessions leave once saved, least recently used first; a busy
-    /// one stays, and so does one the store did not take; a save queued
-    /// behind a slow store ends the round; a request that held one before
-    /// it left sees it spilled.
+    /// Idle sessions leave once saved or queued, least recently used
+    /// first; a busy one stays, and so does one the store refused; a
+    /// request that held one before it left sees it spilled.
     #[tokio::test]
     async fn idle_sessions_leave_saved_and_marked() {
         let sessions = Sessions::new(8, 1 << 20);
@@ -594,30 +645,23 @@ mod tests {
             (refused, tried),
             ((0, 0), vec!["a".to_owned(), "d".to_owned()])
         );
-        // A slow store: the first save queued ends the round.
-        let mut tried = 0;
-        let slow = sessions.spill_idle(idle, |_| {
-            tried += 1;
-            Saved::Queued
-        });
-        assert_eq!((slow, tried), ((0, 0), 1));
         assert!(!a.lock().await.spilled);
-        // The store takes a, not d: d stays.
+        // The store takes a, queues d's save behind a slow write: both leave.
         let mut saved = Vec::new();
         let (gone, held) = sessions.spill_idle(idle, |s| {
             saved.push(s.id.0.clone());
             match s.id.0.as_str() {
                 "a" => Saved::Written,
-                _ => Saved::Failed,
+                _ => Saved::Queued,
             }
         });
         assert_eq!(saved, ["a", "d"]);
-        assert_eq!((gone, held), (1, 0));
+        assert_eq!((gone, held), (2, 0));
         assert!(a.lock().await.spilled);
         assert!(sessions.get(&SessionId("a".into())).is_none());
         drop(busy);
         let (gone, _) = sessions.spill_idle(idle, |_| Saved::Written);
-        assert_eq!(gone, 2, "b once it is free, and d");
+        assert_eq!(gone, 1, "b once it is free");
         assert_eq!(sessions.len(), 1);
         assert!(!c.lock().await.spilled);
     }

@@ -144,6 +144,12 @@ impl TokenCounter {
         (self.hits, self.misses)
     }
 
+    /// About how many bytes its cache takes (its table's capacity).
+    pub fn cache_bytes(&self) -> usize {
+        // Key, value and the table's control byte per slot.
+        self.cache.capacity() * (size_of::<u64>() + size_of::<Packed>() + 1)
+    }
+
     /// Tokens of plain text.
     pub fn count_text(&self, text: &str) -> Counted {
         Counted::of(self.kind.count(text))

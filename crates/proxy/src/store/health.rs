@@ -1,16 +1,12 @@
-//! How the store is doing: whether writes land, and what waits for it.
+//! How the store is doing: whether writes land.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How the store is doing, for `/healthz` and `/readyz`.
 #[derive(Debug, Default)]
 pub(crate) struct Health {
-    /// Jobs queued and not yet done.
-    pub(crate) queued: AtomicUsize,
-    /// Snapshots among them (each holds two whole histories).
-    pub(crate) snapshots: AtomicUsize,
     /// When writes started failing (ms since the worker's epoch, plus one;
     /// 0: they land).
     failing_since: AtomicU64,
@@ -41,53 +37,9 @@ impl Health {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error.to_string();
     }
 
-    /// A place for one more queued snapshot, or `None` at [`QUEUED_SNAPSHOTS`].
-    pub(crate) fn snapshot_slot(self: &Arc<Self>) -> Option<SnapshotSlot> {
-        if self.snapshots.fetch_add(1, Ordering::AcqRel) >= QUEUED_SNAPSHOTS {
-            self.snapshots.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(SnapshotSlot(self.clone()))
-    }
-
     pub(super) fn landed(&self) {
         if self.failing_since.swap(0, Ordering::AcqRel) != 0 {
             tracing::info!("the store takes writes again");
         }
-    }
-}
-
-/// Most snapshots waiting for the store at once: while it does not take
-/// writes, what waits is bounded by memory, not only by count (a snapshot
-/// holds two whole histories); past it, snapshots are dropped and counted.
-pub(crate) const QUEUED_SNAPSHOTS: usize = 64;
-
-/// A queued snapshot's place, given back when it is written or dropped.
-pub(crate) struct SnapshotSlot(Arc<Health>);
-
-impl Drop for SnapshotSlot {
-    fn drop(&mut self) {
-        self.0.snapshots.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn snapshots_waiting_for_the_store_are_bounded() {
-        let health = Arc::new(Health::default());
-        let mut held: Vec<SnapshotSlot> = (0..QUEUED_SNAPSHOTS)
-            .map(|_| health.snapshot_slot().expect("a place"))
-            .collect();
-        assert!(health.snapshot_slot().is_none(), "one more than the bound");
-        held.pop();
-        assert!(
-            health.snapshot_slot().is_some(),
-            "a written one frees its place"
-        );
-        drop(held);
-        assert_eq!(health.snapshots.load(Ordering::Acquire), 0);
     }
 }

@@ -1,21 +1,16 @@
-//! What the store's threads are asked to do: jobs for the writer, reads
-//! for whichever thread answers them.
+//! What the store's threads are given: snapshots to write, and reads for
+//! whichever thread answers them.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::sync::mpsc::SyncSender;
 
 use abridge::model::Conversation;
 use abridge::recall::{Handle, Original, StoredOriginal};
-use abridge::{Config, Report, SnapshotId};
-use abridge_store::{RequestRecord, SessionRecord, SessionStore};
-
-use super::health::SnapshotSlot;
+use abridge::{Config, Report};
+use abridge_store::{SessionRecord, SessionStore};
 
 /// A snapshot, owned, to be written on the store's thread.
 pub(super) struct OwnedSnapshot {
-    /// Its place among the snapshots waiting for the store.
-    pub(super) _slot: SnapshotSlot,
     pub(super) source: String,
     pub(super) before: Conversation,
     pub(super) after: Conversation,
@@ -25,15 +20,6 @@ pub(super) struct OwnedSnapshot {
 }
 
 pub(super) type Reply<T> = SyncSender<abridge_store::Result<T>>;
-
-pub(super) enum Job {
-    Snapshot(Box<OwnedSnapshot>, Reply<SnapshotId>),
-    Save(Box<SessionRecord>, Arc<AtomicI64>, Reply<()>),
-    Read(Read),
-    Request(Box<RequestRecord>),
-    /// Answered once every job queued before it is done.
-    Flush(SyncSender<()>),
-}
 
 /// A read: on a reader's thread when there are any, else the writer's.
 pub(super) enum Read {

@@ -1,21 +1,24 @@
 //! The store, kept off the request path: one thread owns its writes and
-//! works through a queue, so a slow or stopped database never stalls a
-//! request. A pooled database (PostgreSQL) also answers reads on
-//! [`READERS`] threads of their own, each with a handle on the pool, so
-//! reads run beside the writes and beside each other; the embedded SQLite
-//! file reads on the writer's thread.
+//! takes what is queued a batch at a time (one transaction each), so a slow
+//! or stopped database never stalls a request and a busy proxy pays one
+//! commit per batch. Reads run on [`READERS`] threads of their own, each
+//! with its own handle on the database (PostgreSQL's pool; the SQLite file,
+//! in WAL mode, read beside the writer); a store in memory reads on the
+//! writer's thread.
 //!
-//! The request log is queued and the request goes on. A read (a session's
-//! stored version, its record), a session's save and a snapshot whose id
-//! goes into the report wait at most [`WAIT`]: with the database up, a
-//! replica's save is in before its response goes, so the next request, on
-//! any replica, reads it. Past [`WAIT`], the request goes on with the state
-//! in memory and the job still runs when the database answers, in order.
-//! While a write has been running longer than [`WAIT`], no write waits;
-//! while every reader is stuck that long, no read is sent.
+//! What waits, and what gives way when the store cannot keep up, is the
+//! [`queue`]'s: a session's saves coalesce (its newest state waits, never
+//! dropped, and reads of the session see it), request rows and snapshots
+//! wait within bounds. A snapshot whose id goes into the report, and a
+//! session's save on a store other replicas share, wait at most [`WAIT`]:
+//! with the database up, a replica's save is in before its response goes,
+//! so the next request, on any replica, reads it. Past [`WAIT`] the request
+//! goes on and the write lands when the database answers. While a batch
+//! has been running longer than [`WAIT`], no write waits; while every
+//! reader is stuck that long, no read is sent.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,31 +30,34 @@ use crate::metrics::{Metrics, StoreOp};
 
 mod health;
 mod job;
+mod queue;
 mod writer;
 
-use job::{Job, OwnedSnapshot, Read, Reply};
+use job::{OwnedSnapshot, Read, Reply};
 
-use health::{Health, QUEUED_SNAPSHOTS};
+use health::Health;
+use queue::{GaveWay, PendingSnapshot, Queue};
 pub(crate) use writer::Restore;
 
 /// Longest a request waits on the store.
 pub(crate) const WAIT: Duration = Duration::from_millis(250);
 
-/// Jobs queued at most; past it, writes are dropped (and counted).
-const QUEUE: usize = 4096;
+/// Reads queued for the reader threads at most; past it, a read is not
+/// sent (the request goes on with what is in memory).
+const QUEUED_READS: usize = 4096;
 
 /// Threads answering reads, when the store has handles for them.
 pub(crate) const READERS: usize = 4;
 
-/// What came of saving a session within [`WAIT`].
+/// What came of saving a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Saved {
     /// Written.
     Written,
     /// The store refused it.
     Failed,
-    /// Still queued behind a slow or stalled store (written when it gets
-    /// there).
+    /// Queued: written when the store gets there, and read back before
+    /// (never dropped).
     Queued,
 }
 
@@ -60,20 +66,38 @@ pub(crate) type SharedStore = std::sync::Arc<StoreWorker>;
 
 /// The proxy's handle on its store.
 pub(crate) struct StoreWorker {
-    jobs: SyncSender<Job>,
+    queue: Arc<Queue>,
     /// Where reads go, when they have threads of their own.
     reads: Option<SyncSender<Read>>,
     shared: bool,
-    /// When the writer's running job started (ms since `epoch`; 0: idle).
+    /// When the writer's running batch started (ms since `epoch`; 0: idle).
     busy_since: Arc<AtomicU64>,
     /// The same for each reader.
     readers_busy: Vec<Arc<AtomicU64>>,
     epoch: Instant,
     metrics: Arc<Metrics>,
-    /// Whether the last wait ran out (said once per stall in the log).
-    stalled: Mutex<bool>,
-    /// Whether writes land, and how many wait.
+    /// Whether the last wait ran out, and when that was last said.
+    stalled: Mutex<Stall>,
+    /// What gave way since it was last said (said at most once a minute).
+    gave_way: Mutex<GaveWayLog>,
+    /// Whether writes land.
     health: Arc<Health>,
+}
+
+/// Waits on the store that ran out, said at most once a minute.
+#[derive(Default)]
+struct Stall {
+    stalled: bool,
+    said: Option<Instant>,
+    waits: u64,
+}
+
+/// What gave way to keep the queue bounded, said at most once a minute.
+#[derive(Default)]
+struct GaveWayLog {
+    said: Option<Instant>,
+    snapshots: u64,
+    requests: u64,
 }
 
 impl std::fmt::Debug for StoreWorker {
@@ -92,7 +116,7 @@ impl StoreWorker {
         metrics: Arc<Metrics>,
         restore: Restore,
     ) -> StoreWorker {
-        let (jobs, queue) = sync_channel(QUEUE);
+        let queue = Arc::new(Queue::default());
         let busy_since = Arc::new(AtomicU64::new(0));
         let epoch = Instant::now();
         let shared = store.shared();
@@ -101,7 +125,7 @@ impl StoreWorker {
         let (reads, readers_busy) = match readers.is_empty() {
             true => (None, Vec::new()),
             false => {
-                let (tx, rx) = sync_channel(QUEUE);
+                let (tx, rx) = sync_channel(QUEUED_READS);
                 let rx = Arc::new(Mutex::new(rx));
                 let busy: Vec<Arc<AtomicU64>> = readers
                     .iter()
@@ -117,19 +141,20 @@ impl StoreWorker {
             }
         };
         let (busy, health) = (busy_since.clone(), Arc::new(Health::default()));
-        let h = health.clone();
+        let (h, q) = (health.clone(), queue.clone());
         spawn("abridge-store", move || {
-            writer::work(store, queue, busy, h, restore, epoch)
+            writer::work(store, q, busy, h, restore, epoch)
         });
         StoreWorker {
-            jobs,
+            queue,
             reads,
             shared,
             busy_since,
             readers_busy,
             epoch,
             metrics,
-            stalled: Mutex::new(false),
+            stalled: Mutex::default(),
+            gave_way: Mutex::default(),
             health,
         }
     }
@@ -137,18 +162,15 @@ impl StoreWorker {
     /// `None` while writes land; else for how long they have failed, why,
     /// and how many jobs wait.
     pub(crate) fn degraded(&self) -> Option<(Duration, String, usize)> {
-        let queued = self.health.queued.load(Ordering::Acquire);
+        let queued = self.queue.len();
         self.health
             .degraded(self.epoch)
             .map(|(d, why)| (d, why, queued))
     }
 
-    /// Queues a job for the writer thread, counted until it is done.
-    fn send(&self, job: Job) -> Result<(), TrySendError<Job>> {
-        self.health.queued.fetch_add(1, Ordering::AcqRel);
-        self.jobs.try_send(job).inspect_err(|_| {
-            self.health.queued.fetch_sub(1, Ordering::AcqRel);
-        })
+    /// Writes and reads waiting.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
     }
 
     /// True when other processes write to the same store (replicas).
@@ -156,13 +178,21 @@ impl StoreWorker {
         self.shared
     }
 
-    /// The stored version of a session; `None` when the store did not answer in time.
+    /// The stored version of a session (a save still queued counts as
+    /// stored); `None` when the store did not answer in time.
     pub(crate) fn version(&self, id: &str) -> Option<abridge_store::Result<Option<i64>>> {
+        if let Some(r) = self.queue.waiting_save(id) {
+            return Some(Ok(Some(r.version)));
+        }
         self.ask(|reply| Read::Version(id.to_owned(), reply))
     }
 
-    /// A stored session; `None` when the store did not answer in time.
+    /// A stored session (a save still queued is read as stored); `None`
+    /// when the store did not answer in time.
     pub(crate) fn load(&self, id: &str) -> Option<abridge_store::Result<Option<SessionRecord>>> {
+        if let Some(r) = self.queue.waiting_save(id) {
+            return Some(Ok(Some(r)));
+        }
         self.ask(|reply| Read::Load(id.to_owned(), reply))
     }
 
@@ -174,50 +204,65 @@ impl StoreWorker {
         self.ask(|reply| Read::Original(handle.clone(), reply))
     }
 
-    /// Saves a session, waiting at most [`WAIT`] for it to be written;
-    /// `version` takes the stored version once it is.
+    /// Saves a session: its newest state replaces any still queued. On a
+    /// store replicas share, waits at most [`WAIT`] for it to be written
+    /// (the next request may come to another replica); `version` takes the
+    /// stored version once it is.
     pub(crate) fn save(&self, record: SessionRecord, version: Arc<AtomicI64>) -> Saved {
-        let job = |reply| Job::Save(Box::new(record), version, reply);
-        match self.tell(job) {
+        let (reply, answer) = sync_channel(1);
+        self.queue.save(record, version, reply);
+        if !self.shared || self.stuck(&self.busy_since) {
+            return Saved::Queued;
+        }
+        match self.wait(&answer, StoreOp::Write) {
             Some(Ok(())) => Saved::Written,
             // Logged where it was written.
             Some(Err(_)) => Saved::Failed,
-            None => {
-                tracing::debug!("a session's save is queued behind a slow store");
-                Saved::Queued
-            }
+            None => Saved::Queued,
         }
     }
 
     /// Queues a request log row.
     pub(crate) fn log_request(&self, request: RequestRecord) {
-        self.queue(Job::Request(Box::new(request)));
+        if let Some(gave) = self.queue.request(request) {
+            self.gave_way(gave, 1);
+        }
     }
 
-    /// Waits (at most `limit`) until every queued job is done: at shutdown,
-    /// so that what a stopped proxy knew is in the store.
+    /// Waits (at most `limit`) until every queued write is done: at
+    /// shutdown, so that what a stopped proxy knew is in the store.
     pub(crate) fn flush(&self, limit: Duration) -> bool {
         let (done, wait) = sync_channel(1);
-        self.health.queued.fetch_add(1, Ordering::AcqRel);
-        if self.jobs.send(Job::Flush(done)).is_err() {
-            self.health.queued.fetch_sub(1, Ordering::AcqRel);
-            return false;
-        }
-        wait.recv_timeout(limit).is_ok()
+        self.queue.flush(done);
+        let flushed = wait.recv_timeout(limit).is_ok();
+        self.queue.close();
+        flushed
     }
 
-    fn queue(&self, job: Job) {
-        match self.send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.metrics.store_dropped();
-                tracing::warn!("the store's queue is full: a write was dropped");
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                self.metrics.store_dropped();
-                tracing::warn!("the store's thread is gone: a write was dropped");
-            }
+    /// Counts what gave way, and says so at most once a minute.
+    fn gave_way(&self, what: GaveWay, n: u64) {
+        self.metrics.store_dropped(what, n);
+        let mut log = self.gave_way.lock().unwrap_or_else(|p| p.into_inner());
+        match what {
+            GaveWay::Snapshot => log.snapshots += n,
+            GaveWay::Request => log.requests += n,
         }
+        if log
+            .said
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(60))
+        {
+            return;
+        }
+        tracing::warn!(
+            snapshots = log.snapshots,
+            request_rows = log.requests,
+            "the store cannot keep up: the oldest queued writes gave way \
+             (abridge_store_dropped_total; sessions' states are never dropped)"
+        );
+        *log = GaveWayLog {
+            said: Some(Instant::now()),
+            ..GaveWayLog::default()
+        };
     }
 
     /// Sends a read and waits for its answer at most [`WAIT`]; while every
@@ -231,26 +276,16 @@ impl StoreWorker {
         let sent = !stuck
             && match &self.reads {
                 Some(reads) => reads.try_send(read(reply)).is_ok(),
-                None => self.send(Job::Read(read(reply))).is_ok(),
+                None => {
+                    self.queue.read(read(reply));
+                    true
+                }
             };
         if !sent {
             self.metrics.store_timeout(StoreOp::Read);
             return None;
         }
         self.wait(&answer, StoreOp::Read)
-    }
-
-    /// Queues a write that answers, and waits for the answer at most
-    /// [`WAIT`] (not at all while the writer is stuck).
-    fn tell<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Option<abridge_store::Result<T>> {
-        let stuck = self.stuck(&self.busy_since);
-        let (reply, answer) = sync_channel(1);
-        self.queue(job(reply));
-        if stuck {
-            self.metrics.store_timeout(StoreOp::Write);
-            return None;
-        }
-        self.wait(&answer, StoreOp::Write)
     }
 
     fn wait<T>(
@@ -274,18 +309,32 @@ impl StoreWorker {
         since != 0 && now.saturating_sub(since) > WAIT.as_millis() as u64
     }
 
-    /// Logs the start and the end of a stall, once each.
+    /// Logs a stall's start (at most once a minute, with how many waits
+    /// ran out since) and its end.
     fn note(&self, answered: bool) {
-        let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        if *stalled == answered {
-            *stalled = !answered;
-            if answered {
-                tracing::info!("the store answers again; queued writes are being saved");
-            } else {
+        let mut s = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        match answered {
+            true if s.stalled => {
+                s.stalled = false;
+                tracing::debug!("the store answers again; queued writes are being saved");
+            }
+            true => {}
+            false => {
+                s.stalled = true;
+                s.waits += 1;
+                if s.said
+                    .is_some_and(|t| t.elapsed() < Duration::from_secs(60))
+                {
+                    return;
+                }
                 tracing::warn!(
                     wait_ms = WAIT.as_millis() as u64,
-                    "the store did not answer in time; going on with the sessions in memory"
+                    waits = s.waits,
+                    "the store did not answer in time; going on with the sessions in memory \
+                     (abridge_store_timeouts_total; the writes land when it does)"
                 );
+                s.said = Some(Instant::now());
+                s.waits = 0;
             }
         }
     }
@@ -302,7 +351,7 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) {
 /// A reader's thread: answers reads, taking turns with the other readers,
 /// until the proxy is gone.
 fn read(
-    store: Box<dyn SessionStore>,
+    mut store: Box<dyn SessionStore>,
     reads: Arc<Mutex<Receiver<Read>>>,
     busy: Arc<AtomicU64>,
     epoch: Instant,
@@ -314,6 +363,8 @@ fn read(
             (epoch.elapsed().as_millis() as u64).max(1),
             Ordering::Relaxed,
         );
+        // A file deleted or replaced is opened again, as the writer does.
+        let _ = store.reconnect_if_gone();
         read.answer(store.as_ref());
         busy.store(0, Ordering::Relaxed);
     }
@@ -325,12 +376,7 @@ pub(crate) struct SessionSink(pub(crate) Arc<StoreWorker>);
 
 impl SnapshotSink for SessionSink {
     fn record(&self, snapshot: &SnapshotData<'_>) -> Result<SnapshotId, SnapshotError> {
-        let Some(slot) = self.0.health.snapshot_slot() else {
-            self.0.metrics.store_dropped();
-            return Err(SnapshotError::new(Dropped));
-        };
         let owned = OwnedSnapshot {
-            _slot: slot,
             source: snapshot.thread.unwrap_or_default().to_owned(),
             before: snapshot.before.clone(),
             after: snapshot.after.clone(),
@@ -338,8 +384,24 @@ impl SnapshotSink for SessionSink {
             report: snapshot.report.clone(),
             originals: snapshot.originals.to_vec(),
         };
-        let job = |reply| Job::Snapshot(Box::new(owned), reply);
-        match self.0.tell(job) {
+        let messages = owned.before.messages.iter().chain(&owned.after.messages);
+        let bytes = messages.map(|m| crate::held::cost(m.text_bytes(), 1)).sum();
+        let (reply, answer) = sync_channel(1);
+        let pending = PendingSnapshot {
+            snapshot: Box::new(owned),
+            bytes,
+            reply,
+        };
+        let w = &self.0;
+        let gone = w.queue.snapshot(pending);
+        if gone > 0 {
+            w.gave_way(GaveWay::Snapshot, gone as u64);
+        }
+        if w.stuck(&w.busy_since) {
+            w.metrics.store_timeout(StoreOp::Write);
+            return Err(SnapshotError::new(Late));
+        }
+        match w.wait(&answer, StoreOp::Write) {
             Some(Ok(id)) => Ok(id),
             Some(Err(e)) => Err(SnapshotError::new(e)),
             None => Err(SnapshotError::new(Late)),
@@ -357,21 +419,6 @@ impl SnapshotSink for SessionSink {
         }
     }
 }
-
-/// A snapshot dropped: [`QUEUED_SNAPSHOTS`] already wait for the store.
-#[derive(Debug)]
-struct Dropped;
-
-impl std::fmt::Display for Dropped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{QUEUED_SNAPSHOTS} snapshots already wait for the store: this one is not recorded (abridge_store_dropped_total)"
-        )
-    }
-}
-
-impl std::error::Error for Dropped {}
 
 /// A snapshot queued behind a store that did not answer in time.
 #[derive(Debug)]

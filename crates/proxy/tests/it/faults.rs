@@ -140,9 +140,11 @@ async fn a_deleted_store_file_is_made_again() {
 async fn an_immutable_store_file_loses_nothing() {
     let path = store_path("immutable");
     let (_provider, proxy, stop, done) = proxy_on(&path).await;
+    // The file and its write-ahead log, where SQLite writes first.
+    let wal = format!("{}-wal", path.display());
     let chattr = |flag: &str| {
         std::process::Command::new("chattr")
-            .args([flag, path.to_str().unwrap()])
+            .args([flag, path.to_str().unwrap(), &wal])
             .output()
             .is_ok_and(|o| o.status.success())
     };
