@@ -6,5 +6,6 @@ mod docs;
 mod engine;
 mod serve;
 mod snapshots;
+mod soak;
 mod support;
 mod ui;

@@ -8,8 +8,10 @@ use abridge::tokens::{Counted, Reported, TokenizerKind};
 use abridge::{Config, Engine, Input, Thread};
 
 fn engine(model: &str) -> Engine {
-    let mut c = Config::default();
-    c.model = Some(model.into());
+    let mut c = Config {
+        model: Some(model.into()),
+        ..Config::default()
+    };
     c.trigger.window_fraction = None;
     c.trigger.max_tokens = Some(20_000);
     c.budget.clear_at_least = 1_000;
