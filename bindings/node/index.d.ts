@@ -126,10 +126,10 @@ export class Session<M = unknown> {
   onEvent(listener: (event: AbridgeEvent) => void): this
   /** The recall tool's declaration, or null with `[recall]` off. */
   recallTool(): RecallTool | null
-  /** The recall tool as a plain function: the original a handle names, or why there is none. */
-  recall(handle: string, page?: number): string
+  /** The recall tool as a plain function: the original a handle names, or (given `{ query }`) the lines of this session's originals that hold it; else why there is none. */
+  recall(handle: string | { query: string }, page?: number): string
   /** Answers a call of the recall tool given its arguments (an object or the JSON a model wrote). */
-  recallAnswer(args: { handle: string; page?: number } | string): RecallAnswer
+  recallAnswer(args: { handle?: string; query?: string; page?: number } | string): RecallAnswer
 }
 
 /** Options of `abridgePrepareStep`. */

@@ -147,9 +147,16 @@ class Session {
     return text === null || text === undefined ? null : JSON.parse(text)
   }
 
-  /** The recall tool as a plain function: the original `handle` names (in pages when large), or why there is none. */
+  /**
+   * The recall tool as a plain function: the original `handle` names (in
+   * pages when large), or, given `{ query }` in place of a handle, the lines
+   * of this session's originals that hold it under their handles; else why
+   * there is none.
+   */
   recall(handle, page) {
-    return this.recallAnswer(page === undefined ? { handle } : { handle, page }).text
+    const args = typeof handle === 'object' && handle !== null ? { ...handle } : { handle }
+    if (page !== undefined) args.page = page
+    return this.recallAnswer(args).text
   }
 
   /** Answers a call given its arguments (an object or the JSON a model wrote): `{ text, pieces, isError, page, pages, bytes, handle }`. */

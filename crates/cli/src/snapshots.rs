@@ -421,7 +421,8 @@ pub(crate) fn recall(args: &RecallArgs, out: &mut dyn Write) -> Result<ExitCode>
     let store = args.store.read()?;
     let mut failed = None;
     let input = abridge::recall::RecallInput {
-        handle: args.handle.clone(),
+        handle: Some(args.handle.clone()),
+        query: None,
         page: args.page,
     };
     let answer = abridge::recall::answer(
@@ -434,6 +435,7 @@ pub(crate) fn recall(args: &RecallArgs, out: &mut dyn Write) -> Result<ExitCode>
                 None
             }
         },
+        &[],
         args.page_chars,
     );
     if let Some(e) = failed {

@@ -78,9 +78,14 @@ impl Session {
     }
 
     /// Answers a call of the recall tool, given its arguments
-    /// (`{"handle": "abr_…", "page": 2}`): the original the handle names.
+    /// (`{"handle": "abr_…", "page": 2}`: the original the handle names; or
+    /// `{"query": "a name"}`: the lines of this session's originals that
+    /// hold it, under their handles).
     pub fn recall(&self, arguments: &Value) -> Answer {
-        self.inner.compactor().engine().recall(arguments)
+        let compactor = self.inner.compactor();
+        compactor
+            .thread()
+            .recall(compactor.engine(), arguments, None)
     }
 
     /// Calls `f` with every engine event (sizes, triggers, compactions).

@@ -164,6 +164,10 @@ impl Default for BudgetConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyKind {
+    /// Lose what costs no information: whitespace between the tokens of
+    /// JSON results and arguments, and a result a later one repeats (a
+    /// reference to it instead).
+    Lossless,
     /// Replace old reads of a file the agent read again later with a
     /// placeholder (the newest copy stays).
     SupersedeReads,
@@ -185,6 +189,7 @@ impl PolicyKind {
     /// Name used in configs, reports and events (as serialized).
     pub fn as_str(self) -> &'static str {
         match self {
+            PolicyKind::Lossless => "lossless",
             PolicyKind::SupersedeReads => "supersede_reads",
             PolicyKind::ClipExternal => "clip_external",
             PolicyKind::CollapseFeedback => "collapse_feedback",
@@ -237,6 +242,7 @@ impl Default for PolicyConfig {
         };
         PolicyConfig {
             pipeline: vec![
+                PolicyKind::Lossless,
                 PolicyKind::SupersedeReads,
                 PolicyKind::ClipExternal,
                 PolicyKind::CollapseFeedback,

@@ -260,19 +260,27 @@ impl Engine {
         Some(original)
     }
 
-    /// Answers one call of the recall tool, given its arguments.
+    /// Answers one call of the recall tool, given its arguments (a query
+    /// searches nothing: see [`Thread::recall`](crate::Thread::recall)).
     pub fn recall(&self, arguments: &serde_json::Value) -> Answer {
-        self.recall_in(arguments, None)
+        self.recall_in(arguments, None, &[])
     }
 
     /// Answers one call of the recall tool for `scope` (see
-    /// [`original_in`](Self::original_in)).
-    pub fn recall_in(&self, arguments: &serde_json::Value, scope: Option<&RecallScope>) -> Answer {
+    /// [`original_in`](Self::original_in)); a query searches the originals
+    /// of `searchable` (the conversation's, newest last).
+    pub fn recall_in(
+        &self,
+        arguments: &serde_json::Value,
+        scope: Option<&RecallScope>,
+        searchable: &[Handle],
+    ) -> Answer {
         let r = &self.config.recall;
         let a = answer(
             &r.tool,
             RecallInput::parse(arguments),
             |h| self.original_in(h, scope),
+            searchable,
             r.page_chars,
         );
         self.emit(&Event::Recalled {

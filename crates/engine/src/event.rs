@@ -53,6 +53,14 @@ pub enum Event {
     /// The compaction could not reach its target with the preferred tail
     /// and took a rung of the floor ladder.
     Degraded(Degradation),
+    /// The steps left room under the target, and results they clipped got
+    /// their content back, whole or as excerpts.
+    RoomGivenBack {
+        /// Results given back.
+        results: usize,
+        /// Tokens they added.
+        tokens: Counted,
+    },
     /// A compaction was due but not applied: it would clear fewer tokens
     /// than `budget.clear_at_least`, not worth breaking the prompt cache.
     CompactionSkipped {

@@ -59,6 +59,7 @@ pub mod placeholder;
 mod plan;
 mod policy;
 pub mod recall;
+mod refill;
 mod region_facts;
 mod report;
 mod rewrite;

@@ -58,10 +58,7 @@ pub fn failed_result(first_line: &str, handle: Option<&Handle>) -> String {
 /// (a result placeholder, so clipping leaves it as it is).
 pub fn superseded(path: &str, handle: Option<&Handle>) -> String {
     let path = abridge_model::text::clip(path, 200, 60);
-    bracketed(
-        &format!("{RESULT_NOTE}: {path} is read again later"),
-        handle,
-    )
+    bracketed(&format!("{RESULT_NOTE}: {path}{SUPERSEDED_NOTE}"), handle)
 }
 
 /// Placeholder for an old image.
@@ -82,6 +79,55 @@ pub fn is_external_body(body: &str) -> bool {
 /// True for any tool-result placeholder.
 pub fn is_result_placeholder(text: &str) -> bool {
     text.starts_with(&format!("[{RESULT_NOTE}"))
+}
+
+/// Placeholder for a result that a later result (of call `later`)
+/// repeats word for word: the content is still in the history.
+pub fn repeated(later: &str) -> String {
+    let later = abridge_model::text::clip(later, 120, 0);
+    bracketed(
+        &format!("{RESULT_NOTE}: same as call {later}'s, later"),
+        None,
+    )
+}
+
+/// How a read that a later read supersedes says so ([`superseded`]).
+const SUPERSEDED_NOTE: &str = " is read again later";
+
+/// True for a placeholder [`superseded`] wrote.
+pub fn is_superseded(text: &str) -> bool {
+    is_result_placeholder(text)
+        && text
+            .split_once(';')
+            .map_or(text, |(before, _)| before)
+            .trim_end_matches(']')
+            .ends_with(SUPERSEDED_NOTE)
+}
+
+/// The handle a placeholder's first line names (`…; recall abr_…]`).
+pub fn handle_in(text: &str) -> Option<Handle> {
+    let line = text.lines().next()?;
+    let (_, rest) = line.split_once("; recall ")?;
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(rest.len());
+    Handle::parse(&rest[..end])
+}
+
+/// What heads an excerpt of a result given back into a compaction's room.
+const EXCERPT_NOTE: &str = "excerpt of a tool result";
+
+/// `[excerpt of a tool result of N lines, the lines cut said; recall
+/// abr_… for all of it]`.
+pub fn excerpt_header(lines: usize, handle: &Handle) -> String {
+    format!("[{EXCERPT_NOTE} of {lines} lines, the lines cut said; recall {handle} for all of it]")
+}
+
+/// The handle of an excerpt [`excerpt_header`] headed, if `text` is one.
+pub fn excerpt_handle(text: &str) -> Option<Handle> {
+    text.starts_with(&format!("[{EXCERPT_NOTE}"))
+        .then(|| handle_in(text))
+        .flatten()
 }
 
 /// `[N earlier iterations omitted; recall abr_…]`.

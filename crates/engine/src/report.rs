@@ -114,6 +114,10 @@ pub struct Report {
     /// sheet): what a chained compaction of this conversation merges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sheet: Option<Sheet>,
+    /// The handles of the originals this compaction kept (the recall tool
+    /// answers them, and its search reads them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<crate::recall::Handle>,
 }
 
 impl Report {
@@ -205,6 +209,7 @@ pub(crate) fn unchanged<'a>(
             briefing: None,
             calibration: eval.calibration,
             sheet: None,
+            handles: Vec::new(),
         },
         conversation: Cow::Borrowed(conv),
     }

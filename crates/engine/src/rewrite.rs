@@ -115,6 +115,10 @@ impl Rewriter<'_> {
             return Err(self.floor_sent(conv, plan, work, &eval, e));
         }
         self.cancel.check()?;
+        let mut eval = eval;
+        if let Some(target) = plan.target {
+            self.refill(&mut work, target, &mut eval.events);
+        }
         if work.runs.is_empty() && work.degraded.is_empty() {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
@@ -285,6 +289,25 @@ impl Rewriter<'_> {
             self.take_briefing(work, b);
         }
         work.total <= target
+    }
+
+    /// Gives the room the steps left under `target` back to the results
+    /// they clipped ([`refill`](crate::refill)), and says so in `events`.
+    fn refill(&mut self, work: &mut Work, target: Counted, events: &mut Vec<Event>) {
+        let (results, tokens) = crate::refill::refill(
+            &mut work.messages,
+            &mut work.counts,
+            &mut work.total,
+            target,
+            &work.originals,
+            self.counter,
+        );
+        if results > 0 {
+            debug_assert_eq!(work.total, self.checked_total(work));
+            let e = Event::RoomGivenBack { results, tokens };
+            self.engine.emit(&e);
+            events.push(e);
+        }
     }
 
     /// Puts a briefing in place of the region it replaced, and records it.
@@ -556,6 +579,7 @@ impl Rewriter<'_> {
         eval.events.push(event);
         let events = std::mem::take(&mut eval.events);
         let mut report = report_of(conv, &after, plan, plan.target, work, &eval, events);
+        report.handles = originals.iter().map(|o| o.handle.clone()).collect();
         self.cancel.check()?;
         self.snapshot(conv, &after, &originals, &mut report);
         Ok(Outcome {
@@ -729,6 +753,7 @@ fn report_of(
         briefing: after.messages.iter().position(|m| m.meta.compact_summary),
         calibration: eval.calibration,
         sheet: work.sheet,
+        handles: Vec::new(),
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
 use crate::carryover::Carryover;
+use crate::recall::Handle;
 use crate::summarize_step::KeptBriefing;
 
 /// What a thread keeps across restarts: everything but its caches.
@@ -48,11 +49,28 @@ pub struct ThreadState {
     /// chained compaction merges it rather than parse its text back.
     #[serde(default)]
     pub briefing: Option<KeptBriefing>,
+    /// The handles of the originals its compactions kept, newest last (at
+    /// most [`ThreadState::HANDLES`]): what the recall tool's search reads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<Handle>,
 }
 
 impl ThreadState {
     /// The format written by this release.
     pub const VERSION: u32 = 1;
+
+    /// Most handles a thread keeps for the recall tool's search.
+    pub const HANDLES: usize = 2048;
+
+    /// Keeps `handles` (a compaction's) for the search, each once, the
+    /// oldest going past [`HANDLES`](Self::HANDLES).
+    pub(crate) fn keep_handles(&mut self, handles: &[Handle]) {
+        let new: std::collections::HashSet<&Handle> = handles.iter().collect();
+        self.handles.retain(|h| !new.contains(h));
+        self.handles.extend(handles.iter().cloned());
+        let over = self.handles.len().saturating_sub(Self::HANDLES);
+        self.handles.drain(..over);
+    }
 
     /// Reads a stored state: this release's JSON, or the bare calibration
     /// that stores wrote before threads were persisted whole.

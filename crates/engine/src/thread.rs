@@ -333,6 +333,19 @@ impl Thread {
         }
     }
 
+    /// Answers a call of the recall tool in this conversation: an original
+    /// by its handle, or a search of every original its compactions kept
+    /// (see [`Engine::recall_in`]; `scope`: a shared proxy's tenant and
+    /// session).
+    pub fn recall(
+        &self,
+        engine: &Engine,
+        arguments: &serde_json::Value,
+        scope: Option<&crate::recall::RecallScope>,
+    ) -> crate::recall::Answer {
+        engine.recall_in(arguments, scope, &self.state.handles)
+    }
+
     /// Whether a turn can take `input`: a history that leaves out its first
     /// messages ([`Input::after`]) needs a carried compaction that covers
     /// them and goes on into what the history holds.
@@ -592,6 +605,7 @@ impl Thread {
         if outcome.report.compacted {
             self.state.compacted_at = iterations(&outcome.conversation.messages).len();
             self.keep_briefing(&outcome);
+            self.state.keep_handles(&outcome.report.handles);
         }
         Ok(outcome)
     }

@@ -475,6 +475,7 @@ impl Context<'_> {
         let recalling = tool.zip(api).map(|(tool, api)| Recalling {
             engine: s.engine.clone(),
             scope: s.recall_scope(),
+            searchable: s.thread.state().handles.as_slice().into(),
             tool: tool.name,
             max_rounds: s.engine.config().recall.max_rounds,
             api,

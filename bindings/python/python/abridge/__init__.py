@@ -202,12 +202,20 @@ class Session:
         text = self._native.recall_tool()
         return None if text is None else json.loads(text)
 
-    def recall(self, handle: str, page: Optional[int] = None) -> str:
+    def recall(
+        self, handle: Optional[str] = None, page: Optional[int] = None, query: Optional[str] = None
+    ) -> str:
         """The recall tool as a plain function: the original ``handle``
-        names (in pages when it is large; the answer says so), or a message
-        that says why there is none. Images are left out of the text (see
-        ``recall_answer``)."""
-        args: Dict[str, Any] = {"handle": handle}
+        names (in pages when it is large; the answer says so), or, given a
+        ``query`` (a name, an id, a phrase) instead, the lines of this
+        session's originals that hold it under their handles; else a
+        message that says why there is none. Images are left out of the
+        text (see ``recall_answer``)."""
+        args: Dict[str, Any] = {}
+        if handle is not None:
+            args["handle"] = handle
+        if query is not None:
+            args["query"] = query
         if page is not None:
             args["page"] = page
         return self.recall_answer(args)["text"]

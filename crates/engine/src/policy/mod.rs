@@ -6,6 +6,7 @@
 mod drop;
 mod external;
 mod feedback;
+mod lossless;
 mod supersede;
 mod tool_args;
 mod tool_results;
@@ -21,6 +22,7 @@ use crate::recall::Found;
 /// summarizing, which needs the original history and a summarizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Policy {
+    Lossless,
     SupersedeReads,
     ClipExternal,
     CollapseFeedback,
@@ -41,6 +43,7 @@ pub(crate) enum Step {
 impl From<PolicyKind> for Step {
     fn from(kind: PolicyKind) -> Self {
         match kind {
+            PolicyKind::Lossless => Step::Policy(Policy::Lossless),
             PolicyKind::SupersedeReads => Step::Policy(Policy::SupersedeReads),
             PolicyKind::ClipExternal => Step::Policy(Policy::ClipExternal),
             PolicyKind::CollapseFeedback => Step::Policy(Policy::CollapseFeedback),
@@ -54,11 +57,12 @@ impl From<PolicyKind> for Step {
 
 impl Policy {
     /// In how many steps it advances over the old region, oldest first, so
-    /// that no more is cleared than the target needs. Superseding goes over
-    /// it at once: an older copy of a file is redundant whatever its age.
+    /// that no more is cleared than the target needs. Superseding and
+    /// what loses nothing go over it at once: an older copy of a file is
+    /// redundant whatever its age.
     pub(crate) fn steps(self) -> usize {
         match self {
-            Policy::SupersedeReads => 1,
+            Policy::Lossless | Policy::SupersedeReads => 1,
             _ => 4,
         }
     }
@@ -66,6 +70,7 @@ impl Policy {
     /// The configured kind it implements, as reports name it.
     pub(crate) fn kind(self) -> PolicyKind {
         match self {
+            Policy::Lossless => PolicyKind::Lossless,
             Policy::SupersedeReads => PolicyKind::SupersedeReads,
             Policy::ClipExternal => PolicyKind::ClipExternal,
             Policy::CollapseFeedback => PolicyKind::CollapseFeedback,
@@ -95,6 +100,7 @@ pub(crate) fn apply(
         return 0;
     }
     match policy {
+        Policy::Lossless => lossless::apply(messages, region),
         Policy::SupersedeReads => supersede::apply(messages, region, cfg, found),
         Policy::ClipExternal => external::apply(messages, region, cfg, found),
         Policy::CollapseFeedback => feedback::apply(messages, region, cfg),

@@ -1,5 +1,6 @@
 //! `clip_tool_results`: old tool results become a placeholder that names
-//! the original by its handle. A failed result keeps its first line, so
+//! the original by its handle (an excerpt an earlier compaction gave back
+//! goes back to the placeholder of the original it named). A failed result keeps its first line, so
 //! the agent still knows the step failed. Results of tools named in
 //! `keep_results_of` and of the recall tool (what the model asked back is
 //! not taken away again), and results shorter than `min_result_chars`, are
@@ -13,7 +14,7 @@ use abridge_model::{Message, Part, ToolResult};
 use abridge_summarize::outcome::{CallOutcome, outcome};
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{failed_result, is_result_placeholder, result};
+use crate::placeholder::{excerpt_handle, failed_result, is_result_placeholder, result};
 use crate::recall::{Found, Original, answered_calls, keep};
 
 pub(super) fn apply(
@@ -49,7 +50,18 @@ pub(super) fn apply(
             let keep_it = call.is_some_and(|c| {
                 cfg.keep_results_of.contains(&c.name) || Some(c.name.as_str()) == recall_tool
             });
-            if keep_it || !worth_clipping(r, cfg) {
+            if keep_it {
+                continue;
+            }
+            // An excerpt an earlier compaction gave back goes back to its
+            // placeholder, its original the one it named.
+            if let [Part::Text(t)] = r.parts.as_slice()
+                && let Some(h) = excerpt_handle(&t.text)
+            {
+                clips.push((i, j, result(Some(&h))));
+                continue;
+            }
+            if !worth_clipping(r, cfg) {
                 continue;
             }
             let rank = here

@@ -28,7 +28,10 @@ impl RecallTool {
                 this conversation to save context: a tool result, tool-call arguments, a page \
                 snapshot, an image, or every message a briefing replaced. Pass the handle \
                 (abr_…) written in the placeholder or in the briefing's list of recallable \
-                originals. Large originals come in pages; the answer says how many."
+                originals; large originals come in pages, and the answer says how many. Or pass \
+                a query (a name, an id, a phrase) to search every original this conversation \
+                kept: the answer lists the lines that hold it under the handles of their \
+                originals."
                 .to_owned(),
             parameters: json!({
                 "type": "object",
@@ -37,13 +40,16 @@ impl RecallTool {
                         "type": "string",
                         "description": "The handle: abr_ and the letters and digits after it, as written."
                     },
+                    "query": {
+                        "type": "string",
+                        "description": "Instead of a handle: a name, an id or a phrase to search every original for."
+                    },
                     "page": {
                         "type": "integer",
                         "minimum": 1,
-                        "description": "Page of a large original (1 when absent)."
+                        "description": "Page of a large original or of a search's matches (1 when absent)."
                     }
-                },
-                "required": ["handle"]
+                }
             }),
         }
     }
@@ -62,11 +68,16 @@ impl RecallTool {
     }
 }
 
-/// A call of the tool, as the model writes its input.
+/// A call of the tool, as the model writes its input: a handle, or a
+/// query to search for.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct RecallInput {
     /// The handle asked for.
-    pub handle: String,
+    #[serde(default)]
+    pub handle: Option<String>,
+    /// What to search every original for, when no handle is given.
+    #[serde(default)]
+    pub query: Option<String>,
     /// The page (1-based; 1 when absent).
     #[serde(default)]
     pub page: Option<usize>,
@@ -75,11 +86,20 @@ pub struct RecallInput {
 impl RecallInput {
     /// Reads a call's arguments, or says what is wrong with them.
     pub fn parse(arguments: &Value) -> Result<RecallInput, String> {
-        serde_json::from_value(arguments.clone()).map_err(|e| {
+        let input: RecallInput = serde_json::from_value(arguments.clone()).map_err(|e| {
             format!(
-                "takes {{\"handle\": \"abr_…\", \"page\": 1}}; the arguments given do not fit: {e}"
+                "takes {{\"handle\": \"abr_…\", \"page\": 1}} or {{\"query\": \"a name or a phrase\"}}; \
+                 the arguments given do not fit: {e}"
             )
-        })
+        })?;
+        match (&input.handle, &input.query) {
+            (None, None) => Err(
+                "takes a \"handle\" (abr_…, as written in a placeholder or the briefing) or a \
+                 \"query\" (a name or a phrase to search every original for); neither was given"
+                    .to_owned(),
+            ),
+            _ => Ok(input),
+        }
     }
 }
 
@@ -114,7 +134,7 @@ impl Answer {
         texts.join("\n")
     }
 
-    fn error(handle: Option<Handle>, text: String) -> Answer {
+    pub(crate) fn error(handle: Option<Handle>, text: String) -> Answer {
         Answer {
             handle,
             pieces: vec![Piece::Text { text }],
@@ -131,24 +151,32 @@ const IMAGE_CHARS: usize = 1_000;
 
 /// Answers a call of the tool named `tool` with `input` (its parsed
 /// arguments, or what was wrong with them), given the original `lookup`
-/// finds, with pages of at most `page_chars` characters of text.
+/// finds for a handle, with pages of at most `page_chars` characters of
+/// text. A query searches the originals of `searchable` (newest last).
 pub fn answer(
     tool: &str,
     input: Result<RecallInput, String>,
-    lookup: impl FnOnce(&Handle) -> Option<std::sync::Arc<Original>>,
+    mut lookup: impl FnMut(&Handle) -> Option<std::sync::Arc<Original>>,
+    searchable: &[Handle],
     page_chars: usize,
 ) -> Answer {
     let input = match input {
         Ok(i) => i,
         Err(why) => return Answer::error(None, format!("{tool} {why}")),
     };
-    let Some(handle) = Handle::parse(&input.handle) else {
+    let page = input.page.unwrap_or(1);
+    let Some(asked) = input.handle else {
+        let query = input.query.unwrap_or_default();
+        let originals = searchable.iter().rev().filter_map(|h| lookup(h));
+        return super::search::search(tool, &query, page, originals, page_chars);
+    };
+    let Some(handle) = Handle::parse(&asked) else {
         return Answer::error(
             None,
             format!(
-                "{tool}: {:?} is not a handle. Handles are abr_ and ten letters and digits; they are written in \
-                 clipped placeholders and in the briefing's list of recallable originals.",
-                input.handle
+                "{tool}: {asked:?} is not a handle. Handles are abr_ and ten letters and digits; they are written in \
+                 clipped placeholders and in the briefing's list of recallable originals. To look for a name \
+                 instead, pass it as \"query\"."
             ),
         );
     };
@@ -163,7 +191,6 @@ pub fn answer(
     };
     let pages = paginate(&original.pieces, page_chars.max(1));
     let n = pages.len().max(1);
-    let page = input.page.unwrap_or(1);
     if page == 0 || page > n {
         return Answer::error(
             Some(handle.clone()),
@@ -283,7 +310,8 @@ mod tests {
 
     fn call(handle: &str, page: Option<usize>) -> Result<RecallInput, String> {
         Ok(RecallInput {
-            handle: handle.into(),
+            handle: Some(handle.into()),
+            query: None,
             page,
         })
     }
@@ -295,6 +323,7 @@ mod tests {
             "abridge_recall",
             call(o.handle.as_str(), None),
             |_| Some(o.clone()),
+            &[],
             100,
         );
         assert!(!a.is_error);
@@ -316,6 +345,7 @@ mod tests {
             "r",
             call(o.handle.as_str(), None),
             |_| Some(o.clone()),
+            &[],
             1000,
         );
         assert!(first.pages > 1);
@@ -327,6 +357,7 @@ mod tests {
                 "r",
                 call(o.handle.as_str(), Some(page)),
                 |_| Some(o.clone()),
+                &[],
                 1000,
             );
             assert!(!a.is_error);
@@ -345,6 +376,7 @@ mod tests {
             "r",
             call(o.handle.as_str(), Some(99)),
             |_| Some(o.clone()),
+            &[],
             1000,
         );
         assert!(past.is_error && past.text().contains("does not exist"));
@@ -352,16 +384,33 @@ mod tests {
 
     #[test]
     fn unknown_handles_and_bad_calls_say_what_to_do() {
-        let a = answer("r", call("abr_zzzzzzzzzz", None), |_| None, 1000);
+        let a = answer("r", call("abr_zzzzzzzzzz", None), |_| None, &[], 1000);
         assert!(a.is_error && a.text().contains("unknown or its original has expired"));
-        let a = answer("r", call("src/a.rs", None), |_| None, 1000);
+        let a = answer("r", call("src/a.rs", None), |_| None, &[], 1000);
         assert!(a.is_error && a.text().contains("is not a handle"));
         let a = answer(
             "r",
             RecallInput::parse(&json!({"path": "x"})),
             |_| None,
+            &[],
             1000,
         );
-        assert!(a.is_error && a.text().contains("takes {\"handle\""));
+        assert!(
+            a.is_error && a.text().contains("neither was given"),
+            "{}",
+            a.text()
+        );
+        let a = answer(
+            "r",
+            RecallInput::parse(&json!({"handle": 3})),
+            |_| None,
+            &[],
+            1000,
+        );
+        assert!(
+            a.is_error && a.text().contains("takes {\"handle\""),
+            "{}",
+            a.text()
+        );
     }
 }

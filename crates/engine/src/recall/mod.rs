@@ -9,6 +9,7 @@ mod cache;
 mod handle;
 pub(crate) mod index;
 mod original;
+mod search;
 
 use std::collections::HashMap;
 

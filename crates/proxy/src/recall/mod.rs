@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use abridge::Engine;
 use abridge::model::{Conversation, Wire};
-use abridge::recall::{Answer, RecallScope, RecallTool};
+use abridge::recall::{Answer, Handle, RecallScope, RecallTool};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response};
 use futures_util::future::BoxFuture;
@@ -97,6 +97,9 @@ pub(crate) struct Recalling {
     pub(crate) engine: Arc<Engine>,
     /// Whose originals it may answer with: its session's tenant's.
     pub(crate) scope: RecallScope,
+    /// The originals its session's compactions kept, newest last: what a
+    /// search reads.
+    pub(crate) searchable: Arc<[Handle]>,
     /// The tool's name.
     pub(crate) tool: String,
     /// Most rounds answered for one client request.
@@ -174,10 +177,14 @@ impl Recalling {
     /// Answers the calls (off the async runtime: the store may be read).
     async fn answer(&self, calls: Vec<Call>, metrics: &Metrics) -> Vec<(String, Answer)> {
         let (engine, scope) = (self.engine.clone(), self.scope.clone());
+        let searchable = self.searchable.clone();
         let answered = tokio::task::spawn_blocking(move || {
             calls
                 .into_iter()
-                .map(|c| (c.id, engine.recall_in(&c.arguments, Some(&scope))))
+                .map(|c| {
+                    let a = engine.recall_in(&c.arguments, Some(&scope), &searchable);
+                    (c.id, a)
+                })
                 .collect::<Vec<_>>()
         })
         .await

@@ -4,6 +4,8 @@
 //! response without the tool, streamed or not, Chat Completions,
 //! Anthropic, the Responses API or Gemini.
 
+use std::collections::BTreeSet;
+
 use abridge_testkit::{ProviderOptions, ProviderReport};
 
 use crate::CONFIG;
@@ -233,7 +235,84 @@ async fn an_agent_without_tools_is_never_pointed_at_the_recall_tool() {
     let with_tools = text_agent(true).await;
     assert!(
         with_tools.iter().any(|b| b.contains("<compacted-history>")
-            && b.contains("Recallable originals (abridge_recall)")),
+            && b.contains(
+                "Recallable originals (abridge_recall: a handle below, or a query to search them)"
+            )),
         "with tools, the briefing's index names the recall tool"
     );
+}
+
+/// A model that does not know which handle holds a name searches for it:
+/// the proxy answers with the line of the clipped original that holds it,
+/// under that original's handle, on every API, streamed or not. Another
+/// key's model searching its own session for the same name (its histories
+/// are the same words) is answered from its own originals only: no handle
+/// of the first key's in anything it gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_finds_a_name_from_a_clipped_result_within_its_own_tenant() {
+    // A line only the second turn's file read holds.
+    let name = "step_1_17";
+    for api in APIS {
+        for stream in [false, true] {
+            let what = format!("{api:?}, stream {stream}, search");
+            let setup = start(CONFIG, ProviderOptions::default(), None).await;
+            let mut answers = Vec::new();
+            for key in ["key-a", "key-b"] {
+                let seen = setup.provider.report().requests.len();
+                let headers = [
+                    ("x-fake-recall", "alone"),
+                    ("x-fake-recall-query", name),
+                    ("authorization", key),
+                    ("x-api-key", key),
+                    ("x-goog-api-key", key),
+                ];
+                let log = match api {
+                    Api::Chat => openai_loop(&setup.proxy, TURNS, stream, &headers).await,
+                    Api::Anthropic => anthropic_loop(&setup.proxy, TURNS, stream, &headers).await,
+                    Api::Responses => responses_loop(&setup.proxy, TURNS, stream, &headers).await,
+                    Api::Gemini => {
+                        let how = if stream { "sse" } else { "whole" };
+                        gemini_loop(&setup.proxy, TURNS, how, &headers).await
+                    }
+                };
+                assert!(log.compacted > 0, "{what}");
+                let report = setup.provider.report();
+                let got: Vec<String> = report.requests[seen..]
+                    .iter()
+                    .flat_map(|r| r.recalled.iter().cloned())
+                    .collect();
+                assert!(!got.is_empty(), "{what}: {key}'s model never searched");
+                answers.push(got);
+            }
+            let report = setup.stop().await.report();
+            assert_valid_and_untraced(&report, &what);
+            let line = format!("fn step_1_17(x: u32) -> u32 {{ x * 17 + 1 }} // line 17");
+            let handles = |texts: &[String]| -> BTreeSet<String> {
+                texts
+                    .iter()
+                    .flat_map(|t| t.split(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+                    .filter(|w| w.starts_with("abr_"))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            for (key, got) in ["key-a", "key-b"].iter().zip(&answers) {
+                let found: Vec<&String> = got.iter().filter(|a| a.contains(&line)).collect();
+                assert!(
+                    !found.is_empty(),
+                    "{what}: {key} did not get the line back: {got:?}"
+                );
+                assert!(
+                    found
+                        .iter()
+                        .all(|a| a.contains(&format!("search for \"{name}\"")))
+                );
+            }
+            let (a, b) = (handles(&answers[0]), handles(&answers[1]));
+            assert!(!a.is_empty() && !b.is_empty());
+            assert!(
+                a.is_disjoint(&b),
+                "{what}: one key's search named the other's handles"
+            );
+        }
+    }
 }

@@ -329,8 +329,16 @@ async fn answer_as(
             .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
     // A scripted model's final answer is not held up by a recall.
     let answers = s.options.script.is_some() && reply.call.is_none();
+    // A model told to search names what it looks for instead of a handle.
+    let query = headers
+        .get("x-fake-recall-query")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     if let Some(h) = recall.filter(|_| !answers) {
-        reply.recall = Some(json!({"handle": h}));
+        reply.recall = Some(match query {
+            Some(q) => json!({"query": q}),
+            None => json!({"handle": h}),
+        });
         if postponed {
             reply.call = None;
         }

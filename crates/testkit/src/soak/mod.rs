@@ -12,7 +12,7 @@ mod proxy;
 mod store;
 mod upstream;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -115,8 +115,13 @@ pub struct SoakReport {
     pub store_timeouts: f64,
     /// What the store holds after the proxies stopped.
     pub store: Option<StoreCounts>,
-    /// Sessions the client saw compacted that the store does not hold.
+    /// Sessions the client saw compacted that the store does not hold,
+    /// though the retention (which removes the least recently saved first)
+    /// kept older ones.
     pub compacted_sessions_missing: usize,
+    /// Sessions the client saw compacted that the retention removed (last
+    /// compacted before the oldest session it kept was saved).
+    pub compacted_sessions_retired: usize,
     /// What the upstream saw.
     pub upstream: UpstreamReport,
     /// Lines of the proxies' logs that warn (at most the first 20), and how many.
@@ -184,7 +189,9 @@ struct Tally {
     failed: u64,
     compacted: u64,
     latencies_us: Vec<u32>,
-    compacted_sessions: BTreeSet<String>,
+    /// Each session the client saw compacted, and when last (seconds since
+    /// the Unix epoch).
+    compacted_sessions: BTreeMap<String, f64>,
 }
 
 /// An HTTP client (plain HTTP on loopback; rustls only because reqwest
@@ -265,7 +272,7 @@ pub async fn run(
                 t.latencies_us
                     .push(sent.latency.as_micros().min(u32::MAX as u128) as u32);
                 if let (true, Some(s)) = (sent.compacted, sent.session) {
-                    t.compacted_sessions.insert(s);
+                    t.compacted_sessions.insert(s, store::now());
                 }
             }
         }));
@@ -318,9 +325,9 @@ pub async fn run(
     let warnings = warnings(&logs);
     let t = std::mem::take(&mut *tally.lock().unwrap());
     let stored = store.counts(&t.compacted_sessions)?;
-    let (counts, missing) = match stored {
-        Some((c, m)) => (Some(c), m),
-        None => (None, 0),
+    let (counts, missing, retired) = match stored {
+        Some((c, m, r)) => (Some(c), m, r),
+        None => (None, 0, 0),
     };
     let mut latencies = t.latencies_us;
     latencies.sort_unstable();
@@ -348,6 +355,7 @@ pub async fn run(
         store_timeouts,
         store: counts,
         compacted_sessions_missing: missing,
+        compacted_sessions_retired: retired,
         upstream: upstream.report(),
         warnings,
     })
@@ -461,7 +469,10 @@ impl SoakReport {
             );
             line(
                 "  compacted sessions not stored",
-                self.compacted_sessions_missing.to_string(),
+                format!(
+                    "{} (and {} the retention removed)",
+                    self.compacted_sessions_missing, self.compacted_sessions_retired
+                ),
             );
         }
         let u = &self.upstream;

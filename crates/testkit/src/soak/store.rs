@@ -1,7 +1,7 @@
 //! The soak's store: none, a SQLite file, or a PostgreSQL server started
 //! for the run; and what it holds once the proxies stopped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -51,11 +51,14 @@ impl Backend {
         })
     }
 
-    /// What it holds, and how many of `compacted` (session ids) it lacks.
+    /// What it holds; of `compacted` (session ids, each with when it was
+    /// last compacted), how many it lacks though it kept sessions saved
+    /// before, and how many the retention removed (the least recently
+    /// saved first: those last compacted before the oldest it kept).
     pub(super) fn counts(
         &self,
-        compacted: &BTreeSet<String>,
-    ) -> Result<Option<(StoreCounts, usize)>, String> {
+        compacted: &BTreeMap<String, f64>,
+    ) -> Result<Option<(StoreCounts, usize, usize)>, String> {
         let count = |sql: &str| -> Result<u64, String> {
             match self {
                 Backend::None => Ok(0),
@@ -115,7 +118,34 @@ impl Backend {
             requests: recorded("requests")?,
             bytes,
         };
-        let missing = compacted.iter().filter(|s| !ids.contains(*s)).count();
-        Ok(Some((counts, missing)))
+        // When the oldest session kept was last saved (a second of slack:
+        // a save lands a batch after its response).
+        let oldest: Option<f64> = match self {
+            Backend::Sqlite(path) => {
+                let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+                conn.query_row(
+                    "SELECT (julianday(min(updated_at)) - 2440587.5) * 86400.0 FROM sessions",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| e.to_string())?
+            }
+            Backend::Postgres(pg) => pg
+                .psql("SELECT extract(epoch FROM min(updated_at)) FROM abridge_sessions")?
+                .parse()
+                .ok(),
+            Backend::None => None,
+        };
+        let unstored = compacted.iter().filter(|(s, _)| !ids.contains(*s));
+        let (retired, missing): (Vec<_>, Vec<_>) =
+            unstored.partition(|(_, at)| oldest.is_some_and(|o| **at + 1.0 < o));
+        Ok(Some((counts, missing.len(), retired.len())))
     }
+}
+
+/// Now, in seconds since the Unix epoch.
+pub(super) fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -1,0 +1,302 @@
+//! Using the room a compaction leaves. Clipping replaces a tool result
+//! whole, so a history can land far under its target: one large result
+//! clipped is the difference between keeping all of it and none. Once the
+//! steps have reached the target, the results this compaction clipped that
+//! are still in the history get their content back, newest first: whole
+//! when it fits what is left of the target, else as an excerpt sized to it
+//! — its first lines, its last lines and, between them, the lines that
+//! name the most, each gap said — headed by what it is and its handle, so
+//! the whole stays one recall away. A result is never all-or-nothing.
+
+use abridge_model::{Message, Part};
+use abridge_summarize::ident::prose_identifiers;
+use abridge_tokens::{Counted, TokenCounter};
+
+use crate::placeholder::{self, excerpt_header};
+use crate::recall::{Handle, Original, OriginalKind};
+
+/// Room under which nothing is given back: a few lines are not worth a
+/// prefix the provider's cache would miss.
+const MIN_ROOM: Counted = Counted::new(200);
+
+/// Shares of an excerpt's room for its first lines and its last ones; the
+/// rest goes to the lines between that name the most.
+const HEAD_SHARE: f64 = 0.5;
+const TAIL_SHARE: f64 = 0.2;
+
+/// A clipped result still in the history: where it is, and its original.
+struct Clipped<'o> {
+    message: usize,
+    part: usize,
+    original: &'o Original,
+}
+
+/// Gives the room under `target` back to the results clipped into
+/// `originals`, newest first; returns how many it gave back and the tokens
+/// it added. `counts` are the tokens of each of `messages` and `total`
+/// those of the history (tools included); both are kept up to date.
+pub(crate) fn refill(
+    messages: &mut [Message],
+    counts: &mut [Counted],
+    total: &mut Counted,
+    target: Counted,
+    originals: &[Original],
+    counter: &mut TokenCounter,
+) -> (usize, Counted) {
+    let before = *total;
+    let mut given = 0;
+    for c in clipped(messages, originals) {
+        let room = target.saturating_sub(*total);
+        if room < MIN_ROOM {
+            break;
+        }
+        let Some(text) = text_of(c.original) else {
+            continue;
+        };
+        let old = counts[c.message];
+        // What the placeholder takes now comes back with the room.
+        let Some(new) = fit(
+            &text,
+            &c.original.handle,
+            room + placeholder_tokens(&messages[c.message], c.part, counter),
+            counter,
+        ) else {
+            continue;
+        };
+        let mut m = messages[c.message].clone();
+        let Part::ToolResult(r) = &mut m.parts[c.part] else {
+            continue;
+        };
+        r.replace_with_text(new);
+        let now = counter.count_message(&m).total();
+        let after = total.saturating_sub(old) + now;
+        if after > target {
+            continue;
+        }
+        *total = after;
+        counts[c.message] = now;
+        messages[c.message] = m;
+        given += 1;
+    }
+    (given, total.saturating_sub(before))
+}
+
+/// The results of `messages` clipped into `originals` (their placeholder
+/// names one), newest first. A read that a later read supersedes stays
+/// clipped: its file is in the history again.
+fn clipped<'o>(messages: &[Message], originals: &'o [Original]) -> Vec<Clipped<'o>> {
+    let by_handle: std::collections::HashMap<&Handle, &Original> = originals
+        .iter()
+        .filter(|o| o.kind == OriginalKind::ToolResult)
+        .map(|o| (&o.handle, o))
+        .collect();
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate().rev() {
+        for (j, p) in m.parts.iter().enumerate().rev() {
+            let Part::ToolResult(r) = p else { continue };
+            let [Part::Text(t)] = r.parts.as_slice() else {
+                continue;
+            };
+            if !placeholder::is_result_placeholder(&t.text) || placeholder::is_superseded(&t.text) {
+                continue;
+            }
+            let original = placeholder::handle_in(&t.text).and_then(|h| by_handle.get(&h));
+            if let Some(original) = original {
+                out.push(Clipped {
+                    message: i,
+                    part: j,
+                    original,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// An original's text, when it is all text.
+fn text_of(o: &Original) -> Option<String> {
+    let mut out = String::new();
+    for p in &o.pieces {
+        match p {
+            crate::recall::Piece::Text { text } => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+            crate::recall::Piece::Image { .. } => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Tokens of part `j` of `m` as it is (a placeholder).
+fn placeholder_tokens(m: &Message, j: usize, counter: &TokenCounter) -> Counted {
+    match &m.parts[j] {
+        Part::ToolResult(r) => counter.count_text(&r.text()),
+        _ => Counted::ZERO,
+    }
+}
+
+/// The result's text whole when it fits `room`, else an excerpt that does;
+/// `None` when not even a few lines do.
+fn fit(text: &str, handle: &Handle, room: Counted, counter: &TokenCounter) -> Option<String> {
+    // A little for the framing a part's text gets in a message.
+    let room = room.saturating_sub(Counted::new(8));
+    if counter.count_text(text) <= room {
+        return Some(text.to_owned());
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    // Sized by an estimate, then checked: smaller each time it is over.
+    let mut budget = room;
+    for _ in 0..4 {
+        let excerpt = excerpt(&lines, text, handle, budget, counter)?;
+        if counter.count_text(&excerpt) <= room {
+            return Some(excerpt);
+        }
+        budget = Counted::new(budget.get() * 4 / 5);
+    }
+    None
+}
+
+/// An excerpt of `lines` (of `text`) in about `budget` tokens: its header,
+/// then the first lines, the lines between that name the most and the
+/// last lines, in their order, each gap said.
+fn excerpt(
+    lines: &[&str],
+    text: &str,
+    handle: &Handle,
+    budget: Counted,
+    counter: &TokenCounter,
+) -> Option<String> {
+    let header = excerpt_header(lines.len(), handle);
+    let room = budget.saturating_sub(counter.count_text(&header) + Counted::new(16));
+    if room < Counted::new(32) {
+        return None;
+    }
+    if lines.len() < 3 {
+        // One long line (a minified document): its beginning and end.
+        let bytes =
+            text.len() * room.get() as usize / counter.count_text(text).get().max(1) as usize;
+        let clipped = abridge_model::text::clip(text, bytes, bytes / 4);
+        return Some(format!("{header}\n{clipped}"));
+    }
+    let tokens: Vec<u64> = lines
+        .iter()
+        .map(|l| counter.count_text(l).get() + 1)
+        .collect();
+    let room = room.get();
+    let mut keep = vec![false; lines.len()];
+    let mut used = 0;
+    // The first lines.
+    let head_room = (room as f64 * HEAD_SHARE) as u64;
+    for (i, t) in tokens.iter().enumerate() {
+        if used + t > head_room {
+            break;
+        }
+        keep[i] = true;
+        used += t;
+    }
+    // The last lines.
+    let tail_room = used + (room as f64 * TAIL_SHARE) as u64;
+    for i in (0..lines.len()).rev() {
+        if keep[i] || used + tokens[i] > tail_room {
+            break;
+        }
+        keep[i] = true;
+        used += tokens[i];
+    }
+    // Between them, the lines that name the most (per token), first first.
+    let mut between: Vec<(usize, usize)> = (0..lines.len())
+        .filter(|&i| !keep[i])
+        .map(|i| (i, prose_identifiers(lines[i]).len()))
+        .filter(|(_, names)| *names > 0)
+        .collect();
+    between.sort_by(|a, b| {
+        let density = |(i, n): &(usize, usize)| *n as f64 / tokens[*i] as f64;
+        density(b).total_cmp(&density(a)).then(a.0.cmp(&b.0))
+    });
+    for (i, _) in between {
+        // Each gap it opens is said in a few tokens.
+        if used + tokens[i] + 8 > room {
+            continue;
+        }
+        keep[i] = true;
+        used += tokens[i] + 8;
+    }
+    let mut out = header;
+    let mut cut = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if !keep[i] {
+            cut += 1;
+            continue;
+        }
+        if cut > 0 {
+            out.push_str(&format!("\n… [{cut} lines cut] …"));
+            cut = 0;
+        }
+        out.push('\n');
+        out.push_str(line);
+    }
+    if cut > 0 {
+        out.push_str(&format!("\n… [{cut} lines cut] …"));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abridge_tokens::TokenizerKind;
+
+    fn handle() -> Handle {
+        Handle::parse("abr_0123456789").unwrap()
+    }
+
+    #[test]
+    fn an_excerpt_keeps_the_ends_and_the_lines_that_name_the_most_within_its_room() {
+        let counter = TokenCounter::new(TokenizerKind::O200kBase);
+        let mut lines: Vec<String> = (0..400)
+            .map(|i| format!("plain words on line {i}"))
+            .collect();
+        lines[200] = "fn parse_invoice_total(order: &OrderRecord) -> InvoiceTotal".into();
+        let text = lines.join("\n");
+        let whole = counter.count_text(&text);
+        let room = Counted::new(whole.get() / 4);
+        let e = fit(&text, &handle(), room, &counter).unwrap();
+        assert!(
+            counter.count_text(&e) <= room,
+            "{}",
+            counter.count_text(&e).get()
+        );
+        assert!(e.starts_with("[excerpt of a tool result"), "{e}");
+        assert!(e.contains("abr_0123456789"));
+        assert!(e.contains("plain words on line 0\n"));
+        assert!(e.contains("plain words on line 399"));
+        assert!(
+            e.contains("parse_invoice_total"),
+            "the line that names the most"
+        );
+        assert!(e.contains("lines cut] …"));
+        // With room for all of it, all of it.
+        assert_eq!(
+            fit(&text, &handle(), whole + Counted::new(9), &counter),
+            Some(text.clone())
+        );
+        // Without room for a few lines, nothing.
+        assert_eq!(fit(&text, &handle(), Counted::new(20), &counter), None);
+    }
+
+    #[test]
+    fn a_long_line_is_cut_at_its_middle() {
+        let counter = TokenCounter::new(TokenizerKind::O200kBase);
+        let text = format!("{{\"a\": \"{}\", \"z\": 1}}", "x1 ".repeat(5000));
+        let room = Counted::new(500);
+        let e = fit(&text, &handle(), room, &counter).unwrap();
+        assert!(counter.count_text(&e) <= room);
+        assert!(
+            e.contains("{\"a\": \"x1") && e.ends_with("\"z\": 1}"),
+            "{e}"
+        );
+    }
+}
