@@ -167,7 +167,7 @@ pub fn answer(
     let page = input.page.unwrap_or(1);
     let Some(asked) = input.handle else {
         let query = input.query.unwrap_or_default();
-        let originals = searchable.iter().rev().filter_map(|h| lookup(h));
+        let originals = searchable.iter().rev().filter_map(&mut lookup);
         return super::search::search(tool, &query, page, originals, page_chars);
     };
     let Some(handle) = Handle::parse(&asked) else {

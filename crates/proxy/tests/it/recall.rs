@@ -286,7 +286,7 @@ async fn a_search_finds_a_name_from_a_clipped_result_within_its_own_tenant() {
             }
             let report = setup.stop().await.report();
             assert_valid_and_untraced(&report, &what);
-            let line = format!("fn step_1_17(x: u32) -> u32 {{ x * 17 + 1 }} // line 17");
+            let line = "fn step_1_17(x: u32) -> u32 { x * 17 + 1 } // line 17".to_owned();
             let handles = |texts: &[String]| -> BTreeSet<String> {
                 texts
                     .iter()
