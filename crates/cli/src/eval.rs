@@ -33,6 +33,13 @@ pub(crate) struct EvalArgs {
     /// other sources; JSON with `--json`.
     #[arg(long)]
     by_source: bool,
+    /// Run every cut at budgets of 5% to 60% of its tokens, and print per
+    /// source and budget the default pipeline's and the offline briefing's
+    /// recall, the share of the budget they used, the cuts they left under
+    /// 0.9 of it, the cuts whose recall fell as the budget rose, and the
+    /// share of lost names a recall search finds; JSON with `--json`.
+    #[arg(long, conflicts_with_all = ["budget", "by_source", "html", "probes"])]
+    sweep: bool,
     /// Also write a self-contained HTML report here.
     #[arg(long, value_name = "REPORT.html")]
     html: Option<PathBuf>,
@@ -75,21 +82,31 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut reports = Vec::new();
-    for file in &files {
-        let shown = file.display().to_string();
-        progress.set_message(shown.clone());
-        match input::all(&shown, &args.input) {
-            Ok(convs) => {
-                for (label, conv) in convs {
-                    let judge = judge.as_ref().map(|j| j as &dyn abridge_eval::Llm);
-                    reports.extend(evaluate(&label, &conv, &opts, &llm, judge));
-                }
-            }
-            Err(e) => progress.println(format!("abridge: skipped {shown}: {e:#}")),
+    if args.sweep {
+        let runs: Vec<(f64, Vec<CutReport>)> = abridge_eval::SWEEP
+            .iter()
+            .map(|&budget| {
+                let opts = EvalOptions {
+                    budget,
+                    ..opts.clone()
+                };
+                progress.set_message(format!("budget {:.0}%", budget * 100.0));
+                (
+                    budget,
+                    evaluate_files(&files, &args.input, &opts, &llm, None, &progress),
+                )
+            })
+            .collect();
+        progress.finish_and_clear();
+        let rows = abridge_eval::sweep(&runs, &[Strategy::Pipeline, Strategy::Offline]);
+        match args.json {
+            true => crate::write_json(out, &rows, false)?,
+            false => print_sweep(&rows, out)?,
         }
-        progress.inc(1);
+        return Ok(ExitCode::SUCCESS);
     }
+    let judge = judge.as_ref().map(|j| j as &dyn abridge_eval::Llm);
+    let reports = evaluate_files(&files, &args.input, &opts, &llm, judge, &progress);
     progress.finish_and_clear();
     if let Some(path) = &args.html {
         std::fs::write(path, html(&reports))
@@ -102,6 +119,70 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<ExitCode> {
         (false, false) => print_table(&reports, out)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every cut of every transcript of `files` with every strategy.
+fn evaluate_files(
+    files: &[PathBuf],
+    input_args: &InputArgs,
+    opts: &EvalOptions,
+    llm: &dyn Fn() -> Vec<Box<dyn Summarizer>>,
+    judge: Option<&dyn abridge_eval::Llm>,
+    progress: &ProgressBar,
+) -> Vec<CutReport> {
+    progress.set_length(files.len() as u64);
+    progress.set_position(0);
+    let mut reports = Vec::new();
+    for file in files {
+        let shown = file.display().to_string();
+        progress.set_message(shown.clone());
+        match input::all(&shown, input_args) {
+            Ok(convs) => {
+                for (label, conv) in convs {
+                    reports.extend(evaluate(&label, &conv, opts, llm, judge));
+                }
+            }
+            Err(e) => progress.println(format!("abridge: skipped {shown}: {e:#}")),
+        }
+        progress.inc(1);
+    }
+    reports
+}
+
+/// The sweep: a block per source and kind of cut, a line per strategy and
+/// budget.
+fn print_sweep(rows: &[abridge_eval::SweepRow], out: &mut dyn Write) -> Result<()> {
+    let mut last = None;
+    for r in rows {
+        let key = (r.source.as_str(), r.cuts, r.strategy);
+        if last != Some(key) {
+            writeln!(
+                out,
+                "\n{} — {} cuts — {}",
+                r.source,
+                r.cuts,
+                r.strategy.label()
+            )?;
+            writeln!(
+                out,
+                "  budget  cuts  recall  used  under 0.9  fell  findable"
+            )?;
+            last = Some(key);
+        }
+        let findable = r.findable.map_or("—".to_owned(), |f| format!("{f:.3}"));
+        writeln!(
+            out,
+            "  {:>5.0}%  {:>4}  {:.3}  {:>4.2}  {:>4}/{:<4}  {:>4}  {findable}",
+            r.budget * 100.0,
+            r.n,
+            r.recall,
+            r.used,
+            r.under,
+            r.reachable,
+            r.fell
+        )?;
+    }
+    Ok(())
 }
 
 /// The probe model: an LLM summarizer's client with the probes' prompts.

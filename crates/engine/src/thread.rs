@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::input::{Action, Input};
 use crate::plan::Plan;
-use crate::recall::HandleKey;
+use crate::recall::{Handle, HandleKey};
 use crate::report::Outcome;
 use crate::report::{Eval, unchanged};
 use crate::rewrite::Rewriter;
@@ -601,6 +601,14 @@ impl Thread {
             engine.emit(&Event::CompactionFailed {
                 error: e.to_string(),
             });
+            // The floor a caller may send names originals too: searchable.
+            if let Error::CannotShrink {
+                smallest: Some(floor),
+                ..
+            } = e
+            {
+                self.state.keep_handles(&named_by(engine, floor));
+            }
         })?;
         if outcome.report.compacted {
             self.state.compacted_at = iterations(&outcome.conversation.messages).len();
@@ -643,6 +651,37 @@ impl Thread {
                 .map(|w| (calibrated.get() as f64 / w.get() as f64 * 10_000.0).round() / 10_000.0),
         }
     }
+}
+
+/// The handles `conv` names, and those the originals they name name in
+/// turn (a briefing's region holds the placeholders made before it).
+fn named_by(engine: &Engine, conv: &Conversation) -> Vec<Handle> {
+    let mut todo: Vec<Handle> = conv
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .flat_map(|p| match p {
+            abridge_model::Part::ToolResult(r) => Some(r.text().into_owned()),
+            p => p.as_text().map(str::to_owned),
+        })
+        .flat_map(|t| Handle::find_all(&t).collect::<Vec<_>>())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    while let Some(h) = todo.pop() {
+        if !seen.insert(h.clone()) {
+            continue;
+        }
+        if let Some(o) = engine.original(&h) {
+            for p in &o.pieces {
+                if let crate::recall::Piece::Text { text } = p {
+                    todo.extend(Handle::find_all(text));
+                }
+            }
+        }
+        out.push(h);
+    }
+    out
 }
 
 impl Seen {

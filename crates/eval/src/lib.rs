@@ -43,12 +43,14 @@ mod metrics;
 mod probes;
 mod sources;
 mod strategy;
+mod sweep;
 
 pub use html::html;
 pub use metrics::Targets;
 pub use probes::{Llm, Probe, ProbeKind};
 pub use sources::{SourceFigures, Spread, StrategyFigures, by_source};
 pub use strategy::Strategy;
+pub use sweep::{SWEEP, SweepRow, sweep};
 
 use abridge::Config;
 use abridge::model::{Conversation, Role};
@@ -182,6 +184,12 @@ pub struct StrategyResult {
     /// (strategies that keep originals).
     #[serde(default)]
     pub recoverable: Option<f64>,
+    /// Of the later-used names the compacted history lost, the share a
+    /// search of the recall tool (`{"query": name}`) finds in the originals
+    /// the compactions kept (strategies that keep originals; `None` when
+    /// nothing was lost).
+    #[serde(default)]
+    pub findable: Option<f64>,
     /// Tokens of the briefing's index of recallable originals.
     #[serde(default)]
     pub index_tokens: Option<u64>,

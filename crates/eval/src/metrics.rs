@@ -337,6 +337,7 @@ impl Targets {
                 recall: 0.0,
                 recall_with_code: 0.0,
                 recoverable: None,
+                findable: None,
                 index_tokens: None,
                 precision: None,
                 missed: self.used.clone(),
@@ -378,6 +379,14 @@ impl Targets {
                 let lost = missed.iter().filter(|id| !mentions(more, id)).count();
                 self.recall_missing(lost)
             }),
+            findable: applied
+                .searchable
+                .as_deref()
+                .filter(|_| !missed.is_empty())
+                .map(|all| {
+                    let found = missed.iter().filter(|id| mentions(all, id)).count();
+                    found as f64 / missed.len() as f64
+                }),
             index_tokens: applied
                 .briefing
                 .as_deref()

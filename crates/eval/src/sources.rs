@@ -89,7 +89,7 @@ pub struct SourceFigures {
 
 /// The source of a report: the folder of its transcript (a conversation
 /// folder's own parent: OpenHands keeps each in a folder of its own).
-fn source_of(report: &CutReport) -> String {
+pub(crate) fn source_of(report: &CutReport) -> String {
     let path = report.source.split('#').next().unwrap_or(&report.source);
     Path::new(path)
         .parent()
@@ -97,7 +97,7 @@ fn source_of(report: &CutReport) -> String {
         .map_or_else(|| ".".to_owned(), |n| n.to_string_lossy().into_owned())
 }
 
-fn kind_of(cut: CutKind) -> &'static str {
+pub(crate) fn kind_of(cut: CutKind) -> &'static str {
     match cut {
         CutKind::Recorded => "recorded",
         CutKind::Fraction { .. } => "fraction",
@@ -227,11 +227,15 @@ fn leave_one_out(sources: &mut [SourceFigures]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::StrategyResult;
 
-    fn result(strategy: Strategy, recall: f64, precision: Option<f64>) -> StrategyResult {
+    pub(crate) fn result(
+        strategy: Strategy,
+        recall: f64,
+        precision: Option<f64>,
+    ) -> StrategyResult {
         StrategyResult {
             strategy,
             tokens: 10,
@@ -240,6 +244,7 @@ mod tests {
             recall,
             recall_with_code: recall,
             recoverable: None,
+            findable: None,
             index_tokens: None,
             precision,
             missed: Vec::new(),
@@ -260,7 +265,7 @@ mod tests {
         }
     }
 
-    fn cut(source: &str, cut: CutKind, recall: f64, precision: f64) -> CutReport {
+    pub(crate) fn cut(source: &str, cut: CutKind, recall: f64, precision: f64) -> CutReport {
         CutReport {
             source: source.to_owned(),
             cut,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::EvalOptions;
 
 /// A way to shorten the history before a cut.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// The history as it was.
@@ -75,6 +75,9 @@ pub(crate) struct Applied {
     /// Why the history is over the budget: the engine's smallest, when it
     /// could not reach the budget.
     pub(crate) over_budget: Option<String>,
+    /// The text of every original the compaction kept (what the recall
+    /// tool's search reads), when the strategy keeps any.
+    pub(crate) searchable: Option<String>,
 }
 
 /// Tokens of a history with `kind`.
@@ -134,6 +137,7 @@ impl Run<'_> {
             error: None,
             recallable: None,
             over_budget: None,
+            searchable: None,
         }
     }
 
@@ -159,6 +163,7 @@ impl Run<'_> {
             error: Some(e.to_string()),
             recallable: None,
             over_budget: None,
+            searchable: None,
         };
         let mut c = match Compactor::new(cfg) {
             Ok(c) => c,
@@ -189,9 +194,11 @@ impl Run<'_> {
             }
         };
         let recallable = recall.then(|| recallable(c.engine(), &conv));
+        let searchable = recall.then(|| searchable(c.engine(), &c.thread().state().handles));
         Applied {
             recallable,
             over_budget,
+            searchable,
             ..self.done(conv, briefing)
         }
     }
@@ -213,6 +220,21 @@ fn recallable(engine: &Engine, conv: &Conversation) -> String {
         for p in &o.pieces {
             if let Piece::Text { text } = p {
                 todo.extend(Handle::find_all(text));
+                out.push_str(text);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The text of the originals of `handles`: what a search of the recall
+/// tool reads.
+fn searchable(engine: &Engine, handles: &[Handle]) -> String {
+    let mut out = String::new();
+    for o in handles.iter().filter_map(|h| engine.original(h)) {
+        for p in &o.pieces {
+            if let Piece::Text { text } = p {
                 out.push_str(text);
                 out.push('\n');
             }

@@ -201,7 +201,7 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
             originals: Vec::new(),
         };
     };
-    let mut text = format!("{HEADING} ({tool}: a handle below, or a query to search them)\n");
+    let mut text = format!("{HEADING} ({tool})\n");
     if let Some(r) = &region {
         text.push_str(&format!(
             "- {} · {} · {}\n",
@@ -487,7 +487,7 @@ mod tests {
         let kept: HashSet<_> = idx.originals.iter().map(|o| o.handle.clone()).collect();
         assert!(Handle::find_all(&idx.text).all(|h| kept.contains(&h)));
 
-        let small = build(&inputs(&msgs, "now edit src/b.rs", 52));
+        let small = build(&inputs(&msgs, "now edit src/b.rs", 40));
         assert!(small.text.lines().count() < 5);
         assert!(small.text.contains("replaced messages"));
     }

@@ -235,9 +235,7 @@ async fn an_agent_without_tools_is_never_pointed_at_the_recall_tool() {
     let with_tools = text_agent(true).await;
     assert!(
         with_tools.iter().any(|b| b.contains("<compacted-history>")
-            && b.contains(
-                "Recallable originals (abridge_recall: a handle below, or a query to search them)"
-            )),
+            && b.contains("Recallable originals (abridge_recall)")),
         "with tools, the briefing's index names the recall tool"
     );
 }
