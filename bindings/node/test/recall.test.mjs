@@ -75,6 +75,11 @@ test('Session.recall is a plain function over what the session replaced', () => 
   const handle = JSON.stringify(s.messages).match(/abr_[0-9a-z]{10}/)
   assert.ok(handle, 'the compacted history names a handle')
   assert.ok(s.recall(handle[0]).includes('Flight LX'))
+  // A name seen only inside a clipped page is found without its handle.
+  const found = s.recall({ query: 'LX145' })
+  assert.ok(found.includes('search for "LX145"') && found.includes('Flight LX145 CHF 225'), found)
+  assert.match(found, /abr_[0-9a-z]{10} · /)
+  assert.ok(s.recall({ query: 'LX9999' }).includes('no original'))
   assert.equal(s.recallTool().name, 'abridge_recall')
   const bad = s.recallAnswer('not json')
   assert.ok(bad.isError && bad.text.includes('takes'))

@@ -91,6 +91,12 @@ class Recall(unittest.TestCase):
         handle = HANDLE.search(json.dumps(s.messages))
         self.assertIsNotNone(handle)
         self.assertIn("Flight LX", s.recall(handle.group(0)))
+        # A name seen only inside a clipped page is found without its handle.
+        found = s.recall(query="LX145")
+        self.assertIn('search for "LX145"', found)
+        self.assertIn('Flight LX145 CHF 225', found)
+        self.assertRegex(found, r"abr_[0-9a-z]{10} · ")
+        self.assertIn("no original", s.recall(query="LX9999"))
         self.assertEqual(s.recall_tool()["name"], "abridge_recall")
         self.assertTrue(s.recall_answer("not json")["is_error"])
         self.assertTrue(s.recall_answer({"handle": "abr_zzzzzzzzzz"})["is_error"])
