@@ -5,6 +5,7 @@ mod compact;
 mod engine_args;
 mod eval;
 mod input;
+mod savings;
 mod serve;
 mod signal;
 mod simulate;
@@ -85,6 +86,8 @@ enum Command {
     Replay(snapshots::ReplayArgs),
     /// Remove old snapshots beyond the retention and give the space back.
     Prune(snapshots::PruneArgs),
+    /// Tokens and dollars a proxy's requests added up to, with abridge and without, per day, tenant or model.
+    Savings(savings::SavingsArgs),
     /// Run the proxy (OpenAI Chat Completions and Responses, Anthropic Messages) that keeps every agent behind it inside its window.
     Serve(serve::ServeArgs),
     /// The dashboard over a snapshot store: sessions, compactions, briefings, diffs.
@@ -171,6 +174,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Recall(args) => snapshots::recall(&args, &mut out),
         Command::Replay(args) => snapshots::replay(&args, &mut out),
         Command::Prune(args) => snapshots::prune(&args, &mut out),
+        Command::Savings(args) => savings::run(&args, &mut out),
         Command::Ui(args) => ui::run(&args, &mut out),
         Command::Serve(args) => {
             init_logging();

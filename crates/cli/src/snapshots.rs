@@ -87,7 +87,7 @@ impl StoreArgs {
         }
     }
 
-    fn read(&self) -> Result<Box<dyn SnapshotStore>> {
+    pub(crate) fn read(&self) -> Result<Box<dyn SnapshotStore>> {
         Ok(match self.existing()? {
             (_, Opened::File(s)) => Box::new(s),
             (_, Opened::Postgres(s)) => Box::new(s),

@@ -34,6 +34,10 @@ pub struct ThreadState {
     /// The compaction carried over to the next turn, if any.
     #[serde(skip)]
     pub carryover: Option<Carryover>,
+    /// Tokens of the messages the carried compaction replaced, as they
+    /// were (what its session's client keeps sending).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_source: Option<Counted>,
     /// Iterations of the history when it last compacted (the cadence counts
     /// from there).
     #[serde(default)]

@@ -67,6 +67,8 @@ pub struct Thread {
     name: Option<String>,
     /// The key its handles are derived with (a shared proxy's tenant).
     key: Option<HandleKey>,
+    /// Tokens of the last turn's history as its caller sent it.
+    client: Counted,
 }
 
 /// What the last turn saw: how long the caller's history was (the history
@@ -80,6 +82,9 @@ struct Seen {
     iterations: usize,
     /// Tokens of the tool declarations.
     tools: Counted,
+    /// Tokens of the messages as the caller sent them (what a carried
+    /// compaction replaced counted as it was).
+    client: Counted,
 }
 
 /// What a turn measured of its input (see [`Thread::measure`]).
@@ -90,6 +95,9 @@ struct Measured {
     view: Option<Conversation>,
     /// Tokens of its messages.
     tokens: Counted,
+    /// Tokens of its messages as the caller sent them (with what a carried
+    /// compaction replaced, counted as it was).
+    client: Counted,
     iterations: usize,
     /// Tokens of its tool declarations.
     tools: Counted,
@@ -119,6 +127,7 @@ impl Thread {
             counter: engine.counter(),
             name: None,
             key: None,
+            client: Counted::ZERO,
         }
     }
 
@@ -137,6 +146,13 @@ impl Thread {
     /// What is kept across restarts.
     pub fn state(&self) -> &ThreadState {
         &self.state
+    }
+
+    /// Tokens of the last turn's history as its caller sent it (messages
+    /// and tool declarations; what a carried compaction replaced counted
+    /// as it was, not as it goes out).
+    pub fn client_tokens(&self) -> Counted {
+        self.client
     }
 
     /// The correction to the provider's count learned so far.
@@ -181,6 +197,8 @@ impl Thread {
     /// the next turn of a resent log that still starts with what it
     /// compacted sends it.
     pub fn adopt(&mut self, carry: Carryover) {
+        // What it replaced was counted elsewhere: its own size stands in.
+        self.state.carried_source = None;
         self.state.carryover = Some(carry);
         self.last = None;
     }
@@ -244,6 +262,7 @@ impl Thread {
         input.cancel.check()?;
         self.follow(engine);
         let m = self.measure(engine, &input);
+        self.client = m.client + m.tools;
         if let Err(e) = input.cancel.check() {
             self.state.carryover = m.carry;
             return Err(e);
@@ -280,7 +299,15 @@ impl Thread {
                     true => m.tools + m.recall_tool,
                     false => m.tools + m.declared,
                 };
-                self.remember(&input, &outcome, m.carry, m.iterations, m.tools, beside);
+                self.remember(
+                    &input,
+                    &outcome,
+                    m.carry,
+                    m.iterations,
+                    m.tools,
+                    beside,
+                    m.client,
+                );
                 Ok(outcome)
             }
             Err(e) => {
@@ -376,22 +403,26 @@ impl Thread {
             false => None,
         };
         let extends = seen.is_some();
-        let (view, tokens, iterations) = match (&carry, seen) {
+        let (view, tokens, iterations, client) = match (&carry, seen) {
             (carry, Some(seen)) => {
                 let added = &history.messages[seen.len - left..];
                 let view = carry.as_ref().map(|c| c.apply_unchecked(history, left));
                 let its = seen.iterations + opened(seen.iterations, added);
-                (view, seen.tokens + self.sum_of(added), its)
+                let more = self.sum_of(added);
+                (view, seen.tokens + more, its, seen.client + more)
             }
             (Some(c), None) => {
                 let added = &history.messages[c.source().len - left..];
                 let view = c.apply_unchecked(history, left);
                 let its = iterations(&view.messages).len();
-                (Some(view), c.tokens() + self.sum_of(added), its)
+                let more = self.sum_of(added);
+                let source = self.state.carried_source.unwrap_or(c.tokens());
+                (Some(view), c.tokens() + more, its, source + more)
             }
             (None, None) => {
                 let its = iterations(&history.messages).len();
-                (None, self.sum_of(&history.messages), its)
+                let tokens = self.sum_of(&history.messages);
+                (None, tokens, its, tokens)
             }
         };
         let tools = match seen {
@@ -407,6 +438,7 @@ impl Thread {
             carry,
             view,
             tokens,
+            client,
             iterations,
             tools,
             recall_tool,
@@ -417,6 +449,7 @@ impl Thread {
 
     /// Remembers what a turn sent: for the next usage report, the next
     /// turn that extends it, and (a resent log's compaction) the carryover.
+    #[allow(clippy::too_many_arguments)]
     fn remember(
         &mut self,
         input: &Input<'_>,
@@ -425,6 +458,7 @@ impl Thread {
         its: usize,
         tools: Counted,
         beside: Counted,
+        client: Counted,
     ) {
         let report = &outcome.report;
         let sent = &outcome.conversation.messages;
@@ -435,11 +469,14 @@ impl Thread {
             self.counter.keep_only(sent);
         }
         self.state.carryover = match (input.resent, report.compacted) {
-            (true, true) => Some(Carryover::from_parts(
-                input.left_out.extend(&input.history.messages),
-                sent.clone(),
-                tokens,
-            )),
+            (true, true) => {
+                self.state.carried_source = Some(client);
+                Some(Carryover::from_parts(
+                    input.left_out.extend(&input.history.messages),
+                    sent.clone(),
+                    tokens,
+                ))
+            }
             _ => carry,
         };
         self.last = Some(Seen {
@@ -453,6 +490,7 @@ impl Thread {
                 false => its,
             },
             tools,
+            client,
         });
     }
 

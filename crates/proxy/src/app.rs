@@ -409,16 +409,18 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
 fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
     let t = p.turn()?;
     let slot = t.usage.clone();
-    let log = app.store.clone().map(|s| (s, t.request.clone()));
+    let store = app.store.clone();
+    let metrics = app.metrics.clone();
+    let (mut request, basis) = (t.request.clone(), t.basis);
     let recalls = t.recall.as_ref().map(|r| r.answered.clone());
     Some(Box::new(move |u| {
-        let prompt = u.map(|u| Reported::new(u.prompt_tokens()));
-        if let Some(t) = prompt {
-            slot.set(t);
+        if let Some(u) = &u {
+            slot.set(Reported::new(u.prompt_tokens()));
         }
-        if let Some((store, mut request)) = log {
-            request.usage = prompt;
-            request.recalls = recalls.map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed));
+        crate::account::settle(&mut request, u.as_ref(), &basis);
+        request.recalls = recalls.map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed));
+        metrics.accounts.add(&request);
+        if let Some(store) = store {
             store.log_request(request);
         }
     }))

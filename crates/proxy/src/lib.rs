@@ -24,6 +24,7 @@
 //! understand is forwarded as sent, and the upstream's answer streams back
 //! chunk by chunk.
 
+mod account;
 mod app;
 mod budget;
 mod cache;
@@ -178,6 +179,16 @@ impl Proxy {
         let _ = warmed.await;
     }
 
+    /// What the requests since start-up add up to, per tenant and model:
+    /// tokens the clients sent and forwarded, the providers' reports, and
+    /// dollars with abridge and (estimated) without. A handle taken before
+    /// [`serve`](Self::serve) reads them while it runs.
+    pub fn totals(&self) -> Totals {
+        Totals {
+            app: self.app.clone(),
+        }
+    }
+
     /// The routes, to serve, each request's `Host` checked
     /// ([`guard_host`] with `[serve] allowed_hosts`).
     pub fn router(&self) -> axum::Router {
@@ -241,6 +252,51 @@ impl Proxy {
 /// looking a few times per `idle`, and of the least recently used ones
 /// when what sessions hold is over `[serve] session_memory_megabytes`
 /// (when told so); each saved to the store first.
+/// A running proxy's sums (see [`Proxy::totals`]).
+#[derive(Clone)]
+pub struct Totals {
+    app: Arc<app::App>,
+}
+
+impl std::fmt::Debug for Totals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Totals").finish_non_exhaustive()
+    }
+}
+
+impl Totals {
+    /// The sums per tenant and model now.
+    pub fn lines(&self) -> Vec<abridge_store::Totals> {
+        self.app.metrics.accounts.totals()
+    }
+
+    /// The sums over every tenant and model now, with the compactions and
+    /// recall rounds the proxy made.
+    pub fn sum(&self) -> Summary {
+        let mut all = abridge_store::Totals::default();
+        for l in self.lines() {
+            all.merge(&l);
+        }
+        let (compactions, recall_rounds) = self.app.metrics.activity();
+        Summary {
+            totals: all,
+            compactions,
+            recall_rounds,
+        }
+    }
+}
+
+/// Everything a proxy's requests added up to.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Tokens and dollars.
+    pub totals: abridge_store::Totals,
+    /// Compactions made.
+    pub compactions: u64,
+    /// Recall rounds the proxy answered.
+    pub recall_rounds: u64,
+}
+
 async fn spill_sessions(app: Arc<app::App>, idle: Option<Duration>) {
     let every = idle.map_or(Duration::from_secs(60), |i| {
         (i / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))

@@ -201,6 +201,10 @@ pub(crate) struct Metrics {
     receiving: Gauge,
     receiving_busy: Counter,
     warmup: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// Tokens and dollars per tenant and model.
+    pub(crate) accounts: crate::account::Accounts,
+    /// Compactions made (carried ones aside), for [`Metrics::activity`].
+    made: std::sync::atomic::AtomicU64,
 }
 
 /// What a memory budget holds room for (see `budget`).
@@ -258,8 +262,11 @@ impl Metrics {
             receiving: Gauge::default(),
             receiving_busy: Counter::default(),
             warmup: Gauge::default(),
+            accounts: crate::account::Accounts::default(),
+            made: std::sync::atomic::AtomicU64::new(0),
         };
         m.register();
+        m.accounts.register(&mut m.registry);
         m
     }
 
@@ -435,6 +442,12 @@ impl Metrics {
         out
     }
 
+    /// Compactions made (carried ones aside) and recall rounds answered.
+    pub(crate) fn activity(&self) -> (u64, u64) {
+        let made = self.made.load(std::sync::atomic::Ordering::Relaxed);
+        (made, self.recall_rounds.get())
+    }
+
     /// The proxy answered a call of the recall tool.
     pub(crate) fn recall(&self, found: bool, bytes: usize) {
         let outcome = if found { "found" } else { "missing" }.to_owned();
@@ -469,6 +482,9 @@ impl Metrics {
 
     /// A compaction happened.
     pub(crate) fn compaction(&self, reason: Option<Reason>, before: Counted, after: Counted) {
+        if reason.is_some() {
+            self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let reason = reason.map_or_else(
             || "continued".to_owned(),
             |r| format!("{r:?}").to_lowercase(),

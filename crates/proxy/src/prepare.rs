@@ -432,6 +432,12 @@ impl Context<'_> {
         }
         let tokens = state.thread.calibrated(sent);
         let limits = state.engine.limits();
+        let client = state.thread.calibrated(state.thread.client_tokens());
+        let basis = crate::account::Basis {
+            price: limits.price,
+            cached_before: std::mem::replace(&mut state.last_client, client),
+            window: limits.window,
+        };
         let request = RequestRecord {
             source: state.id.0.clone(),
             at: String::new(),
@@ -443,6 +449,12 @@ impl Context<'_> {
             trigger: limits.trigger_tokens,
             target: limits.target,
             recalls: 0,
+            account: abridge_store::Accounting {
+                tenant: state.tenant.id.as_str().to_owned(),
+                client_tokens: client,
+                over_window: basis.over_window(client),
+                ..Default::default()
+            },
         };
         Prepared::Turn(Box::new(Turn {
             body,
@@ -454,6 +466,7 @@ impl Context<'_> {
             tokens,
             request,
             recall,
+            basis,
         }))
     }
 

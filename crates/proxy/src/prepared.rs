@@ -54,6 +54,8 @@ pub(crate) struct Turn {
     pub(crate) request: RequestRecord,
     /// The body declares the recall tool: what answering it needs.
     pub(crate) recall: Option<Recalling>,
+    /// What pricing it needs beside its row.
+    pub(crate) basis: crate::account::Basis,
 }
 
 impl Prepared {

@@ -142,6 +142,9 @@ pub(crate) struct SessionState {
     /// It left memory while a request waited for it: that request opens
     /// the session again instead (see [`Sessions::spill_idle`]).
     pub(crate) spilled: bool,
+    /// Tokens of its last request as the client sent it (what the
+    /// provider would have cached of the next, sent whole).
+    pub(crate) last_client: abridge::tokens::Calibrated,
 }
 
 /// What is kept of a session's last body to take its next one in parts.
@@ -342,6 +345,7 @@ impl SessionState {
             raw: None,
             used: std::time::Instant::now(),
             spilled: false,
+            last_client: abridge::tokens::Calibrated::ZERO,
         }
     }
 

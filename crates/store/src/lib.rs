@@ -39,6 +39,7 @@ mod requests;
 mod row;
 mod session;
 mod sqlite;
+mod totals;
 
 use abridge::model::{Conversation, Family, decode_value};
 use abridge::tokens::{Calibrated, Counted};
@@ -48,9 +49,10 @@ use serde_json::Value;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
-pub use requests::{RequestRecord, RequestStats};
+pub use requests::{Accounting, RequestRecord, RequestStats};
 pub use session::{SessionRecord, SessionStore, Write, Written};
 pub use sqlite::Store;
+pub use totals::{GroupBy, Totals};
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -302,5 +304,11 @@ pub trait SnapshotStore: SnapshotSink {
     /// Every session's request count and last request.
     fn request_stats(&self) -> Result<std::collections::HashMap<String, RequestStats>> {
         Ok(std::collections::HashMap::new())
+    }
+    /// What the proxy's requests add up to, grouped `by`, the newest day
+    /// first (at most `limit` lines); none for a store without a log.
+    fn totals(&self, by: GroupBy, limit: usize) -> Result<Vec<Totals>> {
+        let _ = (by, limit);
+        Ok(Vec::new())
     }
 }

@@ -17,7 +17,10 @@
 //!   (`parts`, `snapshot_parts`; `bodies` says where a row's are, and
 //!   `history_key` where its items go); rows written before keep theirs
 //!   in `before_body` and `after_body`. Sessions indexed by their last
-//!   save, which the retention removes the oldest of.
+//!   save, which the retention removes the oldest of. Request rows with
+//!   their tenant and accounting (the client's tokens, the provider's
+//!   report, dollars with and without abridge), summed per day, tenant and
+//!   model in `totals` (which the request log's trimming leaves alone).
 //!
 //! A store is brought to [`VERSION`] when it is opened, inside one
 //! transaction: it opens as it was or as it should be, never half-migrated.
@@ -116,7 +119,35 @@ CREATE TABLE snapshot_parts (
     PRIMARY KEY (snapshot, side, position)
 ) WITHOUT ROWID;
 CREATE INDEX snapshot_parts_by_hash ON snapshot_parts (hash);
-CREATE INDEX sessions_by_update ON sessions (updated_at);";
+CREATE INDEX sessions_by_update ON sessions (updated_at);
+ALTER TABLE requests ADD COLUMN tenant TEXT;
+ALTER TABLE requests ADD COLUMN client_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN input_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN output_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN cache_read_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN cache_write_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN cost REAL;
+ALTER TABLE requests ADD COLUMN cost_without REAL;
+ALTER TABLE requests ADD COLUMN over_window INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE totals (
+    day                TEXT NOT NULL,
+    tenant             TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    requests           INTEGER NOT NULL DEFAULT 0,
+    compacted          INTEGER NOT NULL DEFAULT 0,
+    client_tokens      INTEGER NOT NULL DEFAULT 0,
+    forwarded_tokens   INTEGER NOT NULL DEFAULT 0,
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    output_tokens      INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    cost               REAL NOT NULL DEFAULT 0,
+    compared           INTEGER NOT NULL DEFAULT 0,
+    cost_compared      REAL NOT NULL DEFAULT 0,
+    cost_without       REAL NOT NULL DEFAULT 0,
+    over_window        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (day, tenant, model)
+);";
 
 /// Brings the store at `conn` to [`VERSION`].
 pub(crate) fn run(conn: &mut Connection, path: &str) -> Result<()> {

@@ -79,6 +79,34 @@ CREATE TABLE IF NOT EXISTS abridge_originals (
 );
 CREATE INDEX IF NOT EXISTS abridge_originals_by_snapshot ON abridge_originals (snapshot);
 ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS recalls BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS tenant TEXT;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS client_tokens BIGINT;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS input_tokens BIGINT;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS output_tokens BIGINT;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS cache_read_tokens BIGINT;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS cache_write_tokens BIGINT;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS cost DOUBLE PRECISION;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS cost_without DOUBLE PRECISION;
+ALTER TABLE abridge_requests ADD COLUMN IF NOT EXISTS over_window BOOLEAN NOT NULL DEFAULT false;
+CREATE TABLE IF NOT EXISTS abridge_totals (
+    day                TEXT NOT NULL,
+    tenant             TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    requests           BIGINT NOT NULL DEFAULT 0,
+    compacted          BIGINT NOT NULL DEFAULT 0,
+    client_tokens      BIGINT NOT NULL DEFAULT 0,
+    forwarded_tokens   BIGINT NOT NULL DEFAULT 0,
+    input_tokens       BIGINT NOT NULL DEFAULT 0,
+    output_tokens      BIGINT NOT NULL DEFAULT 0,
+    cache_read_tokens  BIGINT NOT NULL DEFAULT 0,
+    cache_write_tokens BIGINT NOT NULL DEFAULT 0,
+    cost               DOUBLE PRECISION NOT NULL DEFAULT 0,
+    compared           BIGINT NOT NULL DEFAULT 0,
+    cost_compared      DOUBLE PRECISION NOT NULL DEFAULT 0,
+    cost_without       DOUBLE PRECISION NOT NULL DEFAULT 0,
+    over_window        BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (day, tenant, model)
+);
 ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS bodies SMALLINT NOT NULL DEFAULT 0;
 ALTER TABLE abridge_snapshots ADD COLUMN IF NOT EXISTS history_key TEXT;
 CREATE TABLE IF NOT EXISTS abridge_parts (
@@ -346,13 +374,22 @@ async fn insert_requests(
     let sources: Vec<&str> = rows.iter().map(|r| r.source.as_str()).collect();
     let models: Vec<Option<&str>> = rows.iter().map(|r| r.model.as_deref()).collect();
     let compacted: Vec<bool> = rows.iter().map(|r| r.compacted).collect();
+    let tenants: Vec<&str> = rows.iter().map(|r| r.account.tenant.as_str()).collect();
+    let float = |f: &dyn Fn(&RequestRecord) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    let over: Vec<bool> = rows.iter().map(|r| r.account.over_window).collect();
     let row = client
         .query_one(
             "WITH added AS (
                  INSERT INTO abridge_requests (source, model, tokens, usage, compacted, snapshot,
-                     trigger_tokens, target, recalls)
+                     trigger_tokens, target, recalls, tenant, client_tokens, input_tokens,
+                     output_tokens, cache_read_tokens, cache_write_tokens, cost, cost_without,
+                     over_window)
                  SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[],
-                     $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+                     $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
+                     $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+                     $15::bigint[], $16::float8[], $17::float8[], $18::boolean[])
                  RETURNING id)
              SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM added",
             &[
@@ -365,9 +402,19 @@ async fn insert_requests(
                 &col(&|r| int(r.trigger.map(Calibrated::get))),
                 &col(&|r| int(r.target.map(Calibrated::get))),
                 &col(&|r| Some(i64::from(r.recalls))),
+                &tenants,
+                &col(&|r| int(Some(r.account.client_tokens.get()))),
+                &col(&|r| int(r.account.input_tokens)),
+                &col(&|r| int(r.account.output_tokens)),
+                &col(&|r| int(r.account.cache_read_tokens)),
+                &col(&|r| int(r.account.cache_write_tokens)),
+                &float(&|r| r.account.cost),
+                &float(&|r| r.account.cost_without),
+                &over,
             ],
         )
         .await?;
+    add_totals(client, rows).await?;
     let (first, last): (i64, i64) = (row.get(0), row.get(1));
     if first / 1000 != last / 1000 || first % 1000 == 0 {
         client
@@ -376,6 +423,43 @@ async fn insert_requests(
                 &[&(last - KEPT_REQUESTS)],
             )
             .await?;
+    }
+    Ok(())
+}
+
+/// Adds `rows` to their day's, tenant's and model's totals: one statement
+/// per tenant and model of the batch.
+async fn add_totals(
+    client: &impl GenericClient,
+    rows: &[&RequestRecord],
+) -> std::result::Result<(), tokio_postgres::Error> {
+    let mut lines: std::collections::BTreeMap<(&str, &str), crate::Totals> =
+        std::collections::BTreeMap::new();
+    for r in rows {
+        let model = r.model.as_deref().unwrap_or("");
+        lines
+            .entry((r.account.tenant.as_str(), model))
+            .or_default()
+            .add(r);
+    }
+    let sql = crate::totals::upsert(
+        "abridge_totals",
+        "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+        '$',
+    );
+    for ((tenant, model), line) in lines {
+        let (ints, floats) = line.values();
+        let mut values: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&tenant, &model];
+        values.extend(
+            ints.iter()
+                .map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)),
+        );
+        values.extend(
+            floats
+                .iter()
+                .map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)),
+        );
+        client.execute(&sql, &values).await?;
     }
     Ok(())
 }
@@ -561,7 +645,12 @@ fn entry(shown: &str, r: &tokio_postgres::Row) -> Result<Entry> {
 }
 
 const REQUEST_COLUMNS: &str = "source, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
-     model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls";
+     model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls, tenant, \
+     client_tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, \
+     cost_without, over_window";
+
+/// Columns in [`REQUEST_COLUMNS`]: what a query selects after them starts here.
+const REQUEST_WIDTH: usize = 19;
 
 fn request(r: &tokio_postgres::Row) -> RequestRecord {
     let n = |i| r.get::<_, Option<i64>>(i).map(|v| v.max(0) as u64);
@@ -576,6 +665,17 @@ fn request(r: &tokio_postgres::Row) -> RequestRecord {
         trigger: n(7).map(Calibrated::new),
         target: n(8).map(Calibrated::new),
         recalls: u32::try_from(n(9).unwrap_or(0)).unwrap_or(u32::MAX),
+        account: crate::Accounting {
+            tenant: r.get::<_, Option<String>>(10).unwrap_or_default(),
+            client_tokens: Calibrated::new(n(11).unwrap_or(0)),
+            input_tokens: n(12),
+            output_tokens: n(13),
+            cache_read_tokens: n(14),
+            cache_write_tokens: n(15),
+            cost: r.get(16),
+            cost_without: r.get(17),
+            over_window: r.get(18),
+        },
     }
 }
 
@@ -611,7 +711,7 @@ impl SnapshotStore for PgStore {
             .iter()
             .map(|r| {
                 let last = request(r);
-                let n: i64 = r.get(10);
+                let n: i64 = r.get(REQUEST_WIDTH);
                 (
                     last.source.clone(),
                     RequestStats {
@@ -619,6 +719,27 @@ impl SnapshotStore for PgStore {
                         last,
                     },
                 )
+            })
+            .collect())
+    }
+
+    fn totals(&self, by: crate::GroupBy, limit: usize) -> Result<Vec<crate::Totals>> {
+        // PostgreSQL sums integers as `numeric`: back to the columns' types.
+        let sql = crate::totals::select("abridge_totals", by, "$1", ["::bigint", "::float8"]);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.run(async {
+            self.client()
+                .await?
+                .query(&sql, &[&limit])
+                .await
+                .map_err(|e| pg(&self.shown, e))
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let ints: [u64; 10] = std::array::from_fn(|k| r.get::<_, i64>(3 + k).max(0) as u64);
+                let floats = [r.get(13), r.get(14), r.get(15)];
+                crate::totals::line([r.get(0), r.get(1), r.get(2)], ints, floats)
             })
             .collect())
     }

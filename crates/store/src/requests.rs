@@ -39,6 +39,46 @@ pub struct RequestRecord {
     pub target: Option<Calibrated>,
     /// Calls of the recall tool the proxy answered for it.
     pub recalls: u32,
+    /// What it cost, and what sending the client's request whole would have.
+    pub account: Accounting,
+}
+
+impl RequestRecord {
+    /// Prompt tokens forwarded: the provider's report when it gave one,
+    /// else abridge's count.
+    pub fn forwarded(&self) -> Calibrated {
+        self.usage.map_or(self.tokens, Calibrated::from_reported)
+    }
+}
+
+/// A request's tokens and dollars, with abridge and without it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Accounting {
+    /// Whose it is: its tenant's hashed id (never a credential).
+    pub tenant: String,
+    /// Tokens the client sent, in the provider's units (before any
+    /// compaction; `tokens` is what went upstream).
+    pub client_tokens: Calibrated,
+    /// The provider's report: prompt tokens neither read from nor written
+    /// to its cache, output tokens, cache reads and cache writes.
+    pub input_tokens: Option<u64>,
+    /// Output tokens reported.
+    pub output_tokens: Option<u64>,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: Option<u64>,
+    /// Dollars for what was forwarded, at the registry's prices, from the
+    /// provider's report (a compaction's cache write is its own request's).
+    pub cost: Option<f64>,
+    /// Dollars the client's request would have cost sent whole: its prompt
+    /// read from the cache up to what the session's last request held, the
+    /// rest written, and the same output. `None` when it is not known, or
+    /// when the request would not have fit the model's window whole.
+    pub cost_without: Option<f64>,
+    /// The client's request was over the model's window: it would not
+    /// have been answered without abridge (counted, not priced).
+    pub over_window: bool,
 }
 
 /// A session's requests in short: how many, and the last one.
@@ -50,8 +90,12 @@ pub struct RequestStats {
     pub last: RequestRecord,
 }
 
-const COLUMNS: &str =
-    "source, at, model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls";
+const COLUMNS: &str = "source, at, model, tokens, usage, compacted, snapshot, trigger_tokens, target, recalls, \
+     tenant, client_tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, \
+     cost_without, over_window";
+
+/// Columns in [`COLUMNS`]: what a query selects after them starts here.
+const WIDTH: usize = 19;
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRecord> {
     let n = |i| -> rusqlite::Result<Option<u64>> {
@@ -68,6 +112,17 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRecord> {
         trigger: n(7)?.map(Calibrated::new),
         target: n(8)?.map(Calibrated::new),
         recalls: u32::try_from(n(9)?.unwrap_or(0)).unwrap_or(u32::MAX),
+        account: Accounting {
+            tenant: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
+            client_tokens: Calibrated::new(n(11)?.unwrap_or(0)),
+            input_tokens: n(12)?,
+            output_tokens: n(13)?,
+            cache_read_tokens: n(14)?,
+            cache_write_tokens: n(15)?,
+            cost: r.get(16)?,
+            cost_without: r.get(17)?,
+            over_window: r.get(18)?,
+        },
     })
 }
 
@@ -104,7 +159,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((row(r)?, r.get::<_, i64>(10)?)))
+            .query_map([], |r| Ok((row(r)?, r.get::<_, i64>(WIDTH)?)))
             .map_err(|e| self.sql(e))?;
         let mut out = HashMap::new();
         for pair in rows {
@@ -121,12 +176,15 @@ impl Store {
     }
 }
 
-/// Appends request `r` to the log on `conn`; every thousandth row trims the
-/// log to [`KEPT_REQUESTS`].
+/// Appends request `r` to the log on `conn`, and adds it to its day's,
+/// tenant's and model's totals; every thousandth row trims the log to
+/// [`KEPT_REQUESTS`].
 pub(crate) fn insert_on(conn: &rusqlite::Connection, r: &RequestRecord) -> rusqlite::Result<()> {
+    let a = &r.account;
     let id = conn
         .prepare_cached(&format!(
-            "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id"
+            "INSERT INTO requests ({COLUMNS}) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?2, \
+             ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) RETURNING id"
         ))?
         .query_row(
             params![
@@ -138,10 +196,20 @@ pub(crate) fn insert_on(conn: &rusqlite::Connection, r: &RequestRecord) -> rusql
                 r.snapshot.map(|s| s.0),
                 int(r.trigger.map(Calibrated::get)),
                 int(r.target.map(Calibrated::get)),
-                r.recalls
+                r.recalls,
+                a.tenant,
+                int(Some(a.client_tokens.get())),
+                int(a.input_tokens),
+                int(a.output_tokens),
+                int(a.cache_read_tokens),
+                int(a.cache_write_tokens),
+                a.cost,
+                a.cost_without,
+                a.over_window,
             ],
             |row| row.get::<_, i64>(0),
         )?;
+    crate::totals::add_on(conn, r)?;
     if id % 1000 == 0 {
         conn.execute(
             "DELETE FROM requests WHERE id <= ?1",

@@ -51,6 +51,16 @@ impl Price {
         (cached as f64 * self.cache_read + (total - cached) as f64 * self.cache_write) / 1e6
     }
 
+    /// Dollars for a response whose provider reported `usage`: each kind
+    /// of prompt token at its price, and the output.
+    pub fn cost(&self, usage: &abridge_model::Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input
+            + usage.cache_read_tokens as f64 * self.cache_read
+            + usage.cache_write_tokens as f64 * self.cache_write
+            + usage.output_tokens as f64 * self.output)
+            / 1e6
+    }
+
     /// Automatic prefix caching (OpenAI, Gemini, DeepSeek): no write premium.
     pub const fn cached(input: f64, output: f64, cache_read: f64) -> Price {
         Price {

@@ -79,6 +79,7 @@ static MANY: LazyLock<Option<(Ui, PathBuf)>> = LazyLock::new(|| {
             trigger: Some(Calibrated::new(60_000)),
             target: Some(Calibrated::new(40_000)),
             recalls: 0,
+            account: Default::default(),
         };
         store.record_request(&r).ok()?;
     }

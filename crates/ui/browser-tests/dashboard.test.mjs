@@ -21,7 +21,7 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
   '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 const procs = []
-let dir, store, browser, open, guarded, proxy
+let dir, store, browser, open, guarded, proxy, direct, upstream
 
 /** Starts a program; resolves to the first http:// address it prints (on the line matching `want`). */
 function started(cmd, args, want = /http:\/\//) {
@@ -41,17 +41,28 @@ async function proxySession() {
   const fake = await started(path.join(target, 'debug', 'abridge-fake-provider'), ['--listen', '127.0.0.1:0'])
   const base = await started(abridge, ['serve', '--listen', '127.0.0.1:0', '--config', path.join(root, 'sdk-tests', 'harness.toml'),
     '--openai-upstream', `${fake}/v1`, '--anthropic-upstream', fake, '--store', path.join(dir, 'proxy.sqlite')], /dashboard at/)
+  // The same requests straight to a provider of their own: what the client sent, as a provider counts it.
+  direct = await started(path.join(target, 'debug', 'abridge-fake-provider'), ['--listen', '127.0.0.1:0'])
   const messages = [{ role: 'system', content: 'You are a web agent.' }, { role: 'user', content: 'Compare the fares on every page.' }]
   for (let i = 0; i < 30; i++) {
     messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'read_page', arguments: `{"page": ${i}}` } }] })
     messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: `<EXTERNAL-CONTENT>page ${i}\n${'- row "Fare" CHF 180 [ref=e1]\n'.repeat(60)}</EXTERNAL-CONTENT>` })
-    const r = await fetch(`${base}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer test-key' },
-      body: JSON.stringify({ model: 'gpt-4o', messages }),
-    })
-    assert.equal(r.status, 200, await r.text())
+    for (const url of [`${base}/v1/chat/completions`, `${direct}/v1/chat/completions`]) {
+      const r = await fetch(url, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer test-key' },
+        body: JSON.stringify({ model: 'gpt-4o', messages }),
+      })
+      assert.equal(r.status, 200, await r.text())
+    }
   }
+  upstream = fake
   return base
+}
+
+/** The prompt tokens a fake provider logged, summed. */
+async function logged(provider) {
+  const report = await (await fetch(`${provider}/_report`)).json()
+  return report.requests.reduce((sum, r) => sum + r.tokens, 0)
 }
 
 /** Starts `abridge ui`; resolves to its base URL. */
@@ -172,6 +183,30 @@ test("a proxy session's chart shows each request, the provider's usage and its c
   assert.equal(markers, await p.locator('#compactions tbody tr').count(), 'one marker per compaction')
   assert.ok(await p.locator('svg#timeline line.trigger').count() === 1 && await p.locator('svg#timeline line.target').count() === 1)
   await p.screenshot({ path: path.join(shots, 'proxy-session.png'), fullPage: true })
+  sameOrigin(p, proxy)
+  await p.close()
+})
+
+test('the savings page adds up to what the providers logged', async () => {
+  const p = await page()
+  const number = async (sel) => Number((await p.locator(sel).textContent()).replace(/[^0-9]/g, ''))
+  for (let i = 0; i < 50; i++) {
+    await p.goto(`${proxy}/ui/savings`)
+    if (await p.locator('#total-requests').count() && await number('#total-requests') === 30) break
+    await p.waitForTimeout(100)
+  }
+  assert.equal(await number('#total-requests'), 30)
+  const [client, forwarded] = [await logged(direct), await logged(upstream)]
+  assert.ok(forwarded < client, `${forwarded} forwarded of ${client}`)
+  assert.equal(await number('#total-client'), client, 'tokens the client sent, as its own provider logged them')
+  assert.equal(await number('#total-forwarded'), forwarded, 'tokens forwarded, as the upstream logged them')
+  assert.equal(await p.locator('#per-tenant tbody tr').count(), 1)
+  assert.equal((await p.locator('#per-model tbody tr td').first().textContent()).trim(), 'gpt-4o')
+  const points = (await p.locator('#forwarded-line').getAttribute('points')).trim().split(' ')
+  assert.equal(points.length, 1, 'one day')
+  const box = await p.locator('svg#savings-chart').boundingBox()
+  assert.ok(box.width > 400 && box.height > 150, 'the chart renders at size')
+  await p.screenshot({ path: path.join(shots, 'savings.png'), fullPage: true })
   sameOrigin(p, proxy)
   await p.close()
 })

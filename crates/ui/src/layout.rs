@@ -14,7 +14,10 @@ pub(crate) fn page(title: &str, body: Markup) -> Markup {
                 link rel="stylesheet" href="/ui/style.css";
             }
             body {
-                header { a.brand href="/ui" { "abridge" } span.muted { "sessions and compactions" } }
+                header {
+                    a.brand href="/ui" { "abridge" }
+                    nav { a href="/ui" { "sessions" } " · " a href="/ui/savings" { "savings" } }
+                }
                 main { (body) }
             }
         }

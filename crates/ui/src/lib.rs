@@ -1,7 +1,7 @@
 //! The operators' dashboard: every session or stored conversation, its
 //! compactions, and each compaction in full — policies, summarizer
 //! attempts, verification, the briefing, the history before and after side
-//! by side, and the original to download. Server-rendered HTML (maud, so
+//! by side, the original to download, and what the requests saved. Server-rendered HTML (maud, so
 //! every value is escaped), one embedded stylesheet, no script and no
 //! request to another origin. Read-only.
 //!
@@ -76,6 +76,20 @@ impl Ui {
         Ok(pages::compaction::render(&detail).into_string())
     }
 
+    /// The savings page (`GET /ui/savings`), rendered; blocks on the store.
+    pub fn savings_page(&self) -> Result<String, String> {
+        use abridge_store::GroupBy;
+        let savings = self.with(|s| {
+            let by = |g, limit| s.totals(g, limit).map_err(|e| e.to_string());
+            Ok(pages::savings::Savings {
+                days: by(GroupBy::Day, 90)?,
+                tenants: by(GroupBy::Tenant, 100)?,
+                models: by(GroupBy::Model, 100)?,
+            })
+        })?;
+        Ok(pages::savings::render(&savings).into_string())
+    }
+
     /// Runs `f` on a blocking thread (the stores block).
     async fn read<T: Send + 'static>(
         &self,
@@ -97,6 +111,7 @@ pub fn router(ui: Ui) -> Router {
         .route("/ui", get(sessions))
         .route("/ui/", get(sessions))
         .route("/ui/session", get(session))
+        .route("/ui/savings", get(savings))
         .route("/ui/compactions/{id}", get(compaction))
         .route("/ui/compactions/{id}/original.json", get(original))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -122,6 +137,10 @@ async fn style() -> Response {
 
 async fn sessions(State(ui): State<Ui>, Query(q): Query<SessionQuery>) -> Response {
     html(ui.read(move |ui| ui.sessions_page(&q)).await)
+}
+
+async fn savings(State(ui): State<Ui>) -> Response {
+    html(ui.read(|ui| ui.savings_page()).await)
 }
 
 #[derive(serde::Deserialize)]

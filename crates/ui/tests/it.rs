@@ -285,6 +285,7 @@ async fn a_proxy_session_shows_its_requests_usage_and_compactions() {
             target: Some(Calibrated::new(3_600)),
             // The model recalled originals on two requests.
             recalls: u32::from(i == 12 || i == 20) * 2,
+            account: Default::default(),
         };
         store.record_request(&request).unwrap();
     }

@@ -14,6 +14,7 @@ mod recall;
 mod replicas;
 mod responses;
 mod routes;
+mod savings;
 mod support;
 mod tenants;
 

@@ -254,6 +254,10 @@ impl SnapshotStore for Store {
         self.select_request_stats()
     }
 
+    fn totals(&self, by: crate::GroupBy, limit: usize) -> Result<Vec<crate::Totals>> {
+        self.select_totals(by, limit)
+    }
+
     fn list(&self, limit: usize) -> Result<Vec<Entry>> {
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM snapshots ORDER BY id DESC LIMIT ?1");
         let conn = self.conn();
