@@ -5,6 +5,7 @@ mod compact;
 mod engine_args;
 mod eval;
 mod input;
+mod run;
 mod savings;
 mod serve;
 mod signal;
@@ -88,6 +89,8 @@ enum Command {
     Prune(snapshots::PruneArgs),
     /// Tokens and dollars a proxy's requests added up to, with abridge and without, per day, tenant or model.
     Savings(savings::SavingsArgs),
+    /// Run an agent behind abridge: a proxy for it alone, the agent pointed at it, what it saved on exit.
+    Run(run::RunArgs),
     /// Run the proxy (OpenAI Chat Completions and Responses, Anthropic Messages) that keeps every agent behind it inside its window.
     Serve(serve::ServeArgs),
     /// The dashboard over a snapshot store: sessions, compactions, briefings, diffs.
@@ -175,6 +178,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Replay(args) => snapshots::replay(&args, &mut out),
         Command::Prune(args) => snapshots::prune(&args, &mut out),
         Command::Savings(args) => savings::run(&args, &mut out),
+        Command::Run(args) => run::run(&args, &mut out),
         Command::Ui(args) => ui::run(&args, &mut out),
         Command::Serve(args) => {
             init_logging();

@@ -18,54 +18,84 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (overrides `[serve] listen`; default 127.0.0.1:8787).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
-    /// Config file: triggers, budgets, policies, `[[summarizers]]` and `[serve]`.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// OpenAI-compatible upstream, ending in /v1 (default https://api.openai.com/v1).
-    #[arg(long, value_name = "URL")]
-    openai_upstream: Option<String>,
-    /// Anthropic upstream, the host root (default https://api.anthropic.com).
-    #[arg(long, value_name = "URL")]
-    anthropic_upstream: Option<String>,
-    /// Gemini API upstream, the host root (default
-    /// https://generativelanguage.googleapis.com; empty: Gemini requests are refused).
-    #[arg(long, value_name = "URL")]
-    gemini_upstream: Option<String>,
-    /// Where sessions and snapshots are kept: a SQLite file (default: the
-    /// user's data directory), or postgres://user@host:port/db, shared by
-    /// several replicas.
-    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
-    store: Option<String>,
-    /// Keep sessions in memory only and record no snapshots.
-    #[arg(long)]
-    no_store: bool,
+    #[command(flatten)]
+    proxy: ProxyArgs,
     /// A name the proxy answers to besides IP addresses and localhost
     /// (repeat for several; added to `[serve] allowed_hosts`).
     #[arg(long = "allowed-host", value_name = "NAME")]
     allowed_hosts: Vec<String>,
 }
 
-pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
-    let mut config = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            ProxyConfig::from_toml(&text).with_context(|| path.display().to_string())?
+/// What a proxy is made of: its config, its upstreams and its store
+/// (`abridge serve`, and the one `abridge run` starts).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ProxyArgs {
+    /// Config file: triggers, budgets, policies, `[[summarizers]]` and `[serve]`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// OpenAI-compatible upstream, ending in /v1 (default https://api.openai.com/v1).
+    #[arg(long, value_name = "URL")]
+    pub(crate) openai_upstream: Option<String>,
+    /// Anthropic upstream, the host root (default https://api.anthropic.com).
+    #[arg(long, value_name = "URL")]
+    pub(crate) anthropic_upstream: Option<String>,
+    /// Gemini API upstream, the host root (default
+    /// https://generativelanguage.googleapis.com; empty: Gemini requests are refused).
+    #[arg(long, value_name = "URL")]
+    pub(crate) gemini_upstream: Option<String>,
+    /// Where sessions and snapshots are kept: a SQLite file (default: the
+    /// user's data directory), or postgres://user@host:port/db, shared by
+    /// several replicas.
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    pub(crate) store: Option<String>,
+    /// Keep sessions in memory only and record no snapshots.
+    #[arg(long)]
+    pub(crate) no_store: bool,
+}
+
+impl ProxyArgs {
+    /// The config file's settings (or the defaults) with the upstreams given.
+    pub(crate) fn config(&self) -> Result<ProxyConfig> {
+        let mut config = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                ProxyConfig::from_toml(&text).with_context(|| path.display().to_string())?
+            }
+            None => ProxyConfig::default(),
+        };
+        let serve = &mut config.serve;
+        if let Some(u) = &self.openai_upstream {
+            serve.openai_upstream = u.clone();
         }
-        None => ProxyConfig::default(),
-    };
+        if let Some(u) = &self.anthropic_upstream {
+            serve.anthropic_upstream = u.clone();
+        }
+        if let Some(u) = &self.gemini_upstream {
+            serve.gemini_upstream = u.clone();
+        }
+        Ok(config)
+    }
+
+    /// The store sessions and snapshots go to (`None`: in memory).
+    pub(crate) async fn open_store(&self, source: &str) -> Result<Option<Box<dyn SessionStore>>> {
+        if self.no_store {
+            return Ok(None);
+        }
+        match Location::of(self.store.as_deref())
+            .context("no data directory; pass --store PATH or --no-store")?
+        {
+            Location::Postgres(url) => Ok(Some(Box::new(PgStore::connect(&url).await?))),
+            Location::File(path) => Ok(Some(Box::new(Store::open(&path)?.with_source(source)))),
+        }
+    }
+}
+
+pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut config = args.proxy.config()?;
     let serve = &mut config.serve;
     if let Some(l) = args.listen {
         serve.listen = l;
-    }
-    if let Some(u) = &args.openai_upstream {
-        serve.openai_upstream = u.clone();
-    }
-    if let Some(u) = &args.anthropic_upstream {
-        serve.anthropic_upstream = u.clone();
-    }
-    if let Some(u) = &args.gemini_upstream {
-        serve.gemini_upstream = u.clone();
     }
     serve
         .allowed_hosts
@@ -75,7 +105,7 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     // Before anything listens: a dashboard beyond loopback needs its token.
-    let token = match args.no_store {
+    let token = match args.proxy.no_store {
         true => None,
         false => crate::ui::token(config.serve.ui_token.clone(), config.serve.listen)
             .context("abridge serve would show every conversation to anyone who can reach it (or pass --no-store: no dashboard)")?,
@@ -86,7 +116,7 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
-        let store = open_store(args).await?;
+        let store = args.proxy.open_store("serve").await?;
         let dashboard = dashboard(args, token).await?;
         let proxy = Proxy::new(config, store)?;
         // "Listening" once a request is as fast as the next one.
@@ -112,27 +142,15 @@ pub(crate) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn open_store(args: &ServeArgs) -> Result<Option<Box<dyn SessionStore>>> {
-    if args.no_store {
-        return Ok(None);
-    }
-    match Location::of(args.store.as_deref())
-        .context("no data directory; pass --store PATH or --no-store")?
-    {
-        Location::Postgres(url) => Ok(Some(Box::new(PgStore::connect(&url).await?))),
-        Location::File(path) => Ok(Some(Box::new(Store::open(&path)?.with_source("serve")))),
-    }
-}
-
 /// The dashboard over the proxy's store (a connection of its own), when
 /// there is a store; else `None`.
 async fn dashboard(
     args: &ServeArgs,
     token: Option<String>,
 ) -> Result<Option<(abridge_ui::Ui, Option<String>)>> {
-    if args.no_store {
+    if args.proxy.no_store {
         return Ok(None);
     }
-    let store = crate::ui::open(args.store.as_deref()).await?;
+    let store = crate::ui::open(args.proxy.store.as_deref()).await?;
     Ok(Some((abridge_ui::Ui::new(store, token.clone()), token)))
 }

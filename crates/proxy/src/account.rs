@@ -99,6 +99,8 @@ type Dollars = Counter<f64, AtomicU64>;
 #[derive(Debug, Default)]
 pub(crate) struct Accounts {
     lines: Mutex<HashMap<(String, String), Totals>>,
+    requests: Family<SpendLabels, Counter>,
+    compared: Family<SpendLabels, Counter>,
     client_tokens: Family<SpendLabels, Counter>,
     forwarded_tokens: Family<SpendLabels, Counter>,
     cost: Family<SpendLabels, Dollars>,
@@ -110,6 +112,16 @@ pub(crate) struct Accounts {
 impl Accounts {
     /// Registers the per-tenant and per-model sums.
     pub(crate) fn register(&self, r: &mut Registry) {
+        r.register(
+            "accounted_requests",
+            "Requests forwarded and accounted (their response ended), per tenant and model",
+            self.requests.clone(),
+        );
+        r.register(
+            "compared_requests",
+            "Requests priced both ways, with abridge and without",
+            self.compared.clone(),
+        );
         r.register(
             "client_tokens",
             "Prompt tokens the clients sent, in the provider's units (the provider's report, plus what abridge left out)",
@@ -161,6 +173,7 @@ impl Accounts {
         };
         let labels = SpendLabels { tenant, model };
         let a = &r.account;
+        self.requests.get_or_create(&labels).inc();
         self.client_tokens
             .get_or_create(&labels)
             .inc_by(a.client_tokens.get());
@@ -171,6 +184,7 @@ impl Accounts {
             self.cost.get_or_create(&labels).inc_by(cost);
         }
         if let Some((with, without)) = a.cost.zip(a.cost_without).filter(|_| !a.over_window) {
+            self.compared.get_or_create(&labels).inc();
             self.cost_compared.get_or_create(&labels).inc_by(with);
             self.cost_without.get_or_create(&labels).inc_by(without);
         }

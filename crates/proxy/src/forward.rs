@@ -253,9 +253,12 @@ impl Drop for Tapped {
     fn drop(&mut self) {
         if !self.ended {
             // The client went away: the upstream connection closes with us.
+            // What the stream reported before goes on (a client may stop
+            // reading at the event that completes the response, after its
+            // usage).
             self.metrics.disconnect();
-            if let Some((_, done)) = self.tap.take() {
-                done(None);
+            if let Some((tap, done)) = self.tap.take() {
+                done(tap.finish());
             }
         }
     }

@@ -287,7 +287,7 @@ impl Totals {
 }
 
 /// Everything a proxy's requests added up to.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Tokens and dollars.
     pub totals: abridge_store::Totals,

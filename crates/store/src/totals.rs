@@ -5,12 +5,12 @@
 //! trimming.
 
 use rusqlite::params;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{RequestRecord, Result, Store};
 
 /// One day's, tenant's and model's sums (or a coarser group's).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Totals {
     /// `YYYY-MM-DD` (UTC), or empty when summed over days.
     pub day: String,
