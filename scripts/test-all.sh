@@ -46,7 +46,7 @@ clients_venv="$target_dir/clients-venv"
 # The abridge package too, for the Agents SDK's in-process filter (abridge.agents).
 MATURIN_PEP517_ARGS="--profile dev" "$clients_venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
 "$clients_venv/bin/python" sdk-tests/python/test_clients.py
-echo "== abridge run with the real agents (Claude Code, Codex, Gemini CLI)"
+echo "== abridge run with the real agents (Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI)"
 "$clients_venv/bin/python" sdk-tests/python/test_run.py
 
 if [ "${CI:-}" = true ]; then

@@ -1,5 +1,6 @@
 """`abridge run <agent>` with the real agents, as shipped (pinned in
-sdk-tests/clients): Claude Code, Codex and Gemini CLI, each set up the way a
+sdk-tests/clients): Claude Code, Codex, Gemini CLI, OpenCode and GitHub
+Copilot CLI (BYOK), each set up the way a
 user with a gateway sets it up (its own documented variable or config file
 pointing at the fake provider), run once directly and once as
 `abridge run <agent> -- …` with nothing else changed. Through abridge the
@@ -71,6 +72,27 @@ def gemini(home, upstream):
     env = {"GEMINI_API_KEY": "gemini-client-test", "GOOGLE_GEMINI_BASE_URL": upstream,
            "GEMINI_CLI_NO_RELAUNCH": "1", "NO_COLOR": "1"}
     return ["-p", TASK, "--yolo", "-m", "gemini-2.5-pro"], env
+
+
+def opencode(home, upstream):
+    """OpenCode's `run` with Claude, its Anthropic provider at the gateway
+    in its global opencode.json; autoupdate and sharing off."""
+    config_dir = os.path.join(home, ".config", "opencode")
+    os.makedirs(config_dir)
+    with open(os.path.join(config_dir, "opencode.json"), "w") as f:
+        json.dump({"autoupdate": False, "share": "disabled",
+                   "provider": {"anthropic": {"options": {"baseURL": f"{upstream}/v1"}}}}, f)
+    env = {"ANTHROPIC_API_KEY": "sk-ant-client-test", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+           "OPENCODE_DISABLE_MODELS_FETCH": "1", "XDG_CONFIG_HOME": os.path.join(home, ".config")}
+    return ["run", "-m", "anthropic/claude-sonnet-4-5", TASK], env
+
+
+def copilot(home, upstream):
+    """GitHub Copilot CLI with a model provider of one's own (BYOK, Chat
+    Completions) at the gateway, every tool allowed, auto-update off."""
+    env = {"COPILOT_PROVIDER_BASE_URL": f"{upstream}/v1", "COPILOT_PROVIDER_API_KEY": "sk-copilot-test",
+           "COPILOT_MODEL": "gpt-4o", "COPILOT_AUTO_UPDATE": "false"}
+    return ["-p", TASK, "--allow-all-tools"], env
 
 
 def hashes(home):
@@ -194,7 +216,7 @@ class RunTest(unittest.TestCase):
 
     @unittest.skipUnless(installed("claude"), "Claude Code is not installed (npm ci in sdk-tests/clients)")
     def test_claude_code(self):
-        direct, run = self.through_abridge_run("claude", claude, 0.07)
+        direct, run = self.through_abridge_run("claude", claude, 0.08)
         self.assertEqual(run.answer, direct.answer)
 
     @unittest.skipUnless(installed("codex"), "Codex is not installed (npm ci in sdk-tests/clients)")
@@ -203,7 +225,16 @@ class RunTest(unittest.TestCase):
 
     @unittest.skipUnless(installed("gemini"), "Gemini CLI is not installed (npm ci in sdk-tests/clients)")
     def test_gemini_cli(self):
-        self.through_abridge_run("gemini", gemini, 0.07)
+        self.through_abridge_run("gemini", gemini, 0.08)
+
+
+    @unittest.skipUnless(installed("opencode"), "OpenCode is not installed (npm ci in sdk-tests/clients)")
+    def test_opencode(self):
+        self.through_abridge_run("opencode", opencode, 0.08)
+
+    @unittest.skipUnless(installed("copilot"), "Copilot CLI is not installed (npm ci in sdk-tests/clients)")
+    def test_copilot_cli_byok(self):
+        self.through_abridge_run("copilot", copilot, 0.02)
 
 
 if __name__ == "__main__":

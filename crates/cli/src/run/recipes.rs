@@ -87,14 +87,14 @@ pub(crate) const RECIPES: &[Recipe] = &[
         title: "OpenCode",
         program: "opencode",
         how: "OPENCODE_CONFIG_CONTENT: provider.{anthropic,openai,google}.options.baseURL",
-        tested: None,
+        tested: Some("opencode-ai 1.18.33"),
         point: Point::OpencodeContent,
     },
     Recipe {
         name: "pi",
         title: "pi",
         program: "pi",
-        how: "-e <extension> moving the anthropic, openai and google providers' baseUrl",
+        how: "-e <extension> moving the anthropic, openai and google providers' baseUrl (pi needs Node 22.19)",
         tested: None,
         point: Point::PiExtension,
     },
@@ -103,7 +103,7 @@ pub(crate) const RECIPES: &[Recipe] = &[
         title: "GitHub Copilot CLI (BYOK)",
         program: "copilot",
         how: "COPILOT_PROVIDER_BASE_URL (needs your own provider: COPILOT_PROVIDER_BASE_URL set)",
-        tested: None,
+        tested: Some("@github/copilot 1.0.102"),
         point: Point::CopilotByok,
     },
 ];
@@ -204,6 +204,11 @@ impl Recipe {
                 ];
             }
             Point::OpencodeContent => {
+                // The global config's base URLs, then the content's (merged
+                // after it, as OpenCode does).
+                if let Some(file) = opencode_config(env) {
+                    launch.upstreams.extend(opencode_base_urls(&file));
+                }
                 let (content, upstreams) =
                     opencode_content(root, env.var("OPENCODE_CONFIG_CONTENT"))?;
                 launch.env.insert("OPENCODE_CONFIG_CONTENT".into(), content);
@@ -265,6 +270,37 @@ const OPENCODE_PROVIDERS: [(&str, Api, &str); 3] = [
     ("google", Api::Gemini, "/v1beta"),
 ];
 
+/// The user's global OpenCode config (`opencode.json`), when it is JSON.
+fn opencode_config(env: &dyn Environment) -> Option<Value> {
+    let dir = env
+        .var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|h| Path::new(&h).join(".config")))?;
+    let text = std::fs::read_to_string(dir.join("opencode").join("opencode.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The base URLs an OpenCode config names for the providers abridge
+/// points, as the proxy's upstreams (Anthropic's and Gemini's host roots).
+fn opencode_base_urls(config: &Value) -> Vec<(ApiKey, String)> {
+    OPENCODE_PROVIDERS
+        .iter()
+        .filter_map(|(name, api, suffix)| {
+            let url = config
+                .pointer(&format!("/provider/{name}/options/baseURL"))?
+                .as_str()?;
+            let upstream = match api {
+                Api::Openai => url.to_owned(),
+                _ => url
+                    .trim_end_matches('/')
+                    .trim_end_matches(suffix)
+                    .to_owned(),
+            };
+            Some((key(*api), upstream))
+        })
+        .collect()
+}
+
 /// `OPENCODE_CONFIG_CONTENT` with the providers' base URLs at the proxy,
 /// over the user's own content when there is one; and the base URLs that
 /// content named (the upstreams).
@@ -277,9 +313,9 @@ fn opencode_content(root: &str, theirs: Option<String>) -> Result<(String, Vec<(
     let Some(obj) = config.as_object_mut() else {
         bail!("OPENCODE_CONFIG_CONTENT is not a JSON object");
     };
-    let mut upstreams = Vec::new();
+    let upstreams = opencode_base_urls(&Value::Object(obj.clone()));
     let providers = obj.entry("provider").or_insert_with(|| json!({}));
-    for (name, api, suffix) in OPENCODE_PROVIDERS {
+    for (name, _, suffix) in OPENCODE_PROVIDERS {
         let Some(p) = providers.as_object_mut() else {
             bail!("OPENCODE_CONFIG_CONTENT's provider is not an object");
         };
@@ -289,18 +325,6 @@ fn opencode_content(root: &str, theirs: Option<String>) -> Result<(String, Vec<(
             .context("an OPENCODE_CONFIG_CONTENT provider is not an object")?
             .entry("options")
             .or_insert_with(|| json!({}));
-        if let Some(url) = options.get("baseURL").and_then(Value::as_str) {
-            // Theirs ends as the SDK's does; the proxy's upstreams do not
-            // (Anthropic's and Gemini's are host roots).
-            let upstream = match api {
-                Api::Openai => url.to_owned(),
-                _ => url
-                    .trim_end_matches('/')
-                    .trim_end_matches(suffix)
-                    .to_owned(),
-            };
-            upstreams.push((key(api), upstream));
-        }
         options["baseURL"] = json!(format!("{root}{suffix}"));
     }
     Ok((config.to_string(), upstreams))
