@@ -9,16 +9,18 @@ mod cache;
 mod handle;
 pub(crate) mod index;
 mod original;
+mod respond;
 mod search;
 
 use std::collections::HashMap;
 
 use abridge_model::{Message, Part, ToolCall};
 
-pub use answer::{Answer, RecallInput, RecallTool, answer};
+pub use answer::{Answer, RecallInput, RecallTool};
 pub use cache::OriginalCache;
 pub use handle::{Handle, HandleKey};
 pub use original::{Admission, Original, OriginalKind, Piece, RecallScope, StoredOriginal};
+pub use respond::answer;
 
 /// A briefing's text and its index of recallable originals (the index is
 /// always last), when it has one.
