@@ -3,7 +3,8 @@
 # with the AI SDK), then the official OpenAI and Anthropic Python SDKs and
 # the AI SDK (Node) running tool loops through `abridge serve` against the
 # fake provider, and real agent clients as shipped (Claude Code, the OpenAI
-# Agents SDK) driven by a scripted model through it; last, every artifact a
+# Agents SDK) driven by a scripted model through it, and traces read back
+# from Arize Phoenix (a real OTLP receiver); last, every artifact a
 # user installs is built (scripts/package.sh) and installed where no Rust
 # toolchain is (scripts/test-artifacts.sh). Python packages go to a
 # virtualenv under target/, Node packages come from committed lockfiles (`npm ci`).
@@ -48,6 +49,12 @@ MATURIN_PEP517_ARGS="--profile dev" "$clients_venv/bin/pip" install --quiet --di
 "$clients_venv/bin/python" sdk-tests/python/test_clients.py
 echo "== abridge run with the real agents (Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI)"
 "$clients_venv/bin/python" sdk-tests/python/test_run.py
+
+echo "== Traces into a real OTLP receiver (Arize Phoenix), read back through its API"
+traces_venv="$target_dir/traces-venv"
+[ -x "$traces_venv/bin/python" ] || python3 -m venv "$traces_venv"
+"$traces_venv/bin/pip" install --quiet --disable-pip-version-check -r sdk-tests/python/requirements-traces.txt
+"$traces_venv/bin/python" sdk-tests/python/test_traces.py
 
 if [ "${CI:-}" = true ]; then
     # CI's clean clone is thrown away after the run, and the machine's disk is

@@ -1,7 +1,7 @@
 //! The HTTP side: routes, the request path and the retry after an overflow.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use abridge::Cancel;
 use abridge::model::Wire;
@@ -25,6 +25,7 @@ use crate::recall::{Onward, Resend};
 use crate::route::{self, Passthroughs, Provider, Refused, origin_form};
 use crate::session::{SESSION_HEADER, Sessions};
 use crate::store::SharedStore;
+use crate::telemetry::Trace;
 use crate::tenant::Secret;
 
 /// Shared by every request.
@@ -41,6 +42,8 @@ pub(crate) struct App {
     pub(crate) engines: Engines,
     pub(crate) store: Option<SharedStore>,
     pub(crate) metrics: Arc<Metrics>,
+    /// Where request spans go (nowhere unless configured).
+    pub(crate) telemetry: crate::telemetry::Telemetry,
     pub(crate) handle: tokio::runtime::Handle,
     pub(crate) secret: Secret,
     pub(crate) passthroughs: Passthroughs,
@@ -261,15 +264,40 @@ async fn compact_and_send(
     let Outgoing {
         method,
         uri,
-        headers,
+        mut headers,
         target,
     } = request;
+    let family = wire.family();
+    let provider = Provider::from(family);
+    let trace = Trace::start(&app.telemetry, &headers, provider, &target.url);
+    let response = send_traced(
+        app,
+        wire,
+        (method, uri, &mut headers, target),
+        bytes,
+        start,
+        &trace,
+    )
+    .await;
+    trace.end_unless_handed_off(response.status().as_u16());
+    response
+}
+
+async fn send_traced(
+    app: &Arc<App>,
+    wire: Wire,
+    (method, uri, headers, target): (Method, axum::http::Uri, &mut HeaderMap, Target),
+    bytes: Bytes,
+    start: Instant,
+    trace: &Trace,
+) -> Response<Body> {
     let family = wire.family();
     let provider = Provider::from(family);
     let size = bytes.len();
     let Some(room) = room_to_compact(app, provider, size).await else {
         return busy(app, provider, Budgeted::Preparing);
     };
+    let preparing = SystemTime::now();
     let mut prepared = {
         let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
         while_client_waits(move |cancel| app.context(cancel).prepare(wire, &headers, &uri, &bytes))
@@ -281,11 +309,20 @@ async fn compact_and_send(
         return proxy_error(family, StatusCode::BAD_REQUEST, why);
     }
     app.metrics.added(start.elapsed().as_secs_f64());
+    if let Some(t) = prepared.turn() {
+        trace.model(t.request.model.as_deref());
+        if let Some(r) = t.report.as_ref().filter(|r| r.compacted) {
+            trace.compaction(preparing, r);
+        }
+    }
+    // The upstream sees this request's span as its parent.
+    trace.inject(headers);
+    let headers = &*headers;
     let body = prepared.body().cloned().unwrap_or_else(|| bytes.clone());
     let sent = Instant::now();
     let mut upstream = match app
         .upstream
-        .send(method.clone(), &target, &headers, body, true)
+        .send(method.clone(), &target, headers, body, true)
         .await
     {
         Ok(r) => r,
@@ -328,14 +365,15 @@ async fn compact_and_send(
         ));
         upstream = match app
             .upstream
-            .send(method.clone(), &target, &headers, body, true)
+            .send(method.clone(), &target, headers, body, true)
             .await
         {
             Ok(r) => r,
             Err(e) => return upstream_failed(family, &e),
         };
     }
-    let on_usage = on_usage(app, &prepared);
+    trace.status(upstream.status().as_u16());
+    let on_usage = on_usage(app, &prepared, trace);
     match prepared.take_recall() {
         Some(r) if upstream.status().is_success() => {
             let onward = Onward {
@@ -343,9 +381,10 @@ async fn compact_and_send(
                     upstream: app.upstream.clone(),
                     method,
                     target,
-                    headers,
+                    headers: headers.clone(),
                 },
                 metrics: app.metrics.clone(),
+                trace: trace.clone(),
                 on_usage,
                 extra,
             };
@@ -406,8 +445,10 @@ fn response_headers(p: &Prepared) -> Vec<(HeaderName, HeaderValue)> {
 
 /// When the response ends: the provider's usage calibrates the session,
 /// and the request goes to the request log (off the request path).
-fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
+fn on_usage(app: &App, p: &Prepared, trace: &Trace) -> Option<OnUsage> {
     let t = p.turn()?;
+    trace.hand_off();
+    let trace = trace.clone();
     let slot = t.usage.clone();
     let store = app.store.clone();
     let metrics = app.metrics.clone();
@@ -420,6 +461,7 @@ fn on_usage(app: &App, p: &Prepared) -> Option<OnUsage> {
         crate::account::settle(&mut request, u.as_ref(), &basis);
         request.recalls = recalls.map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed));
         metrics.accounts.add(&request);
+        trace.finish(u.as_ref(), Some(&request));
         if let Some(store) = store {
             store.log_request(request);
         }

@@ -7,6 +7,7 @@ use abridge::Config;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::telemetry::TelemetryConfig;
 
 /// What only the proxy uses (`[serve]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,10 +221,12 @@ pub struct ProxyConfig {
     pub engine: Config,
     /// The `[serve]` section.
     pub serve: ServeConfig,
+    /// The `[telemetry]` section: where traces go.
+    pub telemetry: TelemetryConfig,
 }
 
 impl ProxyConfig {
-    /// Parses a TOML file with an optional `[serve]` section; everything
+    /// Parses a TOML file with optional `[serve]` and `[telemetry]` sections; everything
     /// else is the engine's config.
     pub fn from_toml(text: &str) -> Result<Self> {
         let mut table: toml::Table =
@@ -234,9 +237,19 @@ impl ProxyConfig {
                 .map_err(|e| Error::Config(format!("[serve]: {e}")))?,
             None => ServeConfig::default(),
         };
+        let telemetry = match table.remove("telemetry") {
+            Some(v) => v
+                .try_into::<TelemetryConfig>()
+                .map_err(|e| Error::Config(format!("[telemetry]: {e}")))?,
+            None => TelemetryConfig::default(),
+        };
         let rest = toml::to_string(&table).map_err(|e| Error::Config(e.to_string()))?;
         let engine = Config::from_toml(&rest).map_err(|e| Error::Config(e.to_string()))?;
-        let config = ProxyConfig { engine, serve };
+        let config = ProxyConfig {
+            engine,
+            serve,
+            telemetry,
+        };
         config.check()?;
         Ok(config)
     }
@@ -244,6 +257,7 @@ impl ProxyConfig {
     /// Checks both parts.
     pub fn check(&self) -> Result<()> {
         self.serve.check()?;
+        self.telemetry.check()?;
         self.engine
             .check()
             .map_err(|e| Error::Config(e.to_string()))

@@ -45,6 +45,7 @@ mod route;
 mod session;
 mod sse;
 mod store;
+mod telemetry;
 mod tenant;
 mod usage;
 
@@ -58,6 +59,7 @@ use abridge_store::SessionStore;
 pub use config::{ProxyConfig, ServeConfig};
 pub use error::{Error, Result};
 pub use host::guard_host;
+pub use telemetry::TelemetryConfig;
 
 /// Longest a stopping proxy waits for its queued store writes.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -115,6 +117,16 @@ impl Proxy {
         let mut store = store;
         let secret = secret(&config.serve, store.as_deref_mut())?;
         let metrics = Arc::new(metrics::Metrics::new());
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?;
+        let telemetry = telemetry::Telemetry::start(
+            &config.telemetry,
+            abridge_llm::client_builder()
+                .build()
+                .map_err(|e| Error::Config(format!("[telemetry]: {e}")))?,
+            handle.clone(),
+            metrics.clone(),
+        )?;
         let app = app::App {
             budget: budget::Budget::new(
                 config.serve.max_preparing_bytes(),
@@ -140,8 +152,8 @@ impl Proxy {
                 Arc::new(store::StoreWorker::start(s, metrics.clone(), restore))
             }),
             metrics,
-            handle: tokio::runtime::Handle::try_current()
-                .map_err(|e| Error::Config(format!("the proxy needs a tokio runtime: {e}")))?,
+            telemetry,
+            handle,
             secret,
             passthroughs: route::Passthroughs::default(),
             warmed: std::sync::OnceLock::new(),
@@ -234,6 +246,9 @@ impl Proxy {
             .await
             .map_err(Error::Serve);
         sweeper.abort();
+        let app = self.app.clone();
+        // The last spans go before the proxy ends.
+        let _ = tokio::task::spawn_blocking(move || app.telemetry.flush()).await;
         if let Some(store) = self.app.store.clone() {
             // What the sessions learned goes to the store before the proxy ends.
             let flushed = tokio::task::spawn_blocking(move || store.flush(FLUSH_LIMIT)).await;

@@ -124,6 +124,21 @@ label_values! {
     }
 }
 
+label_values! {
+    /// Why a trace span was never delivered.
+    SpanLoss {
+        /// The export queue was full when the span ended.
+        QueueFull => "queue_full",
+        /// The receiver refused it or could not be reached.
+        ExportFailed => "export_failed",
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpanLossLabels {
+    why: SpanLoss,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DroppedLabels {
     what: Dropped,
@@ -185,6 +200,7 @@ pub(crate) struct Metrics {
     abandoned: Counter,
     store_timeouts: Family<StoreLabels, Counter>,
     store_dropped: Family<DroppedLabels, Counter>,
+    spans_dropped: Family<SpanLossLabels, Counter>,
     recalls: Family<OutcomeLabels, Counter>,
     recall_bytes: Counter,
     recall_rounds: Counter,
@@ -244,6 +260,7 @@ impl Metrics {
             abandoned: Counter::default(),
             store_timeouts: Family::default(),
             store_dropped: Family::default(),
+            spans_dropped: Family::default(),
             recalls: Family::default(),
             recall_bytes: Counter::default(),
             recall_rounds: Counter::default(),
@@ -341,6 +358,11 @@ impl Metrics {
             "store_dropped",
             "Queued store writes that gave way because the store could not keep up (what: snapshot, then request_row; a session's state never does)",
             self.store_dropped.clone(),
+        );
+        r.register(
+            "trace_spans_dropped",
+            "Trace spans never delivered to the OTLP receiver, by why (queue_full, export_failed)",
+            self.spans_dropped.clone(),
         );
         r.register(
             "recalls",
@@ -545,6 +567,13 @@ impl Metrics {
     }
 
     /// `n` queued store writes of a kind gave way.
+    /// `n` trace spans lost, and why.
+    pub(crate) fn spans_dropped(&self, why: SpanLoss, n: u64) {
+        self.spans_dropped
+            .get_or_create(&SpanLossLabels { why })
+            .inc_by(n);
+    }
+
     pub(crate) fn store_dropped(&self, what: Dropped, n: u64) {
         self.store_dropped
             .get_or_create(&DroppedLabels { what })

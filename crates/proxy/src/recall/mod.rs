@@ -117,6 +117,8 @@ pub(crate) struct Onward {
     /// How to send the continued requests.
     pub(crate) resend: Resend,
     pub(crate) metrics: Arc<Metrics>,
+    /// The request's trace: a span per round.
+    pub(crate) trace: crate::telemetry::Trace,
     /// Takes the first round's usage once the rounds are over.
     pub(crate) on_usage: Option<OnUsage>,
     /// The proxy's own headers for the client.

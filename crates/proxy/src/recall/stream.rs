@@ -15,6 +15,7 @@ use super::{Onward, Recalling, Resend, exhausted_note};
 use crate::forward::{OnUsage, to_client};
 use crate::metrics::Metrics;
 use crate::sse::{Event, SseReader};
+use crate::telemetry::Trace;
 use crate::usage::UsageTap;
 
 /// Largest event of an upstream stream the rounds hold while it arrives.
@@ -29,6 +30,7 @@ pub(super) fn streamed<A: Api>(
     let Onward {
         resend,
         metrics,
+        trace,
         on_usage,
         extra,
     } = onward;
@@ -38,7 +40,7 @@ pub(super) fn streamed<A: Api>(
         done: on_usage,
         first: None,
     };
-    tokio::spawn(run::<A>(r, first, resend, metrics, usage, tx));
+    tokio::spawn(run::<A>(r, first, (resend, trace), metrics, usage, tx));
     let body =
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
     to_client(status, &head, extra, Body::from_stream(body))
@@ -60,7 +62,7 @@ enum Broken {
 async fn run<A: Api>(
     mut r: Recalling,
     first: reqwest::Response,
-    resend: Resend,
+    (resend, trace): (Resend, Trace),
     metrics: Arc<Metrics>,
     mut usage: Report,
     tx: Sender,
@@ -88,14 +90,17 @@ async fn run<A: Api>(
         } else {
             rounds += 1;
             metrics.recall_round();
+            let (started, n) = (std::time::SystemTime::now(), calls.len());
             let answers = r.answer(calls, &metrics).await;
-            match A::continue_with(&mut r.body, machine.turn(), &answers) {
+            let next = match A::continue_with(&mut r.body, machine.turn(), &answers) {
                 Ok(()) => resend_round(&resend, &r).await,
                 Err(e) => {
                     tracing::warn!(error = %e, "a recall round could not be encoded");
                     None
                 }
-            }
+            };
+            trace.recall_round(rounds, n, started);
+            next
         };
         let Some(next) = next else {
             if last && !machine.recall_calls().is_empty() {

@@ -19,6 +19,7 @@ pub(super) async fn whole<A: Api>(
     let Onward {
         resend,
         metrics,
+        trace,
         on_usage,
         extra,
     } = onward;
@@ -66,12 +67,14 @@ pub(super) async fn whole<A: Api>(
         }
         rounds += 1;
         metrics.recall_round();
+        let (started, n) = (std::time::SystemTime::now(), calls.len());
         let answers = r.answer(calls, &metrics).await;
         let turn = earlier.take(&v, &r.tool);
         let sent = match A::continue_with(&mut r.body, turn, &answers) {
             Ok(()) => resend.send(&r.body).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
+        trace.recall_round(rounds, n, started);
         response = match sent {
             Ok(next) => next,
             Err(e) => {

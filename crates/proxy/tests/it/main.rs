@@ -17,6 +17,7 @@ mod routes;
 mod savings;
 mod support;
 mod tenants;
+mod traces;
 
 /// The config of most tests: compaction above 6,000 tokens.
 pub(crate) const CONFIG: &str =

@@ -64,6 +64,9 @@ pub struct RequestCheck {
     /// Every recall handle its body names, in order.
     #[serde(default)]
     pub handles: Vec<String>,
+    /// Its W3C `traceparent`, when it came with one.
+    #[serde(default)]
+    pub traceparent: Option<String>,
 }
 
 /// A hash of a request body, to tell whether it arrived byte for byte.
@@ -218,6 +221,10 @@ pub(super) fn check(
         recalled,
         recall_calls,
         handles: handles_in(body).into_iter().map(|(_, h)| h).collect(),
+        traceparent: headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
     (check, key)
 }
