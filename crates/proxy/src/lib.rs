@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Per session (named by the `x-abridge-session` header, or by the start of
-//! the conversation and a digest of the credential) the proxy carries the
+//! the conversation, under the tenant of its credential) the proxy carries the
 //! last compaction over to the next request, so the compacted prefix goes
 //! upstream byte-identical and the provider's prompt cache stays warm. A
 //! request over the trigger is compacted before it is forwarded (offline

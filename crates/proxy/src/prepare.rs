@@ -81,7 +81,7 @@ impl Context<'_> {
         if let Some(v) = validate(&conv).first() {
             return self.unusable(format!("conversation is not valid: {v}"));
         }
-        let id = SessionId::of(headers, query, &conv);
+        let id = SessionId::of(&tenant, headers, &conv);
         if let Some(how) = provider_compaction(&conv) {
             return self.hand_over(id, how);
         }
@@ -109,6 +109,11 @@ impl Context<'_> {
     ) -> Result<(Shared, OwnedMutexGuard<SessionState>), String> {
         if let Some(session) = self.sessions.get(&id) {
             let guard = session.clone().blocking_lock_owned();
+            // Ids are derived from the tenant: another's is a collision,
+            // and its state is never this request's.
+            if guard.tenant.id != tenant {
+                return Err(format!("session {id} belongs to another key"));
+            }
             if !guard.spilled {
                 return Ok((session, guard));
             }

@@ -16,27 +16,15 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::held::{self, Held};
 use crate::raw::{Shape, prefix_hashes, shape};
-use crate::route::query_keys;
 use crate::store::Saved;
 use crate::tenant::{Tenant, TenantId};
 
 /// Header a client may send to name its session.
 pub(crate) const SESSION_HEADER: &str = "x-abridge-session";
 
-/// Headers whose digests a session id mixes in. Fixed (a header is added
-/// at the end, and only changes the ids of requests that carry it): a
-/// stored session keeps its id across releases.
-const SESSION_CREDENTIALS: [&str; 5] = [
-    "authorization",
-    "x-api-key",
-    "api-key",
-    "proxy-authorization",
-    "x-goog-api-key",
-];
-
-/// A session id: a hex digest of the credential's digest and the session's
-/// name or stable start. It never contains a credential; two credentials
-/// never share one, whatever name their clients give their sessions.
+/// A session id: a hex digest of the tenant's id and the session's name or
+/// stable start. It never contains a credential; two tenants never share
+/// one, whatever name their clients give their sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SessionId(pub String);
 
@@ -47,24 +35,18 @@ impl std::fmt::Display for SessionId {
 }
 
 impl SessionId {
-    /// The id of a request: named by [`SESSION_HEADER`] when present,
-    /// otherwise by the start of the conversation (system prompt, tools and
-    /// first user message) and its `prompt_cache_key`, if any (Codex sends
-    /// its thread's id there: two threads that start alike stay apart);
-    /// all mixed with a digest of the credential.
-    pub(crate) fn of(headers: &HeaderMap, query: Option<&str>, conv: &Conversation) -> SessionId {
+    /// The id of a request of `tenant`: named by [`SESSION_HEADER`] when
+    /// present, otherwise by the start of the conversation (system prompt,
+    /// tools and first user message) and its `prompt_cache_key`, if any
+    /// (Codex sends its thread's id there: two threads that start alike
+    /// stay apart); always under the tenant's id, so that two tenants
+    /// never share a session whatever they name it.
+    pub(crate) fn of(tenant: &TenantId, headers: &HeaderMap, conv: &Conversation) -> SessionId {
         let mut h = Sha256::new();
         h.update(b"abridge-session\0");
         h.update(Wire::of(conv.format).as_str());
-        for name in SESSION_CREDENTIALS {
-            if let Some(v) = headers.get(name) {
-                h.update(Sha256::digest(v.as_bytes()));
-            }
-        }
-        for v in query_keys(query) {
-            h.update(b"\0query key\0");
-            h.update(Sha256::digest(v.as_bytes()));
-        }
+        h.update(b"\0tenant\0");
+        h.update(tenant.as_str().as_bytes());
         match headers.get(SESSION_HEADER) {
             Some(name) => {
                 h.update(b"\0named\0");

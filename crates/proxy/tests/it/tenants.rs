@@ -228,3 +228,77 @@ async fn another_key_never_reads_an_original_after_a_restart() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_naming_the_same_session_each_get_their_own_live_and_after_a_restart() {
+    use crate::support::{LoopLog, OpenAiAgent};
+    use abridge_store::Store;
+    let dir = std::env::temp_dir().join(format!("abridge-named-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    // B has its own key; C sends A's key in another header, which makes
+    // another tenant too (the route table's headers are told apart).
+    let clients = [
+        ("authorization", "Bearer key-A", "a"),
+        ("authorization", "Bearer key-B", "b"),
+        ("api-key", "Bearer key-A", "c"),
+    ];
+    let headers = |(h, k, fake): (&'static str, &'static str, &'static str)| {
+        [
+            (h, k),
+            ("x-abridge-session", "shared"),
+            ("x-fake-session", fake),
+        ]
+    };
+    let mut agents: Vec<OpenAiAgent> = clients.iter().map(|_| OpenAiAgent::new(false)).collect();
+    let mut logs: Vec<LoopLog> = clients.iter().map(|_| LoopLog::default()).collect();
+    let setup = start(
+        CONFIG,
+        ProviderOptions::default(),
+        Some(Box::new(Store::open(&path).unwrap())),
+    )
+    .await;
+    // Interleaved, as agents sharing a proxy send.
+    for _ in 0..TURNS {
+        for (i, c) in clients.iter().enumerate() {
+            logs[i].note(&agents[i].step(&setup.proxy, &headers(*c)).await);
+        }
+    }
+    let provider = setup.stop().await;
+    let (proxy, stop, done) = proxy_for(
+        &provider.url,
+        CONFIG,
+        Some(Box::new(Store::open(&path).unwrap())),
+    )
+    .await;
+    for _ in 0..2 {
+        for (i, c) in clients.iter().enumerate() {
+            logs[i].note(&agents[i].step(&proxy, &headers(*c)).await);
+        }
+    }
+    let _ = stop.send(());
+    let _ = done.await;
+
+    let ids: BTreeSet<&String> = logs.iter().map(|l| &l.sessions[0]).collect();
+    assert_eq!(ids.len(), clients.len(), "{ids:?}");
+    for (l, c) in logs.iter().zip(clients) {
+        // One session each, kept across the restart.
+        assert_eq!(l.sessions.len(), TURNS + 2, "{c:?}");
+        assert!(
+            l.sessions.iter().all(|s| s == &l.sessions[0]),
+            "{c:?}: {:?}",
+            l.sessions
+        );
+    }
+    // Each went as it would alone: the same compactions, every request valid.
+    assert!(logs[0].compacted > 0);
+    assert!(
+        logs.iter().all(|l| l.compacted == logs[0].compacted),
+        "{:?}",
+        logs.iter().map(|l| l.compacted).collect::<Vec<_>>()
+    );
+    let report = provider.report();
+    assert!(report.requests.iter().all(|r| r.violations.is_empty()));
+    std::fs::remove_dir_all(&dir).ok();
+}
