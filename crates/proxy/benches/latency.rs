@@ -5,6 +5,10 @@
 //! `benches/proxy_vs_litellm.sh` starts one, with `UPSTREAM_URL` naming the
 //! fake provider both use). Loopback only, bounded.
 //!
+//! Targets beside those: abridge compacting while it exports traces to a
+//! receiver that is down (what tracing costs a request when it cannot
+//! deliver).
+//!
 //! Workloads: a session's repeated requests (each adds two messages) with a
 //! 375 KB and a 2 MB history, one at a time and 32 sessions at once; the
 //! same 375 KB session on the Messages API with its cache marker moved to
@@ -275,6 +279,10 @@ async fn run() {
             "abridge, under its trigger".to_owned(),
             abridge(&upstream, UNDER).await,
         ),
+        (
+            "abridge, compacting, tracing to a stopped receiver".to_owned(),
+            abridge(&upstream, &format!("{CONFIG}{}", stopped_receiver())).await,
+        ),
     ];
     if let Ok(peer) = std::env::var("PEER_URL") {
         targets.push((
@@ -287,7 +295,7 @@ async fn run() {
         .build()
         .unwrap();
     println!(
-        "{:<62} {:>9} {:>9} {:>10} {:>10}",
+        "{:<84} {:>9} {:>9} {:>10} {:>10}",
         "workload / target", "p50 ms", "p99 ms", "added p50", "added p99"
     );
     let cases = [
@@ -358,7 +366,7 @@ async fn run() {
         let mut direct = Row::default();
         for (j, (t, base)) in targets.iter().enumerate() {
             // A peer named by PEER_URL speaks Chat Completions only.
-            if case.api != Api::Chat && j >= 3 {
+            if case.api != Api::Chat && j >= 4 {
                 continue;
             }
             let row = workload(&client, base, case, 10_000 * (i + 1) + 1_000 * j).await;
@@ -376,6 +384,16 @@ async fn run() {
         }
         print_row("375 KB, first request of a session", t, row, direct);
     }
+}
+
+/// A `[telemetry]` section exporting to a port nothing listens on.
+fn stopped_receiver() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("[telemetry]\nendpoint = \"http://127.0.0.1:{port}/v1/traces\"\n")
 }
 
 /// An abridge proxy in this process; its base URL.
@@ -402,7 +420,7 @@ fn print_row(name: &str, target: &str, row: Row, direct: Row) {
         }
     };
     println!(
-        "{:<62} {:>9.2} {:>9.2} {:>10} {:>10}",
+        "{:<84} {:>9.2} {:>9.2} {:>10} {:>10}",
         format!("{name} / {target}"),
         row.p50,
         row.p99,
