@@ -6,6 +6,9 @@ export type Format = 'openai' | 'anthropic' | 'responses' | 'gemini' | 'ai-sdk'
 /** The tokenizers abridge counts with. */
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'claude_calibrated' | 'open_calibrated' | 'estimate'
 
+/** A seed system's settings (see the book's Presets page). */
+export type Preset = 'pilo-clipping' | 'pilo-compaction' | 'compaction-note' | 'stagewise'
+
 /** Options of every call. */
 export interface Options {
   /** Format of the messages (detected when absent). */
@@ -16,6 +19,8 @@ export interface Options {
   triggerTokens?: number
   /** The engine config: an object with the keys of abridge.toml, or the path of such a file. */
   config?: string | Record<string, unknown>
+  /** Start from a seed system's settings; `config`'s keys still win. */
+  preset?: Preset
   /** Model name, for its window and tokenizer (default: the body's `model`). */
   model?: string
   /** Tokenizer (default: the model's own). */

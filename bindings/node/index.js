@@ -39,7 +39,7 @@ function call(f) {
   }
 }
 
-const OPTION_KEYS = ['format', 'targetTokens', 'triggerTokens', 'config', 'model', 'tokenizer', 'store', 'source', 'recall']
+const OPTION_KEYS = ['format', 'targetTokens', 'triggerTokens', 'config', 'preset', 'model', 'tokenizer', 'store', 'source', 'recall']
 
 /** The options the engine reads, as JSON; other keys are the caller's. */
 function optionsJson(options, format) {

@@ -116,6 +116,28 @@ test('a Session compacts as it grows and reports its events', () => {
   assert.equal(s.tokens, abridge.countTokens(s.messages))
 })
 
+test('a preset gives a seed system\'s behaviour (Pilo #437: every old result clipped, the last three whole)', () => {
+  for (const [preset, clips] of [['pilo-clipping', true], [undefined, false]]) {
+    const s = new abridge.Session(null, { preset, model: 'gpt-4o' })
+    s.push({ role: 'user', content: 'Click through the form.' })
+    const results = []
+    for (let i = 0; i < 10; i++) {
+      const result = `clicked #button-${i}: the page now shows step ${i + 1}`
+      results.push(result)
+      s.push([
+        { role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'click', arguments: `{"ref":"b${i}"}` } }] },
+        { role: 'tool', tool_call_id: `c${i}`, content: result },
+      ])
+      s.turn()
+    }
+    const sent = s.messages.filter((m) => m.role === 'tool').map((m) => m.content)
+    assert.deepEqual(sent.slice(-3), results.slice(-3), String(preset))
+    assert.equal(JSON.stringify(sent.slice(0, 7)) !== JSON.stringify(results.slice(0, 7)), clips, String(preset))
+    assert.deepEqual(abridge.validate(s.messages), [])
+  }
+  assert.throws(() => abridge.compact(openaiBody(2), { preset: 'pilo' }), (e) => e instanceof abridge.ConfigError && /pilo-clipping/.test(e.message))
+})
+
 test('errors are typed and name what and where', async () => {
   assert.throws(() => abridge.compact({ model: 'x' }), (e) => e instanceof abridge.InputError && /messages/.test(e.message))
   assert.throws(() => abridge.compactModelMessages([{ role: 'tool', content: [{ type: 'tool-result', output: {} }] }]),

@@ -78,6 +78,29 @@ class Api(unittest.TestCase):
         self.assertIn("history_compacted", events)
         self.assertEqual(s.tokens, abridge.count_tokens(s.messages))
 
+    def test_a_preset_gives_a_seed_systems_behaviour(self):
+        # Pilo #437: every old result clipped before each step, however
+        # short, the last three iterations whole; the defaults leave these be.
+        for preset, clips in (("pilo-clipping", True), (None, False)):
+            s = abridge.Session(preset=preset, model="gpt-4o")
+            s.push({"role": "user", "content": "Click through the form."})
+            results = []
+            for i in range(10):
+                result = f"clicked #button-{i}: the page now shows step {i + 1}"
+                results.append(result)
+                s.push([
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c{i}", "type": "function", "function": {"name": "click", "arguments": f'{{"ref": "b{i}"}}'}}]},
+                    {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+                ])
+                s.turn()
+            sent = [m["content"] for m in s.messages if m["role"] == "tool"]
+            self.assertEqual(sent[-3:], results[-3:], preset)
+            self.assertEqual(sent[:7] != results[:7], clips, (preset, sent[:2]))
+            self.assertEqual(abridge.validate(s.messages), [])
+        with self.assertRaisesRegex(abridge.ConfigError, "pilo-clipping"):
+            abridge.compact(openai_body(2), preset="pilo")
+
     def test_responses_bodies_and_items_compact_in_their_own_shape(self):
         items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix src/date.rs."}]}]
         for i in range(30):

@@ -15,6 +15,10 @@ pub(crate) struct EngineArgs {
     /// TOML config (see abridge.example.toml).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Start from a seed system's settings: pilo-clipping, pilo-compaction,
+    /// compaction-note or stagewise (the config file's keys still win).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) preset: Option<String>,
     /// Model name, for its window and tokenizer (default: the conversation's).
     #[arg(long)]
     pub(crate) model: Option<String>,
@@ -79,14 +83,16 @@ fn unknown(s: &str) -> String {
 impl EngineArgs {
     /// The config file (or defaults) with the command-line overrides applied.
     pub(crate) fn config(&self, conv: &Conversation) -> Result<Config> {
-        let mut config = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("{}: cannot read", path.display()))?;
-                Config::from_toml(&text).with_context(|| format!("{}", path.display()))?
-            }
-            None => Config::default(),
+        let text = match &self.config {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read", path.display()))?,
+            None => String::new(),
         };
+        let text = abridge::preset::named(&text, self.preset.as_deref())?;
+        let mut config = Config::from_toml(&text).with_context(|| match &self.config {
+            Some(path) => path.display().to_string(),
+            None => "--preset".to_owned(),
+        })?;
         if config.model.is_none() {
             config.model = conv.model.clone();
         }
@@ -118,7 +124,10 @@ impl EngineArgs {
             config.tokenizer = Some(k);
         }
         if !self.summarizer.is_empty() {
-            config.summary.offline = self.summarizer != [SummarizerChoice::None];
+            // Named, the fact sheet is on; otherwise it stays the last
+            // resort unless `none` alone or the config (a preset) left it out.
+            config.summary.offline = self.summarizer.contains(&SummarizerChoice::Offline)
+                || (config.summary.offline && self.summarizer != [SummarizerChoice::None]);
             config.summarizers = self
                 .summarizer
                 .iter()

@@ -33,6 +33,10 @@ pub(crate) struct ProxyArgs {
     /// Config file: triggers, budgets, policies, `[[summarizers]]` and `[serve]`.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Start from a seed system's settings: pilo-clipping, pilo-compaction,
+    /// compaction-note or stagewise (the config file's keys still win).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) preset: Option<String>,
     /// OpenAI-compatible upstream, ending in /v1 (default https://api.openai.com/v1).
     #[arg(long, value_name = "URL")]
     pub(crate) openai_upstream: Option<String>,
@@ -56,13 +60,20 @@ pub(crate) struct ProxyArgs {
 impl ProxyArgs {
     /// The config file's settings (or the defaults) with the upstreams given.
     pub(crate) fn config(&self) -> Result<ProxyConfig> {
-        let mut config = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                ProxyConfig::from_toml(&text).with_context(|| path.display().to_string())?
+        let mut config = match (&self.config, &self.preset) {
+            (None, None) => ProxyConfig::default(),
+            (path, preset) => {
+                let text = match path {
+                    Some(path) => std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                    None => String::new(),
+                };
+                let text = abridge::preset::named(&text, preset.as_deref())?;
+                ProxyConfig::from_toml(&text).with_context(|| match path {
+                    Some(path) => path.display().to_string(),
+                    None => "--preset".to_owned(),
+                })?
             }
-            None => ProxyConfig::default(),
         };
         let serve = &mut config.serve;
         if let Some(u) = &self.openai_upstream {

@@ -36,6 +36,10 @@ pub struct Options {
     /// The engine config: an object with the keys of `abridge.toml`, or a
     /// path to such a TOML file.
     pub config: Option<ConfigSource>,
+    /// A seed system's settings under the config (`pilo-clipping`,
+    /// `pilo-compaction`, `compaction-note`, `stagewise`); the config's
+    /// own keys still win.
+    pub preset: Option<String>,
     /// Model name, for its window and tokenizer (default: the body's `model`).
     pub model: Option<String>,
     /// Tokenizer name (`o200k_base`, `cl100k_base`, `claude_calibrated`,
@@ -55,6 +59,20 @@ pub enum ConfigSource {
     Path(PathBuf),
     /// The config's keys, as a JSON object.
     Value(Value),
+}
+
+/// `v` without its null values (an absent key, as in TOML, which has none).
+fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
 }
 
 fn wire<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Wire>, D::Error> {
@@ -81,18 +99,23 @@ impl Options {
     /// The config with these options applied; the model defaults to the
     /// conversation's.
     pub fn config(&self, conv: &Conversation) -> Result<Config> {
-        let mut config = match &self.config {
-            None => Config::default(),
+        let mut table = match &self.config {
+            None => toml::Table::new(),
             Some(ConfigSource::Path(path)) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     Error::Options(format!("config {}: cannot read: {e}", path.display()))
                 })?;
-                Config::from_toml(&text)
+                toml::from_str(&text)
                     .map_err(|e| Error::Options(format!("config {}: {e}", path.display())))?
             }
-            Some(ConfigSource::Value(v)) => serde_json::from_value(v.clone())
+            Some(ConfigSource::Value(v)) => toml::Table::try_from(without_nulls(v))
                 .map_err(|e| Error::Options(format!("config: {e}")))?,
         };
+        if let Some(name) = &self.preset {
+            table.insert("preset".into(), toml::Value::String(name.clone()));
+        }
+        let mut config =
+            Config::from_table(table).map_err(|e| Error::Options(format!("config: {e}")))?;
         if let Some(m) = &self.model {
             config.model = Some(m.clone());
         } else if config.model.is_none() {

@@ -139,12 +139,19 @@ pub struct BudgetConfig {
     /// provider's units, like the trigger and the target) is skipped, so
     /// that a provider's prompt cache is broken only for a real gain.
     pub clear_at_least: u64,
-    /// The kept tail is at most this fraction of the window…
+    /// The kept tail is at most this fraction of the window (0: the floor
+    /// alone)…
     pub kept_fraction: f64,
     /// …and at most this many tokens…
     pub kept_cap: u64,
     /// …but at least this many whole iterations (the floor).
     pub min_iterations: usize,
+    /// When a trigger fires, everything between the task and the last
+    /// `min_iterations` iterations becomes the briefing, however far under
+    /// the target that lands (Pilo #441: "the summary replaces the messages
+    /// between messages[2] and the last K=6 iterations"); the target then
+    /// only decides whether the offline ladder has to go further.
+    pub summarize_all: bool,
 }
 
 impl Default for BudgetConfig {
@@ -156,6 +163,7 @@ impl Default for BudgetConfig {
             kept_fraction: 0.2,
             kept_cap: 40_000,
             min_iterations: 3,
+            summarize_all: false,
         }
     }
 }
@@ -286,6 +294,11 @@ pub struct SummaryConfig {
     /// recently touched first, kept verbatim in a message after the
     /// briefing (0: none).
     pub working_set_share: f64,
+    /// When every summarizer tried failed, skip the compaction and send the
+    /// history as it was (Pilo #441: "log a warning, skip compaction this
+    /// iteration, continue with full history"), unless it would not fit the
+    /// model's window; then the compaction degrades as usual.
+    pub skip_on_failure: bool,
 }
 
 impl Default for SummaryConfig {
@@ -296,6 +309,7 @@ impl Default for SummaryConfig {
             wrapper: abridge_summarize::wrapper::DEFAULT_WRAPPER.to_owned(),
             todo_tools: FactConfig::default().todo_tools,
             working_set_share: 0.25,
+            skip_on_failure: false,
         }
     }
 }
@@ -401,7 +415,16 @@ impl Config {
 
     /// Parses a TOML config.
     pub fn from_toml(text: &str) -> Result<Self> {
-        let config: Config = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        Self::from_table(table)
+    }
+
+    /// A config from its keys (a `preset` key names the
+    /// [preset](crate::preset) under them).
+    pub fn from_table(table: toml::Table) -> Result<Self> {
+        let config: Config = crate::preset::apply(table)?
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
         config.check()?;
         Ok(config)
     }
@@ -411,7 +434,10 @@ impl Config {
         let bad = |m: String| Err(Error::Config(m));
         let b = &self.budget;
         within_unit("budget.target_ratio", b.target_ratio).map_err(Error::Config)?;
-        within_unit("budget.kept_fraction", b.kept_fraction).map_err(Error::Config)?;
+        // 0: the tail is the `min_iterations` floor and no more.
+        if b.kept_fraction != 0.0 {
+            within_unit("budget.kept_fraction", b.kept_fraction).map_err(Error::Config)?;
+        }
         if b.target_tokens == Some(0) {
             return bad("budget.target_tokens must be at least 1".into());
         }

@@ -71,6 +71,14 @@ pub enum Event {
         /// The configured minimum, in the provider's units.
         clear_at_least: Calibrated,
     },
+    /// A compaction was due but every summarizer failed, and
+    /// `summary.skip_on_failure` sent the history as it was.
+    SummaryFailedSkipped {
+        /// The trigger that fired.
+        reason: Reason,
+        /// Summarizer attempts made, all failed.
+        attempts: usize,
+    },
     /// A compaction failed; the history was left as it was.
     CompactionFailed {
         /// The error.

@@ -58,6 +58,7 @@ mod limits;
 pub mod placeholder;
 mod plan;
 mod policy;
+pub mod preset;
 pub mod recall;
 mod refill;
 mod region_facts;

@@ -69,6 +69,22 @@ impl Plan {
         }
     }
 
+    /// `budget.summarize_all`: everything before the last `floor`
+    /// iterations goes into the briefing, whatever the target; any saving
+    /// is enough.
+    pub(crate) fn summarize_all(&mut self, config: &Config, tokens: Counted) {
+        // A cadence gives no target, and the pipeline was cut to clipping.
+        self.steps = config
+            .policies
+            .pipeline
+            .iter()
+            .map(|&k| Step::from(k))
+            .collect();
+        self.target = Some(tokens.saturating_sub(Counted::new(1)));
+        self.kept_budget = Counted::ZERO;
+        self.grow_tail = false;
+    }
+
     /// An agent's `compact_history` request: everything before the last
     /// `keep_iterations` becomes a briefing (or is dropped when no
     /// summarizer gives one), whatever the triggers say.

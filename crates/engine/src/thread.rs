@@ -572,18 +572,37 @@ impl Thread {
         let cancel = eval.cancel.clone();
         let mut plan = self.plan(engine, calibration, reason, target);
         plan.ceiling = engine.limits.trigger_tokens.map(|t| calibration.unapply(t));
+        if engine.config.budget.summarize_all {
+            plan.summarize_all(&engine.config, tokens);
+        }
         let mut outcome = self.run(engine, conv, &plan, eval)?;
         // Compared in the provider's units, like the trigger it is kept under.
         let saved = (outcome.report.tokens_before).saturating_sub(outcome.report.tokens_after);
         let cleared = calibration.apply(saved);
         let clear_at_least = engine.limits.clear_at_least;
-        if !outcome.report.compacted || reason == Reason::Forced || cleared >= clear_at_least {
+        let attempts = &outcome.report.attempts;
+        let summary_failed = engine.config.summary.skip_on_failure
+            && !attempts.is_empty()
+            && attempts.iter().all(|a| !a.used())
+            && engine
+                .limits
+                .window
+                .is_none_or(|w| calibration.apply(tokens) <= w);
+        let skip = if !outcome.report.compacted || reason == Reason::Forced {
             return Ok(outcome);
-        }
-        let skip = Event::CompactionSkipped {
-            reason,
-            would_clear: cleared,
-            clear_at_least,
+        } else if summary_failed {
+            Event::SummaryFailedSkipped {
+                reason,
+                attempts: attempts.len(),
+            }
+        } else if cleared >= clear_at_least {
+            return Ok(outcome);
+        } else {
+            Event::CompactionSkipped {
+                reason,
+                would_clear: cleared,
+                clear_at_least,
+            }
         };
         engine.emit(&skip);
         let mut events = std::mem::take(&mut outcome.report.events);

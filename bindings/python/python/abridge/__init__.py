@@ -81,6 +81,7 @@ def compact(
     tokenizer: Optional[str] = None,
     store: Optional[Union[str, "os.PathLike[str]"]] = None,
     source: Optional[str] = None,
+    preset: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Compacts ``body`` to ``target_tokens`` (or the config's target).
 
@@ -90,9 +91,12 @@ def compact(
     target, ``InputError`` for unreadable messages, ``ConfigError`` for a
     bad option or config. With ``store`` (a SQLite file), every compaction
     is recorded there under ``source`` for ``abridge log``/``show`` and the
-    dashboard (``abridge ui --store``).
+    dashboard (``abridge ui --store``). ``preset`` starts from a seed
+    system's settings (``"pilo-clipping"``, ``"pilo-compaction"``,
+    ``"compaction-note"``, ``"stagewise"``); ``config``'s keys still win.
     """
-    opts = dict(target_tokens=target_tokens, config=config, model=model, tokenizer=tokenizer, store=store, source=source)
+    opts = dict(target_tokens=target_tokens, config=config, model=model, tokenizer=tokenizer, store=store, source=source,
+                preset=preset)
     if _is_langchain(body):
         from ._lc import from_dicts, to_dicts
 
@@ -145,8 +149,10 @@ class Session:
         store: Optional[Union[str, "os.PathLike[str]"]] = None,
         source: Optional[str] = None,
         recall: Optional[bool] = None,
+        preset: Optional[str] = None,
     ) -> None:
         opts = _options(
+            preset=preset,
             format=format,
             trigger_tokens=trigger_tokens,
             target_tokens=target_tokens,

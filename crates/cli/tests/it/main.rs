@@ -4,6 +4,7 @@
 mod commands;
 mod docs;
 mod engine;
+mod presets;
 mod run;
 mod savings;
 mod serve;

@@ -11,6 +11,7 @@ mod fuzz;
 mod history;
 mod models;
 mod policies;
+mod presets;
 mod props;
 mod recall;
 mod rereads;

@@ -1,0 +1,262 @@
+//! Presets replayed over generated 60-iteration runs, turn by turn as an
+//! agent keeps its compacted history: when each compacts, what stays
+//! verbatim, how large the briefing is, the events — as the design each
+//! reproduces describes it.
+
+use std::sync::{Arc, Mutex};
+
+use abridge::model::{Conversation, Family, Part, Role, iterations, validate};
+use abridge::preset::PRESETS;
+use abridge::synth::{Spec, run};
+use abridge::{Compactor, Config, Event, History};
+
+/// What a replay saw, turn by turn.
+struct Replay {
+    /// Per turn: tokens sent, and whether that turn compacted.
+    turns: Vec<(u64, bool)>,
+    events: Vec<Event>,
+    /// The history the agent holds at the end.
+    last: Conversation,
+}
+
+/// Replays `conv` under `config`: a turn before each assistant message,
+/// the agent keeping what the turn sent.
+fn replay(conv: &Conversation, config: Config) -> Replay {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let mut compactor = Compactor::new(config).unwrap();
+    let sink = events.clone();
+    compactor.subscribe(move |e| sink.lock().unwrap().push(e.clone()));
+    let head = abridge::model::head_len(&conv.messages);
+    let mut start = Conversation::new(conv.family);
+    start.messages = conv.messages[..head].to_vec();
+    let mut session = History::new(compactor, start);
+    let mut turns = Vec::new();
+    for m in &conv.messages[head..] {
+        if m.role == Role::Assistant {
+            let t = session.turn(None).unwrap();
+            assert!(validate(session.conversation()).is_empty());
+            turns.push((t.tokens.get(), t.compacted()));
+        }
+        session.push(m.clone());
+    }
+    let events = events.lock().unwrap().clone();
+    Replay {
+        turns,
+        events,
+        last: session.conversation().clone(),
+    }
+}
+
+fn preset(name: &str) -> Config {
+    Config::from_toml(&format!("preset = \"{name}\"")).unwrap()
+}
+
+fn sixty(family: Family) -> Conversation {
+    run(Spec {
+        iterations: 60,
+        family,
+        ..Spec::default()
+    })
+}
+
+/// The last `k` iterations of `conv`.
+fn tail(conv: &Conversation, k: usize) -> &[abridge::model::Message] {
+    let its = iterations(&conv.messages);
+    &conv.messages[its[its.len() - k].start..]
+}
+
+#[test]
+fn every_preset_is_a_valid_config_of_its_own() {
+    for p in PRESETS {
+        let c = preset(p.name);
+        assert_ne!(c, Config::default(), "{}", p.name);
+    }
+}
+
+#[test]
+fn the_config_wins_over_its_preset_key_by_key() {
+    let c = Config::from_toml(
+        "preset = \"pilo-compaction\"\n[trigger]\nmax_tokens = 90000\n[summary]\nmax_tokens = 3000\n",
+    )
+    .unwrap();
+    assert_eq!(c.trigger.max_tokens, Some(90_000));
+    assert_eq!(c.trigger.every_iterations, Some(25));
+    assert_eq!(c.summary.max_tokens, 3000);
+    assert!(c.summary.skip_on_failure);
+    assert_eq!(c.budget.min_iterations, 6);
+}
+
+#[test]
+fn an_unknown_preset_is_named_with_the_ones_there_are() {
+    let e = Config::from_toml("preset = \"pilo\"")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"pilo\"") && e.contains("pilo-clipping"), "{e}");
+}
+
+#[test]
+fn pilo_clipping_clips_before_every_step_and_keeps_the_last_three_iterations() {
+    for family in [Family::OpenAi, Family::Anthropic] {
+        let conv = sixty(family);
+        let r = replay(&conv, preset("pilo-clipping"));
+        assert_eq!(r.turns.len(), 60);
+        // Nothing summarized: clipping only, every call still answered.
+        assert!(!r.events.iter().any(|e| matches!(
+            e,
+            Event::HistoryCompacted {
+                summarizer: Some(_),
+                ..
+            }
+        )));
+        let calls = |c: &Conversation| {
+            c.messages
+                .iter()
+                .flat_map(|m| &m.parts)
+                .filter(|p| matches!(p, Part::ToolCall(_)))
+                .count()
+        };
+        assert_eq!(calls(&r.last), calls(&conv), "{family:?}");
+        // The last K = 3 iterations as the agent wrote them.
+        assert_eq!(tail(&r.last, 3), tail(&conv, 3), "{family:?}");
+        // The history plateaus instead of growing with the run.
+        let first_half = r.turns[20..30].iter().map(|t| t.0).max().unwrap();
+        let second_half = r.turns[50..60].iter().map(|t| t.0).max().unwrap();
+        let whole = replay(&conv, {
+            let mut c = Config::default();
+            c.trigger.window_fraction = None;
+            c
+        });
+        let grown = whole.turns[59].0;
+        assert!(
+            second_half * 4 < grown,
+            "{family:?}: {second_half} vs {grown}"
+        );
+        assert!(
+            second_half < first_half * 2,
+            "{family:?}: {first_half} then {second_half}"
+        );
+        let compacted = r.turns.iter().filter(|t| t.1).count();
+        assert!(
+            compacted >= 50,
+            "{family:?}: {compacted} of 60 turns clipped"
+        );
+    }
+}
+
+#[test]
+fn pilo_compaction_summarizes_every_25_iterations_or_over_40k_and_keeps_six() {
+    let conv = sixty(Family::OpenAi);
+    let mut config = preset("pilo-compaction");
+    // The offline fact sheet as its summarizer (the preset leaves it to the
+    // LLM the user configures).
+    config.summary.offline = true;
+    let r = replay(&conv, config);
+    let at: Vec<usize> = r
+        .turns
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.1)
+        .map(|(i, _)| i + 1)
+        .collect();
+    let reasons: Vec<String> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HistoryCompacted {
+                reason, summarizer, ..
+            } => {
+                assert_eq!(summarizer.as_deref(), Some("offline"));
+                Some(reason.as_str().to_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons.len(), at.len());
+    // The first at 25 iterations (the turn before the 26th step), then
+    // every 25 more: this run stays under 40,000 tokens in between.
+    assert_eq!(at, [26, 51], "{reasons:?}");
+    assert!(reasons.iter().all(|r| r == "cadence"), "{reasons:?}");
+    assert!(r.turns.iter().all(|t| t.0 <= 40_000), "{:?}", r.turns);
+    // The system prompt and the task, one summary in <compacted-history> of
+    // at most 2,000 tokens (about 8,000 characters), the last 6 iterations.
+    assert_eq!(r.last.messages[..2], conv.messages[..2]);
+    let summary = r.last.messages[2].text_content();
+    assert!(summary.starts_with("<compacted-history>"), "{summary:.300}");
+    assert!(summary.len() < 9_000, "{} characters", summary.len());
+    assert_eq!(tail(&r.last, 6), tail(&conv, 6));
+    // The six it kept at turn 51, and the ten steps since.
+    assert_eq!(iterations(&r.last.messages).len(), 6 + 10);
+}
+
+#[test]
+fn pilo_compaction_above_40k_tokens_summarizes_before_the_cadence() {
+    // Larger pages: the history passes 40,000 tokens before 25 iterations.
+    let conv = run(Spec {
+        iterations: 60,
+        page_lines: 180,
+        ..Spec::default()
+    });
+    let mut config = preset("pilo-compaction");
+    config.summary.offline = true;
+    let r = replay(&conv, config);
+    let first = r.turns.iter().position(|t| t.1).expect("a compaction");
+    assert!(first < 25, "first at turn {}", first + 1);
+    assert!(r.events.iter().any(
+        |e| matches!(e, Event::HistoryCompacted { reason, .. } if reason.as_str() == "tokens")
+    ));
+    assert!(
+        r.turns.iter().all(|t| t.0 <= 40_000 + 12_000),
+        "{:?}",
+        r.turns
+    );
+}
+
+#[test]
+fn compaction_note_summarizes_above_60k_keeping_ten_messages_and_the_task_list() {
+    let conv = run(Spec {
+        iterations: 60,
+        page_lines: 120,
+        ..Spec::default()
+    });
+    let r = replay(&conv, preset("compaction-note"));
+    let first = r.turns.iter().position(|t| t.1).expect("a compaction");
+    // Short conversations are unaffected: nothing before 60k tokens.
+    assert!(r.turns[..first].iter().all(|t| t.0 <= 60_000));
+    assert!(r.turns[first].0 > 60_000 || first > 0 && r.turns[first - 1].0 > 50_000);
+    // The summary replaced all but the last iterations: at least 10 messages.
+    let kept = tail(&r.last, 5);
+    assert!(kept.len() >= 10, "{} messages kept", kept.len());
+    assert_eq!(kept, tail(&conv, 5));
+    assert!(
+        r.turns.iter().all(|t| t.0 <= 60_000 + 8_000),
+        "{:?}",
+        r.turns
+    );
+}
+
+#[test]
+fn stagewise_triggers_at_65_percent_of_the_window_and_keeps_a_bounded_tail() {
+    let conv = run(Spec {
+        iterations: 60,
+        page_lines: 200,
+        ..Spec::default()
+    });
+    let mut config = preset("stagewise");
+    config.model = conv.model.clone();
+    let limits = *Compactor::new(config.clone()).unwrap().limits();
+    // gpt-4o: 128,000 tokens; 0.65 of it, under the 200k cap.
+    assert_eq!(limits.trigger_tokens.map(|t| t.get()), Some(83_200));
+    // min(0.2 x window, 40k), and never more than half the target.
+    let target = limits.target.unwrap().get();
+    assert_eq!(limits.kept_budget.get(), 25_600.min(target / 2));
+    let r = replay(&conv, config);
+    let first = r.turns.iter().position(|t| t.1).expect("a compaction");
+    assert!(r.turns[..first].iter().all(|t| t.0 <= 83_200));
+    assert!(
+        r.turns.iter().all(|t| t.0 <= 83_200 + 12_000),
+        "{:?}",
+        r.turns
+    );
+    // The newest messages as they were.
+    assert_eq!(tail(&r.last, 3), tail(&conv, 3));
+}
