@@ -27,12 +27,15 @@ STEPS = 24
 TRIGGER = 30_000
 TASK = "Read every build log the tools print, one after the other, and say when you are done."
 DONE = "All steps are done"
-NODE_BIN = os.path.join(ROOT, "sdk-tests", "clients", "node_modules", ".bin")
+NODE_MODULES = os.path.join(ROOT, "sdk-tests", "clients", "node_modules")
+# OpenCode's platform package is pinned itself (its wrapper's lock would need
+# every platform's binary): its bin/ holds the `opencode` executable.
+BIN_DIRS = [os.path.join(NODE_MODULES, ".bin"), os.path.join(NODE_MODULES, "opencode-linux-x64", "bin")]
 ABRIDGE = os.path.join(BIN, "abridge")
 
 
 def installed(name):
-    return os.path.exists(os.path.join(NODE_BIN, name))
+    return any(os.path.exists(os.path.join(d, name)) for d in BIN_DIRS)
 
 
 def claude(home, upstream):
@@ -135,7 +138,7 @@ class Launch:
         self.provider, self.upstream = provider("--script", str(STEPS), "--max-tokens", str(TRIGGER))
         try:
             args, env = setup(self.home, self.upstream)
-            env.update({"HOME": self.home, "PATH": f"{NODE_BIN}:/usr/local/bin:/usr/bin:/bin"})
+            env.update({"HOME": self.home, "PATH": ":".join(BIN_DIRS + ["/usr/local/bin", "/usr/bin", "/bin"])})
             self.config_files = {p: h for p, h in hashes(self.home).items()}
             self.summary_path = os.path.join(tmp, f"{name}-summary.json")
             if through:
