@@ -147,6 +147,7 @@ class TracesTest(unittest.TestCase):
             self.assertEqual(s["name"], "chat fake-model")
             self.assertEqual(attr(s, "gen_ai.provider.name"), "openai")
             self.assertEqual(attr(s, "gen_ai.request.model"), "fake-model")
+            self.assertEqual(attr(s, "gen_ai.response.model"), "fake-model")
             self.assertEqual(attr(s, "server.address"), "127.0.0.1")
             self.assertEqual(attr(s, "http.response.status_code"), 200)
             self.assertNotEqual(s["status_code"], "ERROR")

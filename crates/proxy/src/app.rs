@@ -454,10 +454,12 @@ fn on_usage(app: &App, p: &Prepared, trace: &Trace) -> Option<OnUsage> {
     let metrics = app.metrics.clone();
     let (mut request, basis) = (t.request.clone(), t.basis);
     let recalls = t.recall.as_ref().map(|r| r.answered.clone());
-    Some(Box::new(move |u| {
+    Some(Box::new(move |replied| {
+        let u = replied.usage;
         if let Some(u) = &u {
             slot.set(Reported::new(u.prompt_tokens()));
         }
+        trace.response_model(replied.model.as_deref());
         crate::account::settle(&mut request, u.as_ref(), &basis);
         request.recalls = recalls.map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed));
         metrics.accounts.add(&request);

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use abridge::model::{Family, Usage};
+use abridge::model::Family;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
 use futures_util::Stream;
@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::route::{Base, Provider, Refused, without_query_key};
 use crate::session::SESSION_HEADER;
-use crate::usage::UsageTap;
+use crate::usage::{Replied, UsageTap};
 
 /// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1),
 /// plus `host` and `content-length`, which the client sets anew.
@@ -147,8 +147,8 @@ pub(crate) fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// What to do with the usage a response reported.
-pub(crate) type OnUsage = Box<dyn FnOnce(Option<Usage>) + Send>;
+/// What to do with the usage a response reported (and the model it named).
+pub(crate) type OnUsage = Box<dyn FnOnce(Replied) + Send>;
 
 /// The upstream's response as the client's, streamed as it arrives; with
 /// `tap`, its usage (read as `family` reports it) goes to the callback.

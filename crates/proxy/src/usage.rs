@@ -26,6 +26,15 @@ pub(crate) struct UsageTap {
     buf: Vec<u8>,
     overflow: bool,
     usage: Option<Usage>,
+    model: Option<String>,
+}
+
+/// What a response said of itself: its usage, and the model that answered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Replied {
+    pub(crate) usage: Option<Usage>,
+    /// The model named in the response (`model`, Gemini's `modelVersion`).
+    pub(crate) model: Option<String>,
 }
 
 impl UsageTap {
@@ -37,6 +46,7 @@ impl UsageTap {
             buf: Vec::new(),
             overflow: false,
             usage: None,
+            model: None,
         }
     }
 
@@ -66,11 +76,12 @@ impl UsageTap {
         };
         if let Some(u) = report_in(&v) {
             self.merge(u);
+            self.model = model_in(&v).or(self.model.take());
         }
     }
 
-    /// The usage reported, once the response is complete.
-    pub(crate) fn finish(mut self) -> Option<Usage> {
+    /// The usage reported and the model named, once the response is complete.
+    pub(crate) fn finish(mut self) -> Replied {
         if let Some(events) = self.events.take() {
             if let Some(e) = events.finish() {
                 self.event(&e.data);
@@ -81,9 +92,13 @@ impl UsageTap {
                 && let Some(u) = report_in(&v)
             {
                 self.merge(u);
+                self.model = model_in(&v);
             }
         }
-        self.usage
+        Replied {
+            usage: self.usage,
+            model: self.model,
+        }
     }
 
     /// Anthropic reports input at `message_start` and output (sometimes
@@ -119,6 +134,22 @@ fn report_in(v: &Value) -> Option<&Value> {
         .filter(|u| !u.is_null())
 }
 
+/// The model a response or one event of its stream names: `model`
+/// (OpenAI's; Anthropic's inside `message_start`; the Responses API's
+/// inside `response`) or Gemini's `modelVersion`.
+pub(crate) fn model_in(v: &Value) -> Option<String> {
+    let v = match v {
+        Value::Array(chunks) => chunks.last()?,
+        other => other,
+    };
+    v.get("model")
+        .or_else(|| v.pointer("/message/model"))
+        .or_else(|| v.pointer("/response/model"))
+        .or_else(|| v.get("modelVersion"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +162,7 @@ mod tests {
             for chunk in body.as_bytes().chunks(split) {
                 tap.feed(chunk);
             }
-            let u = tap.finish().expect("usage");
+            let u = tap.finish().usage.expect("usage");
             assert_eq!(
                 (u.prompt_tokens(), u.output_tokens),
                 (2000, 42),
@@ -144,13 +175,44 @@ mod tests {
     fn openai_stream_and_plain_bodies() {
         let mut tap = UsageTap::new(Family::OpenAi, true);
         tap.feed(b"data: {\"choices\":[],\"usage\":null}\r\n\r\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":300,\"completion_tokens\":5}}\r\n\r\ndata: [DONE]\r\n");
-        assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(300));
+        assert_eq!(tap.finish().usage.map(|u| u.prompt_tokens()), Some(300));
         let mut tap = UsageTap::new(Family::OpenAi, false);
         tap.feed(br#"{"choices":[],"usage":{"prompt_tokens":77,"#);
         tap.feed(br#""completion_tokens":1}}"#);
-        assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(77));
+        assert_eq!(tap.finish().usage.map(|u| u.prompt_tokens()), Some(77));
         let tap = UsageTap::new(Family::OpenAi, false);
-        assert_eq!(tap.finish(), None);
+        assert_eq!(tap.finish(), Replied::default());
+    }
+
+    #[test]
+    fn the_answering_model_is_read_where_each_api_names_it() {
+        let model = |family, stream, text: &str| {
+            let mut tap = UsageTap::new(family, stream);
+            tap.feed(text.as_bytes());
+            tap.finish().model
+        };
+        let chat =
+            r#"data: {"model":"gpt-4o-2024-08-06","choices":[],"usage":{"prompt_tokens":3}}"#;
+        assert_eq!(
+            model(Family::OpenAi, true, &format!("{chat}\n\n")).as_deref(),
+            Some("gpt-4o-2024-08-06")
+        );
+        let responses = r#"data: {"type":"response.completed","response":{"model":"gpt-5","usage":{"input_tokens":3}}}"#;
+        assert_eq!(
+            model(Family::OpenAi, true, &format!("{responses}\n\n")).as_deref(),
+            Some("gpt-5")
+        );
+        let start = r#"data: {"type":"message_start","message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":9}}}"#;
+        let delta = r#"data: {"type":"message_delta","usage":{"output_tokens":4}}"#;
+        assert_eq!(
+            model(Family::Anthropic, true, &format!("{start}\n\n{delta}\n\n")).as_deref(),
+            Some("claude-sonnet-4-5")
+        );
+        let gemini = r#"[{"candidates":[]},{"modelVersion":"gemini-2.5-pro","usageMetadata":{"promptTokenCount":5}}]"#;
+        assert_eq!(
+            model(Family::Gemini, false, gemini).as_deref(),
+            Some("gemini-2.5-pro")
+        );
     }
 
     #[test]
@@ -159,7 +221,7 @@ mod tests {
         tap.feed(b"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"usage\":null}}\n\n");
         tap.feed(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"the \\\"usage\\\" word\"}\n\n");
         tap.feed(b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":{\"input_tokens\":5000,\"input_tokens_details\":{\"cached_tokens\":4096},\"output_tokens\":12}}}\n\n");
-        let u = tap.finish().expect("usage");
+        let u = tap.finish().usage.expect("usage");
         assert_eq!(
             (u.prompt_tokens(), u.cache_read_tokens, u.output_tokens),
             (5000, 4096, 12)
@@ -168,7 +230,7 @@ mod tests {
         tap.feed(
             br#"{"id":"r","object":"response","usage":{"input_tokens":321,"output_tokens":4}}"#,
         );
-        assert_eq!(tap.finish().map(|u| u.prompt_tokens()), Some(321));
+        assert_eq!(tap.finish().usage.map(|u| u.prompt_tokens()), Some(321));
     }
 
     #[test]
@@ -181,7 +243,7 @@ mod tests {
         let mut tap = UsageTap::new(Family::Gemini, true);
         tap.feed(chunk(900, 3).as_bytes());
         tap.feed(chunk(900, 12).as_bytes());
-        let u = tap.finish().expect("usage");
+        let u = tap.finish().usage.expect("usage");
         assert_eq!(
             (u.prompt_tokens(), u.cache_read_tokens, u.output_tokens),
             (900, 100, 19)
@@ -189,7 +251,7 @@ mod tests {
         let mut tap = UsageTap::new(Family::Gemini, false);
         tap.feed(br#"[{"candidates":[],"usageMetadata":{"promptTokenCount":50}},"#);
         tap.feed(br#"{"candidates":[],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":4}}]"#);
-        let u = tap.finish().expect("usage");
+        let u = tap.finish().usage.expect("usage");
         assert_eq!((u.prompt_tokens(), u.output_tokens), (50, 4));
     }
 }

@@ -16,7 +16,7 @@ use crate::forward::{OnUsage, to_client};
 use crate::metrics::Metrics;
 use crate::sse::{Event, SseReader};
 use crate::telemetry::Trace;
-use crate::usage::UsageTap;
+use crate::usage::{Replied, UsageTap};
 
 /// Largest event of an upstream stream the rounds hold while it arrives.
 const MAX_EVENT: usize = 64 << 20;
@@ -38,7 +38,7 @@ pub(super) fn streamed<A: Api>(
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     let usage = Report {
         done: on_usage,
-        first: None,
+        first: Replied::default(),
     };
     tokio::spawn(run::<A>(r, first, (resend, trace), metrics, usage, tx));
     let body =
@@ -178,13 +178,13 @@ async fn resend_round(resend: &Resend, r: &Recalling) -> Option<reqwest::Respons
 /// Hands the first round's usage on when dropped.
 struct Report {
     done: Option<OnUsage>,
-    first: Option<abridge::model::Usage>,
+    first: Replied,
 }
 
 impl Drop for Report {
     fn drop(&mut self) {
         if let Some(done) = self.done.take() {
-            done(self.first.take());
+            done(std::mem::take(&mut self.first));
         }
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use super::api::Api;
 use super::{Onward, Recalling, add_usage, exhausted_note};
 use crate::forward::to_client;
+use crate::usage::{Replied, model_in};
 
 /// Answers the recall calls of `first` (and of the responses after it)
 /// and gives the client one response without them.
@@ -25,7 +26,7 @@ pub(super) async fn whole<A: Api>(
     } = onward;
     // The first round's usage is what the sent history cost; it is
     // reported once the rounds are over, with how many calls were answered.
-    let mut first_usage = None;
+    let mut first_usage = Replied::default();
     let mut response = first;
     let mut earlier = Rounds::<A>::default();
     let mut rounds = 0;
@@ -45,10 +46,13 @@ pub(super) async fn whole<A: Api>(
             false => v,
         };
         if rounds == 0 {
-            first_usage = parsed.as_ref().and_then(|v| {
-                let report = v.get(A::USAGE).filter(|u| u.is_object())?;
-                Some(A::usage(report))
-            });
+            first_usage = Replied {
+                usage: parsed.as_ref().and_then(|v| {
+                    let report = v.get(A::USAGE).filter(|u| u.is_object())?;
+                    Some(A::usage(report))
+                }),
+                model: parsed.as_ref().and_then(model_in),
+            };
         }
         let Some(v) = parsed.filter(|_| status.is_success()) else {
             break (status, head, bytes);

@@ -228,6 +228,14 @@ impl Trace {
         span.update_name(format!("chat {m}"));
     }
 
+    /// The model the response named.
+    pub(crate) fn response_model(&self, model: Option<&str>) {
+        if let (Some(t), Some(m)) = (&self.0, model) {
+            t.cx.span()
+                .set_attribute(KeyValue::new("gen_ai.response.model", m.to_owned()));
+        }
+    }
+
     /// The compaction made for the request, from `started` to now.
     pub(crate) fn compaction(&self, started: SystemTime, r: &Report) {
         let Some(t) = &self.0 else {
