@@ -41,8 +41,10 @@ mod prepare;
 mod prepared;
 mod raw;
 mod recall;
+mod receive;
 mod route;
 mod session;
+mod shared;
 mod sse;
 mod store;
 mod telemetry;
@@ -98,7 +100,7 @@ fn secret(
 
 /// A configured proxy, ready to serve.
 pub struct Proxy {
-    app: Arc<app::App>,
+    app: Arc<shared::App>,
 }
 
 impl std::fmt::Debug for Proxy {
@@ -127,7 +129,7 @@ impl Proxy {
             handle.clone(),
             metrics.clone(),
         )?;
-        let app = app::App {
+        let app = shared::App {
             budget: budget::Budget::new(
                 config.serve.max_preparing_bytes(),
                 metrics::Budgeted::Preparing,
@@ -270,7 +272,7 @@ impl Proxy {
 /// A running proxy's sums (see [`Proxy::totals`]).
 #[derive(Clone)]
 pub struct Totals {
-    app: Arc<app::App>,
+    app: Arc<shared::App>,
 }
 
 impl std::fmt::Debug for Totals {
@@ -312,7 +314,7 @@ pub struct Summary {
     pub recall_rounds: u64,
 }
 
-async fn spill_sessions(app: Arc<app::App>, idle: Option<Duration>) {
+async fn spill_sessions(app: Arc<shared::App>, idle: Option<Duration>) {
     let every = idle.map_or(Duration::from_secs(60), |i| {
         (i / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))
     });
