@@ -1,0 +1,234 @@
+//! The turn: the session's thread run on the request's history, the body
+//! encoded (with the recall tool when it is on), and the overflow retry.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use abridge::Input;
+use abridge::model::{Conversation, Wire, encode};
+use abridge::tokens::{Calibrated, Counted};
+use abridge_store::RequestRecord;
+use axum::body::Bytes;
+use axum::http::Uri;
+
+use crate::cache::cap_breakpoints;
+use crate::metrics::Passthrough;
+use crate::prepared::{Prepared, Turn};
+use crate::recall::{self, Recalling};
+use crate::session::{SessionState, Shared};
+
+use super::continuation::Continued;
+use super::{Context, decode_whole};
+
+impl Context<'_> {
+    /// One turn of a session, on a history that goes on from its last as
+    /// `continued` says.
+    pub(super) fn turn(
+        &self,
+        session: &Shared,
+        state: &mut SessionState,
+        conv: &Conversation,
+        continued: &Continued,
+    ) -> Prepared {
+        state.used = std::time::Instant::now();
+        self.follow_model(state, conv);
+        if let Some(u) = state.usage.take() {
+            state.thread.reported(u);
+        }
+        if let Some(p) = state.preparer.as_mut()
+            && let Some(carry) = p.take_carryover_after(conv, &continued.left_out)
+        {
+            state.thread.adopt(carry);
+        }
+        let s = &mut *state;
+        let input = continued.input(conv).cancelled_by(self.cancel);
+        let turned = s.thread.turn(&s.engine, input);
+        if let Err(abridge::Error::Cancelled) = turned {
+            // Stopped part-way: nothing changed, nothing to account.
+            return self.abandoned();
+        }
+        // What goes out, what the engine reported, why, and its tokens.
+        let (out, report, warning, sent) = match turned {
+            Ok(o) => {
+                let sent = o.report.tokens_after;
+                match o.conversation {
+                    Cow::Owned(c) => (Some(c), Some(o.report), None, sent),
+                    Cow::Borrowed(_) => (None, Some(o.report), None, sent),
+                }
+            }
+            Err(abridge::Error::CannotShrink {
+                smallest: Some(floor),
+                floor: tokens,
+                target,
+                ..
+            }) => {
+                // Over the target even at its floor: the floor goes, not the whole.
+                self.metrics.over_target();
+                let why = format!(
+                    "over the target ({target}) even at its floor ({tokens} tokens): sent at its floor"
+                );
+                (Some(*floor), None, Some(why), tokens)
+            }
+            Err(e) => {
+                let carried = s
+                    .thread
+                    .carryover()
+                    .and_then(|c| c.apply_after(&continued.left_out, conv));
+                (
+                    carried,
+                    None,
+                    Some(format!("compaction failed: {e}")),
+                    Counted::ZERO,
+                )
+            }
+        };
+        if let Some(p) = s.preparer.as_mut() {
+            // A history that leaves messages out is prepared from the
+            // thread's state, whose carried compaction covers them.
+            let from =
+                (continued.left_out.len > 0).then(|| (&continued.left_out, s.thread.state()));
+            p.poll_after(conv, from, s.thread.calibrated(sent));
+        }
+        self.account(s, report.as_ref());
+        if self.cancel.is_cancelled() {
+            // The turn finished (accounted and saved: a carried compaction
+            // serves the client's retry), but nobody waits for the body.
+            return self.abandoned();
+        }
+        let (body, recall) = match out {
+            Some(c) => self.encode_recalling(s, c),
+            None => (None, None),
+        };
+        if body.is_none() && warning.is_none() {
+            self.metrics.passthrough(Passthrough::Unchanged);
+        }
+        let tokens = state.thread.calibrated(sent);
+        let limits = state.engine.limits();
+        let client = state.thread.calibrated(state.thread.client_tokens());
+        let basis = crate::account::Basis {
+            price: limits.price,
+            cached_before: std::mem::replace(&mut state.last_client, client),
+            window: limits.window,
+        };
+        let request = RequestRecord {
+            source: state.id.0.clone(),
+            at: String::new(),
+            model: state.engine.config().model.clone(),
+            tokens,
+            usage: None,
+            compacted: body.is_some(),
+            snapshot: report.as_ref().and_then(|r| r.snapshot),
+            trigger: limits.trigger_tokens,
+            target: limits.target,
+            recalls: 0,
+            account: abridge_store::Accounting {
+                tenant: state.tenant.id.as_str().to_owned(),
+                client_tokens: client,
+                over_window: basis.over_window(client),
+                ..Default::default()
+            },
+        };
+        Prepared::Turn(Box::new(Turn {
+            body,
+            session: session.clone(),
+            id: state.id.clone(),
+            usage: state.usage.clone(),
+            report,
+            warning,
+            tokens,
+            request,
+            recall,
+            basis,
+        }))
+    }
+
+    /// The compacted history to send, with the recall tool declared when
+    /// the session's engine keeps originals, and what answering it needs.
+    pub(super) fn encode_recalling(
+        &self,
+        s: &SessionState,
+        mut conv: Conversation,
+    ) -> (Option<Bytes>, Option<Recalling>) {
+        let tool = s
+            .engine
+            .recall_tool()
+            .filter(|t| recall::declare(&mut conv, s.wire, t));
+        let Some((bytes, value)) = self.encoded(conv) else {
+            return (None, None);
+        };
+        let api = recall::on(s.wire);
+        let recalling = tool.zip(api).map(|(tool, api)| Recalling {
+            engine: s.engine.clone(),
+            scope: s.recall_scope(),
+            searchable: s.thread.state().handles.as_slice().into(),
+            tool: tool.name,
+            max_rounds: s.engine.config().recall.max_rounds,
+            api,
+            body: value,
+            answered: Arc::default(),
+        });
+        (Some(bytes), recalling)
+    }
+
+    /// Compacts a session's history harder after the upstream refused
+    /// `tokens` as too long; the body to retry with.
+    /// The body `bytes` (sent as `tokens`, which the upstream refused as too
+    /// long) compacted harder, for one retry. It is decoded again rather
+    /// than kept decoded while the upstream answers: a decoded history
+    /// takes many times its body, and a turn waits on the upstream long.
+    pub(crate) fn shrink(
+        &self,
+        session: &Shared,
+        (wire, uri, bytes): (Wire, &Uri, &Bytes),
+        tokens: Calibrated,
+    ) -> Option<Bytes> {
+        let conv = decode_whole(wire, uri, bytes).ok()?;
+        let mut guard = session.blocking_lock();
+        let s = &mut *guard;
+        let target = tokens.scaled(self.config.serve.overflow_ratio);
+        let input = Input::compact_to(&conv, target.max(Calibrated::new(1)))
+            .resent()
+            .cancelled_by(self.cancel);
+        match s.thread.turn(&s.engine, input) {
+            Ok(o) => {
+                let c = o.conversation.into_owned();
+                self.metrics.retry();
+                self.save(s);
+                self.encode(c)
+            }
+            Err(abridge::Error::CannotShrink {
+                smallest: Some(floor),
+                ..
+            }) => {
+                // Its floor is the smallest valid body: worth the one retry.
+                self.metrics.retry();
+                self.metrics.over_target();
+                self.encode(*floor)
+            }
+            Err(e) => {
+                tracing::warn!(session = %s.id, error = %e, "cannot compact harder after an overflow");
+                None
+            }
+        }
+    }
+
+    pub(super) fn encode(&self, conv: Conversation) -> Option<Bytes> {
+        self.encoded(conv).map(|(bytes, _)| bytes)
+    }
+
+    /// The body of a history to send, and its JSON (to continue it by).
+    pub(super) fn encoded(&self, mut conv: Conversation) -> Option<(Bytes, serde_json::Value)> {
+        cap_breakpoints(&mut conv);
+        let encoded = encode(&conv).map_err(|e| e.to_string()).and_then(|v| {
+            let bytes = serde_json::to_vec(&v).map_err(|e| e.to_string())?;
+            Ok((Bytes::from(bytes), v))
+        });
+        match encoded {
+            Ok(e) => Some(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode the compacted history; sending it as sent");
+                None
+            }
+        }
+    }
+}
