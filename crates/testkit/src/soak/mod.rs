@@ -264,6 +264,8 @@ pub async fn run(
             while Instant::now() < deadline {
                 let url = &urls[n % urls.len()];
                 n += 1;
+                // Before the request: its session's save lands after this.
+                let asked = store::now();
                 let sent = agent.send(&http, url, &load).await;
                 let mut t = tally.lock().unwrap();
                 t.requests += 1;
@@ -272,7 +274,7 @@ pub async fn run(
                 t.latencies_us
                     .push(sent.latency.as_micros().min(u32::MAX as u128) as u32);
                 if let (true, Some(s)) = (sent.compacted, sent.session) {
-                    t.compacted_sessions.insert(s, store::now());
+                    t.compacted_sessions.insert(s, asked);
                 }
             }
         }));

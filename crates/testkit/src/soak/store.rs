@@ -118,8 +118,7 @@ impl Backend {
             requests: recorded("requests")?,
             bytes,
         };
-        // When the oldest session kept was last saved (a second of slack:
-        // a save lands a batch after its response).
+        // When the oldest session kept was last saved.
         let oldest: Option<f64> = match self {
             Backend::Sqlite(path) => {
                 let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
@@ -137,8 +136,13 @@ impl Backend {
             Backend::None => None,
         };
         let unstored = compacted.iter().filter(|(s, _)| !ids.contains(*s));
+        // `at` is when its last compacted request was sent: its save was
+        // made after, so a session the retention removed was saved before
+        // the oldest one kept, and so was sent before it too. (Timed at the
+        // response instead, a request slower than a slack given is taken for
+        // a lost session.)
         let (retired, missing): (Vec<_>, Vec<_>) =
-            unstored.partition(|(_, at)| oldest.is_some_and(|o| **at + 1.0 < o));
+            unstored.partition(|(_, at)| oldest.is_some_and(|o| **at < o));
         Ok(Some((counts, missing.len(), retired.len())))
     }
 }
