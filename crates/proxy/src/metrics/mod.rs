@@ -3,182 +3,20 @@
 
 use abridge::Reason;
 use abridge::tokens::Counted;
-use std::fmt::Write as _;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-/// A closed set of label values, written in snake case (`route="chat_completions"`).
-macro_rules! label_values {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-        pub(crate) enum $name {
-            $($(#[$vdoc])* $variant,)*
-        }
+mod labels;
 
-        impl $name {
-            /// The label value.
-            pub(crate) fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)*
-                }
-            }
-        }
-
-        impl EncodeLabelValue for $name {
-            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
-                encoder.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-label_values! {
-    /// Which endpoint a request went to.
-    Route {
-        /// `POST /v1/chat/completions`.
-        ChatCompletions => "chat_completions",
-        /// `POST /v1/responses`.
-        Responses => "responses",
-        /// `POST /v1/messages`.
-        Messages => "messages",
-        /// `POST /{v1,v1beta}/models/{model}:generateContent` and `:streamGenerateContent`.
-        Gemini => "gemini",
-        /// Anything else, forwarded untouched.
-        Other => "other",
-    }
-}
-
-impl Route {
-    /// The route a conversation request of `wire` came by.
-    pub(crate) fn of(wire: abridge::model::Wire) -> Route {
-        use abridge::model::Wire;
-        match wire {
-            Wire::OpenAi => Route::ChatCompletions,
-            Wire::Responses => Route::Responses,
-            Wire::Anthropic => Route::Messages,
-            Wire::Gemini => Route::Gemini,
-            Wire::AiSdk => Route::Other,
-        }
-    }
-}
-
-label_values! {
-    /// Why a request was forwarded as the client sent it.
-    Passthrough {
-        /// Under every trigger, nothing carried over.
-        Unchanged => "unchanged",
-        /// Not JSON, or not a conversation the proxy understands.
-        Undecodable => "undecodable",
-        /// The provider's own compaction or context editing is in charge.
-        ProviderNative => "provider_native",
-        /// The history is held by the provider (a Responses request that
-        /// names a `previous_response_id` or a `conversation`): the body
-        /// holds only what is new.
-        ServerState => "server_state",
-        /// A path abridge does not model (a provider's other endpoints,
-        /// the Gemini API), forwarded to its provider's upstream.
-        Unmodeled => "unmodeled",
-    }
-}
-
-label_values! {
-    /// How much of a conversation request was decoded.
-    Decoded {
-        /// The whole body (a session's first request, or one that does not
-        /// extend the last).
-        Whole => "whole",
-        /// Only the messages added since the session's last request.
-        Added => "added",
-    }
-}
-
-label_values! {
-    /// What a wait on the store was for.
-    StoreOp {
-        /// A session's stored version or record.
-        Read => "read",
-        /// A session's save, or a snapshot whose id goes into a report.
-        Write => "write",
-    }
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StoreLabels {
-    op: StoreOp,
-}
-
-label_values! {
-    /// What gave way when the store could not keep up (a session's state
-    /// never does).
-    Dropped {
-        /// The oldest snapshot waiting to be written.
-        Snapshot => "snapshot",
-        /// The oldest request log row waiting.
-        Request => "request_row",
-    }
-}
-
-label_values! {
-    /// Why a trace span was never delivered.
-    SpanLoss {
-        /// The export queue was full when the span ended.
-        QueueFull => "queue_full",
-        /// The receiver refused it or could not be reached.
-        ExportFailed => "export_failed",
-    }
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SpanLossLabels {
-    why: SpanLoss,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DroppedLabels {
-    what: Dropped,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DecodedLabels {
-    part: Decoded,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    route: Route,
-    status: u16,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabels {
-    reason: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PassLabels {
-    why: Passthrough,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ProviderLabels {
-    provider: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RungLabels {
-    rung: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    outcome: String,
-}
+pub(crate) use labels::{Decoded, Dropped, Passthrough, Route, SpanLoss, StoreOp};
+use labels::{
+    DecodedLabels, DroppedLabels, OutcomeLabels, PassLabels, ProviderLabels, ReasonLabels,
+    RequestLabels, RungLabels, SpanLossLabels, StoreLabels,
+};
 
 /// Every metric the proxy keeps.
 #[derive(Debug)]
