@@ -46,12 +46,7 @@ impl Plan {
         target: Option<Counted>,
         focus: Option<String>,
     ) -> Plan {
-        let mut steps: Vec<Step> = config
-            .policies
-            .pipeline
-            .iter()
-            .map(|&k| Step::from(k))
-            .collect();
+        let mut steps = pipeline(config);
         if target.is_none() {
             // Without a target nothing says how far to go: clip only.
             steps.retain(|s| matches!(s, Step::Policy(p) if *p != Policy::DropIterations));
@@ -74,12 +69,7 @@ impl Plan {
     /// is enough.
     pub(crate) fn summarize_all(&mut self, config: &Config, tokens: Counted) {
         // A cadence gives no target, and the pipeline was cut to clipping.
-        self.steps = config
-            .policies
-            .pipeline
-            .iter()
-            .map(|&k| Step::from(k))
-            .collect();
+        self.steps = pipeline(config);
         self.target = Some(tokens.saturating_sub(Counted::new(1)));
         self.kept_budget = Counted::ZERO;
         self.grow_tail = false;
@@ -105,4 +95,14 @@ impl Plan {
             ceiling: None,
         }
     }
+}
+
+/// The configured pipeline's steps, in order.
+fn pipeline(config: &Config) -> Vec<Step> {
+    config
+        .policies
+        .pipeline
+        .iter()
+        .map(|&k| Step::from(k))
+        .collect()
 }
