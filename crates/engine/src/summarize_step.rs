@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use abridge_model::{Message, Role, fingerprint, head_len, iterations};
 use abridge_summarize::facts::{Facts, task_text};
-use abridge_summarize::verify::verify;
+use abridge_summarize::tasks;
+use abridge_summarize::verify::{Evidence, verify};
 use abridge_summarize::working;
 use abridge_summarize::wrapper::{defuse, leaks_wrapper, unwrap, wrap};
 use abridge_summarize::{FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification};
@@ -466,7 +467,17 @@ fn attempt(
             tokens: Some(tokens),
         });
     }
-    let (text, v) = verify(&text, facts, inp.budget.get() as usize, inp.tokenizer);
+    // A task list written again after the briefing is the one that counts.
+    let tail = &inp.work[inp.work.len() - inp.tail_len..];
+    let newer_list = tail
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .any(|c| tasks::change_of(&c.name, &c.arguments.fields(), &inp.facts.todo_tools).is_some());
+    let evidence = Evidence {
+        tasks: facts.todo.as_ref().filter(|_| !newer_list),
+        ..Evidence::of(facts)
+    };
+    let (text, v) = verify(&text, evidence, inp.budget.get() as usize, inp.tokenizer);
     // Verification rewrote the text: data that says otherwise is not kept.
     Ok(Written {
         text,

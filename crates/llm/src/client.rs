@@ -10,7 +10,7 @@ use abridge_model::text::clip;
 use abridge_summarize::{AsyncSummarizer, BoxFuture, Request, SummarizeError};
 use serde_json::{Value, json};
 
-use crate::serialize::history;
+use crate::serialize::{history, task_list};
 
 /// The default prompt (`prompt.md`), reviewed as text.
 pub const DEFAULT_PROMPT: &str = include_str!("prompt.md");
@@ -167,7 +167,6 @@ impl LlmSummarizer {
     /// The user message: previous briefing with its budget hint, the
     /// history, and the kept tail shown read-only.
     pub fn user_message(&self, req: &Request<'_>) -> String {
-        let prefixes = &req.facts.error_prefixes;
         let mut msg = format!(
             "Task as the user gave it (it stays in the conversation verbatim, above your briefing: do not restate it):\n{}\n\n",
             req.task.trim()
@@ -187,11 +186,19 @@ impl LlmSummarizer {
             ));
         }
         msg.push_str("<history>\n");
-        msg.push_str(&history(req.region, prefixes, self.input_chars));
+        msg.push_str(&history(req.region, req.facts, self.input_chars));
         msg.push_str("</history>\n\n");
+        if let Some(list) = task_list(req) {
+            msg.push_str("The agent's task list as it stands at the end of this history, each item with the status the agent gave it (a change in the recent steps below is newer). Keep every item with its status:\n<task-list>\n");
+            for line in list.lines() {
+                msg.push_str(&line);
+                msg.push('\n');
+            }
+            msg.push_str("</task-list>\n\n");
+        }
         if !req.tail.is_empty() {
             msg.push_str("These most recent steps stay in the conversation verbatim after your briefing. Read them, do not summarize them, and do not contradict them:\n<recent-steps>\n");
-            msg.push_str(&history(req.tail, prefixes, 8_000));
+            msg.push_str(&history(req.tail, req.facts, 8_000));
             msg.push_str("</recent-steps>\n\n");
         }
         msg.push_str(&format!(

@@ -7,7 +7,11 @@ use std::collections::HashMap;
 
 use abridge_model::text::{clip, first_line};
 use abridge_model::{Message, Part, Role, ToolResult};
+use abridge_summarize::FactConfig;
+use abridge_summarize::Request;
+use abridge_summarize::facts::extract;
 use abridge_summarize::outcome::{CallOutcome, outcome};
+use abridge_summarize::tasks::{self, Change, TaskList};
 use abridge_summarize::tools::{ToolKind, classify, first_string};
 use serde_json::Value;
 
@@ -15,7 +19,7 @@ use serde_json::Value;
 const OUTPUT_CHARS: usize = 600;
 
 /// Serializes messages; at most `max_chars` characters.
-pub(crate) fn history(messages: &[Message], error_prefixes: &[String], max_chars: usize) -> String {
+pub(crate) fn history(messages: &[Message], facts: &FactConfig, max_chars: usize) -> String {
     let results: HashMap<&str, &ToolResult> = messages
         .iter()
         .flat_map(|m| m.tool_results())
@@ -36,7 +40,16 @@ pub(crate) fn history(messages: &[Message], error_prefixes: &[String], max_chars
                         Part::ToolCall(c) => {
                             let args = c.arguments.fields();
                             let result = results.get(c.id.as_str()).copied();
-                            text.push_str(&marker(&c.name, &args, result, error_prefixes));
+                            // The list as it stands follows the history whole.
+                            if let Some(change) =
+                                tasks::change_of(&c.name, &args, &facts.todo_tools)
+                            {
+                                text.push_str(&change_marker(&c.name, &change));
+                                text.push('\n');
+                                continue;
+                            }
+                            let prefixes = &facts.error_prefixes;
+                            text.push_str(&marker(&c.name, &args, result, prefixes));
                             text.push('\n');
                             if let Some(r) = result {
                                 let out = r.text();
@@ -126,14 +139,37 @@ fn marker(name: &str, args: &Value, result: Option<&ToolResult>, prefixes: &[Str
             format!("[asked the user via {name}; answer: {answer}]")
         }
         ToolKind::Other => {
-            let arg = if name.to_lowercase().contains("todo") || args.get("todos").is_some() {
-                clip(&args.to_string(), 1_500, 0)
-            } else {
-                first_string(args)
-                    .map(|s| clip(s, 200, 0))
-                    .unwrap_or_default()
-            };
+            let arg = first_string(args)
+                .map(|s| clip(s, 200, 0))
+                .unwrap_or_default();
             format!("[{name}: {arg} → {status}]")
         }
+    }
+}
+
+/// A call that changes the task list, in one line: the list as it stands
+/// is shown after the history.
+fn change_marker(name: &str, change: &Change) -> String {
+    match change {
+        Change::Replace(list) => {
+            let done = list.items.iter().filter(|t| t.done()).count();
+            format!(
+                "[{name}: wrote the task list, {} items, {done} done]",
+                list.items.len()
+            )
+        }
+        Change::Create { text, .. } => {
+            format!("[{name}: added the task \"{}\"]", clip(text, 200, 0))
+        }
+        Change::Update { id, status } => format!("[{name}: task #{id} → {status}]"),
+    }
+}
+
+/// The region's task list as it stands at its end: from the facts the
+/// engine read of it, or read here.
+pub(crate) fn task_list(req: &Request<'_>) -> Option<TaskList> {
+    match req.region_facts {
+        Some(f) => f.todo.clone(),
+        None => extract(req.region, req.facts).todo,
     }
 }

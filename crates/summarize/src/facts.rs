@@ -8,11 +8,13 @@ use abridge_model::{Message, Part, Role, ToolCall, ToolResult};
 use serde_json::Value;
 
 use crate::config::FactConfig;
+use crate::created;
 use crate::ident::{clip_keeping_names, identifier_refs, prose_identifier_refs};
 use crate::outcome::{CallOutcome, answers_with_one, failure_summary, outcome};
 use crate::outline::{defined_names, touched};
 pub use crate::progress::CommandFact;
 use crate::progress::{Commands, first_sentence, is_exploration, progress_of};
+use crate::tasks::{self, Change, TaskList};
 use crate::tools::{ToolKind, classify, first_string, patch_files, split_arguments};
 use crate::wrapper::unwrap;
 
@@ -50,8 +52,8 @@ impl FileFact {
 /// Facts of a region, in order of appearance.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
-    /// The latest task-list call: tool name and its arguments.
-    pub todo: Option<(String, Value)>,
+    /// The latest task list the agent wrote.
+    pub todo: Option<TaskList>,
     /// Files touched.
     pub files: Vec<FileFact>,
     /// Each command once, most recently run last, with its runs and what
@@ -65,6 +67,11 @@ pub struct Facts {
     pub command_runs: Vec<(String, bool)>,
     /// Other tool calls with a short argument and outcome.
     pub other_calls: Vec<String>,
+    /// Calls that created something, with the ids they returned
+    /// (`create_entity `ticket` → 3f2b8c1e-…`), oldest first.
+    pub created: Vec<String>,
+    /// The ids of [`created`](Self::created), each once (once finished).
+    pub created_ids: Vec<String>,
     /// Failed calls other than commands (`Edit src/a.rs: …`), oldest first;
     /// failed commands are under [`commands`](Self::commands).
     pub errors: Vec<String>,
@@ -115,6 +122,10 @@ pub struct Extraction<'a> {
     /// arguments. (Calls whose results were read are let go: a copy of the
     /// extraction held every call of a long run.)
     calls: HashMap<Cow<'a, str>, (Cow<'a, str>, Value)>,
+    /// Calls that change the task list, until their results come, by
+    /// call id: with the change when it waits for the result (a created
+    /// task's id).
+    task_changes: HashMap<String, Option<Change>>,
     weight: Weights,
     /// Tool results read so far.
     results: usize,
@@ -178,8 +189,15 @@ impl<'a> Extraction<'a> {
         for r in references {
             self.weight.add(&mut f.used_ids, r);
         }
-        if cfg.todo_tools.iter().any(|t| t == &c.name) {
-            f.todo = Some((c.name.clone(), args.clone()));
+        if let Some(change) = tasks::change_of(&c.name, &args, &cfg.todo_tools) {
+            // A whole list or a status counts as written; a created task
+            // waits for the id its result names.
+            let waits = change.needs_result();
+            if !waits {
+                change.clone().apply(&mut f.todo, "");
+            }
+            self.task_changes
+                .insert(c.id.clone(), waits.then_some(change));
         }
         self.calls
             .insert(Cow::Borrowed(&c.id), (Cow::Borrowed(&c.name), args));
@@ -188,6 +206,15 @@ impl<'a> Extraction<'a> {
     fn result(&mut self, r: &'a ToolResult, text: Cow<'a, str>, mut ok: CallOutcome) {
         let at = self.results;
         self.results += 1;
+        let task = self.task_changes.remove(r.call_id.as_str());
+        if let Some(change) = task.filter(|_| ok == CallOutcome::Ok) {
+            // The task list holds it: not listed among the other calls.
+            self.calls.remove(r.call_id.as_str());
+            if let Some(change) = change {
+                change.apply(&mut self.f.todo, &text);
+            }
+            return;
+        }
         if let Some((name, args)) = self.calls.remove(r.call_id.as_str()) {
             if ok == CallOutcome::Failed(Some(1))
                 && let ToolKind::Shell(cmd) = classify(&name, &args)
@@ -220,6 +247,7 @@ impl<'a> Extraction<'a> {
                 .iter()
                 .map(|(id, (name, args))| (own(id), (own(name), args.clone())))
                 .collect(),
+            task_changes: self.task_changes.clone(),
             weight: self.weight.clone(),
             results: self.results,
             latest_error: self.latest_error.as_ref().map(own),
@@ -245,6 +273,8 @@ impl<'a> Extraction<'a> {
         f.referred = weight.ranked(&f.used_ids);
         weight.rank(&mut f.used_ids);
         f.latest_error = latest_error.map(|t| error_excerpt(&t));
+        let mut seen = HashSet::new();
+        f.created_ids.retain(|id| seen.insert(id.clone()));
         // Names seen only in results (paths, symbols, ids, URLs) are left to
         // the originals: across agents the briefing's list of them was the
         // least used of its sections (1 to 12 in 100 used again).
@@ -544,7 +574,16 @@ fn record_call(
             if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name}{arg}: {}", cause()));
             }
-            f.other_calls.push(format!("{name}{arg} → {status}"));
+            let ids = match ok {
+                CallOutcome::Ok => created::ids(name, result),
+                CallOutcome::Failed(_) => Vec::new(),
+            };
+            if ids.is_empty() {
+                f.other_calls.push(format!("{name}{arg} → {status}"));
+            } else {
+                f.created.push(format!("{name}{arg} → {}", ids.join(", ")));
+                f.created_ids.extend(ids);
+            }
         }
     }
 }
@@ -622,132 +661,5 @@ pub fn task_text(head: &[Message], tag: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Reading many messages at once, shared between threads that meet
-    /// a call in one share and its result in the next, gives the facts
-    /// one thread gives.
-    #[test]
-    fn a_run_read_on_many_threads_has_the_facts_of_one() {
-        use crate::testing::exchange;
-        use serde_json::json;
-        let mut messages = vec![Message::text(
-            Role::User,
-            "Fix `parse_expr` in src/parse.rs.",
-        )];
-        for i in 0..3000 {
-            let mut said = Message::text(
-                Role::Assistant,
-                format!("Now `check_{}` in src/mod_{}.rs. Then on.", i % 97, i % 41),
-            );
-            said.form = abridge_model::ContentForm::Text;
-            messages.push(said);
-            let (name, args, out) = match i % 4 {
-                0 => (
-                    "Read",
-                    json!({"file_path": format!("src/mod_{}.rs", i % 41)}),
-                    format!("fn check_{i}() {{}}\n").repeat(8),
-                ),
-                1 => (
-                    "Bash",
-                    json!({"command": format!("cargo test t{}", i % 13)}),
-                    format!("error: t{i} failed\nexit code 1\n").repeat(4),
-                ),
-                2 => (
-                    "Edit",
-                    json!({"file_path": "src/parse.rs", "old_string": "a", "new_string": format!("fn check_{i}() {{}}")}),
-                    "The file has been updated.".repeat(6),
-                ),
-                _ => (
-                    "Grep",
-                    json!({"pattern": format!("check_{i}")}),
-                    format!("src/mod_{i}.rs:1: check_{i}\n").repeat(6),
-                ),
-            };
-            messages.extend(exchange(&format!("c{i}"), name, args, &out));
-        }
-        let cfg = FactConfig::default();
-        let facts = |threads| {
-            let mut e = Extraction::default();
-            e.feed_on(&messages, &cfg, threads);
-            e.finish()
-        };
-        let one = facts(1);
-        assert!(one.commands.len() >= 13 && one.files.len() > 1, "{one:?}");
-        assert_eq!(facts(3), one);
-    }
-
-    #[test]
-    fn an_error_keeps_its_first_lines_and_its_verdict() {
-        let mut out = vec![
-            "Pre-commit validation failed:".to_owned(),
-            "[DIALYZER]".into(),
-        ];
-        out.push(format!("[{}]", ":dep, ".repeat(200)));
-        out.extend((0..30).map(|i| format!("progress {i}")));
-        out.push("lib/a.ex:58:13:pattern_match".into());
-        out.push("The pattern can never match the type.".into());
-        let e = error_excerpt(&out.join("\n"));
-        assert!(
-            e.starts_with("Pre-commit validation failed:\n[DIALYZER]\n… (21 lines)"),
-            "{e}"
-        );
-        assert!(e.ends_with("lib/a.ex:58:13:pattern_match\nThe pattern can never match the type."));
-        assert!(!e.contains(":dep"), "{e}");
-        assert_eq!(error_excerpt("one\ntwo"), "one\ntwo");
-    }
-
-    #[test]
-    fn a_file_lists_its_names_that_the_agents_changes_defined_or_called() {
-        use crate::testing::exchange;
-        use serde_json::json;
-        let read = "     1\u{2192}defmodule App.Hooks do\n     2\u{2192}  def commit(c) do\n     \
-                    3\u{2192}    enqueue(c)\n     4\u{2192}  end\n     5\u{2192}  defp enqueue(c), do: c\n     \
-                    6\u{2192}  defp unrelated, do: :ok\n";
-        let messages = [
-            exchange("r", "Read", json!({"file_path": "lib/hooks.ex"}), read),
-            exchange(
-                "e",
-                "Edit",
-                json!({
-                    "file_path": "lib/hooks.ex",
-                    "old_string": "    enqueue(c)",
-                    "new_string": "    with_span(\"x\", fn -> enqueue(c) end)\n  <div class=\"btn\">",
-                }),
-                "The file has been updated.",
-            ),
-        ]
-        .concat();
-        let f = extract(&messages, &FactConfig::default());
-        let file = &f.files[0];
-        assert_eq!(file.symbols, ["enqueue"]);
-        assert_eq!(
-            file.defined,
-            ["App.Hooks", "commit", "enqueue", "unrelated"]
-        );
-    }
-
-    #[test]
-    fn an_earlier_briefing_under_the_configured_wrapper_is_not_a_user_message() {
-        let cfg = FactConfig {
-            wrapper: "ctx".into(),
-            ..FactConfig::default()
-        };
-        let messages = [
-            Message::text(Role::User, "<ctx>\n## Task\nold briefing\n</ctx>"),
-            Message::text(
-                Role::User,
-                "<compacted-history>\nnot ours\n</compacted-history>",
-            ),
-        ];
-        let f = extract(&messages, &cfg);
-        assert_eq!(f.user_messages.len(), 1, "{:?}", f.user_messages);
-        assert!(f.user_messages[0].contains("not ours"));
-        // What the harness injected is not the user's words either.
-        let mut skill = Message::text(Role::User, "Base directory for this skill: /skills/x");
-        skill.meta.injected = true;
-        let f = extract(&[skill], &cfg);
-        assert!(f.user_messages.is_empty() && f.decisions.is_empty());
-    }
-}
+#[path = "facts_tests.rs"]
+mod tests;

@@ -41,6 +41,7 @@
 
 mod briefing;
 mod config;
+pub mod created;
 pub mod facts;
 pub mod ident;
 pub mod outcome;
@@ -48,6 +49,7 @@ mod outline;
 mod progress;
 mod sheet;
 mod spec;
+pub mod tasks;
 #[cfg(test)]
 mod testing;
 pub mod tools;

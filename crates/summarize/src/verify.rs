@@ -5,11 +5,11 @@
 
 use abridge_tokens::TokenizerKind;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::facts::Facts;
 use crate::ident::mentions;
 use crate::outcome::exit_code;
+use crate::tasks::{Task, TaskList, status_claimed};
 
 /// What verification found and repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +20,10 @@ pub struct Verification {
     pub missing_facts: Vec<String>,
     /// Lines claiming completion without a successful result, flagged.
     pub unverified_claims: Vec<String>,
+    /// Task-list items the briefing left out or gave another status,
+    /// appended with the agent's status (`- [in_progress] Fix rounding`).
+    #[serde(default)]
+    pub restated_tasks: Vec<String>,
 }
 
 const DONE_WORDS: [&str; 10] = [
@@ -35,13 +39,34 @@ const DONE_WORDS: [&str; 10] = [
     "✓",
 ];
 
+/// What a briefing is checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    /// The facts of the region it replaced.
+    pub facts: &'a Facts,
+    /// The task list to hold it to: the region's, unless what stays after
+    /// the briefing writes a newer one (which the model reads there).
+    pub tasks: Option<&'a TaskList>,
+}
+
+impl<'a> Evidence<'a> {
+    /// The region's facts, its own task list included.
+    pub fn of(facts: &'a Facts) -> Self {
+        Evidence {
+            facts,
+            tasks: facts.todo.as_ref(),
+        }
+    }
+}
+
 /// The briefing with repairs appended, and what was repaired.
 pub fn verify(
     briefing: &str,
-    facts: &Facts,
+    evidence: Evidence<'_>,
     budget: usize,
     kind: TokenizerKind,
 ) -> (String, Verification) {
+    let facts = evidence.facts;
     let mut v = Verification::default();
     let mut critical: Vec<String> = Vec::new();
     if let Some(e) = &facts.latest_error {
@@ -56,7 +81,6 @@ pub fn verify(
             }
         }
     }
-    critical.extend(todo_items(facts).into_iter().map(|(item, _)| item));
     critical.extend(
         facts
             .files
@@ -73,6 +97,7 @@ pub fn verify(
             .filter(|c| c.failure.is_some() && !c.fixed)
             .map(|c| c.command.clone()),
     );
+    critical.extend(facts.created_ids.iter().cloned());
     critical.extend(
         facts
             .used_ids
@@ -91,8 +116,24 @@ pub fn verify(
             }
             acc
         });
-    let claims = unverified(briefing, facts);
+    let claims = unverified(briefing, facts, evidence.tasks);
     let mut out = briefing.trim_end().to_owned();
+    let tasks = misstated_tasks(briefing, evidence.tasks);
+    if !tasks.is_empty() {
+        // The agent's own list, whole: a partial list reads as the list.
+        let mut section =
+            "\n\n## Task list (as the agent last set it here, with its statuses)\n".to_owned();
+        for t in tasks {
+            section.push_str(&t.line());
+            section.push('\n');
+        }
+        if kind.count(&out) + kind.count(&section) <= budget {
+            out.push_str(section.trim_end());
+            v.restated_tasks = tasks.iter().map(Task::line).collect();
+        } else {
+            v.missing_facts.extend(tasks.iter().map(Task::line));
+        }
+    }
     let used = kind.count(&out);
     if !missing.is_empty() {
         let heading = "\n\n## Verbatim facts (checked against the history)\n";
@@ -126,29 +167,32 @@ pub fn verify(
     (out, v)
 }
 
-/// Task-list items and whether the agent's latest list marks them completed.
-fn todo_items(facts: &Facts) -> Vec<(String, bool)> {
-    let Some((_, args)) = &facts.todo else {
-        return Vec::new();
+/// The task list when the briefing leaves an item out or
+/// states it with another status than the agent's (done for open, or open
+/// for done); empty when it states every item as the agent did.
+fn misstated_tasks<'f>(briefing: &str, list: Option<&'f TaskList>) -> &'f [Task] {
+    let Some(list) = list else {
+        return &[];
     };
-    let list = ["todos", "items", "tasks", "plan"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_array));
-    list.into_iter()
-        .flatten()
-        .filter_map(|t| {
-            let text = ["content", "step", "title", "task"]
+    let lower = briefing.to_lowercase();
+    let stated = |t: &Task| {
+        let text = t.text.to_lowercase();
+        let lines: Vec<&str> = lower.lines().filter(|l| l.contains(&text)).collect();
+        !lines.is_empty()
+            && lines
                 .iter()
-                .find_map(|k| t.get(*k).and_then(Value::as_str))?;
-            let done = t.get("status").and_then(Value::as_str) == Some("completed");
-            Some((text.to_owned(), done))
-        })
-        .collect()
+                .any(|l| status_claimed(l).is_none_or(|done| done == t.done()))
+    };
+    if list.items.iter().all(stated) {
+        &[]
+    } else {
+        &list.items
+    }
 }
 
 /// Lines that claim something done which the results contradict: a command
 /// whose latest run failed, or a task-list item not marked completed.
-fn unverified(briefing: &str, facts: &Facts) -> Vec<String> {
+fn unverified(briefing: &str, facts: &Facts, tasks: Option<&TaskList>) -> Vec<String> {
     let failed: Vec<&str> = facts
         .command_runs
         .iter()
@@ -160,10 +204,11 @@ fn unverified(briefing: &str, facts: &Facts) -> Vec<String> {
         })
         .map(|(_, (cmd, _))| cmd.as_str())
         .collect();
-    let open: Vec<String> = todo_items(facts)
-        .into_iter()
-        .filter(|(_, done)| !done)
-        .map(|(t, _)| t.to_lowercase())
+    let open: Vec<String> = tasks
+        .iter()
+        .flat_map(|l| &l.items)
+        .filter(|t| !t.done())
+        .map(|t| t.text.to_lowercase())
         .collect();
     briefing
         .lines()

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use abridge_model::{Message, Part};
 use abridge_summarize::outcome::{CallOutcome, exit_code, failure_summary, outcome};
-use abridge_summarize::root_of;
+use abridge_summarize::{created, root_of};
 use abridge_tokens::TokenizerKind;
 
 use super::handle::{Handle, HandleKey};
@@ -91,7 +91,8 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
             })
     });
     for (place, r) in results {
-        let o = Original::tool_result(r, calls.get(&place).copied()).scoped(inp.key);
+        let call = calls.get(&place).copied();
+        let o = Original::tool_result(r, call).scoped(inp.key);
         if o.pieces.is_empty() {
             continue;
         }
@@ -124,8 +125,19 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
             CallOutcome::Ok => exit_code(&text).map(|c| format!("exit {c}, ")),
             CallOutcome::Failed(_) => None,
         };
+        // What it created, by the ids it returned: not to be created again.
+        let created = match (ok, call) {
+            (CallOutcome::Ok, Some(c)) => {
+                let ids = created::ids(&c.name, &text);
+                match ids.is_empty() {
+                    true => String::new(),
+                    false => format!(" · created {}", ids.join(", ")),
+                }
+            }
+            _ => String::new(),
+        };
         let holds = format!(
-            "{}{} · {}",
+            "{}{} · {}{created}",
             exit.unwrap_or_default(),
             lines_of(&text),
             size(o.bytes())

@@ -4,3 +4,4 @@
 
 mod config;
 mod providers;
+mod tasks;

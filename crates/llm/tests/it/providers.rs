@@ -23,7 +23,10 @@ pub(crate) fn conversation() -> Conversation {
 }
 
 /// Compacts with `[llm, offline]` through the summarize step only.
-fn compact(conv: &Conversation, llm: LlmSummarizer) -> (Conversation, Report, Vec<Event>, u64) {
+pub(crate) fn compact(
+    conv: &Conversation,
+    llm: LlmSummarizer,
+) -> (Conversation, Report, Vec<Event>, u64) {
     let mut cfg = Config {
         model: conv.model.clone(),
         ..Config::default()
@@ -50,11 +53,11 @@ fn compact(conv: &Conversation, llm: LlmSummarizer) -> (Conversation, Report, Ve
     (after, out.report, events, target)
 }
 
-fn briefing_of(conv: &Conversation) -> String {
+pub(crate) fn briefing_of(conv: &Conversation) -> String {
     conv.messages[2].text_content().into_owned()
 }
 
-fn openai(mock: &Mock) -> LlmSummarizer {
+pub(crate) fn openai(mock: &Mock) -> LlmSummarizer {
     LlmSummarizer::new(Family::OpenAi, "test-model")
         .base_url(format!("{}/v1", mock.url))
         .key(Some("sk-test".into()))

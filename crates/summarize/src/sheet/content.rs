@@ -1,13 +1,12 @@
 //! What goes into each section of the sheet, from the facts.
 
-use serde_json::Value;
-
 use abridge_model::text::clip;
 
 use super::{Kind, Section, SheetItem};
 use crate::facts::{Facts, FileFact};
 use crate::ident::{function_of, mentions};
 use crate::progress::CommandFact;
+use crate::tasks::TaskList;
 
 /// Characters of the task details together, per token of budget: about a
 /// quarter of the sheet at most.
@@ -25,11 +24,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
         .iter()
         .map(|x| SheetItem::keyed(file_line(x), &x.path))
         .collect();
-    let todo = f
-        .todo
-        .as_ref()
-        .map(|(_, args)| todo_lines(args))
-        .unwrap_or_default();
+    let todo = f.todo.as_ref().map(TaskList::lines).unwrap_or_default();
     let mut sections: Vec<Section> = Kind::ALL
         .into_iter()
         .map(|kind| {
@@ -42,6 +37,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                     .map(|d| clip(&d.text(), detail_chars.max(200), 0))
                     .collect(),
                 Kind::Todo => todo.clone(),
+                Kind::Created => f.created.clone(),
                 Kind::Files => return Section::new(kind, files.clone()),
                 Kind::Decisions => f.decisions.clone(),
                 Kind::Progress => f.progress.clone(),
@@ -101,27 +97,6 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
             .collect();
     }
     sections
-}
-
-/// `- [status] content` lines of a TodoWrite-style call, or its JSON.
-fn todo_lines(args: &Value) -> Vec<String> {
-    let list = ["todos", "items", "tasks", "plan"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_array));
-    match list {
-        Some(items) => items
-            .iter()
-            .map(|t| {
-                let text = ["content", "step", "title", "task", "description"]
-                    .iter()
-                    .find_map(|k| t.get(*k).and_then(Value::as_str))
-                    .map_or_else(|| t.to_string(), str::to_owned);
-                let status = t.get("status").and_then(Value::as_str).unwrap_or("?");
-                format!("- [{status}] {text}")
-            })
-            .collect(),
-        None => vec![clip(&args.to_string(), 2_000, 0)],
-    }
 }
 
 /// A file's line: what was done to it, the names it touched, its path.

@@ -86,6 +86,8 @@ pub enum SectionKind {
     Details,
     /// The task list as the agent last wrote it.
     Todo,
+    /// What the agent's calls created, with the ids they returned.
+    Created,
     /// What the agent's commands record as done.
     Progress,
     /// The agent's last words.
@@ -143,10 +145,11 @@ enum Merge {
 impl SectionKind {
     /// Every kind, in the order the sheet renders them: the task, its
     /// progress and the current state first.
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Task,
         Kind::Details,
         Kind::Todo,
+        Kind::Created,
         Kind::Progress,
         Kind::Last,
         Kind::Decisions,
@@ -168,6 +171,7 @@ impl SectionKind {
             Kind::Task => "Task",
             Kind::Details => "Task details (output of the commands the task named)",
             Kind::Todo => "Task list (as last written by the agent)",
+            Kind::Created => "Created (ids the agent's calls returned: do not create them again)",
             Kind::Progress => "Done (as the agent's commands record it)",
             Kind::Decisions => "Decisions and corrections from the user",
             Kind::Narrative => "What the agent did (its own words, oldest first)",
@@ -209,6 +213,7 @@ impl SectionKind {
             Kind::Task | Kind::Todo | Kind::LatestError | Kind::Last => (u8::MAX, usize::MAX),
             Kind::Details => (10, 1),
             Kind::Progress => (9, 10),
+            Kind::Created => (9, 20),
             Kind::Decisions => (8, 10),
             Kind::Files => (7, 10),
             Kind::Errors => (7, 3),
@@ -262,6 +267,15 @@ impl SheetSection {
 
     fn priority(&self) -> u8 {
         self.kind.priority_and_keep().0
+    }
+
+    /// Its heading is counted by the fit. Every heading is, written or not:
+    /// the slack for the lines the fit does not count (the root note,
+    /// "older items omitted") and what chained briefings have been sized
+    /// by. A section added since counts only when written, so that adding
+    /// it moved no other section's room.
+    fn heading_counts(&self) -> bool {
+        !self.items.is_empty() || self.kind != Kind::Created
     }
 
     /// Appends the section's text, its paths shown under `root`.
@@ -333,23 +347,55 @@ pub(crate) fn render(
         None => {}
     }
     let root = Root::of(&sections);
-    fit(&mut sections, &root, budget, kind);
+    // The fit counts items and headings; the lines it does not (the root
+    // note, "older items omitted", what was left out) are found by writing
+    // the sheet and counting it, and what was fitted is fitted again that
+    // much smaller (twice at most: a second overshoot is a few tokens).
+    let mut room = budget;
+    for tries in 1.. {
+        fit(&mut sections, &root, room, kind);
+        let out = write(&sections, &root, false);
+        let over = kind.count(&out).saturating_sub(budget);
+        if over == 0 {
+            return (out, Sheet { sections });
+        }
+        if room == 0 || tries == 3 {
+            // Nothing more to drop: what was left out, said in few words.
+            return (write(&sections, &root, true), Sheet { sections });
+        }
+        room = room.saturating_sub(over);
+    }
+    unreachable!("the third try returns")
+}
+
+/// The sheet's text; what was left out in a few words when `terse`.
+fn write(sections: &[Section], root: &Root, terse: bool) -> String {
     let mut out = String::new();
     if let Some(dir) = root.0.as_deref().map(|p| p.trim_end_matches('/')) {
         out.push_str(&format!("{ROOT_NOTE}`{dir}`.\n\n"));
     }
-    for s in &sections {
-        s.render(&root, &mut out);
+    for s in sections {
+        s.render(root, &mut out);
     }
-    let gone: Vec<String> = sections
+    let gone: Vec<&Section> = sections
         .iter()
         .filter(|s| s.items.is_empty() && s.omitted > 0)
-        .map(|s| format!("{} ({})", s.kind.title(), s.omitted))
         .collect();
     if !gone.is_empty() {
-        out.push_str(&format!("({OMITTED}{})\n", gone.join(", ")));
+        let what = match terse {
+            true => {
+                let items: usize = gone.iter().map(|s| s.omitted).sum();
+                format!("{items} items of {} sections", gone.len())
+            }
+            false => gone
+                .iter()
+                .map(|s| format!("{} ({})", s.kind.title(), s.omitted))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        out.push_str(&format!("({OMITTED}{what})\n"));
     }
-    (out.trim_end().to_owned(), Sheet { sections })
+    out.trim_end().to_owned()
 }
 
 const OMITTED: &str = "Left out for space: ";
@@ -567,6 +613,7 @@ fn first_trim(
     let mut costs: Vec<Vec<usize>> = sections.iter().map(|s| vec![0; s.items.len()]).collect();
     let mut total = sections
         .iter()
+        .filter(|s| s.heading_counts())
         .map(|s| cost(s.kind.title()) + 2)
         .sum::<usize>();
     for ((s, first), costs) in sections.iter().zip(&firsts).zip(costs.iter_mut()) {

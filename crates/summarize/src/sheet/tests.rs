@@ -177,6 +177,7 @@ fn fitting_counts_only_what_it_keeps_and_keeps_what_dropping_one_by_one_kept() {
         assert_eq!(texts(&lazy), texts(&eager), "seed {seed}, budget {budget}");
         let shown: usize = lazy
             .iter()
+            .filter(|s| s.heading_counts())
             .map(|s| {
                 TokenizerKind::O200kBase.count(s.kind.title())
                     + 4
@@ -189,5 +190,43 @@ fn fitting_counts_only_what_it_keeps_and_keeps_what_dropping_one_by_one_kept() {
             })
             .sum();
         assert_eq!(total, shown, "seed {seed}: the total is what is kept");
+    }
+}
+
+/// What the fit does not count item by item (the root note, "older items
+/// omitted", the sections left out) still fits: the sheet as written is
+/// within its budget at every size, down to what is never trimmed.
+#[test]
+fn the_written_sheet_is_within_its_budget() {
+    let root = "/home/someone/projects/a-rather-long-workspace-name/service";
+    let mut f = Facts::default();
+    for i in 0..40 {
+        f.files.push(crate::facts::FileFact {
+            path: format!("{root}/src/module_{i}/handler_{i}.rs"),
+            edited: 1,
+            ..Default::default()
+        });
+        f.progress
+            .push(format!("committed: step {i} of the migration"));
+        f.narrative
+            .push(format!("Looked at handler {i} and its callers."));
+        f.decisions
+            .push(format!("[feedback] keep handler {i} synchronous"));
+        f.errors.push(format!(
+            "Edit `{root}/src/module_{i}/handler_{i}.rs`: no match"
+        ));
+        f.other_calls.push(format!("lookup `item-{i}` → ok"));
+        f.created.push(format!("create_entity `ticket` → T-{i}"));
+        f.used_ids.push(format!("handler_{i}"));
+        f.user_messages.push(format!("Also check module {i}."));
+    }
+    let kind = TokenizerKind::O200kBase;
+    for budget in (40..1200).step_by(23) {
+        let (text, _) = render(&f, None, budget, kind);
+        assert!(
+            kind.count(&text) <= budget,
+            "{budget}: {} tokens\n{text}",
+            kind.count(&text)
+        );
     }
 }
