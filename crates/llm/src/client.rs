@@ -401,6 +401,10 @@ fn env_key(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|k| !k.is_empty())
 }
 
+/// The tags the user message wraps its parts in: a reply holding one copied
+/// its input.
+const SCAFFOLDING: [&str; 4] = ["previous-briefing", "history", "recent-steps", "task-list"];
+
 impl AsyncSummarizer for LlmSummarizer {
     fn name(&self) -> String {
         format!("{}:{}", self.family, self.model)
@@ -413,7 +417,17 @@ impl AsyncSummarizer for LlmSummarizer {
         Box::pin(async move {
             let user = self.user_message(req);
             let max = (req.budget_tokens as u32).clamp(256, self.max_output_tokens);
-            self.call(&self.prompt, &user, max).await
+            let text = self.call(&self.prompt, &user, max).await?;
+            match SCAFFOLDING
+                .iter()
+                .find(|t| text.contains(&format!("<{t}>")))
+            {
+                // It copied its input instead of writing a briefing.
+                Some(tag) => Err(SummarizeError::Rejected(format!(
+                    "holds the prompt's <{tag}> block"
+                ))),
+                None => Ok(text),
+            }
         })
     }
 }

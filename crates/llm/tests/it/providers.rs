@@ -209,6 +209,26 @@ fn a_briefing_that_leaks_the_wrapper_is_rejected() {
 }
 
 #[test]
+fn a_briefing_that_copies_its_prompt_blocks_is_rejected() {
+    for tag in ["previous-briefing", "history", "recent-steps", "task-list"] {
+        let copied = format!("{BRIEFING}\n<{tag}>\n- [pending] something\n</{tag}>");
+        let mock = Mock::start(vec![openai_ok(&copied)]);
+        let (after, report, events, _) = compact(&conversation(), openai(&mock));
+        assert_fell_back(
+            &report,
+            &events,
+            &format!("holds the prompt's <{tag}> block"),
+        );
+        assert!(
+            !abridge::model::encode(&after)
+                .unwrap()
+                .to_string()
+                .contains(&format!("<{tag}>"))
+        );
+    }
+}
+
+#[test]
 fn an_unverified_completion_is_flagged() {
     use abridge::model::{Arguments, ContentForm, Message, Part, Role, ToolCall, ToolResult};
     let mut conv = Conversation::new(abridge::model::Family::OpenAi);
