@@ -19,15 +19,27 @@ use crate::carryover::{Carryover, PrefixKey};
 use crate::engine::Engine;
 use crate::input::Input;
 use crate::recall::HandleKey;
+use crate::report::Report;
 use crate::state::ThreadState;
 use crate::thread::Thread;
+
+/// A compaction made in the background: what a thread adopts, and the
+/// report of the compaction that made it (a front end that takes it
+/// counts, signals and logs it as its own turn's).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The compacted history, to carry forward.
+    pub carryover: Carryover,
+    /// What the compaction did.
+    pub report: Report,
+}
 
 /// Prepares one compaction at a time for one conversation.
 pub struct Preparer {
     engine: Arc<Engine>,
     soft_tokens: Calibrated,
-    running: Option<oneshot::Receiver<Option<Carryover>>>,
-    ready: Option<Carryover>,
+    running: Option<oneshot::Receiver<Option<Prepared>>>,
+    ready: Option<Prepared>,
     started: usize,
     /// The key handles are derived with (a shared proxy's tenant).
     key: Option<HandleKey>,
@@ -115,12 +127,18 @@ impl Preparer {
                 thread.set_handle_key(key);
             }
             let input = Input::compact(&snapshot).resent().after(left_out);
-            let carry = thread
+            let report = thread
                 .turn(&engine, input)
                 .ok()
-                .filter(|o| o.report.compacted)
-                .and_then(|_| thread.carryover().cloned());
-            let _ = tx.send(carry);
+                .map(|o| o.report)
+                .filter(|r| r.compacted);
+            let prepared = report.and_then(|report| {
+                Some(Prepared {
+                    carryover: thread.carryover()?.clone(),
+                    report,
+                })
+            });
+            let _ = tx.send(prepared);
         });
         self.running = Some(rx);
         self.started += 1;
@@ -143,9 +161,9 @@ impl Preparer {
     /// Waits for the running preparation, when the agent chooses to.
     pub async fn wait(&mut self) {
         if let Some(rx) = self.running.take()
-            && let Ok(Some(c)) = rx.await
+            && let Ok(Some(p)) = rx.await
         {
-            self.ready = Some(c);
+            self.ready = Some(p);
         }
     }
 
@@ -169,9 +187,20 @@ impl Preparer {
         conv: &Conversation,
         left_out: &PrefixKey,
     ) -> Option<Carryover> {
+        self.take_prepared_after(conv, left_out)
+            .map(|p| p.carryover)
+    }
+
+    /// The ready preparation with its report, if it still applies to
+    /// `conv`, which leaves out the messages `left_out` names.
+    pub fn take_prepared_after(
+        &mut self,
+        conv: &Conversation,
+        left_out: &PrefixKey,
+    ) -> Option<Prepared> {
         self.collect();
         self.ready
             .take()
-            .filter(|c| c.applies_after(left_out, conv))
+            .filter(|p| p.carryover.applies_after(left_out, conv))
     }
 }

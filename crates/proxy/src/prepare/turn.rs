@@ -35,10 +35,14 @@ impl Context<'_> {
         if let Some(u) = state.usage.take() {
             state.thread.reported(u);
         }
+        // A compaction prepared in the background, taken now: this turn's
+        // compaction, counted, signalled and logged as one.
+        let mut background = None;
         if let Some(p) = state.preparer.as_mut()
-            && let Some(carry) = p.take_carryover_after(conv, &continued.left_out)
+            && let Some(prepared) = p.take_prepared_after(conv, &continued.left_out)
         {
-            state.thread.adopt(carry);
+            state.thread.adopt(prepared.carryover);
+            background = Some(prepared.report);
         }
         let s = &mut *state;
         let input = continued.input(conv).cancelled_by(self.cancel);
@@ -51,9 +55,14 @@ impl Context<'_> {
         let (out, report, warning, sent) = match turned {
             Ok(o) => {
                 let sent = o.report.tokens_after;
+                // Sending the background's compaction is this turn's.
+                let report = match background {
+                    Some(b) if !o.report.compacted && matches!(o.conversation, Cow::Owned(_)) => b,
+                    _ => o.report,
+                };
                 match o.conversation {
-                    Cow::Owned(c) => (Some(c), Some(o.report), None, sent),
-                    Cow::Borrowed(_) => (None, Some(o.report), None, sent),
+                    Cow::Owned(c) => (Some(c), Some(report), None, sent),
+                    Cow::Borrowed(_) => (None, Some(report), None, sent),
                 }
             }
             Err(abridge::Error::CannotShrink {

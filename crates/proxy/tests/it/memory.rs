@@ -320,3 +320,49 @@ async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
     assert!(held < body as f64 / 4.0, "{held} bytes held of {body}");
     setup.stop().await;
 }
+
+/// A compaction prepared in the background is this turn's when the turn
+/// takes it: the client is told (`x-abridge-compacted`), and it is counted
+/// in `abridge_compactions_total` like an inline one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_compaction_taken_is_signalled_and_counted() {
+    use crate::support::{OpenAiAgent, metric, metrics_text, start};
+    let briefing = "## Task\nRead every module of the crate.\n\n## Progress\nModules read so far are listed in the files.";
+    let llm = Mock::serve(move |_| Some(openai_ok(briefing)));
+    let toml = format!(
+        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
+        crate::CONFIG,
+        llm.url
+    );
+    let options = abridge_testkit::ProviderOptions {
+        max_tokens: Some(6000),
+        ..abridge_testkit::ProviderOptions::default()
+    };
+    let setup = start(&toml, options, None).await;
+    let mut agent = OpenAiAgent::new(false);
+    let mut told = Vec::new();
+    for _ in 0..60 {
+        let h = agent.step(&setup.proxy, &[]).await;
+        told.push(h.contains_key("x-abridge-compacted"));
+    }
+    assert!(!llm.requests().is_empty(), "briefings were prepared");
+    let requests = setup.provider.report().requests;
+    assert_eq!(requests.len(), told.len());
+    // A request whose history names an original the one before did not is
+    // newly compacted, inline or from the background: its client is told.
+    // (A carried compaction names the same originals again.)
+    for (i, pair) in requests.windows(2).enumerate() {
+        let new = pair[1].handles.iter().any(|h| !pair[0].handles.contains(h));
+        assert!(
+            !new || told[i + 1],
+            "request {} was compacted untold",
+            i + 1
+        );
+    }
+    let metrics = metrics_text(&setup.proxy).await;
+    let counted = metric(&metrics, "abridge_compactions_total");
+    let told = told.iter().filter(|t| **t).count();
+    assert!(told > 0);
+    assert_eq!(counted as usize, told, "{metrics}");
+    setup.stop().await;
+}
