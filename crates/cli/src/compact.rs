@@ -132,6 +132,13 @@ fn tell(label: &str, r: &Report, limits: &Limits, store: &StoreArgs) {
             );
         }
     }
+    if let Some(u) = r.summarizer_usage() {
+        eprintln!(
+            "abridge: {label}: the summarizers' providers reported {} prompt and {} completion tokens",
+            u.prompt_tokens(),
+            u.output_tokens
+        );
+    }
     let steps: Vec<String> = r
         .policies
         .iter()

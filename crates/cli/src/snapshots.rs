@@ -395,14 +395,22 @@ fn write_attempts(attempts: &[Attempt], out: &mut dyn Write) -> Result<()> {
             None => "used".to_owned(),
             Some(e) => format!("failed: {e}"),
         };
-        writeln!(out, "  {} ({} ms): {status}", a.summarizer, a.ms)?;
+        let cost = a.usage.map_or(String::new(), |u| {
+            format!(
+                ", {} prompt and {} completion tokens",
+                u.prompt_tokens(),
+                u.output_tokens
+            )
+        });
+        writeln!(out, "  {} ({} ms{cost}): {status}", a.summarizer, a.ms)?;
         if let Some(ver) = a.verification() {
             writeln!(
                 out,
-                "    verification: {} facts appended, {} missing, {} unverified claims",
+                "    verification: {} facts appended, {} missing, {} unverified claims, {} task statuses restated",
                 ver.appended_facts.len(),
                 ver.missing_facts.len(),
-                ver.unverified_claims.len()
+                ver.unverified_claims.len(),
+                ver.restated_tasks.len()
             )?;
         }
     }

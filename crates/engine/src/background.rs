@@ -19,7 +19,7 @@ use crate::carryover::{Carryover, PrefixKey};
 use crate::engine::Engine;
 use crate::input::Input;
 use crate::recall::HandleKey;
-use crate::report::Report;
+use crate::report::{Attempt, Report};
 use crate::state::ThreadState;
 use crate::thread::Thread;
 
@@ -34,12 +34,19 @@ pub struct Prepared {
     pub report: Report,
 }
 
+/// Most discarded preparations' attempts a preparer holds for
+/// [`Preparer::take_discarded`].
+pub const MAX_DISCARDED: usize = 64;
+
 /// Prepares one compaction at a time for one conversation.
 pub struct Preparer {
     engine: Arc<Engine>,
     soft_tokens: Calibrated,
     running: Option<oneshot::Receiver<Option<Prepared>>>,
     ready: Option<Prepared>,
+    /// The summarizer attempts of preparations discarded as stale, until
+    /// taken: what they cost is spent all the same.
+    discarded: Vec<Attempt>,
     started: usize,
     /// The key handles are derived with (a shared proxy's tenant).
     key: Option<HandleKey>,
@@ -64,6 +71,7 @@ impl Preparer {
             soft_tokens,
             running: None,
             ready: None,
+            discarded: Vec::new(),
             started: 0,
             key: None,
         }
@@ -199,8 +207,20 @@ impl Preparer {
         left_out: &PrefixKey,
     ) -> Option<Prepared> {
         self.collect();
-        self.ready
-            .take()
-            .filter(|p| p.carryover.applies_after(left_out, conv))
+        let ready = self.ready.take()?;
+        if ready.carryover.applies_after(left_out, conv) {
+            return Some(ready);
+        }
+        self.discarded.extend(ready.report.attempts);
+        let over = self.discarded.len().saturating_sub(MAX_DISCARDED);
+        self.discarded.drain(..over);
+        None
+    }
+
+    /// The summarizer attempts of the preparations discarded since the last
+    /// call (the newest [`MAX_DISCARDED`] at most), to account what they
+    /// cost: a taken preparation's are in its report.
+    pub fn take_discarded(&mut self) -> Vec<Attempt> {
+        std::mem::take(&mut self.discarded)
     }
 }

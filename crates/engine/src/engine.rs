@@ -17,6 +17,7 @@ use crate::recall::{
     Admission, Answer, Found, Handle, HandleKey, Original, OriginalCache, RecallInput, RecallScope,
     RecallTool, answer,
 };
+use crate::report::Attempt;
 use crate::snapshot::SnapshotSink;
 
 type Sink = Arc<Mutex<dyn FnMut(&Event) + Send>>;
@@ -30,6 +31,9 @@ pub struct Engine {
     pub(crate) limits: Limits,
     pub(crate) facts: FactConfig,
     pub(crate) summarizers: Vec<Arc<dyn Summarizer>>,
+    /// The models it knows (the built-in table and the config's), for the
+    /// prices of its summarizers' models.
+    registry: Registry,
     store: Option<Arc<dyn SnapshotSink>>,
     sinks: Vec<Sink>,
     originals: Arc<OriginalCache>,
@@ -140,6 +144,7 @@ impl EngineBuilder {
             facts: config.facts(),
             config,
             summarizers: Vec::new(),
+            registry,
             store: store.map(Arc::from),
             sinks,
             originals,
@@ -173,6 +178,16 @@ impl Engine {
             declares_recall: false,
             sinks: Vec::new(),
         }
+    }
+
+    /// What a summarizer attempt cost in dollars: its usage (when its
+    /// provider reported it) at its model's prices (when known; the model
+    /// is the name's part after `kind:`).
+    pub fn attempt_cost(&self, attempt: &Attempt) -> Option<f64> {
+        let usage = attempt.usage?;
+        let name = &attempt.summarizer;
+        let model = name.split_once(':').map_or(name.as_str(), |(_, m)| m);
+        Some(self.registry.lookup(model)?.price?.cost(&usage))
     }
 
     /// The summarizers' names, in the order they are tried.

@@ -6,7 +6,7 @@ use abridge_tokens::Counted;
 use std::borrow::Cow;
 use std::time::Instant;
 
-use abridge_model::Conversation;
+use abridge_model::{Conversation, Usage};
 use abridge_summarize::{Sheet, SummarizeError, Verification};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,10 @@ pub struct Attempt {
     pub ms: u64,
     /// Whether its briefing was used, and what verification repaired or why it failed.
     pub outcome: AttemptOutcome,
+    /// What it cost, as the summarizer's provider reported it (an LLM's,
+    /// whether its briefing was used or rejected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// How a summarizer attempt ended.
@@ -121,6 +125,20 @@ pub struct Report {
 }
 
 impl Report {
+    /// What its summarizers reported writing briefings cost, summed over
+    /// its attempts (used or not); `None` when none reported usage.
+    pub fn summarizer_usage(&self) -> Option<Usage> {
+        self.attempts
+            .iter()
+            .filter_map(|a| a.usage)
+            .reduce(|a, b| Usage {
+                input_tokens: a.input_tokens + b.input_tokens,
+                output_tokens: a.output_tokens + b.output_tokens,
+                cache_read_tokens: a.cache_read_tokens + b.cache_read_tokens,
+                cache_write_tokens: a.cache_write_tokens + b.cache_write_tokens,
+            })
+    }
+
     /// The briefing's text, without its wrapper, in `after` (the history
     /// this report's compaction returned).
     pub fn briefing_text(&self, after: &Conversation, wrapper: &str) -> Option<String> {

@@ -19,13 +19,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use abridge_model::{Message, Role, fingerprint, head_len, iterations};
+use abridge_model::{Message, Role, Usage, fingerprint, head_len, iterations};
 use abridge_summarize::facts::{Facts, task_text};
 use abridge_summarize::tasks;
 use abridge_summarize::verify::{Evidence, verify};
 use abridge_summarize::working;
 use abridge_summarize::wrapper::{defuse, leaks_wrapper, unwrap, wrap};
-use abridge_summarize::{FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification};
+use abridge_summarize::{
+    Briefing, FactConfig, Request, Sheet, SummarizeError, Summarizer, Verification,
+};
 use abridge_tokens::{Counted, TokenizerKind};
 
 use crate::cancel::Cancel;
@@ -356,7 +358,7 @@ pub(crate) fn run(
             return None;
         }
         let start = Instant::now();
-        let result = attempt(s.as_ref(), &req, inp, &region, &facts);
+        let (result, usage) = attempt(s.as_ref(), &req, inp, &region, &facts);
         let ms = start.elapsed().as_millis() as u64;
         let summarizer = s.name();
         match result {
@@ -368,6 +370,7 @@ pub(crate) fn run(
                     outcome: AttemptOutcome::Used {
                         verification: w.verification,
                     },
+                    usage,
                 });
                 let mut b =
                     region.assemble(inp, &w.text, working.take(), summarizer, w.sheet, originals);
@@ -378,6 +381,7 @@ pub(crate) fn run(
                 summarizer,
                 ms,
                 outcome: AttemptOutcome::Failed { error },
+                usage,
             }),
         }
     }
@@ -445,15 +449,35 @@ struct Written {
 /// One summarizer's briefing, checked; an LLM briefing is also verified
 /// against the facts of the same history (lost facts appended, unsupported
 /// claims flagged).
+/// The written briefing, or why there is none; and what the summarizer
+/// reported writing it cost, whether it was used or not.
 fn attempt(
     s: &dyn Summarizer,
     req: &Request<'_>,
     inp: &Inputs<'_>,
     region: &Region,
     facts: &Facts,
+) -> (Result<Written, SummarizeError>, Option<Usage>) {
+    let briefing = match s.brief(req) {
+        Ok(b) => b,
+        Err(e) => return (Err(e), None),
+    };
+    let usage = briefing.usage;
+    (written(s, briefing, inp, region, facts), usage)
+}
+
+/// A briefing checked, and for an LLM's verified.
+fn written(
+    s: &dyn Summarizer,
+    briefing: Briefing,
+    inp: &Inputs<'_>,
+    region: &Region,
+    facts: &Facts,
 ) -> Result<Written, SummarizeError> {
+    if let Some(why) = s.rejects(&briefing.text) {
+        return Err(SummarizeError::Rejected(why));
+    }
     let quotes = s.quotes_verbatim();
-    let briefing = s.brief(req)?;
     let mut text = briefing.text;
     if quotes {
         text = defuse(&inp.facts.wrapper, &text);

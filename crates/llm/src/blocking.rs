@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use abridge::SummarizerSpec;
-use abridge_summarize::{AsyncSummarizer, Request, SummarizeError, Summarizer};
+use abridge_summarize::{AsyncSummarizer, Briefing, Request, SummarizeError, Summarizer};
 use tokio::runtime::{Handle, Runtime};
 
 use crate::client::LlmSummarizer;
@@ -100,16 +100,28 @@ impl<S: AsyncSummarizer> Summarizer for Blocking<S> {
     }
 
     fn summarize(&self, req: &Request<'_>) -> Result<String, SummarizeError> {
+        let text = self.brief(req)?.text;
+        match self.rejects(&text) {
+            Some(why) => Err(SummarizeError::Rejected(why)),
+            None => Ok(text),
+        }
+    }
+
+    fn rejects(&self, text: &str) -> Option<String> {
+        self.inner.rejects(text)
+    }
+
+    fn brief(&self, req: &Request<'_>) -> Result<Briefing, SummarizeError> {
         let handle = match &self.handle {
             Some(h) => h.clone(),
             None => default_handle()?,
         };
         if Handle::try_current().is_err() {
-            return handle.block_on(self.inner.summarize(req));
+            return handle.block_on(self.inner.brief(req));
         }
         // Blocking inside a runtime would panic: wait from a helper thread.
         std::thread::scope(|s| {
-            s.spawn(|| handle.block_on(self.inner.summarize(req)))
+            s.spawn(|| handle.block_on(self.inner.brief(req)))
                 .join()
                 .unwrap_or_else(|_| {
                     Err(SummarizeError::Transport(

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use abridge::SummarizerSpec;
 use abridge_model::Family;
+use abridge_model::Usage;
 use abridge_model::text::clip;
-use abridge_summarize::{AsyncSummarizer, BoxFuture, Request, SummarizeError};
+use abridge_summarize::{AsyncSummarizer, BoxFuture, Briefing, Request, SummarizeError};
 use serde_json::{Value, json};
 
 use crate::serialize::{history, task_list};
@@ -290,15 +291,16 @@ impl LlmSummarizer {
         user: &str,
         max_tokens: u32,
     ) -> Result<String, SummarizeError> {
-        self.call(system, user, max_tokens).await
+        Ok(self.call(system, user, max_tokens).await?.0)
     }
 
+    /// The reply's text, and its usage as the provider reported it.
     async fn call(
         &self,
         system: &str,
         user: &str,
         max_tokens: u32,
-    ) -> Result<String, SummarizeError> {
+    ) -> Result<(String, Option<Usage>), SummarizeError> {
         let http = self
             .http
             .as_ref()
@@ -350,8 +352,8 @@ impl LlmSummarizer {
         }
     }
 
-    /// The briefing text of a response body.
-    fn parse(&self, text: &str) -> Result<String, SummarizeError> {
+    /// The briefing text of a response body, and the usage it reports.
+    fn parse(&self, text: &str) -> Result<(String, Option<Usage>), SummarizeError> {
         if text.trim().is_empty() {
             return Err(SummarizeError::Malformed("empty response body".into()));
         }
@@ -384,8 +386,13 @@ impl LlmSummarizer {
                         .join("")
                 }),
         };
+        let usage = match self.family {
+            Family::OpenAi => v.get("usage").map(Usage::from_openai),
+            Family::Anthropic => v.get("usage").map(Usage::from_anthropic),
+            Family::Gemini => v.get("usageMetadata").map(Usage::from_gemini),
+        };
         match out {
-            Some(t) if !t.trim().is_empty() => Ok(t.trim().to_owned()),
+            Some(t) if !t.trim().is_empty() => Ok((t.trim().to_owned(), usage)),
             Some(_) => Err(SummarizeError::Rejected("empty briefing".into())),
             None => Err(SummarizeError::Malformed(format!(
                 "no briefing text in the response: {}",
@@ -415,19 +422,36 @@ impl AsyncSummarizer for LlmSummarizer {
         req: &'a Request<'a>,
     ) -> BoxFuture<'a, Result<String, SummarizeError>> {
         Box::pin(async move {
-            let user = self.user_message(req);
-            let max = (req.budget_tokens as u32).clamp(256, self.max_output_tokens);
-            let text = self.call(&self.prompt, &user, max).await?;
-            match SCAFFOLDING
-                .iter()
-                .find(|t| text.contains(&format!("<{t}>")))
-            {
-                // It copied its input instead of writing a briefing.
-                Some(tag) => Err(SummarizeError::Rejected(format!(
-                    "holds the prompt's <{tag}> block"
-                ))),
+            let text = self.brief(req).await?.text;
+            match self.rejects(&text) {
+                Some(why) => Err(SummarizeError::Rejected(why)),
                 None => Ok(text),
             }
+        })
+    }
+
+    /// A reply that copied a block of its prompt instead of writing a
+    /// briefing.
+    fn rejects(&self, text: &str) -> Option<String> {
+        SCAFFOLDING
+            .iter()
+            .find(|t| text.contains(&format!("<{t}>")))
+            .map(|tag| format!("holds the prompt's <{tag}> block"))
+    }
+
+    fn brief<'a>(
+        &'a self,
+        req: &'a Request<'a>,
+    ) -> BoxFuture<'a, Result<Briefing, SummarizeError>> {
+        Box::pin(async move {
+            let user = self.user_message(req);
+            let max = (req.budget_tokens as u32).clamp(256, self.max_output_tokens);
+            let (text, usage) = self.call(&self.prompt, &user, max).await?;
+            Ok(Briefing {
+                text,
+                sheet: None,
+                usage,
+            })
         })
     }
 }

@@ -130,7 +130,8 @@ pub struct Meta {
 }
 
 /// Provider-reported token usage of one response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Usage {
     /// Prompt tokens not read from or written to a cache.
     pub input_tokens: u64,

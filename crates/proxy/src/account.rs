@@ -107,6 +107,9 @@ pub(crate) struct Accounts {
     cost_without: Family<SpendLabels, Dollars>,
     cost_compared: Family<SpendLabels, Dollars>,
     over_window: Family<SpendLabels, Counter>,
+    summarizer_input: Family<SpendLabels, Counter>,
+    summarizer_output: Family<SpendLabels, Counter>,
+    summarizer_cost: Family<SpendLabels, Dollars>,
 }
 
 impl Accounts {
@@ -146,6 +149,21 @@ impl Accounts {
             "cost_without_dollars",
             "Dollars those requests would have cost sent as the client sent them (estimated, cache-aware)",
             self.cost_without.clone(),
+        );
+        r.register(
+            "summarizer_input_tokens",
+            "Prompt tokens the LLM summarizers' providers reported, per tenant and summarizer (briefings used or not)",
+            self.summarizer_input.clone(),
+        );
+        r.register(
+            "summarizer_output_tokens",
+            "Completion tokens the LLM summarizers' providers reported, per tenant and summarizer",
+            self.summarizer_output.clone(),
+        );
+        r.register(
+            "summarizer_cost_dollars",
+            "Dollars of the LLM summarizers' calls at the registry's prices (priced models)",
+            self.summarizer_cost.clone(),
         );
         r.register(
             "over_window_requests",
@@ -190,6 +208,40 @@ impl Accounts {
         }
         if a.over_window {
             self.over_window.get_or_create(&labels).inc();
+        }
+    }
+
+    /// Adds what a summarizer reported a briefing cost `tenant` (`cost`:
+    /// in dollars, when its model is priced).
+    pub(crate) fn summarized(
+        &self,
+        tenant: &str,
+        summarizer: &str,
+        usage: &Usage,
+        cost: Option<f64>,
+    ) {
+        let labels = SpendLabels {
+            tenant: self.tenant_line(tenant),
+            model: summarizer.to_owned(),
+        };
+        self.summarizer_input
+            .get_or_create(&labels)
+            .inc_by(usage.prompt_tokens());
+        self.summarizer_output
+            .get_or_create(&labels)
+            .inc_by(usage.output_tokens);
+        if let Some(c) = cost {
+            self.summarizer_cost.get_or_create(&labels).inc_by(c);
+        }
+    }
+
+    /// The tenant's label: its own while the lines are fewer than
+    /// `MAX_LINES`, else the line of all others.
+    fn tenant_line(&self, tenant: &str) -> String {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        match lines.keys().any(|(t, _)| t == tenant) || lines.len() < MAX_LINES {
+            true => tenant.to_owned(),
+            false => OTHERS.to_owned(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Summarizers and the request they get.
 
-use abridge_model::{Message, Part};
+use abridge_model::{Message, Part, Usage};
 use abridge_tokens::TokenizerKind;
 
 use std::future::Future;
@@ -80,6 +80,8 @@ pub struct Briefing {
     pub text: String,
     /// The sheet it renders, when the summarizer writes one.
     pub sheet: Option<Sheet>,
+    /// What writing it cost, as the summarizer's provider reported it.
+    pub usage: Option<Usage>,
 }
 
 /// Turns the messages before a boundary into one briefing text.
@@ -95,7 +97,15 @@ pub trait Summarizer: Send + Sync {
         Ok(Briefing {
             text: self.summarize(req)?,
             sheet: None,
+            usage: None,
         })
+    }
+
+    /// Why `text`, which this summarizer wrote, is no briefing (an LLM that
+    /// copied a block of its prompt); `None` when nothing says so. The
+    /// compactor asks before its own checks, with the attempt's usage kept.
+    fn rejects(&self, _text: &str) -> Option<String> {
+        None
     }
 
     /// True for a summarizer that only quotes the history (the offline fact
@@ -127,6 +137,26 @@ pub trait AsyncSummarizer: Send + Sync {
         &'a self,
         req: &'a Request<'a>,
     ) -> BoxFuture<'a, Result<String, SummarizeError>>;
+
+    /// See [`Summarizer::rejects`].
+    fn rejects(&self, _text: &str) -> Option<String> {
+        None
+    }
+
+    /// The briefing with what writing it cost, when the provider reports
+    /// it (by default the text alone).
+    fn brief<'a>(
+        &'a self,
+        req: &'a Request<'a>,
+    ) -> BoxFuture<'a, Result<Briefing, SummarizeError>> {
+        Box::pin(async move {
+            Ok(Briefing {
+                text: self.summarize(req).await?,
+                sheet: None,
+                usage: None,
+            })
+        })
+    }
 }
 
 /// The deterministic fact sheet: no LLM, no network, same input → same text.
@@ -189,6 +219,7 @@ impl Summarizer for Offline {
                 None => text,
             },
             sheet: Some(sheet),
+            usage: None,
         })
     }
 

@@ -22,7 +22,7 @@ mod responses;
 mod script;
 pub mod soak;
 
-pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok};
+pub use mock::{Mock, Reply, Seen, anthropic_ok, openai_ok, openai_ok_reporting};
 pub use postgres::{Held, Postgres};
 pub use provider::{
     Provider, ProviderOptions, ProviderReport, RecallMode, RequestCheck, body_hash,

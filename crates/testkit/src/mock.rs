@@ -138,6 +138,16 @@ pub fn openai_ok(text: &str) -> Reply {
     Reply::Http(200, body.to_string(), Vec::new())
 }
 
+/// An OpenAI Chat Completions answer that reports its usage, as the API
+/// does: `prompt` tokens read (`cached` of them from the cache) and
+/// `completion` written.
+pub fn openai_ok_reporting(text: &str, prompt: u64, cached: u64, completion: u64) -> Reply {
+    let body = serde_json::json!({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                  "prompt_tokens_details": {"cached_tokens": cached}}});
+    Reply::Http(200, body.to_string(), Vec::new())
+}
+
 /// An Anthropic Messages answer.
 pub fn anthropic_ok(text: &str) -> Reply {
     let body = serde_json::json!({"id": "x", "type": "message", "role": "assistant",

@@ -228,6 +228,52 @@ fn a_briefing_that_copies_its_prompt_blocks_is_rejected() {
     }
 }
 
+/// What the summarizer's provider reported a briefing cost is on its
+/// attempt, whether the briefing was used or rejected, and prices at the
+/// summarizer model's rates.
+#[test]
+fn the_summarizers_usage_is_on_its_attempts() {
+    let mock = Mock::start(vec![abridge_testkit::openai_ok_reporting(
+        BRIEFING, 5_000, 1_000, 300,
+    )]);
+    let (_, report, _, _) = compact(&conversation(), openai(&mock));
+    let usage = report.attempts[0].usage.expect("the usage reported");
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.output_tokens
+        ),
+        (4_000, 1_000, 300)
+    );
+    assert_eq!(report.summarizer_usage(), Some(usage));
+    // Rejected (it copies its prompt), it still cost what it cost.
+    let copied = format!("{BRIEFING}\n<history>\nx\n</history>");
+    let mock = Mock::start(vec![abridge_testkit::openai_ok_reporting(
+        &copied, 5_000, 0, 300,
+    )]);
+    let (_, report, _, _) = compact(&conversation(), openai(&mock));
+    assert!(!report.attempts[0].used());
+    assert_eq!(
+        report.attempts[1].usage, None,
+        "the offline sheet costs nothing"
+    );
+    assert_eq!(
+        report.summarizer_usage().map(|u| u.output_tokens),
+        Some(300)
+    );
+    // Priced at the summarizer's model, unpriced for an unknown one.
+    let engine = abridge::Engine::new(Config::default()).unwrap();
+    let mut a = report.attempts[0].clone();
+    assert_eq!(engine.attempt_cost(&a), None, "test-model has no price");
+    a.summarizer = "openai:gpt-4o-mini".into();
+    let price = abridge::tokens::Registry::new()
+        .lookup("gpt-4o-mini")
+        .and_then(|m| m.price)
+        .unwrap();
+    assert_eq!(engine.attempt_cost(&a), Some(price.cost(&a.usage.unwrap())));
+}
+
 #[test]
 fn an_unverified_completion_is_flagged() {
     use abridge::model::{Arguments, ContentForm, Message, Part, Role, ToolCall, ToolResult};

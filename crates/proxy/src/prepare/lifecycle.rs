@@ -6,7 +6,7 @@ use std::sync::Arc;
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Wire};
 use abridge::recall::HandleKey;
-use abridge::{AttemptOutcome, Report};
+use abridge::{Attempt, AttemptOutcome, Report};
 
 use crate::engines::ModelEngines;
 use crate::native::cached_content;
@@ -129,8 +129,21 @@ impl Context<'_> {
         for a in &r.attempts {
             self.metrics
                 .summarizer(matches!(a.outcome, AttemptOutcome::Used { .. }));
+            self.charge(state, a);
         }
         self.save(state);
+    }
+
+    /// Adds what a summarizer attempt cost, when its provider said, to the
+    /// session's tenant's sums.
+    pub(super) fn charge(&self, state: &SessionState, a: &Attempt) {
+        if let Some(u) = &a.usage {
+            let cost = state.engine.attempt_cost(a);
+            let tenant = state.tenant.id.as_str();
+            self.metrics
+                .accounts
+                .summarized(tenant, &a.summarizer, u, cost);
+        }
     }
 
     pub(super) fn save(&self, state: &mut SessionState) {

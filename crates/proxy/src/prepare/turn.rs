@@ -38,11 +38,14 @@ impl Context<'_> {
         // A compaction prepared in the background, taken now: this turn's
         // compaction, counted, signalled and logged as one.
         let mut background = None;
-        if let Some(p) = state.preparer.as_mut()
-            && let Some(prepared) = p.take_prepared_after(conv, &continued.left_out)
-        {
-            state.thread.adopt(prepared.carryover);
-            background = Some(prepared.report);
+        if let Some(p) = state.preparer.as_mut() {
+            if let Some(prepared) = p.take_prepared_after(conv, &continued.left_out) {
+                state.thread.adopt(prepared.carryover);
+                background = Some(prepared.report);
+            }
+            for a in p.take_discarded() {
+                self.charge(state, &a);
+            }
         }
         let s = &mut *state;
         let input = continued.input(conv).cancelled_by(self.cancel);

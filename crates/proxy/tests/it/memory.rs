@@ -3,7 +3,7 @@
 //! drop their last body and their next request is decoded whole.
 
 use abridge_proxy::ProxyConfig;
-use abridge_testkit::{Mock, openai_ok};
+use abridge_testkit::{Mock, openai_ok, openai_ok_reporting};
 use serde_json::{Value, json};
 
 use crate::support::{client, file_content, metric, metrics_text, serve_config};
@@ -326,11 +326,12 @@ async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
 /// in `abridge_compactions_total` like an inline one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_compaction_taken_is_signalled_and_counted() {
-    use crate::support::{OpenAiAgent, metric, metrics_text, start};
+    use crate::support::{OpenAiAgent, start};
     let briefing = "## Task\nRead every module of the crate.\n\n## Progress\nModules read so far are listed in the files.";
-    let llm = Mock::serve(move |_| Some(openai_ok(briefing)));
+    // Each briefing costs what its provider reports.
+    let llm = Mock::serve(move |_| Some(openai_ok_reporting(briefing, 2_000, 0, 150)));
     let toml = format!(
-        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
+        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
         crate::CONFIG,
         llm.url
     );
@@ -364,5 +365,27 @@ async fn a_background_compaction_taken_is_signalled_and_counted() {
     let told = told.iter().filter(|t| **t).count();
     assert!(told > 0);
     assert_eq!(counted as usize, told, "{metrics}");
+    // What the briefings cost, each once: those taken and those discarded
+    // as stale, at most every one the LLM wrote.
+    let input = metric(&metrics, "abridge_summarizer_input_tokens_total");
+    let output = metric(&metrics, "abridge_summarizer_output_tokens_total");
+    let briefings = input / 2_000.0;
+    assert!(briefings >= 1.0 && briefings.fract() == 0.0, "{metrics}");
+    assert!(briefings as usize <= llm.requests().len(), "{metrics}");
+    assert_eq!(output, briefings * 150.0, "{metrics}");
+    let price = abridge::tokens::Registry::new()
+        .lookup("gpt-4o-mini")
+        .and_then(|m| m.price)
+        .unwrap();
+    let each = price.cost(&abridge::model::Usage {
+        input_tokens: 2_000,
+        output_tokens: 150,
+        ..Default::default()
+    });
+    let cost = metric(&metrics, "abridge_summarizer_cost_dollars_total");
+    assert!(
+        (cost - briefings * each).abs() < 1e-9,
+        "{cost} for {briefings}"
+    );
     setup.stop().await;
 }
