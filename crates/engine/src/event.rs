@@ -1,11 +1,24 @@
 //! Events the engine emits, for logs, metrics and the CLI's `--events`.
 
+use abridge_model::{Message, Role};
 use abridge_tokens::{Calibrated, Counted};
 use serde::{Deserialize, Serialize};
 
 use crate::config::PolicyKind;
 use crate::recall::Handle;
 use crate::trigger::Reason;
+
+/// An id of the newest iteration of `messages`, to tie an event to the
+/// agent's own records: its newest tool call's id (unique per call in every
+/// API), or `message-N` (N messages) when no call was made yet.
+pub fn iteration_id(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .find_map(|m| m.tool_calls().last())
+        .map_or_else(|| format!("message-{}", messages.len()), |c| c.id.clone())
+}
 
 /// Something the engine observed or did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,6 +39,9 @@ pub enum Event {
         iterations: usize,
         /// `calibrated_tokens` over the model's window, when it is known.
         window_fraction: Option<f64>,
+        /// The newest iteration's id ([`iteration_id`]).
+        #[serde(default)]
+        iteration_id: String,
     },
     /// Emitted once per compaction that rewrote the history.
     HistoryCompacted {
@@ -49,6 +65,17 @@ pub enum Event {
         summarizer: Option<String>,
         /// Wall time of the compaction, in microseconds.
         duration_us: u64,
+        /// Iterations in the history it compacted (as `history_size` counts
+        /// them): the agent's iteration number when that history is the
+        /// agent's whole one, as a proxy's client sends it.
+        #[serde(default)]
+        iteration: usize,
+        /// The newest iteration's id ([`iteration_id`]).
+        #[serde(default)]
+        iteration_id: String,
+        /// Characters of the briefing, when one was written.
+        #[serde(default)]
+        summary_length: Option<usize>,
     },
     /// The compaction could not reach its target with the preferred tail
     /// and took a rung of the floor ladder.

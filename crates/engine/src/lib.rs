@@ -84,7 +84,7 @@ pub use config::{
 };
 pub use engine::{Engine, EngineBuilder};
 pub use error::{Error, Result};
-pub use event::{Degradation, Event, PolicyRun, Rung};
+pub use event::{Degradation, Event, PolicyRun, Rung, iteration_id};
 pub use history::{History, TurnReport};
 pub use input::Input;
 pub use limits::Limits;

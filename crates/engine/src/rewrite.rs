@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
 use abridge_summarize::Sheet;
+use abridge_summarize::wrapper::unwrap;
 use abridge_tokens::{Counted, TokenCounter};
 
 use crate::boundary::{old_region, tail_iterations, tail_start};
@@ -15,7 +16,7 @@ use crate::cancel::Cancel;
 use crate::config::PolicyKind;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{Degradation, Event, PolicyRun, Rung};
+use crate::event::{Degradation, Event, PolicyRun, Rung, iteration_id};
 
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
@@ -563,6 +564,14 @@ impl Rewriter<'_> {
         guard(conv, &after)?;
         eval.events
             .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
+        let summary_length = after
+            .messages
+            .iter()
+            .find(|m| m.meta.compact_summary)
+            .filter(|_| work.summarizer.is_some())
+            .and_then(|m| {
+                unwrap(&self.engine.facts.wrapper, &m.text_content()).map(|t| t.chars().count())
+            });
         let event = Event::HistoryCompacted {
             reason: plan.reason,
             policies: work.runs.clone(),
@@ -574,6 +583,9 @@ impl Rewriter<'_> {
             target: plan.target,
             summarizer: work.summarizer.clone(),
             duration_us: eval.start.elapsed().as_micros() as u64,
+            iteration: iterations(&conv.messages).len(),
+            iteration_id: iteration_id(&conv.messages),
+            summary_length,
         };
         self.engine.emit(&event);
         eval.events.push(event);

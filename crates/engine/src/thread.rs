@@ -41,7 +41,7 @@ use crate::calibration::Calibration;
 use crate::carryover::Carryover;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::Event;
+use crate::event::{Event, iteration_id};
 use crate::input::{Action, Input};
 use crate::plan::Plan;
 use crate::recall::{Handle, HandleKey};
@@ -518,7 +518,14 @@ impl Thread {
             }
             _ => self.state.calibration,
         };
-        let size = self.size_event(engine, eval.tokens, conv.messages.len(), eval.iterations);
+        let id = iteration_id(&conv.messages);
+        let size = self.size_event(
+            engine,
+            eval.tokens,
+            conv.messages.len(),
+            eval.iterations,
+            id,
+        );
         engine.emit(&size);
         eval.events.push(size);
         let calibration = eval.calibration;
@@ -695,7 +702,14 @@ impl Thread {
     }
 
     /// The `history_size` event for these figures.
-    fn size_event(&self, engine: &Engine, tokens: Counted, messages: usize, its: usize) -> Event {
+    fn size_event(
+        &self,
+        engine: &Engine,
+        tokens: Counted,
+        messages: usize,
+        its: usize,
+        iteration_id: String,
+    ) -> Event {
         let calibrated = self.calibrated(tokens);
         Event::HistorySize {
             tokens,
@@ -706,6 +720,7 @@ impl Thread {
                 .limits
                 .window
                 .map(|w| (calibrated.get() as f64 / w.get() as f64 * 10_000.0).round() / 10_000.0),
+            iteration_id,
         }
     }
 }

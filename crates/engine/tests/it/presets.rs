@@ -186,6 +186,43 @@ fn pilo_compaction_summarizes_every_25_iterations_or_over_40k_and_keeps_six() {
     assert_eq!(tail(&r.last, 6), tail(&conv, 6));
     // The six it kept at turn 51, and the ten steps since.
     assert_eq!(iterations(&r.last.messages).len(), 6 + 10);
+    // The seed's event fields: the iteration (number and id) and the
+    // summary's length.
+    let compacted: Vec<(usize, String, Option<usize>)> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HistoryCompacted {
+                iteration,
+                iteration_id,
+                summary_length,
+                ..
+            } => Some((*iteration, iteration_id.clone(), *summary_length)),
+            _ => None,
+        })
+        .collect();
+    // The newest call of the first `n` iterations.
+    let its = iterations(&conv.messages);
+    let newest = |n: usize| {
+        conv.messages[..its[n - 1].end]
+            .iter()
+            .flat_map(|m| m.tool_calls())
+            .last()
+            .map(|c| c.id.clone())
+            .unwrap()
+    };
+    assert_eq!(compacted[0].0, 25);
+    assert_eq!(compacted[0].1, newest(25), "the 25th step's call");
+    assert_eq!(compacted[1].1, newest(50), "the 50th step's call");
+    let briefing = abridge::briefing_in(&r.last, "compacted-history").unwrap();
+    assert_eq!(compacted[1].2, Some(briefing.chars().count()));
+    let sized = r.events.iter().any(
+        |e| matches!(e, Event::HistorySize { iteration_id, .. } if *iteration_id == newest(59)),
+    );
+    assert!(
+        sized,
+        "the last turn (before the 60th step) names the 59th step's call"
+    );
 }
 
 #[test]
