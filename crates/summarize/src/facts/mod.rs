@@ -8,15 +8,16 @@ use abridge_model::{Message, Part, Role, ToolCall, ToolResult};
 use serde_json::Value;
 
 use crate::config::FactConfig;
-use crate::created;
 use crate::ident::{clip_keeping_names, identifier_refs, prose_identifier_refs};
-use crate::outcome::{CallOutcome, answers_with_one, failure_summary, outcome};
-use crate::outline::{defined_names, touched};
+use crate::outcome::{CallOutcome, answers_with_one, outcome};
 pub use crate::progress::CommandFact;
-use crate::progress::{Commands, first_sentence, is_exploration, progress_of};
+use crate::progress::first_sentence;
 use crate::tasks::{self, Change, TaskList};
-use crate::tools::{ToolKind, classify, first_string, patch_files, split_arguments};
+use crate::tools::{ToolKind, classify, split_arguments};
 use crate::wrapper::unwrap;
+
+mod record;
+use record::{Places, record_call};
 
 /// What happened to one file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -438,37 +439,6 @@ impl Weights {
 /// Names the briefing lists at most.
 const MAX_IDS: usize = 120;
 
-/// Updates what `fact`'s file defines (a write replaces it; a read, which
-/// may show part of the file, and an edit add to it) and, for a change,
-/// which of its names the change touched.
-fn touched_names(fact: &mut FileFact, kind: &ToolKind, name: &str, args: &Value, result: &str) {
-    let (_, bodies) = split_arguments(name, args);
-    let seen: Vec<String> = match kind {
-        ToolKind::Read(_) => defined_names(result),
-        ToolKind::Write(_) | ToolKind::Edit(_) => {
-            bodies.iter().flat_map(|b| defined_names(b)).collect()
-        }
-        _ => return,
-    };
-    if matches!(kind, ToolKind::Write(_)) {
-        fact.defined.clear();
-    }
-    for n in seen {
-        if !fact.defined.contains(&n) {
-            fact.defined.push(n);
-        }
-    }
-    if matches!(kind, ToolKind::Read(_)) {
-        return;
-    }
-    for body in bodies {
-        for sym in touched(body, &fact.defined) {
-            fact.symbols.retain(|s| s != sym);
-            fact.symbols.push(sym.to_owned());
-        }
-    }
-}
-
 /// Names the cut middle of the agent's last words lists at most.
 const LAST_NAMES: usize = 12;
 
@@ -491,138 +461,6 @@ fn user_text(f: &mut Facts, text: &str, wrapper: &str) {
         f.decisions.push(short);
     } else {
         f.user_messages.push(short);
-    }
-}
-
-/// Where facts are kept while a run is read, so that finding one is
-/// constant time whatever the number of files and commands.
-#[derive(Debug, Clone, Default)]
-struct Places {
-    /// Index in [`Facts::files`] of each path.
-    files: HashMap<String, usize>,
-    commands: Commands,
-}
-
-/// Records call `at` (the index of its result) and what came of it.
-fn record_call(
-    f: &mut Facts,
-    places: &mut Places,
-    at: usize,
-    name: &str,
-    args: &Value,
-    ok: CallOutcome,
-    result: &str,
-) {
-    // What a failure says, once: its banner and cause.
-    let why = (ok != CallOutcome::Ok).then(|| failure_summary(result, 240));
-    let cause = || why.clone().unwrap_or_default();
-    let status = match ok {
-        CallOutcome::Ok => "ok".to_owned(),
-        CallOutcome::Failed(Some(c)) => format!("exit {c}"),
-        CallOutcome::Failed(None) => format!("failed: {}", clip(&cause(), 160, 0)),
-    };
-    let kind = classify(name, args);
-    match kind {
-        ToolKind::Shell(cmd) => {
-            let cmd = cmd.trim().lines().next().unwrap_or_default();
-            f.command_runs.push((cmd.to_owned(), ok == CallOutcome::Ok));
-            let failure = why.clone();
-            // A failed run's outcome is its cause, with the exit code.
-            let status = match (&failure, ok) {
-                (Some(why), CallOutcome::Failed(Some(c)))
-                    if !why.to_lowercase().contains("exit") =>
-                {
-                    format!("exit {c}: {why}")
-                }
-                (Some(why), _) => why.clone(),
-                (None, _) => status,
-            };
-            if ok == CallOutcome::Ok {
-                if let Some(p) = progress_of(cmd) {
-                    f.progress.push(p);
-                }
-                if is_exploration(cmd) {
-                    return;
-                }
-            }
-            places.commands.record(cmd, status, failure);
-        }
-        ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
-            if ok != CallOutcome::Ok {
-                f.errors.push(format!("{name} `{p}`: {}", cause()));
-            }
-            // A patch of several files changes each, with its own part.
-            let patched = patch_files(name, args);
-            if patched.is_empty() {
-                record_file(f, places, at, (name, args), kind, ok, result);
-            }
-            for (kind, part) in patched {
-                let part = serde_json::json!({ "input": part });
-                record_file(f, places, at, (name, &part), kind, ok, result);
-            }
-        }
-        ToolKind::Ask => {
-            f.decisions.push(format!(
-                "answer to {name}: {}",
-                clip(result.trim(), 300, 100)
-            ));
-        }
-        ToolKind::Search(_) | ToolKind::Other => {
-            let arg = first_string(args)
-                .map(|s| format!(" `{}`", clip(s, 100, 0)))
-                .unwrap_or_default();
-            if ok != CallOutcome::Ok {
-                f.errors.push(format!("{name}{arg}: {}", cause()));
-            }
-            let ids = match ok {
-                CallOutcome::Ok => created::ids(name, result),
-                CallOutcome::Failed(_) => Vec::new(),
-            };
-            if ids.is_empty() {
-                f.other_calls.push(format!("{name}{arg} → {status}"));
-            } else {
-                f.created.push(format!("{name}{arg} → {}", ids.join(", ")));
-                f.created_ids.extend(ids);
-            }
-        }
-    }
-}
-
-/// Counts one file operation of a call (`call`: its tool and the
-/// arguments naming this file) in the file's fact.
-fn record_file(
-    f: &mut Facts,
-    places: &mut Places,
-    at: usize,
-    (name, args): (&str, &Value),
-    kind: ToolKind<'_>,
-    ok: CallOutcome,
-    result: &str,
-) {
-    let (ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p)) = kind else {
-        return;
-    };
-    let i = match places.files.get(p) {
-        Some(&i) => i,
-        None => {
-            places.files.insert(p.to_owned(), f.files.len());
-            f.files.push(FileFact {
-                path: p.to_owned(),
-                ..FileFact::default()
-            });
-            f.files.len() - 1
-        }
-    };
-    let fact = &mut f.files[i];
-    fact.last_touch = at;
-    if ok == CallOutcome::Ok {
-        touched_names(fact, &kind, name, args, result);
-    }
-    match (ok, kind) {
-        (CallOutcome::Failed(_), _) => fact.failed += 1,
-        (_, ToolKind::Edit(_)) => fact.edited += 1,
-        (_, ToolKind::Write(_)) => fact.written += 1,
-        _ => fact.read += 1,
     }
 }
 
@@ -661,5 +499,4 @@ pub fn task_text(head: &[Message], tag: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "facts_tests.rs"]
 mod tests;
