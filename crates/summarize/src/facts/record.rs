@@ -176,4 +176,3 @@ fn touched_names(fact: &mut FileFact, kind: &ToolKind, name: &str, args: &Value,
         }
     }
 }
-

@@ -1,7 +1,7 @@
 //! The sheet: rendering, merging a previous briefing, fitting a budget.
 
-use super::*;
 use super::fit::first_trim;
+use super::*;
 
 #[test]
 fn every_section_parses_back_as_its_kind() {
