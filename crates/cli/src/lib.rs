@@ -5,6 +5,7 @@ mod compact;
 mod engine_args;
 mod eval;
 mod input;
+mod replay;
 mod run;
 mod savings;
 mod serve;
@@ -84,7 +85,7 @@ enum Command {
     /// Print the original a handle (abr_…) names, as the recall tool answers it.
     Recall(snapshots::RecallArgs),
     /// Re-run a stored compaction with another summarizer or prompt and compare.
-    Replay(snapshots::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Remove old snapshots beyond the retention and give the space back.
     Prune(snapshots::PruneArgs),
     /// Tokens and dollars a proxy's requests added up to, with abridge and without, per day, tenant or model.
@@ -175,7 +176,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Show(args) => snapshots::show(&args, &mut out),
         Command::Restore(args) => snapshots::restore(&args, &mut out),
         Command::Recall(args) => snapshots::recall(&args, &mut out),
-        Command::Replay(args) => snapshots::replay(&args, &mut out),
+        Command::Replay(args) => replay::replay(&args, &mut out),
         Command::Prune(args) => snapshots::prune(&args, &mut out),
         Command::Savings(args) => savings::run(&args, &mut out),
         Command::Run(args) => run::run(&args, &mut out),
