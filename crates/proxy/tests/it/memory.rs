@@ -282,16 +282,14 @@ async fn an_idle_session_leaves_memory_and_goes_on_from_the_store() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A session whose briefings an LLM prepares in the background holds only
-/// what its carried compaction does not cover too: the preparation starts
-/// from the thread's state and what the history holds, and is adopted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
-    use crate::support::{LoopLog, OpenAiAgent, start};
-    let briefing = "## Task\nRead every module of the crate.\n\n## Progress\nModules read so far are listed in the files.";
-    let llm = Mock::serve(move |_| Some(openai_ok(briefing)));
+/// The briefing the LLM of the background tests writes.
+const BRIEFING: &str = "## Task\nRead every module of the crate.\n\n## Progress\nModules read so far are listed in the files.";
+
+/// A proxy whose briefings `llm`, serving `model`, prepares in the
+/// background, before a provider that takes 6,000 tokens at most.
+async fn with_llm(llm: &Mock, model: &str) -> crate::support::Setup {
     let toml = format!(
-        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
+        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"{model}\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
         crate::CONFIG,
         llm.url
     );
@@ -299,7 +297,17 @@ async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
         max_tokens: Some(6000),
         ..abridge_testkit::ProviderOptions::default()
     };
-    let setup = start(&toml, options, None).await;
+    crate::support::start(&toml, options, None).await
+}
+
+/// A session whose briefings an LLM prepares in the background holds only
+/// what its carried compaction does not cover too: the preparation starts
+/// from the thread's state and what the history holds, and is adopted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
+    use crate::support::{LoopLog, OpenAiAgent};
+    let llm = Mock::serve(move |_| Some(openai_ok(BRIEFING)));
+    let setup = with_llm(&llm, "m").await;
     let mut agent = OpenAiAgent::new(false);
     let mut log = LoopLog::default();
     for _ in 0..60 {
@@ -326,20 +334,10 @@ async fn a_session_with_background_briefings_holds_only_what_is_not_carried() {
 /// in `abridge_compactions_total` like an inline one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_compaction_taken_is_signalled_and_counted() {
-    use crate::support::{OpenAiAgent, start};
-    let briefing = "## Task\nRead every module of the crate.\n\n## Progress\nModules read so far are listed in the files.";
+    use crate::support::OpenAiAgent;
     // Each briefing costs what its provider reports.
-    let llm = Mock::serve(move |_| Some(openai_ok_reporting(briefing, 2_000, 0, 150)));
-    let toml = format!(
-        "{}[[summarizers]]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\nbase_url = \"{}/v1\"\ntimeout_secs = 5\n",
-        crate::CONFIG,
-        llm.url
-    );
-    let options = abridge_testkit::ProviderOptions {
-        max_tokens: Some(6000),
-        ..abridge_testkit::ProviderOptions::default()
-    };
-    let setup = start(&toml, options, None).await;
+    let llm = Mock::serve(move |_| Some(openai_ok_reporting(BRIEFING, 2_000, 0, 150)));
+    let setup = with_llm(&llm, "gpt-4o-mini").await;
     let mut agent = OpenAiAgent::new(false);
     let mut told = Vec::new();
     for _ in 0..60 {
