@@ -193,12 +193,14 @@ impl<'a> Extraction<'a> {
         if let Some(change) = tasks::change_of(&c.name, &args, &cfg.todo_tools) {
             // A whole list or a status counts as written; a created task
             // waits for the id its result names.
-            let waits = change.needs_result();
-            if !waits {
-                change.clone().apply(&mut f.todo, "");
-            }
-            self.task_changes
-                .insert(c.id.clone(), waits.then_some(change));
+            let waiting = match change.needs_result() {
+                true => Some(change),
+                false => {
+                    change.apply(&mut f.todo, "");
+                    None
+                }
+            };
+            self.task_changes.insert(c.id.clone(), waiting);
         }
         self.calls
             .insert(Cow::Borrowed(&c.id), (Cow::Borrowed(&c.name), args));
