@@ -41,6 +41,9 @@ pub struct Config {
     /// Handles on what is replaced, the briefing's index and the recall
     /// tool (`[recall]`).
     pub recall: RecallConfig,
+    /// What the agent is shown and offered: status notes and the compact
+    /// tool (`[agent]`).
+    pub agent: AgentConfig,
     /// Extra or overriding model registry entries, by name prefix.
     pub models: BTreeMap<String, ModelInfo>,
 }
@@ -362,18 +365,7 @@ impl Default for RecallConfig {
 
 impl RecallConfig {
     fn check(&self) -> std::result::Result<(), String> {
-        let name_ok = !self.tool.is_empty()
-            && self.tool.len() <= 64
-            && self
-                .tool
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !name_ok {
-            return Err(format!(
-                "recall.tool must be 1 to 64 of [A-Za-z0-9_-] (what every API accepts as a tool name), got {:?}",
-                self.tool
-            ));
-        }
+        tool_name("recall.tool", &self.tool)?;
         if self.page_chars < 1_000 {
             return Err(format!(
                 "recall.page_chars must be at least 1000, got {}",
@@ -381,6 +373,68 @@ impl RecallConfig {
             ));
         }
         within_unit("recall.index_share", self.index_share)
+    }
+}
+
+/// What the agent itself is shown and offered (`[agent]`), for front ends
+/// in its loop (the proxy, the packages): mycoder's status notes and its
+/// compact tool, with which the agent decides when to compact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// A status note (tokens of the window, cost so far) goes with every
+    /// this many requests of a session (0: never).
+    pub status_every: usize,
+    /// Declare the compact tool and answer it.
+    pub compact_tool: bool,
+    /// The compact tool's name.
+    pub tool: String,
+    /// The status note suggests the compact tool from this fraction of
+    /// the window on (mycoder: 70%).
+    pub hint_at: f64,
+    /// Compaction happens only when the agent calls the compact tool (or
+    /// the provider refuses a history as too long): the triggers never fire.
+    pub only_on_request: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            status_every: 0,
+            compact_tool: false,
+            tool: "compact_history".to_owned(),
+            hint_at: 0.7,
+            only_on_request: false,
+        }
+    }
+}
+
+impl AgentConfig {
+    fn check(&self) -> std::result::Result<(), String> {
+        tool_name("agent.tool", &self.tool)?;
+        within_unit("agent.hint_at", self.hint_at)?;
+        if self.only_on_request && !self.compact_tool {
+            return Err(
+                "agent.only_on_request needs agent.compact_tool = true (nothing else would compact)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `name` must be what every API accepts as a tool name.
+fn tool_name(key: &str, name: &str) -> std::result::Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{key} must be 1 to 64 of [A-Za-z0-9_-] (what every API accepts as a tool name), got {name:?}"
+        )),
     }
 }
 
@@ -449,6 +503,13 @@ impl Config {
         }
         self.trigger.check().map_err(Error::Config)?;
         self.recall.check().map_err(Error::Config)?;
+        self.agent.check().map_err(Error::Config)?;
+        if self.agent.compact_tool && self.agent.tool == self.recall.tool {
+            return bad(format!(
+                "agent.tool and recall.tool must differ, both are {:?}",
+                self.agent.tool
+            ));
+        }
         let share = self.summary.working_set_share;
         if !(0.0..1.0).contains(&share) {
             return bad(format!(

@@ -79,8 +79,8 @@ pub use cancel::{Cancel, CancelOnDrop};
 pub use carryover::{Carryover, PrefixKey};
 pub use compactor::Compactor;
 pub use config::{
-    BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind, RecallConfig,
-    StoreConfig, SummarizerSpec, SummaryConfig,
+    AgentConfig, BudgetConfig, Config, FeedbackKind, PinConfig, PolicyConfig, PolicyKind,
+    RecallConfig, StoreConfig, SummarizerSpec, SummaryConfig,
 };
 pub use engine::{Engine, EngineBuilder};
 pub use error::{Error, Result};

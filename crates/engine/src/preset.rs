@@ -16,7 +16,7 @@ pub struct Preset {
 }
 
 /// Every preset.
-pub const PRESETS: [Preset; 4] = [
+pub const PRESETS: [Preset; 5] = [
     Preset {
         name: "pilo-clipping",
         source: "Pilo #437, aggressive history clipping for long task runs",
@@ -60,6 +60,23 @@ offline = false
 skip_on_failure = true
 max_tokens = 2000
 wrapper = "compacted-history"
+"#,
+    },
+    Preset {
+        name: "mycoder",
+        source: "mycoder's token tracking, status updates and compactHistory tool",
+        // The agent decides: a status note every 5 iterations (tokens of
+        // the window, cost so far, the tool suggested above 70%) and the
+        // compactHistory tool (10 recent messages kept unless it says
+        // otherwise, 1 to 50, an optional custom prompt). No trigger fires
+        // by itself.
+        toml: r#"
+[agent]
+status_every = 5
+compact_tool = true
+tool = "compactHistory"
+hint_at = 0.7
+only_on_request = true
 "#,
     },
     Preset {

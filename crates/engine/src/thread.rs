@@ -537,10 +537,15 @@ impl Thread {
                     compacted_at: self.state.compacted_at,
                     usage,
                 };
-                let fired = engine
-                    .config
-                    .trigger
-                    .fired(engine.limits.thresholds(), &facts);
+                // Compacting only when the agent asks: no trigger fires.
+                let fired = (!engine.config.agent.only_on_request)
+                    .then(|| {
+                        engine
+                            .config
+                            .trigger
+                            .fired(engine.limits.thresholds(), &facts)
+                    })
+                    .flatten();
                 return match fired {
                     Some(reason) => self.compact_for(engine, conv, reason, eval),
                     None => Ok(unchanged(conv, None, eval)),

@@ -1,6 +1,9 @@
 //! The agent-facing status message and compact_history tool.
 
-use abridge::agent::{TOOL_NAME, compact_history_tool, handle_compact_history, status_message};
+use abridge::agent::{
+    Keep, Status, TOOL_NAME, add_status, compact_history_tool, handle_compact_history,
+    parse_arguments, status_message,
+};
 use abridge::model::{
     Arguments, ContentForm, Conversation, Extra, Family, Message, Part, Role, ToolCall, encode,
     validate,
@@ -8,7 +11,7 @@ use abridge::model::{
 use abridge::synth::{Spec, run};
 use abridge::tokens::Calibrated;
 use abridge::tokens::Price;
-use abridge::{Compactor, Config};
+use abridge::{Compactor, Config, Input};
 use serde_json::json;
 
 #[test]
@@ -22,21 +25,119 @@ fn status_message_reports_use_cost_and_hint() {
     assert_eq!(m.role, Role::User);
     assert_eq!(
         m.text_content(),
-        "[context status] 96000 tokens in use of a 128000-token window (75.0%). Sending this context costs about $0.3000 uncached, $0.0240 while its prefix stays cached. \
-         The history is getting long: call compact_history to condense older steps (recent ones stay verbatim)."
+        "--- STATUS UPDATE ---\nToken Usage: 96000/128000 (75%)\n\
+         Sending this context costs about $0.3000, $0.0240 while its prefix stays cached.\n\
+         Token usage is high (>70%): call the 'compact_history' tool to condense older messages (recent ones stay verbatim).\n\
+         --- END STATUS ---"
     );
-    let calm = status_message(
-        Calibrated::new(10_000),
-        Some(Calibrated::new(128_000)),
-        None,
-        0.7,
-    )
-    .text_content()
-    .into_owned();
+    let calm = Status {
+        tokens: Calibrated::new(10_000),
+        window: Some(Calibrated::new(128_000)),
+        price: None,
+        spent: Some(0.25),
+        tool: Some("compactHistory"),
+        hint_at: 0.5,
+    }
+    .text();
     assert!(
-        !calm.contains("compact_history") && calm.contains("(7.8%)"),
+        calm.contains("(8%)") && calm.contains("Cost So Far: $0.2500"),
         "{calm}"
     );
+    assert!(
+        calm.contains("If token usage is high (>50%), consider using the 'compactHistory' tool"),
+        "{calm}"
+    );
+    let unoffered = Status {
+        tool: None,
+        window: None,
+        ..Status {
+            tokens: Calibrated::new(10_000),
+            window: None,
+            price: None,
+            spent: None,
+            tool: None,
+            hint_at: 0.7,
+        }
+    }
+    .text();
+    assert!(
+        unoffered.contains("Token Usage: 10000 (window unknown)") && !unoffered.contains("tool"),
+        "{unoffered}"
+    );
+}
+
+#[test]
+fn a_status_note_goes_where_every_api_takes_it() {
+    for family in [Family::OpenAi, Family::Anthropic, Family::Gemini] {
+        let mut conv = run(Spec {
+            iterations: 3,
+            family,
+            ..Spec::default()
+        });
+        let before = conv.messages.len();
+        assert!(add_status(&mut conv, "--- STATUS UPDATE ---".into()));
+        assert!(
+            validate(&conv).is_empty(),
+            "{family:?}: {:?}",
+            validate(&conv)
+        );
+        encode(&conv).unwrap();
+        let last = conv.messages.last().unwrap();
+        assert_eq!(last.role, Role::User, "{family:?}");
+        assert!(last.text_content().contains("STATUS UPDATE"), "{family:?}");
+        match family {
+            // A message of its own after the tool messages.
+            Family::OpenAi => assert_eq!(conv.messages.len(), before + 1),
+            // In the user turn of tool results, after them: turns alternate.
+            _ => {
+                assert_eq!(conv.messages.len(), before);
+                assert!(last.tool_results().next().is_some(), "{family:?}");
+                assert!(matches!(last.parts.last(), Some(Part::Text(_))));
+            }
+        }
+    }
+    // Nothing after the model's own last turn.
+    let mut prefill = with_call(Family::Anthropic, 2, json!({}));
+    assert!(!add_status(&mut prefill, "note".into()));
+}
+
+#[test]
+fn kept_messages_widen_to_whole_iterations() {
+    let conv = run(Spec {
+        iterations: 6,
+        family: Family::OpenAi,
+        ..Spec::default()
+    });
+    let its = conv.iterations();
+    let len = conv.messages.len();
+    let last_len = its.last().unwrap().end - its.last().unwrap().start;
+    let req = |v: serde_json::Value| parse_arguments(&Arguments::Value(v));
+    // One message: the iteration it is in.
+    assert_eq!(
+        req(json!({"preserve_recent_messages": 1})).keep_iterations(&conv.messages),
+        1
+    );
+    // One more than the last iteration holds reaches into the one before.
+    let n = last_len + 1;
+    assert_eq!(
+        req(json!({"preserve_recent_messages": n})).keep_iterations(&conv.messages),
+        2
+    );
+    // mycoder's default (10), and its bound (50).
+    let default = req(json!({}));
+    assert_eq!(default.keep, Keep::Messages(10));
+    assert_eq!(
+        req(json!({"preserve_recent_messages": 500})).keep,
+        Keep::Messages(50)
+    );
+    assert!(default.keep_iterations(&conv.messages) <= its.len());
+    assert!(len > 10);
+    // The first form of the tool still reads.
+    let first = req(json!({"preserve_recent": 2, "focus": "SKU values"}));
+    assert_eq!(first.keep, Keep::Iterations(2));
+    assert_eq!(first.focus.as_deref(), Some("SKU values"));
+    let custom = req(json!({"custom_prompt": " the failing tests "}));
+    assert_eq!(custom.focus.as_deref(), Some("the failing tests"));
 }
 
 #[test]
@@ -48,7 +149,7 @@ fn tool_declarations_fit_each_api() {
     assert_eq!(body["tools"][0]["type"], "function");
     assert_eq!(body["tools"][0]["function"]["name"], TOOL_NAME);
     assert_eq!(
-        body["tools"][0]["function"]["parameters"]["properties"]["preserve_recent"]["type"],
+        body["tools"][0]["function"]["parameters"]["properties"]["preserve_recent_messages"]["type"],
         "integer"
     );
     let mut a = Conversation::new(Family::Anthropic);
@@ -56,7 +157,7 @@ fn tool_declarations_fit_each_api() {
     a.tools = Some(vec![compact_history_tool(Family::Anthropic)]);
     let body = encode(&a).unwrap();
     assert_eq!(body["tools"][0]["name"], TOOL_NAME);
-    assert!(body["tools"][0]["input_schema"]["properties"]["focus"].is_object());
+    assert!(body["tools"][0]["input_schema"]["properties"]["custom_prompt"].is_object());
     assert!(body["tools"][0].get("type").is_none());
 }
 
@@ -148,6 +249,43 @@ fn nothing_to_compact_is_answered_too() {
             .next()
             .unwrap()
             .text()
-            .starts_with("Nothing to compact")
+            .ends_with("No changes made.")
     );
+}
+
+#[test]
+fn only_on_request_leaves_compaction_to_the_agent() {
+    let conv = with_call(Family::OpenAi, 20, json!({"preserve_recent_messages": 4}));
+    let mut history = conv.clone();
+    history.messages.pop();
+    let config = |only: bool| {
+        let mut c =
+            Config::from_toml("[trigger]\nmax_tokens = 500\n[agent]\ncompact_tool = true").unwrap();
+        c.agent.only_on_request = only;
+        c.model = conv.model.clone();
+        c
+    };
+    // The token trigger fires without it…
+    let mut usual = Compactor::new(config(false)).unwrap();
+    assert!(
+        usual
+            .turn(Input::evaluate(&history))
+            .unwrap()
+            .report
+            .compacted
+    );
+    // …and not with it; the agent's call still compacts.
+    let mut agent = Compactor::new(config(true)).unwrap();
+    assert!(
+        !agent
+            .turn(Input::evaluate(&history))
+            .unwrap()
+            .report
+            .compacted
+    );
+    let out = handle_compact_history(&mut agent, &conv).unwrap();
+    assert!(agent.count(&out).get() < agent.count(&conv).get() / 2);
+    // Nothing else would compact: refused without the tool.
+    let err = Config::from_toml("[agent]\nonly_on_request = true").unwrap_err();
+    assert!(err.to_string().contains("agent.compact_tool"), "{err}");
 }

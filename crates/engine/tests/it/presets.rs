@@ -297,3 +297,38 @@ fn stagewise_triggers_at_65_percent_of_the_window_and_keeps_a_bounded_tail() {
     // The newest messages as they were.
     assert_eq!(tail(&r.last, 3), tail(&conv, 3));
 }
+
+#[test]
+fn mycoder_leaves_compaction_to_the_agent_and_tells_it_how_full_it_is() {
+    let conv = run(Spec {
+        iterations: 60,
+        page_lines: 160,
+        ..Spec::default()
+    });
+    // The same run compacts on its own under a 40k-token trigger…
+    let trigger = "[trigger]\nmax_tokens = 40000";
+    let usual = replay(&conv, Config::from_toml(trigger).unwrap());
+    assert!(usual.turns.iter().any(|t| t.1));
+    // …and never under mycoder's preset, even with that trigger: the
+    // agent decides.
+    let mycoder = format!("preset = \"mycoder\"\n{trigger}");
+    let r = replay(&conv, Config::from_toml(&mycoder).unwrap());
+    assert!(r.turns.iter().all(|t| !t.1), "{:?}", r.turns);
+    assert!(r.turns.iter().any(|t| t.0 > 40_000));
+    assert_eq!(r.last.messages.len(), conv.messages.len());
+    let config = preset("mycoder");
+    assert_eq!(config.agent.status_every, 5);
+    assert_eq!(config.agent.tool, "compactHistory");
+    // The status note: tokens of the window, the tool past 70%.
+    let mut c = Compactor::new(config).unwrap();
+    let note = c
+        .status_message(&conv, Some(1.5))
+        .text_content()
+        .into_owned();
+    assert!(
+        note.starts_with("--- STATUS UPDATE ---\nToken Usage: "),
+        "{note}"
+    );
+    assert!(note.contains("Cost So Far: $1.5000"), "{note}");
+    assert!(note.contains("'compactHistory' tool"), "{note}");
+}
