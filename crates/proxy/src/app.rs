@@ -330,7 +330,12 @@ async fn send_traced(
     trace.status(upstream.status().as_u16());
     let on_usage = on_usage(app, &prepared, trace);
     match prepared.take_recall() {
-        Some(r) if upstream.status().is_success() => {
+        Some(mut r) if upstream.status().is_success() => {
+            if r.tool.compact.is_some()
+                && let Some(t) = prepared.turn()
+            {
+                r.compact = Some(compact_fn(app, t.session.clone(), wire, (uri, bytes)));
+            }
             let onward = Onward {
                 resend: Resend {
                     upstream: app.upstream.clone(),
@@ -353,6 +358,33 @@ async fn send_traced(
             extra,
         ),
     }
+}
+
+/// Compacts `session` when the agent calls the compact tool in a response
+/// to the request `bytes`, off the runtime, while the client waits.
+fn compact_fn(
+    app: &Arc<App>,
+    session: crate::session::Shared,
+    wire: Wire,
+    (uri, bytes): (axum::http::Uri, Bytes),
+) -> crate::recall::CompactFn {
+    let app = app.clone();
+    Arc::new(move |req| {
+        let (app, session) = (app.clone(), session.clone());
+        let (uri, bytes) = (uri.clone(), bytes.clone());
+        Box::pin(async move {
+            while_client_waits(move |cancel| {
+                app.context(cancel)
+                    .compact_requested(&session, (wire, &uri, &bytes), req)
+            })
+            .await
+            .unwrap_or_else(|e| crate::recall::Compacted {
+                body: None,
+                searchable: None,
+                answer: abridge::recall::Answer::note(format!("Could not compact: {e}"), true),
+            })
+        })
+    })
 }
 
 /// The headers that tell the client what the proxy did.
@@ -416,6 +448,9 @@ fn on_usage(app: &App, p: &Prepared, trace: &Trace) -> Option<OnUsage> {
         }
         trace.response_model(replied.model.as_deref());
         crate::account::settle(&mut request, u.as_ref(), &basis);
+        if let Some(cost) = request.account.cost {
+            slot.spend(cost);
+        }
         request.recalls = recalls.map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed));
         metrics.accounts.add(&request);
         trace.finish(u.as_ref(), Some(&request));

@@ -75,22 +75,41 @@ impl SessionId {
     }
 }
 
-/// The provider-reported prompt tokens of a session's last response, written
-/// by the response on its way back and read by the next request.
+/// What a session's responses report on their way back, read by its next
+/// requests: the provider-reported prompt tokens of the last, and what
+/// they have cost so far (in millionths of a dollar; 0 when no price is
+/// known).
 #[derive(Debug, Default)]
-pub(crate) struct LastUsage(AtomicU64);
+pub(crate) struct LastUsage {
+    prompt: AtomicU64,
+    spent_micros: AtomicU64,
+}
 
 impl LastUsage {
     /// Records a report.
     pub(crate) fn set(&self, tokens: Reported) {
-        self.0.store(tokens.get(), Ordering::Relaxed);
+        self.prompt.store(tokens.get(), Ordering::Relaxed);
     }
 
     /// Takes the report, if one came since the last take.
     pub(crate) fn take(&self) -> Option<Reported> {
-        Some(self.0.swap(0, Ordering::Relaxed))
+        Some(self.prompt.swap(0, Ordering::Relaxed))
             .filter(|t| *t > 0)
             .map(Reported::new)
+    }
+
+    /// Adds a response's cost in dollars.
+    pub(crate) fn spend(&self, dollars: f64) {
+        if dollars.is_finite() && dollars > 0.0 {
+            let micros = (dollars * 1e6).round() as u64;
+            self.spent_micros.fetch_add(micros, Ordering::Relaxed);
+        }
+    }
+
+    /// Dollars spent so far, when any cost was known.
+    pub(crate) fn spent(&self) -> Option<f64> {
+        let micros = self.spent_micros.load(Ordering::Relaxed);
+        (micros > 0).then(|| micros as f64 / 1e6)
     }
 }
 
@@ -127,6 +146,9 @@ pub(crate) struct SessionState {
     /// Tokens of its last request as the client sent it (what the
     /// provider would have cached of the next, sent whole).
     pub(crate) last_client: abridge::tokens::Calibrated,
+    /// Requests of the session since it came into memory (the status
+    /// note's cadence).
+    pub(crate) requests: u64,
 }
 
 /// What is kept of a session's last body to take its next one in parts.
@@ -328,6 +350,7 @@ impl SessionState {
             used: std::time::Instant::now(),
             spilled: false,
             last_client: abridge::tokens::Calibrated::ZERO,
+            requests: 0,
         }
     }
 

@@ -60,6 +60,9 @@ pub(crate) struct Reply {
     /// The arguments of a call of the recall tool made before the tool
     /// call (Chat Completions and Messages).
     pub(crate) recall: Option<Value>,
+    /// A call of a compact tool a proxy declared (its name and arguments),
+    /// made instead of the tool call.
+    pub(crate) compact: Option<(String, Value)>,
 }
 
 /// The recall tool the proxy declares.
@@ -75,6 +78,7 @@ impl Reply {
             call: None,
             reasoning: false,
             recall: None,
+            compact: None,
         };
         reply.body(api, 0)
     }
@@ -112,6 +116,7 @@ impl Reply {
             call,
             reasoning: false,
             recall: None,
+            compact: None,
         }
     }
 
@@ -137,6 +142,7 @@ impl Reply {
                 call: None,
                 reasoning: false,
                 recall: None,
+                compact: None,
             };
         }
         let call = shell_tool(request).and_then(|tool| {
@@ -154,6 +160,7 @@ impl Reply {
             call,
             reasoning: false,
             recall: None,
+            compact: None,
         }
     }
 
@@ -201,6 +208,9 @@ impl Reply {
         let mut out = Vec::new();
         if let Some(args) = &self.recall {
             out.push((format!("{n}_recall"), RECALL_TOOL.to_owned(), args.clone()));
+        }
+        if let Some((name, args)) = &self.compact {
+            out.push((format!("{n}_compact"), name.clone(), args.clone()));
         }
         if let Some((name, args)) = &self.call {
             out.push((n.to_string(), name.clone(), args.clone()));

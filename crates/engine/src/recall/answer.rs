@@ -133,6 +133,15 @@ impl Answer {
         texts.join("\n")
     }
 
+    /// An answer that is a note, not an original (what a front end says
+    /// for a tool it answers beside the recall tool).
+    pub fn note(text: String, is_error: bool) -> Answer {
+        Answer {
+            is_error,
+            ..Answer::error(None, text)
+        }
+    }
+
     pub(crate) fn error(handle: Option<Handle>, text: String) -> Answer {
         Answer {
             handle,

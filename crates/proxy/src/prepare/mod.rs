@@ -4,6 +4,7 @@
 
 mod continuation;
 mod lifecycle;
+mod offer;
 mod turn;
 
 use std::sync::Arc;

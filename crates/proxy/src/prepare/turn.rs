@@ -14,10 +14,11 @@ use axum::http::Uri;
 use crate::cache::cap_breakpoints;
 use crate::metrics::Passthrough;
 use crate::prepared::{Prepared, Turn};
-use crate::recall::{self, Recalling};
+use crate::recall::{self, Ours, Recalling};
 use crate::session::{SessionState, Shared};
 
 use super::continuation::Continued;
+use super::offer::Offer;
 use super::{Context, decode_whole};
 
 impl Context<'_> {
@@ -107,11 +108,23 @@ impl Context<'_> {
             // serves the client's retry), but nobody waits for the body.
             return self.abandoned();
         }
+        s.requests += 1;
+        let rewritten = out.is_some();
+        // The note tells the agent what the model is sent.
+        let shown = match sent == Counted::ZERO {
+            true => s.thread.client_tokens(),
+            false => sent,
+        };
+        let offer = Offer::of(s, s.thread.calibrated(shown));
         let (body, recall) = match out {
-            Some(c) => self.encode_recalling(s, c),
+            Some(c) => self.encode_recalling(s, c, &offer, true),
+            // What the agent is offered goes in the history as sent.
+            None if offer.any() && continued.left_out.len == 0 => {
+                self.encode_recalling(s, conv.clone(), &offer, false)
+            }
             None => (None, None),
         };
-        if body.is_none() && warning.is_none() {
+        if !rewritten && warning.is_none() {
             self.metrics.passthrough(Passthrough::Unchanged);
         }
         let tokens = state.thread.calibrated(sent);
@@ -128,7 +141,7 @@ impl Context<'_> {
             model: state.engine.config().model.clone(),
             tokens,
             usage: None,
-            compacted: body.is_some(),
+            compacted: rewritten,
             snapshot: report.as_ref().and_then(|r| r.snapshot),
             trigger: limits.trigger_tokens,
             target: limits.target,
@@ -154,26 +167,46 @@ impl Context<'_> {
         }))
     }
 
-    /// The compacted history to send, with the recall tool declared when
-    /// the session's engine keeps originals, and what answering it needs.
+    /// The history to send (`rewritten`: compacted, or carrying a
+    /// compaction), with the recall tool declared when it is rewritten and
+    /// the session's engine keeps originals, what `offer` gives the agent,
+    /// and what answering the proxy's tools needs.
     pub(super) fn encode_recalling(
         &self,
         s: &SessionState,
         mut conv: Conversation,
+        offer: &Offer,
+        rewritten: bool,
     ) -> (Option<Bytes>, Option<Recalling>) {
-        let tool = s
-            .engine
-            .recall_tool()
-            .filter(|t| recall::declare(&mut conv, s.wire, t));
+        let recall = match rewritten {
+            true => s.engine.recall_tool(),
+            false => None,
+        }
+        .filter(|t| recall::declare(&mut conv, s.wire, t));
+        let family = conv.family;
+        let compact = offer.compact.clone().filter(|name| {
+            recall::declare_tool(&mut conv, s.wire, name, || {
+                abridge::agent::tool_named(family, name)
+            })
+        });
+        if let Some(text) = &offer.status {
+            abridge::agent::add_status(&mut conv, text.clone());
+        }
         let Some((bytes, value)) = self.encoded(conv) else {
             return (None, None);
         };
-        let api = recall::on(s.wire);
-        let recalling = tool.zip(api).map(|(tool, api)| Recalling {
+        let tool = Ours {
+            recall: recall.map(|t| t.name),
+            compact,
+        };
+        let api = recall::on(s.wire).filter(|_| tool.any());
+        let recalling = api.map(|api| Recalling {
             engine: s.engine.clone(),
             scope: s.recall_scope(),
             searchable: s.thread.state().handles.as_slice().into(),
-            tool: tool.name,
+            tool,
+            compact: None,
+            sent_len: value[s.wire.history_key()].as_array().map_or(0, Vec::len),
             max_rounds: s.engine.config().recall.max_rounds,
             api,
             body: value,

@@ -8,7 +8,7 @@ use abridge::recall::Answer;
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::Call;
+use super::{Call, Ours};
 
 /// One API's shapes: where a response's recall calls are, what a round
 /// shows the client, how a request continues with the answers, and its
@@ -35,17 +35,17 @@ pub(super) trait Api: Send + 'static {
     }
 
     /// The recall calls of a whole response.
-    fn calls(response: &Value, tool: &str) -> Vec<Call>;
+    fn calls(response: &Value, tool: &Ours) -> Vec<Call>;
 
     /// Keeps what a round that recalled shows the client; returns the
     /// model's turn as it continues the request: its text and thinking,
     /// and its recall calls only.
-    fn take(earlier: &mut Self::Earlier, response: &Value, tool: &str) -> Value;
+    fn take(earlier: &mut Self::Earlier, response: &Value, tool: &Ours) -> Value;
 
     /// The last response as the client gets it: the earlier rounds' text
     /// before its own, its recall calls gone. `note` stands in for a
     /// response left with nothing to say.
-    fn merge(earlier: Self::Earlier, response: Value, tool: &str, note: &str) -> Value;
+    fn merge(earlier: Self::Earlier, response: Value, tool: &Ours, note: &str) -> Value;
 
     /// The answers, as the messages that follow the model's turn.
     fn results(answers: &[(String, Answer)]) -> Vec<Message>;
@@ -68,7 +68,7 @@ pub(super) trait Api: Send + 'static {
     }
 
     /// The stream's first round, for a tool of that name.
-    fn stream(tool: &str) -> Self::Stream;
+    fn stream(tool: &Ours) -> Self::Stream;
 }
 
 /// One API's stream, round after round.
@@ -99,13 +99,14 @@ pub(super) fn sse(name: Option<&str>, data: &impl std::fmt::Display) -> Bytes {
 /// JSON text (OpenAI's APIs): `(id, name, arguments)`.
 pub(super) fn text_calls<'a>(
     calls: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
-    tool: &str,
+    tool: &Ours,
 ) -> Vec<Call> {
     calls
         .into_iter()
-        .filter(|(_, name, _)| *name == tool)
-        .map(|(id, _, arguments)| Call {
+        .filter(|(_, name, _)| tool.owns(name))
+        .map(|(id, name, arguments)| Call {
             id: id.to_owned(),
+            name: name.to_owned(),
             arguments: serde_json::from_str(arguments).unwrap_or(Value::Null),
         })
         .collect()

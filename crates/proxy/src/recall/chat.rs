@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::api::{Api, Round, sse, text_calls};
-use super::{Call, add_usage};
+use super::{Call, Ours, add_usage};
 
 pub(super) struct Chat;
 
@@ -25,25 +25,25 @@ impl Api for Chat {
         Usage::from_openai(report)
     }
 
-    fn calls(response: &Value, tool: &str) -> Vec<Call> {
+    fn calls(response: &Value, tool: &Ours) -> Vec<Call> {
         let calls = tool_calls(&response["choices"][0]["message"]);
         text_calls(calls.iter().map(parts), tool)
     }
 
-    fn take(earlier: &mut Said, response: &Value, tool: &str) -> Value {
+    fn take(earlier: &mut Said, response: &Value, tool: &Ours) -> Value {
         let mut message = response["choices"][0]["message"].clone();
         if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
             earlier.0.push(text.to_owned());
         }
         let recall: Vec<Value> = tool_calls(&message)
             .into_iter()
-            .filter(|c| c["function"]["name"] == tool)
+            .filter(|c| tool.owns_value(&c["function"]["name"]))
             .collect();
         message["tool_calls"] = Value::Array(recall);
         message
     }
 
-    fn merge(earlier: Said, mut v: Value, tool: &str, note: &str) -> Value {
+    fn merge(earlier: Said, mut v: Value, tool: &Ours, note: &str) -> Value {
         let Some(message) = v
             .get_mut("choices")
             .and_then(|c| c.get_mut(0))
@@ -55,7 +55,7 @@ impl Api for Chat {
         let all = tool_calls(message);
         let own: Vec<Value> = all
             .iter()
-            .filter(|c| c["function"]["name"] != tool)
+            .filter(|c| !tool.owns_value(&c["function"]["name"]))
             .cloned()
             .collect();
         let mut text = earlier.0.join("\n\n");
@@ -102,7 +102,7 @@ impl Api for Chat {
             .collect()
     }
 
-    fn stream(tool: &str) -> ChatStream {
+    fn stream(tool: &Ours) -> ChatStream {
         ChatStream::new(tool)
     }
 }
@@ -159,7 +159,7 @@ impl StreamedCall {
 
 /// The client's Chat Completions stream.
 pub(super) struct ChatStream {
-    tool: String,
+    tool: Ours,
     round: usize,
     /// The first chunk, whose id, model and creation time every chunk the
     /// proxy writes repeats.
@@ -173,9 +173,9 @@ pub(super) struct ChatStream {
 }
 
 impl ChatStream {
-    fn new(tool: &str) -> Self {
+    fn new(tool: &Ours) -> Self {
         ChatStream {
-            tool: tool.to_owned(),
+            tool: tool.clone(),
             round: 0,
             template: None,
             text: String::new(),
@@ -295,7 +295,7 @@ impl Round for ChatStream {
         let calls: Vec<Value> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.name == self.tool)
+            .filter(|(_, c)| self.tool.owns(&c.name))
             .map(|(_, c)| c.json())
             .collect();
         let content = match self.text.is_empty() {
@@ -316,7 +316,7 @@ impl Round for ChatStream {
         let own: Vec<Value> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.name != self.tool)
+            .filter(|(_, c)| !self.tool.owns(&c.name))
             .enumerate()
             .map(|(i, (_, c))| {
                 let mut call = c.json();
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn a_chat_stream_keeps_errors_and_renumbers_the_clients_calls() {
-        let mut m = Chat::stream("abridge_recall");
+        let mut m = Chat::stream(&Ours::recall_only("abridge_recall"));
         let chunk = |delta: Value, finish: Value| json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
         let sent = |m: &mut ChatStream, v: Value| m.event(None, &v.to_string());
         assert_eq!(

@@ -13,7 +13,7 @@ use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::api::{Api, Round, sse};
-use super::{Call, add_usage};
+use super::{Call, Ours, add_usage};
 
 pub(super) struct Gemini;
 
@@ -35,11 +35,11 @@ impl Api for Gemini {
         Some(merge_chunks(chunks))
     }
 
-    fn calls(response: &Value, tool: &str) -> Vec<Call> {
+    fn calls(response: &Value, tool: &Ours) -> Vec<Call> {
         recall_calls(parts_of(response), tool)
     }
 
-    fn take(earlier: &mut Said, response: &Value, tool: &str) -> Value {
+    fn take(earlier: &mut Said, response: &Value, tool: &Ours) -> Value {
         let parts = parts_of(response);
         earlier
             .0
@@ -52,7 +52,7 @@ impl Api for Gemini {
         json!({"parts": turn, "role": "model"})
     }
 
-    fn merge(earlier: Said, mut v: Value, tool: &str, note: &str) -> Value {
+    fn merge(earlier: Said, mut v: Value, tool: &Ours, note: &str) -> Value {
         let Some(content) = v
             .pointer_mut("/candidates/0/content")
             .filter(|c| c.is_object())
@@ -105,7 +105,7 @@ impl Api for Gemini {
         Ok(())
     }
 
-    fn stream(tool: &str) -> GeminiStream {
+    fn stream(tool: &Ours) -> GeminiStream {
         GeminiStream::new(tool)
     }
 }
@@ -121,14 +121,16 @@ fn is_call(part: &Value) -> bool {
     part.get("functionCall").is_some()
 }
 
-fn is_recall(part: &Value, tool: &str) -> bool {
-    part.pointer("/functionCall/name").and_then(Value::as_str) == Some(tool)
+fn is_recall(part: &Value, tool: &Ours) -> bool {
+    part.pointer("/functionCall/name")
+        .and_then(Value::as_str)
+        .is_some_and(|n| tool.owns(n))
 }
 
 /// The recall calls among a model turn's parts, with the ids the codec
 /// gives them (their own, or made from their place): the ids its
 /// continuation answers.
-fn recall_calls(parts: &[Value], tool: &str) -> Vec<Call> {
+fn recall_calls(parts: &[Value], tool: &Ours) -> Vec<Call> {
     let turn = json!({"parts": parts, "role": "model"});
     let Ok(decoded) = decode_wire_messages(Wire::Gemini, vec![turn], 0) else {
         return Vec::new();
@@ -136,9 +138,10 @@ fn recall_calls(parts: &[Value], tool: &str) -> Vec<Call> {
     decoded
         .iter()
         .flat_map(|m| m.tool_calls())
-        .filter(|c| c.name == tool)
+        .filter(|c| tool.owns(&c.name))
         .map(|c| Call {
             id: c.id.clone(),
+            name: c.name.clone(),
             arguments: c.arguments.to_value(),
         })
         .collect()
@@ -161,7 +164,7 @@ fn merge_chunks(chunks: Vec<Value>) -> Value {
 /// function calls, finish and usage; those come in a last chunk once the
 /// rounds are over, with the usage summed.
 pub(super) struct GeminiStream {
-    tool: String,
+    tool: Ours,
     round: usize,
     /// The first chunk's other fields (`modelVersion`, `responseId`).
     template: Option<Map<String, Value>>,
@@ -178,9 +181,9 @@ pub(super) struct GeminiStream {
 }
 
 impl GeminiStream {
-    fn new(tool: &str) -> Self {
+    fn new(tool: &Ours) -> Self {
         GeminiStream {
-            tool: tool.to_owned(),
+            tool: tool.clone(),
             round: 0,
             template: None,
             parts: Vec::new(),
@@ -344,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_gemini_turn_that_recalls_continues_as_one_stream() {
-        let mut m = Gemini::stream("abridge_recall");
+        let mut m = Gemini::stream(&Ours::recall_only("abridge_recall"));
         let mut out: Vec<Value> = Vec::new();
         let feed = |m: &mut GeminiStream, s: String| {
             m.event(None, &s).iter().map(data).collect::<Vec<_>>()

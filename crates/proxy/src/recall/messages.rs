@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::api::{Api, Round, sse};
-use super::{Call, add_usage};
+use super::{Call, Ours, add_usage};
 
 pub(super) struct Messages;
 
@@ -26,21 +26,22 @@ impl Api for Messages {
         Usage::from_anthropic(report)
     }
 
-    fn calls(response: &Value, tool: &str) -> Vec<Call> {
+    fn calls(response: &Value, tool: &Ours) -> Vec<Call> {
         blocks(response)
             .iter()
             .filter(|b| is_recall(b, tool))
             .map(|b| Call {
                 id: b["id"].as_str().unwrap_or_default().to_owned(),
+                name: b["name"].as_str().unwrap_or_default().to_owned(),
                 arguments: b["input"].clone(),
             })
             .collect()
     }
 
-    fn take(earlier: &mut Said, response: &Value, tool: &str) -> Value {
+    fn take(earlier: &mut Said, response: &Value, tool: &Ours) -> Value {
         let content: Vec<Value> = blocks(response)
             .iter()
-            .filter(|b| b["type"] != "tool_use" || b["name"] == tool)
+            .filter(|b| b["type"] != "tool_use" || tool.owns_value(&b["name"]))
             .cloned()
             .collect();
         earlier.0.extend(
@@ -52,7 +53,7 @@ impl Api for Messages {
         json!({"role": "assistant", "content": content})
     }
 
-    fn merge(earlier: Said, mut v: Value, tool: &str, note: &str) -> Value {
+    fn merge(earlier: Said, mut v: Value, tool: &Ours, note: &str) -> Value {
         let all = blocks(&v);
         let mut content: Vec<Value> = all
             .iter()
@@ -99,7 +100,7 @@ impl Api for Messages {
         }]
     }
 
-    fn stream(tool: &str) -> MessagesStream {
+    fn stream(tool: &Ours) -> MessagesStream {
         MessagesStream::new(tool)
     }
 }
@@ -108,8 +109,8 @@ fn blocks(v: &Value) -> &[Value] {
     v["content"].as_array().map_or(&[], Vec::as_slice)
 }
 
-fn is_recall(block: &Value, tool: &str) -> bool {
-    block["type"] == "tool_use" && block["name"] == tool
+fn is_recall(block: &Value, tool: &Ours) -> bool {
+    block["type"] == "tool_use" && tool.owns_value(&block["name"])
 }
 
 /// A content block of the stream.
@@ -165,7 +166,7 @@ impl Block {
 
 /// The client's Messages stream.
 pub(super) struct MessagesStream {
-    tool: String,
+    tool: Ours,
     round: usize,
     /// Index of the next block the client sees.
     next: usize,
@@ -177,9 +178,9 @@ pub(super) struct MessagesStream {
 }
 
 impl MessagesStream {
-    fn new(tool: &str) -> Self {
+    fn new(tool: &Ours) -> Self {
         MessagesStream {
-            tool: tool.to_owned(),
+            tool: tool.clone(),
             round: 0,
             next: 0,
             blocks: Vec::new(),
@@ -211,7 +212,7 @@ impl MessagesStream {
     fn block_start(&mut self, v: Value) -> Vec<Bytes> {
         let cb = v["content_block"].clone();
         let tool_use = cb["type"] == "tool_use";
-        let recall = tool_use && cb["name"] == self.tool.as_str();
+        let recall = tool_use && self.tool.owns_value(&cb["name"]);
         let shown = (!tool_use).then(|| {
             self.next += 1;
             self.next - 1
@@ -296,6 +297,7 @@ impl Round for MessagesStream {
             .filter(|(_, b)| b.recall)
             .map(|(_, b)| Call {
                 id: b.json["id"].as_str().unwrap_or_default().to_owned(),
+                name: b.json["name"].as_str().unwrap_or_default().to_owned(),
                 arguments: b.input(),
             })
             .collect()
@@ -397,7 +399,7 @@ mod tests {
 
     #[test]
     fn an_anthropic_turn_that_recalls_continues_as_one_message() {
-        let mut m = Messages::stream("abridge_recall");
+        let mut m = Messages::stream(&Ours::recall_only("abridge_recall"));
         let start = (
             "message_start",
             json!({"type": "message_start", "message": {"usage": {"input_tokens": 100, "output_tokens": 1}}}),

@@ -7,6 +7,11 @@
 //! request. The client gets one response in which the tool never appears:
 //! the text of every round, its own tool calls, the usage summed.
 //!
+//! The compact tool (`[agent] compact_tool`) is answered the same way: a
+//! call compacts the session's history as the agent asked, the round goes
+//! on with the compacted history, and the session carries that compaction
+//! to the client's next requests.
+//!
 //! A response that calls the recall tool beside the client's tools is
 //! answered and continued without the client's calls: the model asked to
 //! read something first and re-issues what it still needs after reading
@@ -26,7 +31,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use abridge::Engine;
-use abridge::model::{Conversation, Wire};
+use abridge::agent::{CompactRequest, parse_arguments};
+use abridge::model::{Arguments, Conversation, Wire};
 use abridge::recall::{Answer, Handle, RecallScope, RecallTool};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response};
@@ -55,6 +61,9 @@ pub(crate) fn on(wire: Wire) -> Option<&'static dyn Answering> {
 
 /// Answers the recall calls of one API's responses.
 pub(crate) trait Answering: std::fmt::Debug + Sync {
+    /// The wire the API's requests are written in.
+    fn wire(&self) -> Wire;
+
     /// The client's response to `first` (an event stream when `stream`),
     /// its recall calls answered and continued upstream.
     fn respond(
@@ -75,6 +84,10 @@ impl<A: Api> std::fmt::Debug for On<A> {
 }
 
 impl<A: Api> Answering for On<A> {
+    fn wire(&self) -> Wire {
+        A::WIRE
+    }
+
     fn respond(
         &self,
         r: Recalling,
@@ -90,8 +103,59 @@ impl<A: Api> Answering for On<A> {
     }
 }
 
-/// What a request needs to answer the recall tool in its response.
+/// The tools the proxy answers itself in a request's responses.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ours {
+    /// The recall tool's name, when the request declares it.
+    pub(crate) recall: Option<String>,
+    /// The compact tool's name, when the request declares it.
+    pub(crate) compact: Option<String>,
+}
+
+impl Ours {
+    /// Whether a call of `name` is one the proxy answers.
+    pub(crate) fn owns(&self, name: &str) -> bool {
+        self.recall.as_deref() == Some(name) || self.compact.as_deref() == Some(name)
+    }
+
+    /// [`Ours::owns`] for a name as the JSON of a call holds it.
+    pub(crate) fn owns_value(&self, name: &Value) -> bool {
+        name.as_str().is_some_and(|n| self.owns(n))
+    }
+
+    /// The recall tool alone.
+    #[cfg(test)]
+    pub(crate) fn recall_only(name: &str) -> Ours {
+        Ours {
+            recall: Some(name.to_owned()),
+            compact: None,
+        }
+    }
+
+    /// Whether any tool is the proxy's.
+    pub(crate) fn any(&self) -> bool {
+        self.recall.is_some() || self.compact.is_some()
+    }
+}
+
+/// Compacts a request's session as the agent asked, off the runtime: the
+/// request's body with its history compacted (the rounds not appended), or
+/// `None` with what the tool answers when nothing changed.
+pub(crate) type CompactFn =
+    Arc<dyn Fn(CompactRequest) -> BoxFuture<'static, Compacted> + Send + Sync>;
+
+/// What a compaction the agent asked for came to.
 #[derive(Debug)]
+pub(crate) struct Compacted {
+    /// The request's body anew, its history compacted, when it was.
+    pub(crate) body: Option<Value>,
+    /// The originals the session keeps now, when it was compacted.
+    pub(crate) searchable: Option<Arc<[Handle]>>,
+    /// The tool's answer.
+    pub(crate) answer: Answer,
+}
+
+/// What a request needs to answer the proxy's tools in its response.
 pub(crate) struct Recalling {
     /// The session's engine: where originals are found.
     pub(crate) engine: Arc<Engine>,
@@ -100,8 +164,13 @@ pub(crate) struct Recalling {
     /// The originals its session's compactions kept, newest last: what a
     /// search reads.
     pub(crate) searchable: Arc<[Handle]>,
-    /// The tool's name.
-    pub(crate) tool: String,
+    /// The tools the proxy answers.
+    pub(crate) tool: Ours,
+    /// Compacts the session when the agent calls the compact tool.
+    pub(crate) compact: Option<CompactFn>,
+    /// Messages of the body's history before the rounds' (what a
+    /// compaction replaces).
+    pub(crate) sent_len: usize,
     /// Most rounds answered for one client request.
     pub(crate) max_rounds: usize,
     /// The shapes of the request's API.
@@ -110,6 +179,16 @@ pub(crate) struct Recalling {
     pub(crate) body: Value,
     /// Calls answered for this request (for its request log row).
     pub(crate) answered: Arc<AtomicU32>,
+}
+
+impl std::fmt::Debug for Recalling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recalling")
+            .field("tool", &self.tool)
+            .field("max_rounds", &self.max_rounds)
+            .field("api", &self.api)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where a request's rounds go on to, and what its reply carries.
@@ -153,6 +232,7 @@ impl Resend {
 #[derive(Debug, Clone)]
 pub(crate) struct Call {
     pub(crate) id: String,
+    pub(crate) name: String,
     pub(crate) arguments: Value,
 }
 
@@ -161,23 +241,82 @@ pub(crate) struct Call {
 /// true when it did. The declaration goes last, so the client's tools keep
 /// their place.
 pub(crate) fn declare(conv: &mut Conversation, wire: Wire, tool: &RecallTool) -> bool {
+    declare_tool(conv, wire, &tool.name, || tool.to_tool())
+}
+
+/// Declares the tool `name` (built by `tool`) as [`declare`] does the
+/// recall tool: in an agent's history, on a wire the proxy answers on,
+/// unless the client has a tool of that name; true when it did.
+pub(crate) fn declare_tool(
+    conv: &mut Conversation,
+    wire: Wire,
+    name: &str,
+    tool: impl FnOnce() -> abridge::model::Tool,
+) -> bool {
     if on(wire).is_none() {
         return false;
     }
     let Some(tools) = conv.tools.as_mut().filter(|t| !t.is_empty()) else {
         return false;
     };
-    if tools.iter().any(|t| t.declares(&tool.name)) {
+    if tools.iter().any(|t| t.declares(name)) {
         // The client has a tool of that name: it is the client's.
         return false;
     }
-    tools.push(tool.to_tool());
+    tools.push(tool());
     true
 }
 
 impl Recalling {
-    /// Answers the calls (off the async runtime: the store may be read).
-    async fn answer(&self, calls: Vec<Call>, metrics: &Metrics) -> Vec<(String, Answer)> {
+    /// Answers the calls: a compact call first (the body's history is
+    /// compacted before the round goes on), then the recall calls.
+    async fn answer(&mut self, calls: Vec<Call>, metrics: &Metrics) -> Vec<(String, Answer)> {
+        let (compact, recall): (Vec<Call>, Vec<Call>) = calls
+            .into_iter()
+            .partition(|c| self.tool.compact.as_deref() == Some(c.name.as_str()));
+        let mut answered = Vec::new();
+        for (i, c) in compact.into_iter().enumerate() {
+            let answer = match (i, self.compact.clone()) {
+                (0, Some(run)) => {
+                    self.compacted(run(parse_arguments(&Arguments::Value(c.arguments))).await)
+                }
+                _ => Answer::note(
+                    "Already compacted in this turn. No changes made.".into(),
+                    false,
+                ),
+            };
+            answered.push((c.id, answer));
+        }
+        answered.extend(self.recalled(recall, metrics).await);
+        answered
+    }
+
+    /// Takes a compaction: the body goes on from its compacted history,
+    /// the rounds so far after it.
+    fn compacted(&mut self, c: Compacted) -> Answer {
+        let key = self.api.wire().history_key();
+        if let Some(mut body) = c.body {
+            let rounds: Vec<Value> = self.body[key]
+                .as_array()
+                .map(|h| h.iter().skip(self.sent_len).cloned().collect())
+                .unwrap_or_default();
+            if let Some(history) = body.get_mut(key).and_then(Value::as_array_mut) {
+                self.sent_len = history.len();
+                history.extend(rounds);
+                self.body = body;
+            }
+        }
+        if let Some(handles) = c.searchable {
+            self.searchable = handles;
+        }
+        c.answer
+    }
+
+    /// Answers recall calls (off the async runtime: the store may be read).
+    async fn recalled(&self, calls: Vec<Call>, metrics: &Metrics) -> Vec<(String, Answer)> {
+        if calls.is_empty() {
+            return Vec::new();
+        }
         let (engine, scope) = (self.engine.clone(), self.scope.clone());
         let searchable = self.searchable.clone();
         let answered = tokio::task::spawn_blocking(move || {

@@ -6,7 +6,7 @@ use axum::http::{HeaderName, HeaderValue, Response};
 use serde_json::{Map, Value};
 
 use super::api::Api;
-use super::{Onward, Recalling, add_usage, exhausted_note};
+use super::{Onward, Ours, Recalling, add_usage, exhausted_note};
 use crate::forward::to_client;
 use crate::usage::{Replied, model_in};
 
@@ -115,13 +115,13 @@ impl<A: Api> Default for Rounds<A> {
 impl<A: Api> Rounds<A> {
     /// Keeps a round's usage and what it shows; the model's turn as it
     /// continues.
-    fn take(&mut self, v: &Value, tool: &str) -> Value {
+    fn take(&mut self, v: &Value, tool: &Ours) -> Value {
         add_usage(&mut self.usage, &v[A::USAGE]);
         A::take(&mut self.shown, v, tool)
     }
 
     /// The last response merged with the rounds before it, the usage summed.
-    fn merge(mut self, v: Value, tool: &str, rounds: usize, note: &str) -> Value {
+    fn merge(mut self, v: Value, tool: &Ours, rounds: usize, note: &str) -> Value {
         if !v.is_object() {
             return v;
         }

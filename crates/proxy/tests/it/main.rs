@@ -2,6 +2,7 @@
 //! talk to it the way the OpenAI and Anthropic SDKs and Codex do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent;
 mod connections;
 mod failures;
 mod faults;

@@ -61,6 +61,19 @@ pub struct RequestCheck {
     /// Calls of the recall tool anywhere in its history.
     #[serde(default)]
     pub recall_calls: usize,
+    /// It carries a status note for the agent (`--- STATUS UPDATE ---`).
+    #[serde(default)]
+    pub status_note: bool,
+    /// It declares the compact tool named by `x-fake-compact`.
+    #[serde(default)]
+    pub compact_declared: bool,
+    /// The text of the compact tool's result its last message holds: a
+    /// request the proxy continued after compacting.
+    #[serde(default)]
+    pub compact_answer: Option<String>,
+    /// Calls of the compact tool anywhere in its history.
+    #[serde(default)]
+    pub compact_calls: usize,
     /// Every recall handle its body names, in order.
     #[serde(default)]
     pub handles: Vec<String>,
@@ -135,10 +148,22 @@ pub(super) fn check(
     let stream = request.get("stream") == Some(&Value::Bool(true));
     let mut recalled = Vec::new();
     let mut recall_calls = 0;
+    let compact_tool = headers
+        .get("x-fake-compact")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("\u{0}");
+    let (mut compact_answer, mut compact_calls) = (None, 0);
     let (tokens, violations, messages) = match decode_as(body, Some(format)) {
         Ok(mut convs) if convs.len() == 1 => {
             let conv = convs.remove(0);
             recalled = recall_results(&conv);
+            compact_answer = results_of(&conv, compact_tool).into_iter().next();
+            compact_calls = conv
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_calls())
+                .filter(|c| c.name == compact_tool)
+                .count();
             recall_calls = conv
                 .messages
                 .iter()
@@ -196,7 +221,7 @@ pub(super) fn check(
     // A request the proxy continued after answering the recall tool is
     // compared with the client's request before it, and leaves it in place:
     // the client's next request goes on from its own history.
-    if recalled.is_empty() {
+    if recalled.is_empty() && compact_answer.is_none() {
         seen.last.insert(key.clone(), raw);
     }
     let check = RequestCheck {
@@ -220,6 +245,10 @@ pub(super) fn check(
         recall_declared: declares(request, RECALL_TOOL),
         recalled,
         recall_calls,
+        status_note: String::from_utf8_lossy(body).contains("--- STATUS UPDATE ---"),
+        compact_declared: declares(request, compact_tool),
+        compact_answer,
+        compact_calls,
         handles: handles_in(body).into_iter().map(|(_, h)| h).collect(),
         traceparent: headers
             .get("traceparent")
@@ -231,11 +260,16 @@ pub(super) fn check(
 
 /// The texts of the recall tool's results in the last message.
 fn recall_results(conv: &abridge_model::Conversation) -> Vec<String> {
+    results_of(conv, RECALL_TOOL)
+}
+
+/// The texts of the results of tool `name` in the last message.
+fn results_of(conv: &abridge_model::Conversation, name: &str) -> Vec<String> {
     let recall_ids: Vec<&str> = conv
         .messages
         .iter()
         .flat_map(|m| m.tool_calls())
-        .filter(|c| c.name == RECALL_TOOL)
+        .filter(|c| c.name == name)
         .map(|c| c.id.as_str())
         .collect();
     conv.messages

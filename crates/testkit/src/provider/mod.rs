@@ -343,6 +343,21 @@ async fn answer_as(
             reply.call = None;
         }
     }
+    // A model told of a compact tool calls it when a status note says the
+    // context is full, instead of its own call.
+    let compact = headers
+        .get("x-fake-compact")
+        .and_then(|v| v.to_str().ok())
+        .filter(|name| declares(&request, name))
+        .filter(|_| String::from_utf8_lossy(body).contains("Token usage is high"));
+    if let Some(name) = compact.filter(|_| !answers && reply.recall.is_none()) {
+        let kept = headers
+            .get("x-fake-compact-keep")
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .unwrap_or(4);
+        reply.compact = Some((name.to_owned(), json!({"preserve_recent_messages": kept})));
+        reply.call = None;
+    }
     let body = reply.body(api, tokens);
     if reply.reasoning {
         let issued = body["output"].as_array().into_iter().flatten();

@@ -11,8 +11,8 @@ use abridge::model::{ContentForm, Message, Part, Role, ToolResult, Usage, Wire};
 use abridge::recall::{Answer, Piece};
 use serde_json::{Value, json};
 
-use super::Call;
 use super::api::{Api, text_calls};
+use super::{Call, Ours};
 
 mod stream;
 
@@ -33,17 +33,17 @@ impl Api for Responses {
         Usage::from_openai(report)
     }
 
-    fn calls(response: &Value, tool: &str) -> Vec<Call> {
+    fn calls(response: &Value, tool: &Ours) -> Vec<Call> {
         recall_calls(output_of(response), tool)
     }
 
-    fn take(earlier: &mut Shown, response: &Value, tool: &str) -> Value {
+    fn take(earlier: &mut Shown, response: &Value, tool: &Ours) -> Value {
         let output = output_of(response);
         earlier.0.extend(select(output, |i| !is_call(i)));
         Value::Array(select(output, |i| !is_call(i) || is_recall(i, tool)))
     }
 
-    fn merge(earlier: Shown, mut v: Value, tool: &str, note: &str) -> Value {
+    fn merge(earlier: Shown, mut v: Value, tool: &Ours, note: &str) -> Value {
         let output = match v.get_mut("output").map(Value::take) {
             Some(Value::Array(output)) => output,
             _ => Vec::new(),
@@ -133,7 +133,7 @@ impl Api for Responses {
         Ok(())
     }
 
-    fn stream(tool: &str) -> ResponsesStream {
+    fn stream(tool: &Ours) -> ResponsesStream {
         ResponsesStream::new(tool)
     }
 }
@@ -149,8 +149,8 @@ fn is_call(item: &Value) -> bool {
 }
 
 /// Whether an output item is a call of the recall tool.
-fn is_recall(item: &Value, tool: &str) -> bool {
-    is_call(item) && item["name"] == tool
+fn is_recall(item: &Value, tool: &Ours) -> bool {
+    is_call(item) && tool.owns_value(&item["name"])
 }
 
 /// Whether an output item is reasoning.
@@ -159,7 +159,7 @@ fn is_reasoning(item: &Value) -> bool {
 }
 
 /// The calls of the recall tool among a round's output items.
-fn recall_calls<'a>(items: impl IntoIterator<Item = &'a Value>, tool: &str) -> Vec<Call> {
+fn recall_calls<'a>(items: impl IntoIterator<Item = &'a Value>, tool: &Ours) -> Vec<Call> {
     let text = |v: &'a Value| -> &'a str { v.as_str().unwrap_or_default() };
     let calls = items
         .into_iter()
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(shown, [reasoning("rs_1"), msg.clone()]);
         let all = select(&items, |_| true);
         assert_eq!(all.len(), 4);
-        let calls = recall_calls(&items, "abridge_recall");
+        let calls = recall_calls(&items, &Ours::recall_only("abridge_recall"));
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].id, "c1");
         assert_eq!(calls[0].arguments["handle"], "abr_0123456789");

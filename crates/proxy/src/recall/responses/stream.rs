@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::super::api::{Round, sse};
-use super::super::{Call, add_usage};
+use super::super::{Call, Ours, add_usage};
 use super::{is_call, is_reasoning, is_recall, kept, recall_calls};
 
 /// An output item of the round, as its events built it.
@@ -29,7 +29,7 @@ struct Item {
 
 /// The client's Responses stream.
 pub(crate) struct ResponsesStream {
-    tool: String,
+    tool: Ours,
     round: usize,
     /// The next `sequence_number` the client sees.
     seq: u64,
@@ -46,9 +46,9 @@ pub(crate) struct ResponsesStream {
 }
 
 impl ResponsesStream {
-    pub(super) fn new(tool: &str) -> Self {
+    pub(super) fn new(tool: &Ours) -> Self {
         ResponsesStream {
-            tool: tool.to_owned(),
+            tool: tool.clone(),
             round: 0,
             seq: 0,
             next: 0,
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_responses_turn_that_recalls_continues_as_one_response() {
-        let mut m = ResponsesStream::new("abridge_recall");
+        let mut m = ResponsesStream::new(&Ours::recall_only("abridge_recall"));
         let rs1 =
             json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e1"});
         let recall = json!({"type": "function_call", "id": "fc_r", "call_id": "call_r",
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn exhausted_rounds_end_with_a_note_and_a_failure_ends_the_stream() {
-        let mut m = ResponsesStream::new("abridge_recall");
+        let mut m = ResponsesStream::new(&Ours::recall_only("abridge_recall"));
         let recall = json!({"type": "function_call", "id": "fc_r", "call_id": "call_r",
             "name": "abridge_recall", "arguments": "{}"});
         round(&mut m, std::slice::from_ref(&recall), 10);
@@ -374,7 +374,7 @@ mod tests {
             "[note]"
         );
 
-        let mut failing = ResponsesStream::new("abridge_recall");
+        let mut failing = ResponsesStream::new(&Ours::recall_only("abridge_recall"));
         let out = failing.event(
             None,
             &json!({"type": "response.failed", "response": {}}).to_string(),
