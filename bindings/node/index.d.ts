@@ -101,6 +101,28 @@ export interface Turn {
   report: Report | null
   /** Engine time spent in the turn, in microseconds. */
   duration_us: number
+  /** The status note for the agent when `[agent] status_every` says one is due (send it this once), else null. */
+  status: string | null
+}
+
+/** The compact tool's declaration (`[agent] compact_tool`). */
+export interface CompactTool {
+  name: string
+  description: string
+  /** JSON Schema of its input, `{ preserve_recent_messages?, custom_prompt? }`. */
+  parameters: Record<string, unknown>
+}
+
+/** What a call of the compact tool came to. */
+export interface CompactAnswer {
+  /** The tool's result, for the model. */
+  text: string
+  /** The compaction failed (the text says why). */
+  isError: boolean
+  /** The history was rewritten. */
+  compacted: boolean
+  tokensBefore: number
+  tokensAfter: number
 }
 
 /** Compacts a Chat Completions, Anthropic, Responses or Gemini body (or a bare list of its messages); the body comes back in the shape given. */
@@ -135,6 +157,10 @@ export class Session<M = unknown> {
   recall(handle: string | { query: string }, page?: number): string
   /** Answers a call of the recall tool given its arguments (an object or the JSON a model wrote). */
   recallAnswer(args: { handle?: string; query?: string; page?: number } | string): RecallAnswer
+  /** The compact tool's declaration, or null unless `[agent] compact_tool` is on. */
+  compactTool(): CompactTool | null
+  /** Answers a call of the compact tool by compacting the history now. */
+  compactHistory(args?: { preserve_recent_messages?: number; custom_prompt?: string } | string): CompactAnswer
 }
 
 /** Options of `abridgePrepareStep`. */
@@ -151,7 +177,7 @@ export function abridgePrepareStep<M = unknown>(
 ): ((step: { messages: M[] }) => Promise<{ messages: M[] } | undefined>) & {
   /** Sessions started (1 unless the history was edited), messages read, compactions. */
   readonly stats: { sessions: number; messagesRead: number; compactions: number }
-  /** The recall tool as an AI SDK `tool()` under its name (`{}` with recall off), to spread into the agent's tools. */
+  /** The recall tool, and the compact tool when `[agent] compact_tool` is on, as AI SDK `tool()`s under their names, to spread into the agent's tools. */
   tools(): Record<string, unknown>
 }
 

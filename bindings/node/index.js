@@ -117,7 +117,12 @@ class Session {
     return n
   }
 
-  /** Checks the triggers (with the provider's reported prompt tokens, when known) and compacts when one fires. */
+  /**
+   * Checks the triggers (with the provider's reported prompt tokens, when
+   * known) and compacts when one fires: `{ tokens, compacted, report,
+   * duration_us, status }`; `status` is the note for the agent when
+   * `[agent] status_every` says one is due (send it this once), else null.
+   */
   turn({ usage } = {}) {
     const t = JSON.parse(call(() => this.#native.turn(usage ?? null)))
     if (t.compacted) this.#messages = null
@@ -183,6 +188,41 @@ class Session {
     }
   }
 
+  /**
+   * The compact tool's declaration, `{ name, description, parameters }`, or
+   * null unless `[agent] compact_tool` is on (the `mycoder` preset): give the
+   * model this tool and answer its calls with `compactHistory`.
+   */
+  compactTool() {
+    const text = call(() => this.#native.compactTool())
+    return text === null || text === undefined ? null : JSON.parse(text)
+  }
+
+  /**
+   * Answers a call of the compact tool given its arguments (an object or the
+   * JSON a model wrote: `preserve_recent_messages`, 10 by default, and
+   * `custom_prompt`) by compacting the history now: `{ text, isError,
+   * compacted, tokensBefore, tokensAfter }`; `text` is the tool's result.
+   */
+  compactHistory(args = {}) {
+    let text = typeof args === 'string' ? args : JSON.stringify(args ?? {})
+    try {
+      JSON.parse(text)
+    } catch {
+      text = '{}'
+    }
+    const a = JSON.parse(call(() => this.#native.compactHistory(text)))
+    if (a.compacted) this.#messages = null
+    this.#flush()
+    return {
+      text: a.text,
+      isError: a.is_error,
+      compacted: a.compacted,
+      tokensBefore: a.tokens_before,
+      tokensAfter: a.tokens_after,
+    }
+  }
+
   /** Calls `listener` with every engine event (`history_size`, `history_compacted`, …). */
   onEvent(listener) {
     this.#listeners.push(listener)
@@ -209,7 +249,9 @@ class Session {
  * `prepareStep.tools()` is the recall tool as an AI SDK `tool()` under its
  * name, to spread into the agent's tools: placeholders and briefings name
  * what they replaced by a handle, and the model gets an original back by
- * calling it (`{}` with `[recall]` off).
+ * calling it (`{}` with `[recall]` off). Under `[agent]` (the `mycoder`
+ * preset) it holds the compact tool too, which the model calls to compact
+ * its own history, and every `status_every`-th step carries a status note.
  */
 function abridgePrepareStep(options = {}) {
   let session = null
@@ -227,7 +269,13 @@ function abridgePrepareStep(options = {}) {
     }
   }
   prepareStep.stats = stats
-  prepareStep.tools = () => recallTools(() => session, options)
+  prepareStep.tools = () => ({
+    ...recallTools(() => session, options),
+    ...compactTools(() => session, options, () => {
+      compactedOnce = true
+      stats.compactions += 1
+    }),
+  })
   return prepareStep
 
   function step(messages) {
@@ -249,8 +297,32 @@ function abridgePrepareStep(options = {}) {
       stats.compactions += 1
       if (options.onCompact) options.onCompact(turn.report)
     }
+    if (turn.status) {
+      // The note goes this once, after the history the model is sent.
+      const sent = compactedOnce ? session.messages : messages
+      return { messages: [...sent, { role: 'user', content: turn.status }] }
+    }
     return compactedOnce ? { messages: session.messages } : undefined
   }
+}
+
+/** The compact tool (`[agent] compact_tool`) as AI SDK tools (`{ [name]: tool }`), compacting `current()`'s session. */
+function compactTools(current, options, compacted) {
+  const declaration = new Session(null, { ...options, format: 'ai-sdk' }).compactTool()
+  if (!declaration) return {}
+  const { tool, jsonSchema } = require('ai')
+  const compact = tool({
+    description: declaration.description,
+    inputSchema: jsonSchema(declaration.parameters),
+    execute: async (input) => {
+      const session = current()
+      if (!session) return 'Nothing to compact yet. No changes made.'
+      const answer = session.compactHistory(input ?? {})
+      if (answer.compacted) compacted()
+      return answer.text
+    },
+  })
+  return { [declaration.name]: compact }
 }
 
 /** The recall tool as AI SDK tools (`{ [name]: tool }`) answering from `current()`'s session. */

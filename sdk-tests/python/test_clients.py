@@ -131,9 +131,10 @@ def gemini_cli(base_url, home):
     return done.stdout
 
 
-def agents_sdk(base_url, responses=False, run_config=None):
-    """An OpenAI Agents SDK agent with a shell tool, on the Responses API
-    (the SDK's default model class) or on Chat Completions; its answer."""
+def agents_sdk(base_url, responses=False, run_config=None, tools=(), headers=None):
+    """An OpenAI Agents SDK agent with a shell tool (and `tools`), on the
+    Responses API (the SDK's default model class) or on Chat Completions,
+    its client sending `headers`; its answer."""
     from agents import (Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner,
                         function_tool, set_tracing_disabled)
     from openai import AsyncOpenAI
@@ -146,11 +147,11 @@ def agents_sdk(base_url, responses=False, run_config=None):
         out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
         return out.stdout + out.stderr
 
-    client = AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-agents-test")
+    client = AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-agents-test", default_headers=headers)
     kind = OpenAIResponsesModel if responses else OpenAIChatCompletionsModel
     model = kind(model="gpt-4o", openai_client=client)
     agent = Agent(name="builder", instructions="You read build logs with the shell tool.",
-                  tools=[run_shell], model=model)
+                  tools=[run_shell, *tools], model=model)
     result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 10, run_config=run_config or RunConfig()))
     return result.final_output
 
@@ -374,6 +375,37 @@ class ClientTest(unittest.TestCase):
         self.assertLessEqual(run.peak(), 30_000)
         self.assertGreaterEqual(hook.compactions, 1)
         self.assertIsNone(hook.last_error)
+
+    def test_agents_sdk_with_the_mycoder_preset_compacts_when_its_status_says_so(self):
+        """mycoder's design in-process: the filter adds a status note every
+        third call; the model (told of the tool) calls it once the note says
+        the context is full; the next call is smaller."""
+        try:
+            from abridge.agents import AbridgeInputFilter
+        except ImportError:
+            self.skipTest("the abridge Python package is not installed in this virtualenv")
+        from agents import RunConfig
+
+        hook = AbridgeInputFilter(preset="mycoder", config={"agent": {"status_every": 3, "hint_at": 0.1}})
+        tool = hook.compact_tool()
+        self.assertEqual(tool.name, "compactHistory")
+        run = Run(self, lambda url: agents_sdk(url, True, RunConfig(call_model_input_filter=hook), tools=[tool],
+                                                headers={"x-fake-compact": "compactHistory"}))
+        tokens = [r["tokens"] for r in run.requests]
+        noted = [i for i, r in enumerate(run.requests) if r["status_note"]]
+        calls = [i for i, r in enumerate(run.requests[1:]) if r["compact_calls"] > run.requests[i]["compact_calls"]]
+        print(f"agents sdk (responses), mycoder in-process: {len(tokens)} requests, peak {max(tokens):,} tokens, "
+              f"notes at {noted}, {hook.compactions} compactions", file=sys.stderr)
+        self.assertIn(DONE, run.answer)
+        run.check_valid()
+        self.assertEqual(noted, [i for i in range(len(tokens)) if (i + 1) % 3 == 0])
+        self.assertGreaterEqual(hook.compactions, 1)
+        self.assertIsNone(hook.last_error)
+        # The request after the one answered by a call of the tool carries
+        # the compacted history: smaller than the one that called.
+        self.assertTrue(calls, "the model never called the tool")
+        for i in calls:
+            self.assertLess(tokens[i + 1], tokens[i] * 3 // 4, f"request {i + 1}: {tokens}")
 
     def test_agents_sdk_on_chat_completions_stays_under_the_trigger(self):
         self.agents_sdk_through_abridge(responses=False)

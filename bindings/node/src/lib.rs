@@ -140,7 +140,7 @@ impl NativeSession {
         Ok(i64::try_from(n.get()).unwrap_or(i64::MAX))
     }
 
-    /// Evaluates the triggers and compacts when one fires; `{tokens, compacted, report}` as JSON.
+    /// Evaluates the triggers and compacts when one fires; `{tokens, compacted, report, status}` as JSON.
     #[napi]
     pub fn turn(&mut self, usage: Option<i64>) -> Result<String, String> {
         let usage = usage.and_then(|u| u64::try_from(u).ok()).map(Reported::new);
@@ -176,6 +176,22 @@ impl NativeSession {
     pub fn recall(&self, arguments: String) -> Result<String, String> {
         let arguments = parse(&arguments)?;
         to_text(&serde_json::to_value(self.inner.recall(&arguments)).unwrap_or_default())
+    }
+
+    /// The compact tool's declaration as JSON (`{name, description,
+    /// parameters}`), or null when `[agent] compact_tool` is off.
+    #[napi(js_name = "compactTool")]
+    pub fn compact_tool(&self) -> Result<Option<String>, String> {
+        self.inner.compact_tool().map(|t| to_text(&t)).transpose()
+    }
+
+    /// Answers a call of the compact tool (its arguments as JSON) by
+    /// compacting the history now: `{text, is_error, compacted,
+    /// tokens_before, tokens_after}` as JSON.
+    #[napi(js_name = "compactHistory")]
+    pub fn compact_history(&mut self, arguments: String) -> Result<String, String> {
+        let arguments = parse(&arguments)?;
+        to_text(&self.inner.compact_history(&arguments))
     }
 
     /// Events since the last call, as JSON texts.

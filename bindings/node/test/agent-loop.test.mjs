@@ -95,3 +95,61 @@ test('an AI SDK agent loop plateaus under the trigger with valid messages at eve
   assert.deepEqual(compactions.map((r) => r.snapshot), compactions.map((_, i) => i + 1))
   console.log(`50 steps: peak ${peak} tokens sent, uncompacted last step ${last.original}, ${compactions.length} compactions`)
 })
+
+test('under the mycoder preset the model reads its status and compacts its own history', async () => {
+  const KEEP = 4
+  let call = 0
+  const notes = []
+  const model = new MockLanguageModelV3({
+    doGenerate: async ({ prompt }) => {
+      call += 1
+      const last = JSON.stringify(prompt[prompt.length - 1])
+      if (last.includes('STATUS UPDATE')) notes.push(call)
+      // A model that reads its status calls the tool when told it is full.
+      const [toolName, input] = last.includes('Token usage is high')
+        ? ['compactHistory', { preserve_recent_messages: KEEP }]
+        : ['goto', { url: `https://fly.example/results?page=${call}` }]
+      return {
+        content: [{ type: 'tool-call', toolCallId: `call_${call}`, toolName, input: JSON.stringify(input) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+        usage,
+        warnings: [],
+      }
+    },
+  })
+  const config = { agent: { status_every: 3, hint_at: 0.3 }, models: { 'fake-model': { context_window: 30000, max_output: 2000 } } }
+  // Nothing compacts by itself, even past this trigger: the agent decides.
+  const inner = abridge.abridgePrepareStep({ preset: 'mycoder', model: 'fake-model', triggerTokens: 8000, config })
+  const tools = {
+    goto: tool({ description: 'Open a URL', inputSchema: z.object({ url: z.string() }), execute: async ({ url }) => snapshot(url.split('=').pop()) }),
+    ...inner.tools(),
+  }
+  assert.deepEqual(Object.keys(tools).sort(), ['abridge_recall', 'compactHistory', 'goto'])
+  const sent = []
+  const prepareStep = async (step) => {
+    const out = await inner(step)
+    const messages = out ? out.messages : step.messages
+    modelMessageSchema.array().parse(messages)
+    assert.deepEqual(abridge.validate(messages, { format: 'ai-sdk' }), [], `step ${sent.length}: pairing`)
+    sent.push(abridge.countTokens(messages))
+    return out
+  }
+  const messages = [{ role: 'user', content: 'Find the cheapest flight from Zurich to Lisbon in the first week of December 2026.' }]
+  const result = await generateText({ model, messages, tools, prepareStep, stopWhen: stepCountIs(24) })
+
+  assert.deepEqual(notes, Array.from({ length: 8 }, (_, i) => 3 * (i + 1)), 'a note every third step')
+  const answers = result.steps.flatMap((s) => s.toolResults).filter((r) => r.toolName === 'compactHistory')
+  assert.ok(answers.length >= 1, 'the model compacted')
+  for (const a of answers) assert.match(String(a.output), /^History compacted: \d+ → \d+ tokens/)
+  // The step after each call is smaller than the step that called it.
+  const calls = result.steps.map((s, i) => (s.toolCalls.some((c) => c.toolName === 'compactHistory') ? i : -1)).filter((i) => i >= 0)
+  for (const i of calls.filter((i) => i + 1 < sent.length)) {
+    assert.ok(sent[i + 1] < sent[i] * 0.75, `step ${i + 1} (${sent[i + 1]}) after the call at ${i} (${sent[i]})`)
+  }
+  // Before the first call nothing was compacted: the history only grew.
+  const first = sent.slice(0, calls[0] + 1)
+  assert.ok(first.every((t, i) => i === 0 || t > first[i - 1]), `${first}`)
+  assert.ok(first[first.length - 1] > 8000, 'past the trigger, uncompacted')
+  console.log(`mycoder: steps ${sent.join(' ')}; compacted at ${calls}`)
+  assert.equal(inner.stats.compactions, answers.filter((a) => String(a.output).startsWith('History compacted')).length)
+})

@@ -158,7 +158,7 @@ impl Session {
     }
 
     /// Evaluates the triggers and compacts when one fires (without the GIL);
-    /// `{tokens, compacted, report}` as JSON.
+    /// `{tokens, compacted, report, status}` as JSON.
     #[pyo3(signature = (usage = None))]
     fn turn(&self, py: Python<'_>, usage: Option<u64>) -> PyResult<String> {
         py.detach(|| self.with(|s| to_text(&s.turn(usage.map(Reported::new))?)))
@@ -192,6 +192,21 @@ impl Session {
         py.detach(|| {
             self.with(|s| to_text(&serde_json::to_value(s.recall(&arguments)).unwrap_or_default()))
         })
+    }
+
+    /// The compact tool's declaration as JSON (`{name, description,
+    /// parameters}`), or `None` when `[agent] compact_tool` is off.
+    fn compact_tool(&self) -> PyResult<Option<String>> {
+        self.with(|s| s.compact_tool().map(|t| to_text(&t)).transpose())
+    }
+
+    /// Answers a call of the compact tool (its arguments as JSON) by
+    /// compacting the history now, without the GIL (a summarizer may be
+    /// called): `{text, is_error, compacted, tokens_before, tokens_after}`
+    /// as JSON.
+    fn compact_history(&self, py: Python<'_>, arguments: &str) -> PyResult<String> {
+        let arguments = parse(arguments).map_err(py_err)?;
+        py.detach(|| self.with(|s| to_text(&s.compact_history(&arguments))))
     }
 
     /// Events since the last call, as JSON texts.

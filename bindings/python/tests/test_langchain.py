@@ -105,5 +105,60 @@ class AgentLoop(unittest.TestCase):
         self.run_agent(lambda agent, inp: asyncio.run(agent.ainvoke(inp, {"recursion_limit": 4 * STEPS})))
 
 
+class StatusReader(BaseChatModel):
+    """Calls read_page, or the compact tool when the last message it is sent
+    says the context is full; records what it was sent."""
+
+    seen: List[List[BaseMessage]] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "status-reader"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "StatusReader":
+        return self
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+        n = len(self.seen)
+        self.seen.append(list(messages))
+        last = str(messages[-1].content)
+        if n >= 23:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("Done."))])
+        if "Token usage is high" in last:
+            call = {"name": "compactHistory", "args": {"preserve_recent_messages": 4}, "id": f"call_{n}", "type": "tool_call"}
+        else:
+            call = {"name": "read_page", "args": {"url": f"https://fly.example/p{n:03}"}, "id": f"call_{n}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+class MycoderPreset(unittest.TestCase):
+    def test_the_model_reads_its_status_and_compacts_its_own_history(self):
+        model = StatusReader(seen=[])
+        config = {"agent": {"status_every": 3, "hint_at": 0.3},
+                  "models": {"status-reader": {"context_window": 30000, "max_output": 2000}}}
+        middleware = AbridgeMiddleware(preset="mycoder", model="status-reader", trigger_tokens=8000, config=config)
+        self.assertEqual([t.name for t in middleware.tools], ["abridge_recall", "compactHistory"])
+        agent = create_agent(model=model, tools=[read_page], system_prompt="You are a web agent.", middleware=[middleware])
+        state = agent.invoke({"messages": [{"role": "user", "content": "Find the cheapest fare to Lisbon."}]},
+                             {"recursion_limit": 200})
+        sent = [abridge.count_tokens(abridge.langchain.to_dicts(m)) for m in model.seen]
+        noted = [i for i, m in enumerate(model.seen) if "STATUS UPDATE" in str(m[-1].content)]
+        self.assertEqual(noted, [i for i in range(len(sent)) if (i + 1) % 3 == 0])
+        for i, m in enumerate(model.seen):
+            self.assertEqual(abridge.validate(abridge.langchain.to_dicts(m)), [], f"call {i}: pairing")
+        answers = [m for m in state["messages"] if getattr(m, "name", None) == "compactHistory"]
+        self.assertTrue(answers, "the model compacted")
+        for a in answers:
+            self.assertTrue(str(a.content).startswith("History compacted:"), a.content)
+        calls = [i for i, m in enumerate(model.seen) if "Token usage is high" in str(m[-1].content)]
+        for i in calls[:-1] if calls[-1] + 1 >= len(sent) else calls:
+            self.assertLess(sent[i + 1], sent[i] * 3 // 4, f"call {i + 1}: {sent}")
+        # Nothing compacted by itself before the first call, past the trigger.
+        self.assertTrue(all(b > a for a, b in zip(sent[: calls[0]], sent[1 : calls[0] + 1])), sent)
+        self.assertGreater(sent[calls[0]], 8000)
+        self.assertEqual(middleware.stats["compactions"], len(answers))
+        print(f"\nmycoder (LangChain): calls {sent}, compacted at {calls}")
+
+
 if __name__ == "__main__":
     unittest.main()

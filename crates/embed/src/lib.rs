@@ -35,7 +35,7 @@ use serde_json::Value;
 pub use abridge::TurnReport;
 pub use error::{Error, ErrorKind, Result};
 pub use options::{ConfigSource, Options};
-pub use session::Session;
+pub use session::{Session, Turn};
 pub use shape::{Decoded, Shape};
 
 /// A compacted history, in the shape it was given, and what was done.

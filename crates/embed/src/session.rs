@@ -1,15 +1,28 @@
 //! A history that an agent loop grows message by message.
 
+use abridge::agent::{self, Answered};
 use abridge::recall::{Answer, RecallTool};
 use abridge::tokens::{Counted, Reported};
 use abridge::{Event, TurnReport};
-use abridge_model::{Conversation, decode_wire_messages};
-use serde_json::Value;
+use abridge_model::{Arguments, Conversation, decode_wire_messages};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::Wire;
 use crate::error::Result;
 use crate::options::Options;
 use crate::shape::{Decoded, Shape};
+
+/// What one turn of a [`Session`] did, and the status note due for the
+/// agent on it, if any (add it to what the model is sent this once).
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    /// The engine's report of the turn.
+    #[serde(flatten)]
+    pub report: TurnReport,
+    /// The status note, when `[agent] status_every` says one is due.
+    pub status: Option<String>,
+}
 
 /// An agent's history kept by abridge: push what the loop adds, call
 /// [`turn`](Session::turn) before each model call, send
@@ -50,9 +63,36 @@ impl Session {
     }
 
     /// Evaluates the triggers (with the provider-reported prompt tokens of
-    /// the last call, when known) and compacts when one fires.
-    pub fn turn(&mut self, usage: Option<Reported>) -> Result<TurnReport> {
-        Ok(self.inner.turn(usage)?)
+    /// the last call, when known) and compacts when one fires; says when a
+    /// status note for the agent is due (`[agent] status_every`).
+    pub fn turn(&mut self, usage: Option<Reported>) -> Result<Turn> {
+        let report = self.inner.turn(usage)?;
+        Ok(Turn {
+            status: self.inner.status_due(None),
+            report,
+        })
+    }
+
+    /// The compact tool's declaration (`{name, description, parameters}`)
+    /// when `[agent] compact_tool` is on: give it to the model beside the
+    /// agent's tools, and answer its calls with
+    /// [`compact_history`](Session::compact_history).
+    pub fn compact_tool(&self) -> Option<Value> {
+        let agent = &self.inner.compactor().config().agent;
+        agent.compact_tool.then(|| {
+            json!({"name": agent.tool, "description": agent::DESCRIPTION,
+                "parameters": agent::parameters()})
+        })
+    }
+
+    /// Answers a call of the compact tool, given its arguments
+    /// (`{"preserve_recent_messages": 10, "custom_prompt": "…"}`): the
+    /// history before the kept messages becomes a briefing now; the next
+    /// [`messages`](Session::messages) is the compacted history. Push the
+    /// call and this answer after it, as for any tool.
+    pub fn compact_history(&mut self, arguments: &Value) -> Answered {
+        self.inner
+            .compact_requested(&Arguments::Value(arguments.clone()))
     }
 
     /// The history to send now, in the shape the session started with.

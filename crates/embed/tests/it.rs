@@ -109,8 +109,8 @@ fn a_session_grows_and_stays_under_its_trigger() {
     for pair in list[1..].chunks(2) {
         assert!(session.push(json!(pair)).unwrap().get() > 0);
         let turn = session.turn(None).unwrap();
-        compactions += usize::from(turn.compacted());
-        assert!(turn.tokens.get() <= 4000, "{}", turn.tokens);
+        compactions += usize::from(turn.report.compacted());
+        assert!(turn.report.tokens.get() <= 4000, "{}", turn.report.tokens);
         assert!(
             validate(session.messages().unwrap(), Some(Wire::AiSdk))
                 .unwrap()
@@ -260,8 +260,8 @@ fn a_gemini_session_grows_and_stays_under_its_trigger() {
     for pair in contents[1..].chunks(2) {
         assert!(session.push(json!(pair)).unwrap().get() > 0);
         let turn = session.turn(None).unwrap();
-        compactions += usize::from(turn.compacted());
-        assert!(turn.tokens.get() <= 4000, "{}", turn.tokens);
+        compactions += usize::from(turn.report.compacted());
+        assert!(turn.report.tokens.get() <= 4000, "{}", turn.report.tokens);
         let now = session.messages().unwrap();
         assert!(validate(now, Some(Wire::Gemini)).unwrap().is_empty());
     }
@@ -328,4 +328,57 @@ fn a_body_as_text_reads_as_its_tree() {
     let e = Decoded::read_text(&text, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
     assert!(e.to_string().contains("[7]"), "{e}");
+}
+
+#[test]
+fn an_agent_reads_its_status_and_compacts_its_own_history() {
+    let options: Options = serde_json::from_value(json!({
+        "preset": "mycoder",
+        "config": {"agent": {"status_every": 4}, "trigger": {"max_tokens": 3000}},
+    }))
+    .unwrap();
+    let mut session = Session::new(None, &options).unwrap();
+    let tool = session.compact_tool().expect("offered under mycoder");
+    assert_eq!(tool["name"], "compactHistory");
+    assert_eq!(
+        tool["parameters"]["properties"]["preserve_recent_messages"]["maximum"],
+        50
+    );
+    let list = openai_list(30);
+    session.push(list[0].clone()).unwrap();
+    let mut notes = Vec::new();
+    for (i, pair) in list[1..].chunks(2).enumerate() {
+        session.push(json!(pair)).unwrap();
+        let turn = session.turn(None).unwrap();
+        // Never by itself, whatever the trigger: the agent decides.
+        assert!(!turn.report.compacted(), "turn {i}");
+        if let Some(note) = turn.status {
+            notes.push(i);
+            assert!(
+                note.starts_with("--- STATUS UPDATE ---\nToken Usage: "),
+                "{note}"
+            );
+            assert!(note.contains("'compactHistory' tool"), "{note}");
+        }
+    }
+    assert_eq!(
+        notes,
+        (0..30).filter(|i| (i + 1) % 4 == 0).collect::<Vec<_>>()
+    );
+    let before = session.tokens();
+    let answer = session.compact_history(&json!({"preserve_recent_messages": 6}));
+    assert!(answer.compacted && !answer.is_error, "{}", answer.text);
+    assert!(
+        answer.text.starts_with("History compacted:"),
+        "{}",
+        answer.text
+    );
+    assert_eq!(answer.tokens_before, before);
+    assert!(session.tokens().get() < before.get() / 2);
+    assert_eq!(answer.tokens_after, session.tokens());
+    // The last six messages are as the agent wrote them, and the history is valid.
+    let now = session.messages().unwrap();
+    let now = now.as_array().unwrap();
+    assert_eq!(now[now.len() - 6..], list[list.len() - 6..]);
+    assert!(validate(json!(now), None).unwrap().is_empty());
 }

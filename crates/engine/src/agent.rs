@@ -8,8 +8,9 @@ use abridge_model::{
     Arguments, ContentForm, Conversation, Extra, Family, FunctionTool, Message, Part, Role, Tool,
     ToolResult, iterations,
 };
-use abridge_tokens::Calibrated;
 use abridge_tokens::Price;
+use abridge_tokens::{Calibrated, Counted};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::compactor::Compactor;
@@ -150,6 +151,12 @@ impl Compactor {
     /// the tool and threshold of `[agent]`, and `spent` so far when known.
     pub fn status_message(&mut self, conv: &Conversation, spent: Option<f64>) -> Message {
         let tokens = self.count(conv);
+        self.status(tokens, spent).message()
+    }
+
+    /// [`Compactor::status_message`]'s status for a history of `tokens`
+    /// (as counted).
+    pub fn status(&self, tokens: Counted, spent: Option<f64>) -> Status<'_> {
         let limits = *self.limits();
         let agent = &self.config().agent;
         Status {
@@ -160,11 +167,27 @@ impl Compactor {
             tool: agent.compact_tool.then_some(agent.tool.as_str()),
             hint_at: agent.hint_at,
         }
-        .message()
     }
 }
 
-fn schema() -> Value {
+/// What a compaction the agent asked for came to: what the tool answers,
+/// and the history's tokens before and after.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answered {
+    /// The tool's answer.
+    pub text: String,
+    /// The compaction failed (the answer says why).
+    pub is_error: bool,
+    /// The history was rewritten.
+    pub compacted: bool,
+    /// Its tokens before.
+    pub tokens_before: Counted,
+    /// Its tokens after.
+    pub tokens_after: Counted,
+}
+
+/// The tool's parameters (mycoder's), as a JSON Schema.
+pub fn parameters() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -180,7 +203,8 @@ fn schema() -> Value {
     })
 }
 
-const DESCRIPTION: &str = "Compacts the message history by summarizing older messages to reduce token usage. \
+/// What the tool's declaration tells the model.
+pub const DESCRIPTION: &str = "Compacts the message history by summarizing older messages to reduce token usage. \
 The most recent messages stay verbatim; identifiers, files, decisions and the task list are kept.";
 
 /// The tool declaration under its default name; see [`tool_named`].
@@ -198,7 +222,7 @@ pub fn tool_named(family: Family, name: &str) -> Tool {
     Tool::Function(FunctionTool {
         name: name.to_owned(),
         description: Some(DESCRIPTION.to_owned()),
-        parameters: Some(schema()),
+        parameters: Some(parameters()),
         extra,
         function_extra: Extra::new(),
     })

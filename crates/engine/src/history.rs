@@ -4,9 +4,10 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use abridge_model::{Conversation, Format, Message, continues_turn};
+use abridge_model::{Arguments, Conversation, Format, Message, continues_turn};
 use abridge_tokens::{Counted, Reported};
 
+use crate::agent::{self, Answered};
 use crate::compactor::Compactor;
 use crate::error::Result;
 use crate::input::Input;
@@ -37,6 +38,8 @@ pub struct History {
     total: Counted,
     /// Messages of the history the last turn returned.
     sent: usize,
+    /// Turns taken (the status note's cadence).
+    turns: u64,
 }
 
 /// What one turn did: the one result type of a turn, for the library and
@@ -82,6 +85,7 @@ impl History {
             tokens,
             tools,
             sent: 0,
+            turns: 0,
         }
     }
 
@@ -131,6 +135,7 @@ impl History {
         if let Some(u) = usage {
             self.compactor.thread_mut().reported(u);
         }
+        self.turns += 1;
         let input = Input::evaluate(&self.conv).extending(self.sent);
         let outcome = match self.compactor.turn(input) {
             Ok(o) => o,
@@ -153,5 +158,48 @@ impl History {
             report: report.reason.is_some().then_some(report),
             duration,
         })
+    }
+
+    /// The status note for the agent when `[agent] status_every` says one
+    /// is due at this turn (every that many turns), with `spent` dollars
+    /// so far when the caller knows them.
+    pub fn status_due(&self, spent: Option<f64>) -> Option<String> {
+        let every = self.compactor.config().agent.status_every as u64;
+        if every == 0 || self.turns == 0 || self.turns % every != 0 {
+            return None;
+        }
+        Some(self.compactor.status(self.total, spent).text())
+    }
+
+    /// Compacts as a call of the compact tool asked (its arguments): the
+    /// history before its last kept messages becomes a briefing, whatever
+    /// the triggers say. The history then holds the result; the call and
+    /// its answer are the caller's to push after it.
+    pub fn compact_requested(&mut self, arguments: &Arguments) -> Answered {
+        let req = agent::parse_arguments(arguments);
+        let kept = req.keep_iterations(&self.conv.messages);
+        let outcome = self
+            .compactor
+            .compact_on_request(&self.conv, kept, req.focus);
+        let (text, is_error) = agent::answer(&outcome, kept);
+        let mut answered = Answered {
+            text,
+            is_error,
+            compacted: false,
+            tokens_before: self.total,
+            tokens_after: self.total,
+        };
+        if let Ok(o) = outcome
+            && o.report.compacted
+            && let Cow::Owned(conv) = o.conversation
+        {
+            self.tokens = self.compactor.message_tokens(&conv.messages);
+            self.total = self.tokens.iter().copied().sum::<Counted>() + self.tools;
+            self.conv = conv;
+            self.sent = self.conv.messages.len();
+            answered.compacted = true;
+            answered.tokens_after = self.total;
+        }
+        answered
     }
 }

@@ -179,7 +179,10 @@ class Session:
 
     def turn(self, usage: Optional[int] = None) -> Dict[str, Any]:
         """Checks the triggers (with the provider-reported prompt tokens of the
-        last call, when known) and compacts when one fires."""
+        last call, when known) and compacts when one fires: ``{"tokens",
+        "compacted", "report", "duration_us", "status"}``. ``status`` is the
+        note for the agent when ``[agent] status_every`` says one is due
+        (add it to what the model is sent this once), else ``None``."""
         t = json.loads(self._native.turn(usage))
         if t["compacted"]:
             self._messages = None
@@ -242,6 +245,34 @@ class Session:
             text = json.dumps(arguments)
         answer = json.loads(self._native.recall(text))
         answer["text"] = "\n".join(p["text"] for p in answer["pieces"] if p["type"] == "text")
+        self._flush()
+        return answer
+
+    def compact_tool(self) -> Optional[Dict[str, Any]]:
+        """The compact tool's declaration, ``{"name", "description",
+        "parameters"}``, or ``None`` unless ``[agent] compact_tool`` is on
+        (the ``mycoder`` preset): give the model this tool and answer its
+        calls with ``compact_history``; the agent decides when to compact."""
+        text = self._native.compact_tool()
+        return None if text is None else json.loads(text)
+
+    def compact_history(self, arguments: Union[str, Dict[str, Any], None] = None) -> Dict[str, Any]:
+        """Answers a call of the compact tool given its arguments (a dict
+        or the JSON text a model wrote: ``preserve_recent_messages``, 10 by
+        default, and ``custom_prompt``) by compacting the history now:
+        ``{"text", "is_error", "compacted", "tokens_before",
+        "tokens_after"}``; ``text`` is the tool's result. Push the call and
+        that result after it, as for any tool."""
+        if arguments is None:
+            arguments = {}
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        try:
+            json.loads(text)
+        except ValueError:
+            text = "{}"
+        answer = json.loads(self._native.compact_history(text))
+        if answer["compacted"]:
+            self._messages = None
         self._flush()
         return answer
 

@@ -19,7 +19,10 @@ input, the input goes as it was and the error is kept in ``last_error``.
 
 A filter cannot add tools to the agent, so handles on what was replaced
 (and the index in briefings) are off unless the agent has the recall tool:
-``Agent(tools=[..., input_filter.recall_tool()])``.
+``Agent(tools=[..., input_filter.recall_tool()])``. Under ``[agent]`` (the
+``mycoder`` preset) give it ``input_filter.compact_tool()`` as well: the
+model compacts its own history with it, and every ``status_every``-th call
+carries a status note.
 """
 
 from __future__ import annotations
@@ -90,6 +93,32 @@ class AbridgeInputFilter:
             strict_json_schema=False,
         )
 
+    def compact_tool(self) -> Any:
+        """The compact tool (``[agent] compact_tool``, on under the
+        ``mycoder`` preset) as an Agents SDK ``FunctionTool``: the model
+        calls it to compact its own history, and the filter's next inputs
+        carry that compaction."""
+        from agents import FunctionTool
+
+        declaration = Session(format="responses", **self._options).compact_tool()
+        if declaration is None:
+            raise AbridgeError("the compact tool is off in the config ([agent] compact_tool = false)")
+
+        async def invoke(_ctx: Any, arguments: str) -> str:
+            if self._session is None:
+                return "Nothing to compact yet. No changes made."
+            answer = self._session.compact_history(arguments or "{}")
+            self.compactions += int(answer["compacted"])
+            return answer["text"]
+
+        return FunctionTool(
+            name=declaration["name"],
+            description=declaration["description"],
+            params_json_schema=declaration["parameters"],
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+
     def __call__(self, data: Any) -> Any:
         from agents.run_config import ModelInputData
 
@@ -116,7 +145,12 @@ class AbridgeInputFilter:
         self._last = json.dumps(items[-1], sort_keys=True) if items else None
         self.last_turn = self._session.turn()
         self.compactions += int(self.last_turn["compacted"])
-        return list(self._session.messages["input"])
+        items = list(self._session.messages["input"])
+        status = self.last_turn.get("status")
+        if status is not None:
+            # The note goes this once, after the input the model is sent.
+            items.append({"role": "user", "content": status})
+        return items
 
     def _extends(self, items: List[Any]) -> bool:
         """Whether ``items`` goes on from the input of the last call."""

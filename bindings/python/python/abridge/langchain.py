@@ -9,7 +9,10 @@ state keeps every message); only the messages added since the last call
 are read, and the compacted prefix stays the same from call to call, so
 prompt caches hold. It also gives the agent the ``abridge_recall`` tool:
 placeholders and briefings name what they replaced by a handle, and the
-model gets an original back by calling the tool with it.
+model gets an original back by calling the tool with it. Under
+``[agent]`` (the ``mycoder`` preset) it adds the compact tool, which the
+model calls to compact its own history, and a status note to every
+``status_every``-th call.
 """
 
 from __future__ import annotations
@@ -54,10 +57,14 @@ class AbridgeMiddleware(AgentMiddleware):
         if "format" in session_options:
             raise TypeError("AbridgeMiddleware sends LangChain messages: no format option")
         # Checked now, not at the first model call: an unknown name is a TypeError.
-        declaration = Session(**session_options).recall_tool()
+        probe = Session(**session_options)
+        declaration, compact = probe.recall_tool(), probe.compact_tool()
         self._options = session_options
-        #: The recall tool (registered with the agent by ``create_agent``).
+        #: The recall tool, and the compact tool under ``[agent]``
+        #: (registered with the agent by ``create_agent``).
         self.tools = [] if declaration is None else [self._recall_tool(declaration)]
+        if compact is not None:
+            self.tools.append(self._compact_tool(compact))
         self._on_compact = on_compact
         self._lock = threading.Lock()
         self._session: Optional[Session] = None
@@ -79,6 +86,33 @@ class AbridgeMiddleware(AgentMiddleware):
 
         return StructuredTool.from_function(
             func=recall,
+            name=declaration["name"],
+            description=declaration["description"],
+            args_schema=declaration["parameters"],
+        )
+
+    def _compact_tool(self, declaration: Dict[str, Any]) -> Any:
+        from langchain_core.tools import StructuredTool
+
+        def compact(preserve_recent_messages: Optional[int] = None,
+                    custom_prompt: Optional[str] = None) -> str:
+            args: Dict[str, Any] = {}
+            if preserve_recent_messages is not None:
+                args["preserve_recent_messages"] = preserve_recent_messages
+            if custom_prompt is not None:
+                args["custom_prompt"] = custom_prompt
+            with self._lock:
+                session = self._session
+                if session is None:
+                    return "Nothing to compact yet. No changes made."
+                answer = session.compact_history(args)
+                if answer["compacted"]:
+                    self.stats["compactions"] += 1
+                    self._current = from_dicts(session.messages, self._dicts, self._seen)
+            return answer["text"]
+
+        return StructuredTool.from_function(
+            func=compact,
             name=declaration["name"],
             description=declaration["description"],
             args_schema=declaration["parameters"],
@@ -126,4 +160,11 @@ class AbridgeMiddleware(AgentMiddleware):
             self._current = from_dicts(self._session.messages, self._dicts, self._seen)
             if self._on_compact is not None:
                 self._on_compact(turn["report"])
-        return None if self._current is None else list(self._current)
+        status = turn.get("status")
+        if status is None:
+            return None if self._current is None else list(self._current)
+        from langchain_core.messages import HumanMessage
+
+        # The note goes this once, after the history the model is sent.
+        sent = list(self._seen) if self._current is None else list(self._current)
+        return sent + [HumanMessage(content=status)]

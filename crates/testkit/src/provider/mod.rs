@@ -310,9 +310,18 @@ async fn answer_as(
                 .map(str::to_owned)
                 .or_else(|| first_handle(body)),
         });
-    // A scripted step the model recalls before (its call left for later)
-    // is taken again on the next request.
-    let postponed = recall.is_some() && recall_mode != Some(RecallMode::Beside);
+    // A model told of a compact tool calls it when a status note says the
+    // context is full, instead of its own call.
+    let compact = headers
+        .get("x-fake-compact")
+        .and_then(|v| v.to_str().ok())
+        .filter(|name| declares(&request, name))
+        .filter(|_| recall.is_none())
+        .filter(|_| String::from_utf8_lossy(body).contains("Token usage is high"));
+    // A scripted step the model recalls or compacts before (its call left
+    // for later) is taken again on the next request.
+    let postponed =
+        (recall.is_some() && recall_mode != Some(RecallMode::Beside)) || compact.is_some();
     let mut reply = match s.options.script {
         Some(script) => Reply::scripted(&request, turn, script, || {
             let mut seen = s.seen.lock().unwrap();
@@ -343,14 +352,7 @@ async fn answer_as(
             reply.call = None;
         }
     }
-    // A model told of a compact tool calls it when a status note says the
-    // context is full, instead of its own call.
-    let compact = headers
-        .get("x-fake-compact")
-        .and_then(|v| v.to_str().ok())
-        .filter(|name| declares(&request, name))
-        .filter(|_| String::from_utf8_lossy(body).contains("Token usage is high"));
-    if let Some(name) = compact.filter(|_| !answers && reply.recall.is_none()) {
+    if let Some(name) = compact.filter(|_| !answers) {
         let kept = headers
             .get("x-fake-compact-keep")
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
