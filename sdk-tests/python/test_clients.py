@@ -152,7 +152,7 @@ def agents_sdk(base_url, responses=False, run_config=None, tools=(), headers=Non
     model = kind(model="gpt-4o", openai_client=client)
     agent = Agent(name="builder", instructions="You read build logs with the shell tool.",
                   tools=[run_shell, *tools], model=model)
-    result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 10, run_config=run_config or RunConfig()))
+    result = asyncio.run(Runner.run(agent, TASK, max_turns=STEPS + 30, run_config=run_config or RunConfig()))
     return result.final_output
 
 
@@ -386,7 +386,8 @@ class ClientTest(unittest.TestCase):
             self.skipTest("the abridge Python package is not installed in this virtualenv")
         from agents import RunConfig
 
-        hook = AbridgeInputFilter(preset="mycoder", config={"agent": {"status_every": 3, "hint_at": 0.1}})
+        hook = AbridgeInputFilter(preset="mycoder", model="gpt-4o",
+                                  config={"agent": {"status_every": 3, "hint_at": 0.25}})
         tool = hook.compact_tool()
         self.assertEqual(tool.name, "compactHistory")
         run = Run(self, lambda url: agents_sdk(url, True, RunConfig(call_model_input_filter=hook), tools=[tool],
