@@ -227,6 +227,13 @@ pub struct PolicyConfig {
     pub min_result_chars: usize,
     /// Arguments shorter than this many characters are left alone.
     pub min_args_chars: usize,
+    /// `clip_tool_args` also strips the text of old assistant messages that
+    /// call tools (the model's intermediate reasoning; Pilo #437), kept
+    /// with the first call's arguments for recall.
+    pub strip_reasoning: bool,
+    /// `clip_tool_args` blanks every argument, short ones too (Pilo #437:
+    /// the tool name stays, its arguments become a placeholder).
+    pub blank_args: bool,
     /// A result whose first line starts with one of these (case-insensitive)
     /// is an error; its first line is kept in the placeholder.
     pub error_prefixes: Vec<String>,
@@ -266,6 +273,8 @@ impl Default for PolicyConfig {
             keep_results_of: Vec::new(),
             min_result_chars: 200,
             min_args_chars: 120,
+            strip_reasoning: false,
+            blank_args: false,
             error_prefixes: DEFAULT_ERROR_PREFIXES.map(str::to_owned).to_vec(),
             feedback: vec![
                 kind(

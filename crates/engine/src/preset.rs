@@ -21,7 +21,8 @@ pub const PRESETS: [Preset; 5] = [
         name: "pilo-clipping",
         source: "Pilo #437, aggressive history clipping for long task runs",
         // Before every step: old page snapshots, tool arguments and results
-        // clipped to placeholders whatever their size, runs of old feedback
+        // clipped to placeholders whatever their size (arguments blanked,
+        // the text beside old calls stripped), runs of old feedback
         // collapsed, the last K = 3 iterations whole. No summary.
         toml: r#"
 [trigger]
@@ -36,6 +37,8 @@ kept_cap = 0
 pipeline = ["clip_external", "collapse_feedback", "clip_tool_results", "clip_tool_args"]
 min_result_chars = 0
 min_args_chars = 0
+strip_reasoning = true
+blank_args = true
 "#,
     },
     Preset {

@@ -3,6 +3,9 @@
 //! command) stay, so pairing is intact, the API still accepts the call, and
 //! the agent still sees what it did: `{"file_path": "src/lib.rs",
 //! "_abridged": "2 long arguments clipped for brevity; recall abr_…"}`.
+//! With `blank_args` no argument stays; with `strip_reasoning` the text of
+//! the message that made the calls goes too, kept with the first call's
+//! arguments for recall (Pilo #437).
 
 use std::ops::Range;
 
@@ -27,26 +30,40 @@ pub(super) fn apply(
         if m.meta.pinned || m.role != Role::Assistant {
             continue;
         }
+        let mut stripped = match cfg.strip_reasoning {
+            true => strip_text(m),
+            false => None,
+        };
+        changed += usize::from(stripped.is_some());
         for p in &mut m.parts {
             let Part::ToolCall(call) = p else { continue };
             let text = call.arguments.to_json_text();
-            if text.len() < cfg.min_args_chars || is_placeholder(&call.arguments) {
+            // Stripped text goes with the first call's arguments.
+            let with_text = stripped.take();
+            let short = text.len() < cfg.min_args_chars && !cfg.blank_args;
+            if with_text.is_none() && (short || is_placeholder(&call.arguments)) {
                 continue;
             }
-            let original = Original::arguments(call);
+            let mut original = Original::arguments(call);
+            if let Some(t) = &with_text {
+                original = original.after_text(t);
+            }
             let h = found.is_some().then(|| original.handle.clone());
             let clipped = match &call.arguments {
                 Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
-                    Ok(v) => Arguments::Json(clip(&v, h.as_ref()).to_string()),
+                    Ok(v) => Arguments::Json(clip(&v, h.as_ref(), cfg.blank_args).to_string()),
                     Err(_) => Arguments::Json(args_json(h.as_ref())),
                 },
-                Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref())),
+                Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref(), cfg.blank_args)),
                 Arguments::Custom(_) => {
                     Arguments::Custom(format!("[{}]", with_handle(ARGS_NOTE, h.as_ref())))
                 }
             };
-            if clipped.to_json_text().len() < text.len() {
+            let smaller = clipped.to_json_text().len() < text.len();
+            if smaller || with_text.is_some() {
                 keep(&mut found, || original);
+            }
+            if smaller || (with_text.is_some() && !is_placeholder(&call.arguments)) {
                 call.arguments = clipped;
                 changed += 1;
             }
@@ -55,17 +72,38 @@ pub(super) fn apply(
     changed
 }
 
+/// Takes the text out of an assistant message that calls tools; what it
+/// said, when it said anything.
+fn strip_text(m: &mut Message) -> Option<String> {
+    if !m.parts.iter().any(|p| matches!(p, Part::ToolCall(_))) {
+        return None;
+    }
+    let said: Vec<String> = m
+        .parts
+        .iter()
+        .filter_map(Part::as_text)
+        .filter(|t| !t.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    if said.is_empty() {
+        return None;
+    }
+    m.parts.retain(|p| p.as_text().is_none());
+    Some(said.join("\n"))
+}
+
 /// Short scalars of an object kept, the rest replaced by a count.
-fn clip(v: &Value, handle: Option<&Handle>) -> Value {
+fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
     let mut out = Map::new();
     let mut dropped = 0;
     if let Value::Object(m) = v {
-        for (k, x) in m {
-            let short = match x {
-                Value::String(s) => s.chars().count() <= KEEP_CHARS && !s.contains('\n'),
-                Value::Number(_) | Value::Bool(_) | Value::Null => true,
-                _ => false,
-            };
+        for (k, x) in m.iter().filter(|(k, _)| *k != ARGS_KEY) {
+            let short = !blank
+                && match x {
+                    Value::String(s) => s.chars().count() <= KEEP_CHARS && !s.contains('\n'),
+                    Value::Number(_) | Value::Bool(_) | Value::Null => true,
+                    _ => false,
+                };
             if short {
                 out.insert(k.clone(), x.clone());
             } else {
@@ -74,6 +112,7 @@ fn clip(v: &Value, handle: Option<&Handle>) -> Value {
         }
     }
     let note = match dropped {
+        _ if blank => ARGS_NOTE.to_owned(),
         0 => ARGS_NOTE.to_owned(),
         1 => "1 long argument clipped for brevity".to_owned(),
         n => format!("{n} long arguments clipped for brevity"),

@@ -195,6 +195,20 @@ impl Original {
         Original::new(OriginalKind::Arguments, label, vec![Piece::Text { text }])
     }
 
+    /// These arguments with the text the message said before its calls
+    /// (stripped with them).
+    pub(crate) fn after_text(mut self, text: &str) -> Original {
+        let label = format!("{} and the text before it", self.label);
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.insert(
+            0,
+            Piece::Text {
+                text: text.to_owned(),
+            },
+        );
+        Original::new(self.kind, label, pieces)
+    }
+
     /// The body of a wrapped block, labelled by its opening tag.
     pub(crate) fn external(open_tag: &str, body: &str) -> Original {
         let label = abridge_model::text::clip(open_tag.trim(), 160, 0);

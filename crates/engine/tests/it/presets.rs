@@ -118,6 +118,31 @@ fn pilo_clipping_clips_before_every_step_and_keeps_the_last_three_iterations() {
         assert_eq!(calls(&r.last), calls(&conv), "{family:?}");
         // The last K = 3 iterations as the agent wrote them.
         assert_eq!(tail(&r.last, 3), tail(&conv, 3), "{family:?}");
+        // Older calls keep their tool name only: the text beside them
+        // stripped, every argument blanked (the last turn kept three; the
+        // iteration after it was added since).
+        let its = iterations(&r.last.messages);
+        let old = &r.last.messages[..its[its.len() - 4].start];
+        let old_calls: Vec<_> = old
+            .iter()
+            .filter(|m| m.role == Role::Assistant && m.tool_calls().next().is_some())
+            .collect();
+        assert!(old_calls.len() > 40, "{family:?}");
+        for m in &old_calls {
+            assert!(
+                m.parts.iter().all(|p| p.as_text().is_none()),
+                "{family:?}: {m:?}"
+            );
+            for c in m.tool_calls() {
+                let args = c.arguments.to_value();
+                let keys: Vec<&String> = args.as_object().unwrap().keys().collect();
+                assert_eq!(keys, ["_abridged"], "{family:?}: {args}");
+            }
+        }
+        assert!(conv.messages.iter().any(|m| m.role == Role::Assistant
+            && m.tool_calls().next().is_some()
+            && m.parts.iter().any(|p| p.as_text().is_some())));
+        abridge::model::encode(&r.last).unwrap();
         // The history plateaus instead of growing with the run.
         let first_half = r.turns[20..30].iter().map(|t| t.0).max().unwrap();
         let second_half = r.turns[50..60].iter().map(|t| t.0).max().unwrap();

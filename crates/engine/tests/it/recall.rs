@@ -289,3 +289,40 @@ fn a_call_id_used_twice_keeps_both_originals() {
         }
     }
 }
+
+#[test]
+fn stripped_reasoning_is_recalled_with_the_arguments_of_its_call() {
+    let conv = abridge::synth::run(abridge::synth::Spec {
+        iterations: 12,
+        ..abridge::synth::Spec::default()
+    });
+    let said: Vec<String> = conv
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant && m.tool_calls().next().is_some())
+        .filter_map(|m| m.parts.iter().find_map(Part::as_text).map(str::to_owned))
+        .collect();
+    assert!(said.len() > 5);
+    let mut cfg = Config::from_toml("preset = \"pilo-clipping\"").unwrap();
+    cfg.model = conv.model.clone();
+    let mut c = Compactor::new(cfg).unwrap();
+    // Pilo's target (1 token) is never met: the floor is what goes.
+    let out = match c.compact(&conv) {
+        Err(abridge::Error::CannotShrink {
+            smallest: Some(floor),
+            ..
+        }) => *floor,
+        other => panic!("{other:?}"),
+    };
+    let left: Vec<String> = texts(&out);
+    let stripped: Vec<&String> = said.iter().filter(|t| !left.contains(t)).collect();
+    assert!(!stripped.is_empty(), "nothing stripped");
+    // Every stripped sentence comes back through a handle on its call.
+    let recalled: String = handles(&out)
+        .iter()
+        .map(|h| c.engine().recall(&json!({"handle": h.as_str()})).text())
+        .collect();
+    for t in stripped {
+        assert!(recalled.contains(t.as_str()), "{t} is lost");
+    }
+}
