@@ -320,7 +320,7 @@ fn annotations(m: &Message, text: &[&str]) -> String {
         .flat_map(|t| t.split_whitespace())
         .filter_map(|w| w.strip_prefix('@'))
         .map(|w| {
-            w.trim_end_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | ')' | '\'' | '"'))
+            w.trim_end_matches([',', '.', ';', ':', ')', '\'', '"'])
         })
         .filter(|w| w.contains('/') || w.contains('.'))
         .collect();
