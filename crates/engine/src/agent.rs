@@ -6,13 +6,14 @@
 
 use abridge_model::{
     Arguments, ContentForm, Conversation, Extra, Family, FunctionTool, Message, Part, Role, Tool,
-    ToolResult, iterations,
+    ToolResult,
 };
 use abridge_tokens::Price;
 use abridge_tokens::{Calibrated, Counted};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::boundary::iterations_covering;
 use crate::compactor::Compactor;
 use crate::error::Error;
 use crate::report::Outcome;
@@ -254,14 +255,7 @@ impl CompactRequest {
     pub fn keep_iterations(&self, messages: &[Message]) -> usize {
         match self.keep {
             Keep::Iterations(n) => n,
-            Keep::Messages(n) => {
-                let from = messages.len().saturating_sub(n);
-                iterations(messages)
-                    .iter()
-                    .filter(|it| it.end > from)
-                    .count()
-                    .max(1)
-            }
+            Keep::Messages(n) => iterations_covering(messages, n),
         }
     }
 }

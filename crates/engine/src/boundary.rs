@@ -30,6 +30,18 @@ pub(crate) fn tail_iterations(
     kept
 }
 
+/// Trailing iterations that hold the last `n` messages: those the last `n`
+/// messages reach into (at least 1), so a floor of messages keeps whole
+/// iterations and every call its result.
+pub(crate) fn iterations_covering(messages: &[Message], n: usize) -> usize {
+    let from = messages.len().saturating_sub(n);
+    iterations(messages)
+        .iter()
+        .filter(|it| it.end > from)
+        .count()
+        .max(1)
+}
+
 /// `[head end, tail start)`: what policies may rewrite, given the tail size.
 pub(crate) fn old_region(messages: &[Message], tail_n: usize) -> Range<usize> {
     let tail = tail_start(messages, &iterations(messages), tail_n);

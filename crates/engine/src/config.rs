@@ -147,8 +147,11 @@ pub struct BudgetConfig {
     pub kept_fraction: f64,
     /// …and at most this many tokens…
     pub kept_cap: u64,
-    /// …but at least this many whole iterations (the floor).
+    /// …but at least this many whole iterations (the floor)…
     pub min_iterations: usize,
+    /// …and the iterations that hold the last this many messages
+    /// (stagewise's `max(5, minUncompressedMessages)`; 0: none).
+    pub min_messages: usize,
     /// When a trigger fires, everything between the task and the last
     /// `min_iterations` iterations becomes the briefing, however far under
     /// the target that lands (Pilo #441: "the summary replaces the messages
@@ -166,6 +169,7 @@ impl Default for BudgetConfig {
             kept_fraction: 0.2,
             kept_cap: 40_000,
             min_iterations: 3,
+            min_messages: 0,
             summarize_all: false,
         }
     }

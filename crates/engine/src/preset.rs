@@ -104,8 +104,8 @@ todo_tools = ["reportProgress", "TodoWrite", "todo_write", "write_todos", "updat
         name: "stagewise",
         source: "stagewise's history compression",
         // Above min(0.65 x window, 200k); the kept tail at most
-        // min(0.2 x window, 40k) and at least 5 messages; a briefing of
-        // about 30,000 characters (7,500 tokens).
+        // min(0.2 x window, 40k) and at least max(5, 10) messages; a
+        // briefing of about 30,000 characters (7,500 tokens).
         toml: r#"
 [trigger]
 window_fraction = 0.65
@@ -114,6 +114,7 @@ window_cap = 200000
 kept_fraction = 0.2
 kept_cap = 40000
 min_iterations = 3
+min_messages = 10
 [summary]
 max_tokens = 7500
 "#,

@@ -11,7 +11,7 @@ use abridge_summarize::Sheet;
 use abridge_summarize::wrapper::unwrap;
 use abridge_tokens::{Counted, TokenCounter};
 
-use crate::boundary::{old_region, tail_iterations, tail_start};
+use crate::boundary::{iterations_covering, old_region, tail_iterations, tail_start};
 use crate::cancel::Cancel;
 use crate::config::PolicyKind;
 use crate::engine::Engine;
@@ -110,6 +110,19 @@ impl Rewriter<'_> {
         if plan.target.is_some_and(|t| eval.tokens <= t) {
             return Ok(unchanged(conv, Some(plan.reason), eval));
         }
+        // A floor of messages (stagewise: max(5, N)) in whole iterations.
+        let floored;
+        let plan = match self.engine.config.budget.min_messages {
+            0 => plan,
+            n => {
+                let floor = plan.floor.max(iterations_covering(&conv.messages, n));
+                floored = Plan {
+                    floor,
+                    ..plan.clone()
+                };
+                &floored
+            }
+        };
         let mut work = self.start(conv, plan, eval.tokens);
         self.cancel.check()?;
         if let Err(e) = self.shrink(conv, plan, &mut work) {

@@ -319,9 +319,7 @@ fn annotations(m: &Message, text: &[&str]) -> String {
         .iter()
         .flat_map(|t| t.split_whitespace())
         .filter_map(|w| w.strip_prefix('@'))
-        .map(|w| {
-            w.trim_end_matches([',', '.', ';', ':', ')', '\'', '"'])
-        })
+        .map(|w| w.trim_end_matches([',', '.', ';', ':', ')', '\'', '"']))
         .filter(|w| w.contains('/') || w.contains('.'))
         .collect();
     mentioned.dedup();

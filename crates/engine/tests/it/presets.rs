@@ -357,3 +357,43 @@ fn mycoder_leaves_compaction_to_the_agent_and_tells_it_how_full_it_is() {
     assert!(note.contains("Cost So Far: $1.5000"), "{note}");
     assert!(note.contains("'compactHistory' tool"), "{note}");
 }
+
+#[test]
+fn stagewise_keeps_at_least_ten_messages_in_whole_iterations() {
+    let conv = run(Spec {
+        iterations: 60,
+        page_lines: 200,
+        ..Spec::default()
+    });
+    // Messages at the end the compaction left as they were.
+    let verbatim = |min_messages: usize| {
+        let mut config = preset("stagewise");
+        config.model = conv.model.clone();
+        config.budget.target_tokens = Some(30_000);
+        config.budget.kept_cap = 2_000;
+        config.budget.min_messages = min_messages;
+        let out = Compactor::new(config).unwrap().compact(&conv).unwrap();
+        let out = out.conversation.into_owned();
+        let same = out
+            .messages
+            .iter()
+            .rev()
+            .zip(conv.messages.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        // Whole iterations: the verbatim part starts at an iteration.
+        let start = conv.messages.len() - same;
+        assert!(
+            iterations(&conv.messages)
+                .iter()
+                .any(|it| it.start == start)
+        );
+        same
+    };
+    // The preset's floor: 10 messages, widened to whole iterations…
+    assert_eq!(preset("stagewise").budget.min_messages, 10);
+    let kept = verbatim(10);
+    assert!(kept >= 10, "{kept} messages kept");
+    // …where three iterations alone keep fewer.
+    assert!(verbatim(0) < 10, "{} messages", verbatim(0));
+}
