@@ -1,5 +1,6 @@
 //! The `abridge` command line: argument parsing and the commands.
 
+mod bundle;
 mod calibrate;
 mod compact;
 mod engine_args;

@@ -25,6 +25,11 @@ pub(crate) struct ReplayArgs {
     /// Print both results as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Write a playground bundle (system prompt, user message, serialized
+    /// history, the stored output, metadata) under this directory instead,
+    /// calling no summarizer.
+    #[arg(long, value_name = "DIR")]
+    bundle: Option<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
     #[command(flatten)]
@@ -45,12 +50,21 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<ExitCode>
     let conv = s.history()?;
     let mut config = s.config.clone();
     args.engine.apply(&mut config)?;
-    if let Some(p) = &args.prompt {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?;
+    let prompt = match &args.prompt {
+        Some(p) => Some(
+            std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?,
+        ),
+        None => None,
+    };
+    if let Some(text) = &prompt {
         for spec in &mut config.summarizers {
             spec.prompt = Some(text.clone());
         }
+    }
+    if let Some(dir) = &args.bundle {
+        let w = crate::bundle::write(&s, config, prompt, dir)?;
+        writeln!(out, "{}: {}", w.dir.display(), w.files.join(", "))?;
+        return Ok(ExitCode::SUCCESS);
     }
     let summarizers = abridge_llm::cascade(&config.summarizers, None);
     let mut compactor = Compactor::new(config)?;

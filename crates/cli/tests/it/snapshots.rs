@@ -244,3 +244,44 @@ fn recall_prints_what_a_handle_names_from_the_store() {
     assert!(text(&unknown.stdout).contains("no original is kept"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_stored_compaction_exports_as_a_playground_bundle() {
+    let dir = std::env::temp_dir().join(format!("abridge-bundle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("s.sqlite");
+    let db = db.to_str().unwrap();
+    compact_into(db, "700");
+    let show: Value =
+        serde_json::from_slice(&abridge(&["show", "1", "--store", db, "--json"]).stdout).unwrap();
+    let out = dir.join("bundles");
+    let o = abridge(&[
+        "replay",
+        "1",
+        "--store",
+        db,
+        "--bundle",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let b = out.join("compression-1");
+    let read = |name: &str| std::fs::read_to_string(b.join(name)).unwrap();
+    // The built-in prompt, and the user message the summarizer is sent:
+    // the serialized history in it, with stagewise's markers.
+    assert_eq!(read("system-prompt.md"), abridge_llm::DEFAULT_PROMPT);
+    let user = read("user-message.md");
+    let history = read("compact-history.xml");
+    assert!(!history.is_empty() && user.contains(&history));
+    assert!(
+        history.contains("<assistant>") && history.contains("[read: "),
+        "{history}"
+    );
+    // What the stored compaction wrote, to diff against.
+    assert_eq!(read("actual-output.md"), show["briefing"].as_str().unwrap());
+    let meta: Value = serde_json::from_str(&read("metadata.json")).unwrap();
+    assert_eq!(meta["id"], 1);
+    assert_eq!(meta["actual_output_includes_previous_tag"], false);
+    assert_eq!(meta["user_message_chars"], user.chars().count());
+    assert!(text(&o.stdout).contains("compression-1: system-prompt.md, user-message.md"));
+    std::fs::remove_dir_all(&dir).ok();
+}
