@@ -1,7 +1,7 @@
 //! A compaction as data: what to run, against which target, keeping how
 //! much. The compactor builds one per evaluation — from its config for a
 //! trigger or a forced compaction, or from an agent's request — and
-//! executes it (`rewrite.rs`), so no evaluation mutates the config.
+//! executes it (`rewrite/`), so no evaluation mutates the config.
 
 use abridge_tokens::Counted;
 

@@ -3,27 +3,28 @@
 //! enough, the verbatim tail halves (down to its floor) and they run again;
 //! below the floor, the ladder (`ladder.rs`) takes over.
 
-use std::borrow::Cow;
+mod finish;
+mod floor;
+mod tail;
+
 use std::ops::Range;
 
-use abridge_model::{Conversation, Family, Message, head_len, iterations, validate, wire_offset};
+use abridge_model::{Conversation, Family, Message, iterations, wire_offset};
 use abridge_summarize::Sheet;
-use abridge_summarize::wrapper::unwrap;
 use abridge_tokens::{Counted, TokenCounter};
 
-use crate::boundary::{iterations_covering, old_region, tail_iterations, tail_start};
+use crate::boundary::{iterations_covering, old_region, tail_iterations};
 use crate::cancel::Cancel;
 use crate::config::PolicyKind;
 use crate::engine::Engine;
-use crate::error::{Error, Result};
-use crate::event::{Degradation, Event, PolicyRun, Rung, iteration_id};
+use crate::error::Result;
+use crate::event::{Degradation, Event, PolicyRun};
 
 use crate::plan::Plan;
 use crate::policy::{self, Policy, Step};
 use crate::recall::{HandleKey, Original};
 use crate::region_facts::RegionFacts;
-use crate::report::{Attempt, Eval, Outcome, Report, unchanged};
-use crate::snapshot::SnapshotData;
+use crate::report::{Attempt, Eval, Outcome, unchanged};
 use crate::summarize_step::KeptBriefing;
 use crate::summarize_step::{self, Briefed, Earlier, Inputs};
 
@@ -376,95 +377,6 @@ impl Rewriter<'_> {
         work.counts.iter().sum::<Counted>() + work.tools
     }
 
-    /// Even the floor (head, newest iteration, tools) is over the target:
-    /// the old region still becomes a briefing, at [`FLOOR_ROOM`], when
-    /// that makes the history smaller — what goes out is then as near the
-    /// target as it can be, rather than the whole old region clipped.
-    fn brief_at_floor(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) {
-        if !plan.steps.contains(&Step::Summarize) || self.cancel.is_cancelled() {
-            return;
-        }
-        let mut attempts = std::mem::take(&mut work.attempts);
-        let room = Room {
-            at_least: FLOOR_ROOM,
-            ..Room::default()
-        };
-        let briefed = self.brief(conv, plan, work, Counted::ZERO, None, room, &mut attempts);
-        work.attempts = attempts;
-        let Some(b) = briefed else {
-            return;
-        };
-        if self.total_of(&b.messages, work.tools) >= work.total {
-            return;
-        }
-        let replaced = b.replaced_iterations;
-        self.take_briefing(work, b);
-        self.degraded(work, Rung::FloorBriefed, replaced);
-    }
-
-    /// With an instant summarizer, writes the briefing again over a shorter
-    /// region when what the first one left of the target holds the
-    /// iterations before the tail verbatim: a small briefing leaves more
-    /// of the recent history as it was. The longer tail is kept only if
-    /// the whole still fits; fewer extra iterations are tried otherwise.
-    fn grow_tail(
-        &mut self,
-        conv: &Conversation,
-        plan: &Plan,
-        work: &mut Work,
-        target: Counted,
-        first: &Briefed,
-        summarizer: usize,
-    ) -> Option<Briefed> {
-        let left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
-        let (mut extra, _) = tail_growth(work, left);
-        let tail_n = work.tail_n;
-        while extra > 0 {
-            work.tail_n = tail_n + extra;
-            let mut attempts = Vec::new();
-            // The working set keeps what it had; the tail grows into the rest.
-            let room = Room {
-                working: first.working,
-                ..Room::default()
-            };
-            let longer = self.brief(
-                conv,
-                plan,
-                work,
-                target,
-                Some(summarizer),
-                room,
-                &mut attempts,
-            );
-            if let Some(b) = longer
-                && self.total_of(&b.messages, work.tools) <= target
-            {
-                // The attempt that counts is the one whose briefing is used.
-                work.attempts.pop();
-                work.attempts.append(&mut attempts);
-                return Some(b);
-            }
-            extra /= 2;
-        }
-        work.tail_n = tail_n;
-        None
-    }
-
-    /// Messages from the end that a tail grown after the first briefing
-    /// could reach at most: what [`grow_tail`](Self::grow_tail) adds fits
-    /// in what the target leaves beside what the briefing cannot shrink
-    /// (the head without an earlier briefing, the tail, the tools). The
-    /// region's facts keep a copy of their extraction there.
-    fn grown_tail_reach(&mut self, work: &Work, target: Counted) -> usize {
-        let start = old_region(&work.messages, work.tail_n).start;
-        let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
-        let kept = self
-            .kept_tokens(work)
-            .saturating_sub(earlier.tokens(&work.counts));
-        let (_, from) = tail_growth(work, target.saturating_sub(kept));
-        work.messages.len() - from
-    }
-
     pub(crate) fn total_of(&mut self, messages: &[Message], tools: Counted) -> Counted {
         messages
             .iter()
@@ -559,92 +471,6 @@ impl Rewriter<'_> {
         summarize_step::run(&inputs, summarizers, attempts, &mut work.region_facts)
     }
 
-    fn finish<'a>(
-        &mut self,
-        conv: &'a Conversation,
-        plan: &Plan,
-        mut work: Work,
-        mut eval: Eval,
-    ) -> Result<Outcome<'a>> {
-        self.cancel.check()?;
-        let originals = self
-            .engine
-            .keep_originals(std::mem::take(&mut work.originals));
-        let after = Conversation {
-            messages: std::mem::take(&mut work.messages),
-            ..conv.clone_envelope()
-        };
-        guard(conv, &after)?;
-        eval.events
-            .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
-        let summary_length = after
-            .messages
-            .iter()
-            .find(|m| m.meta.compact_summary)
-            .filter(|_| work.summarizer.is_some())
-            .and_then(|m| {
-                unwrap(&self.engine.facts.wrapper, &m.text_content()).map(|t| t.chars().count())
-            });
-        let event = Event::HistoryCompacted {
-            reason: plan.reason,
-            policies: work.runs.clone(),
-            messages_before: conv.messages.len(),
-            messages_after: after.messages.len(),
-            tokens_before: eval.tokens,
-            tokens_after: work.total,
-            tokens_saved: eval.tokens.saturating_sub(work.total),
-            target: plan.target,
-            summarizer: work.summarizer.clone(),
-            duration_us: eval.start.elapsed().as_micros() as u64,
-            iteration: iterations(&conv.messages).len(),
-            iteration_id: iteration_id(&conv.messages),
-            summary_length,
-        };
-        self.engine.emit(&event);
-        eval.events.push(event);
-        let events = std::mem::take(&mut eval.events);
-        let mut report = report_of(conv, &after, plan, plan.target, work, &eval, events);
-        report.handles = originals.iter().map(|o| o.handle.clone()).collect();
-        self.cancel.check()?;
-        self.snapshot(conv, &after, &originals, &mut report);
-        Ok(Outcome {
-            report,
-            conversation: Cow::Owned(after),
-        })
-    }
-
-    /// Records the snapshot; a failure becomes an event, not an error.
-    fn snapshot(
-        &mut self,
-        before: &Conversation,
-        after: &Conversation,
-        originals: &[std::sync::Arc<Original>],
-        report: &mut Report,
-    ) {
-        let engine = self.engine;
-        let recorded = engine.with_store(|store| {
-            store.record(&SnapshotData {
-                before,
-                after,
-                config: &engine.config,
-                report,
-                thread: self.name,
-                originals,
-            })
-        });
-        match recorded {
-            None => {}
-            Some(Ok(id)) => report.snapshot = Some(id),
-            Some(Err(error)) => {
-                let e = Event::SnapshotFailed {
-                    error: error.to_string(),
-                };
-                engine.emit(&e);
-                report.events.push(e);
-            }
-        }
-    }
-
     fn pin(&self, family: Family, messages: &mut [Message]) {
         let flags = self.pinned_flags_of(family, messages);
         for (m, p) in messages.iter_mut().zip(flags) {
@@ -669,141 +495,5 @@ impl Rewriter<'_> {
                     })
             })
             .collect()
-    }
-
-    /// When even the floor is over the target and its smallest valid
-    /// history goes instead (a proxy sends it): that history is recorded
-    /// like any compaction, its originals with it, so whoever reads the
-    /// store answers its handles; its report says it missed its target.
-    fn floor_sent(
-        &mut self,
-        conv: &Conversation,
-        plan: &Plan,
-        mut work: Work,
-        eval: &Eval,
-        error: Error,
-    ) -> Error {
-        let Error::CannotShrink {
-            smallest: Some(smallest),
-            target,
-            ..
-        } = &error
-        else {
-            return error;
-        };
-        let originals = self
-            .engine
-            .keep_originals(std::mem::take(&mut work.originals));
-        let mut report = report_of(conv, smallest, plan, Some(*target), work, eval, Vec::new());
-        self.snapshot(conv, smallest, &originals, &mut report);
-        error
-    }
-
-    /// The error when even the floor is over the target; it carries the
-    /// smallest valid history the ladder reached, whose handles lead to
-    /// the originals it replaced.
-    fn cannot_shrink(&mut self, conv: &Conversation, work: &mut Work, target: Counted) -> Error {
-        let smallest = smallest(conv, work).map(Box::new);
-        let tokens = &work.counts;
-        let its = iterations(&work.messages);
-        let tail_start = tail_start(&work.messages, &its, work.tail_n);
-        let head = head_len(&work.messages).min(tail_start);
-        let sum = |r: std::ops::Range<usize>| tokens[r].iter().sum::<Counted>();
-        let (head_t, tail_t) = (sum(0..head), sum(tail_start..work.messages.len()));
-        let pinned: Counted = (head..tail_start)
-            .filter(|&i| work.messages[i].meta.pinned)
-            .map(|i| tokens[i])
-            .sum();
-        let old = sum(head..tail_start).saturating_sub(pinned);
-        let briefing =
-            Earlier::find(&work.messages, head, &self.engine.facts.wrapper).tokens(tokens);
-        Error::CannotShrink {
-            floor: head_t + pinned + old + tail_t + work.tools,
-            target,
-            head: head_t.saturating_sub(briefing),
-            briefing,
-            pinned,
-            old,
-            tail: tail_t,
-            tail_iterations: work.tail_n.min(its.len()),
-            tools: work.tools,
-            smallest,
-        }
-    }
-}
-
-/// How many iterations before the tail, newest first, fit in `left`
-/// tokens (none from the head), and the first message of the oldest.
-fn tail_growth(work: &Work, mut left: Counted) -> (usize, usize) {
-    let region = old_region(&work.messages, work.tail_n);
-    let (mut extra, mut from) = (0, region.end);
-    for it in iterations(&work.messages).iter().rev().skip(work.tail_n) {
-        let cost: Counted = work.counts[it.range()].iter().sum();
-        if it.start < region.start || cost > left {
-            break;
-        }
-        left = left.saturating_sub(cost);
-        extra += 1;
-        from = it.start;
-    }
-    (extra, from)
-}
-
-/// The report of a rewrite of `conv` that sends `after`.
-fn report_of(
-    conv: &Conversation,
-    after: &Conversation,
-    plan: &Plan,
-    target: Option<Counted>,
-    work: Work,
-    eval: &Eval,
-    events: Vec<Event>,
-) -> Report {
-    Report {
-        reason: Some(plan.reason),
-        compacted: true,
-        tokens_before: eval.tokens,
-        tokens_after: work.total,
-        messages_before: conv.messages.len(),
-        messages_after: after.messages.len(),
-        tail_iterations: work.tail_n.min(iterations(&after.messages).len()),
-        target,
-        policies: work.runs,
-        summarizer: work.summarizer,
-        attempts: work.attempts,
-        snapshot: None,
-        events,
-        duration_us: eval.start.elapsed().as_micros() as u64,
-        degraded: work.degraded,
-        briefing: after.messages.iter().position(|m| m.meta.compact_summary),
-        calibration: eval.calibration,
-        sheet: work.sheet,
-        handles: Vec::new(),
-    }
-}
-
-/// The history the ladder reached, when the rewrite stays valid.
-fn smallest(conv: &Conversation, work: &Work) -> Option<Conversation> {
-    let after = Conversation {
-        messages: work.messages.clone(),
-        ..conv.clone_envelope()
-    };
-    (after.messages != conv.messages && guard(conv, &after).is_ok()).then_some(after)
-}
-
-/// Refuses a rewrite that breaks a rule the input did not already break.
-fn guard(before: &Conversation, after: &Conversation) -> Result<()> {
-    let known: Vec<_> = validate(before)
-        .into_iter()
-        .map(|v| (v.rule.code(), v.id))
-        .collect();
-    let new: Vec<_> = validate(after)
-        .into_iter()
-        .filter(|v| !known.contains(&(v.rule.code(), v.id.clone())))
-        .collect();
-    if new.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Invalid(new))
     }
 }

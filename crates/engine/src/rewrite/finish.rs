@@ -1,0 +1,153 @@
+//! A rewrite's end: the history checked, its report and its snapshot.
+
+use std::borrow::Cow;
+
+use abridge_model::{Conversation, iterations, validate};
+use abridge_summarize::wrapper::unwrap;
+use abridge_tokens::Counted;
+
+use super::{Rewriter, Work};
+use crate::error::{Error, Result};
+use crate::event::{Event, iteration_id};
+use crate::plan::Plan;
+use crate::recall::Original;
+use crate::report::{Eval, Outcome, Report};
+use crate::snapshot::SnapshotData;
+
+impl Rewriter<'_> {
+    pub(super) fn finish<'a>(
+        &mut self,
+        conv: &'a Conversation,
+        plan: &Plan,
+        mut work: Work,
+        mut eval: Eval,
+    ) -> Result<Outcome<'a>> {
+        self.cancel.check()?;
+        let originals = self
+            .engine
+            .keep_originals(std::mem::take(&mut work.originals));
+        let after = Conversation {
+            messages: std::mem::take(&mut work.messages),
+            ..conv.clone_envelope()
+        };
+        guard(conv, &after)?;
+        eval.events
+            .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
+        let summary_length = after
+            .messages
+            .iter()
+            .find(|m| m.meta.compact_summary)
+            .filter(|_| work.summarizer.is_some())
+            .and_then(|m| {
+                unwrap(&self.engine.facts.wrapper, &m.text_content()).map(|t| t.chars().count())
+            });
+        let event = Event::HistoryCompacted {
+            reason: plan.reason,
+            policies: work.runs.clone(),
+            messages_before: conv.messages.len(),
+            messages_after: after.messages.len(),
+            tokens_before: eval.tokens,
+            tokens_after: work.total,
+            tokens_saved: eval.tokens.saturating_sub(work.total),
+            target: plan.target,
+            summarizer: work.summarizer.clone(),
+            duration_us: eval.start.elapsed().as_micros() as u64,
+            iteration: iterations(&conv.messages).len(),
+            iteration_id: iteration_id(&conv.messages),
+            summary_length,
+        };
+        self.engine.emit(&event);
+        eval.events.push(event);
+        let events = std::mem::take(&mut eval.events);
+        let mut report = report_of(conv, &after, plan, plan.target, work, &eval, events);
+        report.handles = originals.iter().map(|o| o.handle.clone()).collect();
+        self.cancel.check()?;
+        self.snapshot(conv, &after, &originals, &mut report);
+        Ok(Outcome {
+            report,
+            conversation: Cow::Owned(after),
+        })
+    }
+
+    /// Records the snapshot; a failure becomes an event, not an error.
+    pub(super) fn snapshot(
+        &mut self,
+        before: &Conversation,
+        after: &Conversation,
+        originals: &[std::sync::Arc<Original>],
+        report: &mut Report,
+    ) {
+        let engine = self.engine;
+        let recorded = engine.with_store(|store| {
+            store.record(&SnapshotData {
+                before,
+                after,
+                config: &engine.config,
+                report,
+                thread: self.name,
+                originals,
+            })
+        });
+        match recorded {
+            None => {}
+            Some(Ok(id)) => report.snapshot = Some(id),
+            Some(Err(error)) => {
+                let e = Event::SnapshotFailed {
+                    error: error.to_string(),
+                };
+                engine.emit(&e);
+                report.events.push(e);
+            }
+        }
+    }
+}
+
+/// The report of a rewrite of `conv` that sends `after`.
+pub(super) fn report_of(
+    conv: &Conversation,
+    after: &Conversation,
+    plan: &Plan,
+    target: Option<Counted>,
+    work: Work,
+    eval: &Eval,
+    events: Vec<Event>,
+) -> Report {
+    Report {
+        reason: Some(plan.reason),
+        compacted: true,
+        tokens_before: eval.tokens,
+        tokens_after: work.total,
+        messages_before: conv.messages.len(),
+        messages_after: after.messages.len(),
+        tail_iterations: work.tail_n.min(iterations(&after.messages).len()),
+        target,
+        policies: work.runs,
+        summarizer: work.summarizer,
+        attempts: work.attempts,
+        snapshot: None,
+        events,
+        duration_us: eval.start.elapsed().as_micros() as u64,
+        degraded: work.degraded,
+        briefing: after.messages.iter().position(|m| m.meta.compact_summary),
+        calibration: eval.calibration,
+        sheet: work.sheet,
+        handles: Vec::new(),
+    }
+}
+
+/// Refuses a rewrite that breaks a rule the input did not already break.
+pub(super) fn guard(before: &Conversation, after: &Conversation) -> Result<()> {
+    let known: Vec<_> = validate(before)
+        .into_iter()
+        .map(|v| (v.rule.code(), v.id))
+        .collect();
+    let new: Vec<_> = validate(after)
+        .into_iter()
+        .filter(|v| !known.contains(&(v.rule.code(), v.id.clone())))
+        .collect();
+    if new.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(new))
+    }
+}
