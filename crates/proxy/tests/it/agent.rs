@@ -22,6 +22,7 @@ hint_at = 0.3
 [models."fake-model"]
 context_window = 20000
 max_output = 2000
+price = { input = 2.5, output = 10.0, cache_write = 2.5, cache_read = 0.25 }
 [models."gemini-2.5-pro"]
 context_window = 20000
 max_output = 2000
@@ -74,6 +75,22 @@ async fn the_agent_reads_its_status_and_compacts_its_own_history() {
             let noted: Vec<usize> = (0..own.len()).filter(|&i| own[i].status_note).collect();
             let due: Vec<usize> = (0..TURNS).filter(|i| (i + 1) % 3 == 0).collect();
             assert_eq!(noted, due, "{what}");
+            // Tokens of the window, and (once responses reported usage at a
+            // known price) what the session has cost so far.
+            let notes: Vec<&str> = own.iter().filter_map(|r| r.status.as_deref()).collect();
+            assert_eq!(notes.len(), due.len(), "{what}");
+            for n in &notes {
+                assert!(
+                    n.contains("Token Usage: ") && n.contains("/20000 ("),
+                    "{what}: {n}"
+                );
+            }
+            if !matches!(api, Api::Gemini) {
+                assert!(
+                    notes.iter().all(|n| n.contains("Cost So Far: $")),
+                    "{what}: {notes:?}"
+                );
+            }
             // The model called the tool; the proxy answered it, and went on.
             assert!(!rounds.is_empty(), "{what}: the agent never compacted");
             for r in &rounds {

@@ -64,6 +64,9 @@ pub struct RequestCheck {
     /// It carries a status note for the agent (`--- STATUS UPDATE ---`).
     #[serde(default)]
     pub status_note: bool,
+    /// The note's text, when its last message holds one.
+    #[serde(default)]
+    pub status: Option<String>,
     /// It declares the compact tool named by `x-fake-compact`.
     #[serde(default)]
     pub compact_declared: bool,
@@ -152,12 +155,19 @@ pub(super) fn check(
         .get("x-fake-compact")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("\u{0}");
-    let (mut compact_answer, mut compact_calls) = (None, 0);
+    let (mut compact_answer, mut compact_calls, mut status) = (None, 0, None);
     let (tokens, violations, messages) = match decode_as(body, Some(format)) {
         Ok(mut convs) if convs.len() == 1 => {
             let conv = convs.remove(0);
             recalled = recall_results(&conv);
             compact_answer = results_of(&conv, compact_tool).into_iter().next();
+            status = conv.messages.last().and_then(|m| {
+                m.parts
+                    .iter()
+                    .filter_map(|p| p.as_text())
+                    .find(|t| t.contains("--- STATUS UPDATE ---"))
+                    .map(str::to_owned)
+            });
             compact_calls = conv
                 .messages
                 .iter()
@@ -249,6 +259,7 @@ pub(super) fn check(
         compact_declared: declares(request, compact_tool),
         compact_answer,
         compact_calls,
+        status,
         handles: handles_in(body).into_iter().map(|(_, h)| h).collect(),
         traceparent: headers
             .get("traceparent")
