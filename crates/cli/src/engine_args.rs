@@ -15,9 +15,8 @@ pub(crate) struct EngineArgs {
     /// TOML config (see abridge.example.toml).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// Start from a seed system's settings: pilo-clipping, pilo-compaction,
-    /// compaction-note or stagewise (the config file's keys still win).
-    #[arg(long, value_name = "NAME")]
+    /// Start from a seed system's settings (the config file's keys still win).
+    #[arg(long, value_name = "NAME", value_parser = crate::engine_args::preset_names())]
     pub(crate) preset: Option<String>,
     /// Model name, for its window and tokenizer (default: the conversation's).
     #[arg(long)]
@@ -156,4 +155,9 @@ impl EngineArgs {
         config.check()?;
         Ok(())
     }
+}
+
+/// The presets' names, for `--preset` (listed in its help, checked by clap).
+pub(crate) fn preset_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(abridge::preset::PRESETS.map(|p| p.name))
 }

@@ -33,9 +33,8 @@ pub(crate) struct ProxyArgs {
     /// Config file: triggers, budgets, policies, `[[summarizers]]` and `[serve]`.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// Start from a seed system's settings: pilo-clipping, pilo-compaction,
-    /// compaction-note or stagewise (the config file's keys still win).
-    #[arg(long, value_name = "NAME")]
+    /// Start from a seed system's settings (the config file's keys still win).
+    #[arg(long, value_name = "NAME", value_parser = crate::engine_args::preset_names())]
     pub(crate) preset: Option<String>,
     /// OpenAI-compatible upstream, ending in /v1 (default https://api.openai.com/v1).
     #[arg(long, value_name = "URL")]

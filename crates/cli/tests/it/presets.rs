@@ -66,7 +66,7 @@ fn an_unknown_preset_is_refused_with_the_names_there_are() {
         assert!(!o.status.success());
         let err = text(&o.stderr);
         assert!(
-            err.contains("\"pilo\"") && err.contains("pilo-compaction"),
+            err.contains("'pilo'") && err.contains("pilo-compaction") && err.contains("mycoder"),
             "{args:?}: {err}"
         );
     }
