@@ -10,7 +10,8 @@ use abridge_store::RequestRecord;
 use axum::body::Bytes;
 
 use crate::recall::Recalling;
-use crate::session::{LastUsage, SessionId, Shared};
+use crate::session::{SessionId, Shared};
+use crate::usage::LastUsage;
 
 /// The outcome of preparing one request.
 #[derive(Debug)]

@@ -1,12 +1,11 @@
 //! Sessions: who a request belongs to, and what is remembered per session.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abridge::background::Preparer;
 use abridge::model::{Conversation, Role, Wire, fingerprint};
 use abridge::recall::RecallScope;
-use abridge::tokens::Reported;
 use abridge::{Engine, PrefixKey, Thread};
 use abridge_store::SessionRecord;
 use axum::http::HeaderMap;
@@ -18,6 +17,7 @@ use crate::held::{self, Held};
 use crate::raw::{Shape, prefix_hashes, shape};
 use crate::store::Saved;
 use crate::tenant::{Tenant, TenantId};
+use crate::usage::LastUsage;
 
 /// Header a client may send to name its session.
 pub(crate) const SESSION_HEADER: &str = "x-abridge-session";
@@ -72,44 +72,6 @@ impl SessionId {
         }
         let digest = h.finalize();
         SessionId(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
-    }
-}
-
-/// What a session's responses report on their way back, read by its next
-/// requests: the provider-reported prompt tokens of the last, and what
-/// they have cost so far (in millionths of a dollar; 0 when no price is
-/// known).
-#[derive(Debug, Default)]
-pub(crate) struct LastUsage {
-    prompt: AtomicU64,
-    spent_micros: AtomicU64,
-}
-
-impl LastUsage {
-    /// Records a report.
-    pub(crate) fn set(&self, tokens: Reported) {
-        self.prompt.store(tokens.get(), Ordering::Relaxed);
-    }
-
-    /// Takes the report, if one came since the last take.
-    pub(crate) fn take(&self) -> Option<Reported> {
-        Some(self.prompt.swap(0, Ordering::Relaxed))
-            .filter(|t| *t > 0)
-            .map(Reported::new)
-    }
-
-    /// Adds a response's cost in dollars.
-    pub(crate) fn spend(&self, dollars: f64) {
-        if dollars.is_finite() && dollars > 0.0 {
-            let micros = (dollars * 1e6).round() as u64;
-            self.spent_micros.fetch_add(micros, Ordering::Relaxed);
-        }
-    }
-
-    /// Dollars spent so far, when any cost was known.
-    pub(crate) fn spent(&self) -> Option<f64> {
-        let micros = self.spent_micros.load(Ordering::Relaxed);
-        (micros > 0).then(|| micros as f64 / 1e6)
     }
 }
 

@@ -5,9 +5,13 @@
 //! an event whose data mentions `usage` is parsed (Chat Completions' final
 //! `include_usage` chunk; the Responses API's `response.completed`;
 //! Anthropic's `message_start` and `message_delta`). A plain JSON body is
-//! parsed once it is complete.
+//! parsed once it is complete. What a session's responses reported is
+//! kept for its next request ([`LastUsage`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use abridge::model::{Family, Usage};
+use abridge::tokens::Reported;
 use serde_json::Value;
 
 use crate::sse::SseReader;
@@ -253,5 +257,43 @@ mod tests {
         tap.feed(br#"{"candidates":[],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":4}}]"#);
         let u = tap.finish().usage.expect("usage");
         assert_eq!((u.prompt_tokens(), u.output_tokens), (50, 4));
+    }
+}
+
+/// What a session's responses report on their way back, read by its next
+/// requests: the provider-reported prompt tokens of the last, and what
+/// they have cost so far (in millionths of a dollar; 0 when no price is
+/// known).
+#[derive(Debug, Default)]
+pub(crate) struct LastUsage {
+    prompt: AtomicU64,
+    spent_micros: AtomicU64,
+}
+
+impl LastUsage {
+    /// Records a report.
+    pub(crate) fn set(&self, tokens: Reported) {
+        self.prompt.store(tokens.get(), Ordering::Relaxed);
+    }
+
+    /// Takes the report, if one came since the last take.
+    pub(crate) fn take(&self) -> Option<Reported> {
+        Some(self.prompt.swap(0, Ordering::Relaxed))
+            .filter(|t| *t > 0)
+            .map(Reported::new)
+    }
+
+    /// Adds a response's cost in dollars.
+    pub(crate) fn spend(&self, dollars: f64) {
+        if dollars.is_finite() && dollars > 0.0 {
+            let micros = (dollars * 1e6).round() as u64;
+            self.spent_micros.fetch_add(micros, Ordering::Relaxed);
+        }
+    }
+
+    /// Dollars spent so far, when any cost was known.
+    pub(crate) fn spent(&self) -> Option<f64> {
+        let micros = self.spent_micros.load(Ordering::Relaxed);
+        (micros > 0).then(|| micros as f64 / 1e6)
     }
 }
