@@ -54,7 +54,8 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     // output must not name handles, nor declare a tool, that lead nowhere.
     config.recall.enabled &= store.is_some();
     let mut compactor = Compactor::new(config)?;
-    compactor.set_summarizers(abridge_llm::cascade(&compactor.config().summarizers, None));
+    let specs = compactor.config().summarizer_specs(conv.family, None);
+    compactor.set_summarizers(abridge_llm::cascade(&specs, None));
     if let Some(store) = store {
         compactor.set_store(store);
     }

@@ -315,6 +315,13 @@ pub struct SummaryConfig {
     /// iteration, continue with full history"), unless it would not fit the
     /// model's window; then the compaction degrades as usual.
     pub skip_on_failure: bool,
+    /// When every `[[summarizers]]` entry failed, the agent's own model
+    /// (the config's `model`, or the one the request names) is tried last,
+    /// unless the cascade already holds it (stagewise: "final fallback:
+    /// active chat model, only if not already tried"). The proxy sends it
+    /// to its upstream for the request's API; the key is that provider's
+    /// usual variable.
+    pub agent_model_last: bool,
 }
 
 impl Default for SummaryConfig {
@@ -326,6 +333,7 @@ impl Default for SummaryConfig {
             todo_tools: FactConfig::default().todo_tools,
             working_set_share: 0.25,
             skip_on_failure: false,
+            agent_model_last: false,
         }
     }
 }
@@ -478,6 +486,21 @@ impl Config {
             error_prefixes: self.policies.error_prefixes.clone(),
             wrapper: self.summary.wrapper.clone(),
         }
+    }
+
+    /// The summarizers to try, in order: `[[summarizers]]`, then, with
+    /// `summary.agent_model_last`, the agent's own model on `family`'s API
+    /// (at `base_url`, or the provider's default) unless already there.
+    pub fn summarizer_specs(&self, family: Family, base_url: Option<&str>) -> Vec<SummarizerSpec> {
+        let mut specs = self.summarizers.clone();
+        if let (true, Some(model)) = (self.summary.agent_model_last, &self.model)
+            && !specs.iter().any(|s| s.kind == family && s.model == *model)
+        {
+            let mut spec = SummarizerSpec::new(family, model.clone());
+            spec.base_url = base_url.map(str::to_owned);
+            specs.push(spec);
+        }
+        specs
     }
 
     /// Parses a TOML config.

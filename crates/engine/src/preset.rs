@@ -105,7 +105,8 @@ todo_tools = ["reportProgress", "TodoWrite", "todo_write", "write_todos", "updat
         source: "stagewise's history compression",
         // Above min(0.65 x window, 200k); the kept tail at most
         // min(0.2 x window, 40k) and at least max(5, 10) messages; a
-        // briefing of about 30,000 characters (7,500 tokens).
+        // briefing of about 30,000 characters (7,500 tokens); the agent's
+        // own model last in the cascade.
         toml: r#"
 [trigger]
 window_fraction = 0.65
@@ -117,6 +118,7 @@ min_iterations = 3
 min_messages = 10
 [summary]
 max_tokens = 7500
+agent_model_last = true
 "#,
     },
 ];

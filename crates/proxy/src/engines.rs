@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use abridge::model::{Conversation, Wire};
+use abridge::model::{Conversation, Family, Wire};
 use abridge::recall::OriginalCache;
 use abridge::{Config, Engine};
 
@@ -35,18 +35,36 @@ pub(crate) struct Engines {
     by_model: Mutex<HashMap<EngineKey, Arc<ModelEngines>>>,
     /// The originals every engine keeps in memory (for the recall tool).
     originals: Arc<OriginalCache>,
+    /// The upstream of each API, where the agent's own model is asked
+    /// last (`summary.agent_model_last`).
+    upstreams: Vec<(Family, String)>,
 }
 
-/// A model (the config's or the request's), and whether the proxy answers
-/// the recall tool on the API its requests come by.
-type EngineKey = (Option<String>, bool);
+/// A model (the config's or the request's), whether the proxy answers
+/// the recall tool on the API its requests come by, and that API's family
+/// (where the agent's own model is asked last).
+type EngineKey = (Option<String>, bool, Family);
 
 impl Engines {
-    /// No engine yet; originals kept in memory within `recall`'s bound.
-    pub(crate) fn new(recall: &abridge::RecallConfig) -> Engines {
+    /// No engine yet; originals kept in memory within `recall`'s bound;
+    /// `serve`'s upstreams.
+    pub(crate) fn new(
+        recall: &abridge::RecallConfig,
+        serve: &crate::config::ServeConfig,
+    ) -> Engines {
+        let upstreams = [
+            (Family::OpenAi, &serve.openai_upstream),
+            (Family::Anthropic, &serve.anthropic_upstream),
+            (Family::Gemini, &serve.gemini_upstream),
+        ];
         Engines {
             by_model: Mutex::default(),
             originals: Arc::new(OriginalCache::of(recall)),
+            upstreams: upstreams
+                .into_iter()
+                .filter(|(_, url)| !url.is_empty())
+                .map(|(f, url)| (f, url.trim_end_matches('/').to_owned()))
+                .collect(),
         }
     }
 
@@ -67,7 +85,7 @@ impl Engines {
         let model = base.model.clone().or_else(|| conv.model.clone());
         // Where the proxy cannot answer the tool, nothing may point at it.
         let recalls = crate::recall::on(Wire::of(conv.format)).is_some();
-        let key = (model.clone(), recalls);
+        let key = (model.clone(), recalls, conv.family);
         let mut map = self.by_model.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = map.get(&key) {
             return Ok(e.clone());
@@ -89,12 +107,15 @@ impl Engines {
             }
             engine.build().map(Arc::new).map_err(|e| e.to_string())
         };
-        let background = match config.summarizers.is_empty() {
+        let upstream = self
+            .upstreams
+            .iter()
+            .find(|(f, _)| *f == conv.family)
+            .map(|(_, url)| url.as_str());
+        let specs = config.summarizer_specs(conv.family, upstream);
+        let background = match specs.is_empty() {
             true => None,
-            false => Some(build(abridge_llm::cascade(
-                &config.summarizers,
-                Some(handle.clone()),
-            ))?),
+            false => Some(build(abridge_llm::cascade(&specs, Some(handle.clone())))?),
         };
         let engines = Arc::new(ModelEngines {
             request: build(Vec::new())?,

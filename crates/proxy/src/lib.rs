@@ -146,7 +146,7 @@ impl Proxy {
                 config.serve.max_sessions,
                 config.serve.session_memory_bytes(),
             ),
-            engines: engines::Engines::new(&config.engine.recall),
+            engines: engines::Engines::new(&config.engine.recall, &config.serve),
             store: store.map(|s| {
                 let restore = store::Restore {
                     settings: vec![(SECRET_SETTING.to_owned(), secret.to_hex())],

@@ -1,7 +1,7 @@
 //! The cascade declared in `[[summarizers]]`, the configured fact settings
 //! reaching the LLM, and the blocking facade used from inside a runtime.
 
-use abridge::model::validate;
+use abridge::model::{Family, validate};
 use abridge::{Compactor, Config};
 use abridge_llm::cascade;
 
@@ -173,4 +173,40 @@ fn the_prompt_asks_for_the_sheets_sections() {
         .map(|h| titles.iter().position(|t| t == h).unwrap())
         .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{asked:?}");
+}
+
+#[test]
+fn the_agents_own_model_is_asked_last_when_every_summarizer_failed() {
+    let down = Mock::start(vec![Reply::Http(503, "down".into(), Vec::new())]);
+    let agent = Mock::start(vec![openai_ok(BRIEFING)]);
+    let mut cfg = config(&down.url, "");
+    // Off unless asked for (stagewise's preset asks).
+    assert_eq!(cfg.summarizer_specs(Family::OpenAi, None).len(), 1);
+    cfg.summary.agent_model_last = true;
+    let specs = cfg.summarizer_specs(Family::OpenAi, Some(&format!("{}/v1", agent.url)));
+    assert_eq!(specs.len(), 2);
+    let conv = conversation();
+    let total = Compactor::new(cfg.clone()).unwrap().count(&conv).get();
+    cfg.budget.target_tokens = Some(total / 4);
+    let mut c = Compactor::new(cfg.clone()).unwrap();
+    c.set_summarizers(cascade(&specs, None));
+    let report = c.compact(&conv).unwrap().report;
+    assert_eq!(report.summarizer.as_deref(), Some("openai:gpt-4o"));
+    assert!(
+        report.attempts[0]
+            .error()
+            .unwrap()
+            .to_string()
+            .contains("503")
+    );
+    assert_eq!(agent.requests()[0].body["model"], "gpt-4o");
+    // Only when the cascade does not hold it already.
+    cfg.summarizers[0].model = "gpt-4o".into();
+    assert_eq!(cfg.summarizer_specs(Family::OpenAi, None).len(), 1);
+    assert!(
+        Config::from_toml("preset = \"stagewise\"")
+            .unwrap()
+            .summary
+            .agent_model_last
+    );
 }
