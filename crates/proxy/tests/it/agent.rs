@@ -5,9 +5,8 @@
 
 use abridge_testkit::{ProviderOptions, RequestCheck};
 
-use crate::gemini::gemini_loop;
-use crate::responses::responses_loop;
-use crate::support::{anthropic_loop, metric, metrics_text, openai_loop, start};
+use crate::recall::{APIS, Api, agent_loop};
+use crate::support::{metric, metrics_text, start};
 
 const TURNS: usize = 15;
 
@@ -28,33 +27,17 @@ context_window = 20000
 max_output = 2000
 "#;
 
-#[derive(Clone, Copy, Debug)]
-enum Api {
-    Chat,
-    Anthropic,
-    Responses,
-    Gemini,
-}
-
 async fn run(api: Api, stream: bool) -> (Vec<RequestCheck>, String, usize) {
     let setup = start(MYCODER, ProviderOptions::default(), None).await;
     let headers = [("x-fake-compact", "compact_history")];
-    let log = match api {
-        Api::Chat => openai_loop(&setup.proxy, TURNS, stream, &headers).await,
-        Api::Anthropic => anthropic_loop(&setup.proxy, TURNS, stream, &headers).await,
-        Api::Responses => responses_loop(&setup.proxy, TURNS, stream, &headers).await,
-        Api::Gemini => {
-            let how = if stream { "sse" } else { "whole" };
-            gemini_loop(&setup.proxy, TURNS, how, &headers).await
-        }
-    };
+    let log = agent_loop(api, &setup.proxy, TURNS, stream, &headers).await;
     let metrics = metrics_text(&setup.proxy).await;
     (setup.provider.report().requests, metrics, log.compacted)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_reads_its_status_and_compacts_its_own_history() {
-    for api in [Api::Chat, Api::Anthropic, Api::Responses, Api::Gemini] {
+    for api in APIS {
         for stream in [false, true] {
             let what = format!("{api:?}, stream {stream}");
             let (requests, metrics, compacted) = run(api, stream).await;

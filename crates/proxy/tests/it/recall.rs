@@ -11,35 +11,48 @@ use abridge_testkit::{ProviderOptions, ProviderReport};
 use crate::CONFIG;
 use crate::gemini::gemini_loop;
 use crate::responses::responses_loop;
-use crate::support::{anthropic_loop, file_content, metric, metrics_text, openai_loop, start};
+use crate::support::{
+    LoopLog, anthropic_loop, file_content, metric, metrics_text, openai_loop, start,
+};
 
 const TURNS: usize = 14;
 
 #[derive(Clone, Copy, Debug)]
-enum Api {
+pub(crate) enum Api {
     Chat,
     Anthropic,
     Responses,
     Gemini,
 }
 
-const APIS: [Api; 4] = [Api::Chat, Api::Anthropic, Api::Responses, Api::Gemini];
+pub(crate) const APIS: [Api; 4] = [Api::Chat, Api::Anthropic, Api::Responses, Api::Gemini];
 
 async fn run(api: Api, stream: bool, mode: &str, toml: &str) -> (ProviderReport, String) {
     let setup = start(toml, ProviderOptions::default(), None).await;
     let headers = [("x-fake-recall", mode)];
-    let log = match api {
-        Api::Chat => openai_loop(&setup.proxy, TURNS, stream, &headers).await,
-        Api::Anthropic => anthropic_loop(&setup.proxy, TURNS, stream, &headers).await,
-        Api::Responses => responses_loop(&setup.proxy, TURNS, stream, &headers).await,
-        Api::Gemini => {
-            let how = if stream { "sse" } else { "whole" };
-            gemini_loop(&setup.proxy, TURNS, how, &headers).await
-        }
-    };
+    let log = agent_loop(api, &setup.proxy, TURNS, stream, &headers).await;
     assert!(log.compacted > 0, "{api:?}: the loop should have compacted");
     let metrics = metrics_text(&setup.proxy).await;
     (setup.provider.report(), metrics)
+}
+
+/// `turns` steps of the agent loop of `api`, streamed or not.
+pub(crate) async fn agent_loop(
+    api: Api,
+    proxy: &str,
+    turns: usize,
+    stream: bool,
+    headers: &[(&str, &str)],
+) -> LoopLog {
+    match api {
+        Api::Chat => openai_loop(proxy, turns, stream, headers).await,
+        Api::Anthropic => anthropic_loop(proxy, turns, stream, headers).await,
+        Api::Responses => responses_loop(proxy, turns, stream, headers).await,
+        Api::Gemini => {
+            let how = if stream { "sse" } else { "whole" };
+            gemini_loop(proxy, turns, how, headers).await
+        }
+    }
 }
 
 /// Requests the proxy continued (their last message answers the recall
