@@ -49,6 +49,20 @@ def _plain(item: Any) -> Any:
     return json.loads(json.dumps(item, default=dump))
 
 
+def _function_tool(declaration: Dict[str, Any], invoke: Any) -> Any:
+    """A tool's declaration (``{"name", "description", "parameters"}``) as
+    an Agents SDK ``FunctionTool`` that ``invoke`` answers."""
+    from agents import FunctionTool
+
+    return FunctionTool(
+        name=declaration["name"],
+        description=declaration["description"],
+        params_json_schema=declaration["parameters"],
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
+
+
 class AbridgeInputFilter:
     """A ``RunConfig.call_model_input_filter`` that compacts the model input
     with abridge. Options as for ``abridge.Session`` (``trigger_tokens``,
@@ -73,8 +87,6 @@ class AbridgeInputFilter:
         """The ``abridge_recall`` tool as an Agents SDK ``FunctionTool``, for
         the agent's tools; once it is asked for, the filter's compactions
         name what they replace by handles the tool answers."""
-        from agents import FunctionTool
-
         self._options["recall"] = True
         declaration = Session(format="responses", **self._options).recall_tool()
         if declaration is None:
@@ -85,21 +97,13 @@ class AbridgeInputFilter:
                 return "No original is kept yet: nothing has been compacted."
             return self._session.recall_answer(arguments)["text"]
 
-        return FunctionTool(
-            name=declaration["name"],
-            description=declaration["description"],
-            params_json_schema=declaration["parameters"],
-            on_invoke_tool=invoke,
-            strict_json_schema=False,
-        )
+        return _function_tool(declaration, invoke)
 
     def compact_tool(self) -> Any:
         """The compact tool (``[agent] compact_tool``, on under the
         ``mycoder`` preset) as an Agents SDK ``FunctionTool``: the model
         calls it to compact its own history, and the filter's next inputs
         carry that compaction."""
-        from agents import FunctionTool
-
         declaration = Session(format="responses", **self._options).compact_tool()
         if declaration is None:
             raise AbridgeError("the compact tool is off in the config ([agent] compact_tool = false)")
@@ -111,13 +115,7 @@ class AbridgeInputFilter:
             self.compactions += int(answer["compacted"])
             return answer["text"]
 
-        return FunctionTool(
-            name=declaration["name"],
-            description=declaration["description"],
-            params_json_schema=declaration["parameters"],
-            on_invoke_tool=invoke,
-            strict_json_schema=False,
-        )
+        return _function_tool(declaration, invoke)
 
     def __call__(self, data: Any) -> Any:
         from agents.run_config import ModelInputData
