@@ -309,38 +309,36 @@ function abridgePrepareStep(options = {}) {
 /** The compact tool (`[agent] compact_tool`) as AI SDK tools (`{ [name]: tool }`), compacting `current()`'s session. */
 function compactTools(current, options, compacted) {
   const declaration = new Session(null, { ...options, format: 'ai-sdk' }).compactTool()
-  if (!declaration) return {}
-  const { tool, jsonSchema } = require('ai')
-  const compact = tool({
-    description: declaration.description,
-    inputSchema: jsonSchema(declaration.parameters),
-    execute: async (input) => {
-      const session = current()
-      if (!session) return 'Nothing to compact yet. No changes made.'
-      const answer = session.compactHistory(input ?? {})
-      if (answer.compacted) compacted()
-      return answer.text
-    },
+  return sdkTools(declaration, (input) => {
+    const session = current()
+    if (!session) return 'Nothing to compact yet. No changes made.'
+    const answer = session.compactHistory(input ?? {})
+    if (answer.compacted) compacted()
+    return answer.text
   })
-  return { [declaration.name]: compact }
 }
 
 /** The recall tool as AI SDK tools (`{ [name]: tool }`) answering from `current()`'s session. */
 function recallTools(current, options) {
   const declaration = new Session(null, { ...options, format: 'ai-sdk' }).recallTool()
+  return sdkTools(declaration, (input) => {
+    const session = current()
+    if (!session) return 'No original is kept yet: nothing has been compacted.'
+    return session.recallAnswer(input).text
+  })
+}
+
+/** A tool's declaration (`{ name, description, parameters }`, or null: none) as AI SDK tools that `answer` executes. */
+function sdkTools(declaration, answer) {
   if (!declaration) return {}
   // The AI SDK is the caller's: it is loaded only when its tool is asked for.
   const { tool, jsonSchema } = require('ai')
-  const recall = tool({
+  const made = tool({
     description: declaration.description,
     inputSchema: jsonSchema(declaration.parameters),
-    execute: async (input) => {
-      const session = current()
-      if (!session) return 'No original is kept yet: nothing has been compacted.'
-      return session.recallAnswer(input).text
-    },
+    execute: async (input) => answer(input),
   })
-  return { [declaration.name]: recall }
+  return { [declaration.name]: made }
 }
 
 /** Deep equality of message values; keys holding `undefined` count as absent. */
