@@ -44,8 +44,13 @@ before(async () => {
   ]);
 });
 
-after(() => {
-  procs.forEach((p) => p.kill("SIGTERM"));
+after(async () => {
+  // Each server finishes its store's last writes before the directory goes.
+  await Promise.all(procs.map((p) => new Promise((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) return resolve();
+    p.once("exit", resolve);
+    p.kill("SIGTERM");
+  })));
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -91,7 +91,12 @@ before(async () => {
 
 after(async () => {
   await browser?.close()
-  procs.forEach((p) => p.kill('SIGTERM'))
+  // Each server finishes its in-flight work (and its store's last writes) before the directory goes.
+  await Promise.all(procs.map((p) => new Promise((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) return resolve()
+    p.once('exit', resolve)
+    p.kill('SIGTERM')
+  })))
   rmSync(dir, { recursive: true, force: true })
 })
 
