@@ -17,7 +17,7 @@ use crate::recall::{Handle, Original, OriginalKind};
 
 /// Room under which nothing is given back: a few lines are not worth a
 /// prefix the provider's cache would miss.
-const MIN_ROOM: Counted = Counted::new(200);
+pub(crate) const MIN_ROOM: Counted = Counted::new(200);
 
 /// Shares of an excerpt's room for its first lines and its last ones; the
 /// rest goes to the lines between that name the most.

@@ -32,6 +32,7 @@ use abridge_tokens::{Counted, TokenizerKind};
 
 use crate::cancel::Cancel;
 use crate::config::RecallConfig;
+use crate::placeholder;
 use crate::recall::{HandleKey, Original, index};
 use crate::region_facts::RegionFacts;
 use crate::report::{Attempt, AttemptOutcome};
@@ -237,17 +238,25 @@ impl Earlier {
 /// wrote, most recently touched first, then the earlier working set's
 /// files not touched since; none the kept tail reads or writes again (it
 /// holds a newer copy). Within `share` of the briefing's budget and half
-/// of what the region held.
+/// of what the region held (the earlier set's tokens added whole).
 fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted)> {
     if inp.working_share <= 0.0 {
         return None;
     }
+    // A placeholder or an excerpt of a read is not a copy of its file: it
+    // neither stands for the file here nor makes the region's copy stale.
+    let whole = |f: &working::WorkingFile<'_>| {
+        !placeholder::is_result_placeholder(&f.text)
+            && placeholder::excerpt_handle(&f.text).is_none()
+    };
     let tail = &inp.work[inp.work.len() - inp.tail_len..];
     let newer: Vec<String> = working::files(tail, inp.error_prefixes)
         .into_iter()
+        .filter(whole)
         .map(|f| f.path)
         .collect();
     let mut files = working::files(&region.replaced, inp.error_prefixes);
+    files.retain(whole);
     if let Some(earlier) = region
         .earlier
         .working
@@ -260,12 +269,18 @@ fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted
         files.extend(older);
     }
     files.retain(|f| !newer.contains(&f.path));
+    // The earlier set's files come from before the region: what they took
+    // is theirs to keep, however little the region itself held.
+    let carried = region
+        .earlier
+        .working
+        .map_or(Counted::ZERO, |i| inp.original_tokens[i]);
     let budget = inp
         .budget
         .scaled(inp.working_share)
         .max(inp.working_floor)
         .min(inp.budget)
-        .min(region.tokens.scaled(0.5));
+        .min(region.tokens.scaled(0.5) + carried);
     let (text, tokens) = working::render(&files, budget.get() as usize, inp.tokenizer)?;
     Some((text, Counted::of(tokens)))
 }

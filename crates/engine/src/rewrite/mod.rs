@@ -296,10 +296,13 @@ impl Rewriter<'_> {
         );
         work.attempts = attempts;
         if let Some(mut b) = briefed {
-            if let Some(i) = b.instant.filter(|_| plan.grow_tail)
-                && let Some(longer) = self.grow_tail(conv, plan, work, target, &b, i)
-            {
-                b = longer;
+            if let Some(i) = b.instant.filter(|_| plan.grow_tail) {
+                if let Some(longer) = self.grow_tail(conv, plan, work, target, &b, i) {
+                    b = longer;
+                }
+                if let Some(longer) = self.grow_partial(conv, plan, work, target, &b, i) {
+                    b = longer;
+                }
             }
             self.take_briefing(work, b);
         }

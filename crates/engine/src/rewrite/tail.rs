@@ -7,6 +7,8 @@ use abridge_tokens::Counted;
 use super::{Rewriter, Room, Work};
 use crate::boundary::old_region;
 use crate::plan::Plan;
+use crate::policy::{self, Policy};
+use crate::refill::MIN_ROOM;
 use crate::summarize_step::{Briefed, Earlier};
 
 impl Rewriter<'_> {
@@ -58,6 +60,94 @@ impl Rewriter<'_> {
         None
     }
 
+    /// With an instant summarizer and recall on, when what the briefing
+    /// leaves of the target cannot hold the next older iteration whole,
+    /// takes it into the tail with its results and arguments clipped to
+    /// their handles, and writes the briefing again over the region before
+    /// it, given the room the first took. The room left then goes back to those results as excerpts
+    /// ([`refill`](crate::refill)): a large last result is never
+    /// all-or-nothing, and every cut line stays one recall away. Kept only
+    /// if the whole still fits and the briefing leaves out no more than the
+    /// first; the history is as it was otherwise.
+    pub(super) fn grow_partial(
+        &mut self,
+        conv: &Conversation,
+        plan: &Plan,
+        work: &mut Work,
+        target: Counted,
+        first: &Briefed,
+        summarizer: usize,
+    ) -> Option<Briefed> {
+        let left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
+        let region = old_region(&work.messages, work.tail_n);
+        let next = *iterations(&work.messages).iter().rev().nth(work.tail_n)?;
+        if left < MIN_ROOM || next.start < region.start {
+            return None;
+        }
+        // What the first briefing took (pinned messages of its region
+        // included): the second is given as much, so it leaves out nothing
+        // the first kept for the room the excerpt takes.
+        let briefing = self
+            .total_of(&first.messages, work.tools)
+            .saturating_sub(self.kept_tokens(work));
+        let range = next.range();
+        let saved = (
+            work.messages[range.clone()].to_vec(),
+            work.counts[range.clone()].to_vec(),
+            work.originals.len(),
+        );
+        // Each policy's items and the tokens after it, recorded if kept.
+        let mut steps = Vec::new();
+        for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
+            // Recall is the same for both: only the first can return here.
+            let found = self.engine.found(&mut work.originals, conv, self.key)?;
+            let cfg = &self.engine.config.policies;
+            let n = policy::apply(p, &mut work.messages, range.clone(), cfg, Some(found));
+            let clipped = self.message_tokens(&work.messages[range.clone()]);
+            work.counts.splice(range.clone(), clipped);
+            steps.push((p, n, self.checked_total(work)));
+        }
+        let cost: Counted = work.counts[range.clone()].iter().sum();
+        let fits = steps.iter().any(|&(_, n, _)| n > 0) && cost < left;
+        let longer = fits
+            .then(|| {
+                work.tail_n += 1;
+                let mut attempts = Vec::new();
+                let room = Room {
+                    at_least: briefing,
+                    working: first.working,
+                };
+                let b = self.brief(
+                    conv,
+                    plan,
+                    work,
+                    target,
+                    Some(summarizer),
+                    room,
+                    &mut attempts,
+                );
+                b.filter(|b| {
+                    omitted(b) <= omitted(first) && self.total_of(&b.messages, work.tools) <= target
+                })
+                .map(|b| (b, attempts))
+            })
+            .flatten();
+        let Some((b, mut attempts)) = longer else {
+            let (messages, counts, originals) = saved;
+            work.messages.splice(range.clone(), messages);
+            work.counts.splice(range, counts);
+            work.originals.truncate(originals);
+            work.tail_n -= usize::from(fits);
+            return None;
+        };
+        work.attempts.pop();
+        work.attempts.append(&mut attempts);
+        for (p, n, now) in steps.into_iter().filter(|&(_, n, _)| n > 0) {
+            work.record(p.kind(), n, now);
+        }
+        Some(b)
+    }
+
     /// Messages from the end that a tail grown after the first briefing
     /// could reach at most: what [`grow_tail`](Self::grow_tail) adds fits
     /// in what the target leaves beside what the briefing cannot shrink
@@ -89,4 +179,13 @@ pub(super) fn tail_growth(work: &Work, mut left: Counted) -> (usize, usize) {
         from = it.start;
     }
     (extra, from)
+}
+
+/// Items a briefing's sheet left out for space (none without a sheet).
+fn omitted(b: &Briefed) -> usize {
+    b.sheet
+        .iter()
+        .flat_map(|s| &s.sections)
+        .map(|s| s.omitted)
+        .sum()
 }
