@@ -16,8 +16,17 @@ use crate::placeholder::{self, excerpt_header};
 use crate::recall::{Handle, Original, OriginalKind};
 
 /// Room under which nothing is given back: a few lines are not worth a
-/// prefix the provider's cache would miss.
-pub(crate) const MIN_ROOM: Counted = Counted::new(200);
+/// prefix the provider's cache would miss...
+const MIN_ROOM: Counted = Counted::new(200);
+
+/// ...unless the target is so small that those few lines are a tenth of
+/// it: room that large is not left unused.
+const MIN_ROOM_SHARE: f64 = 0.1;
+
+/// The least room under `target` worth giving back.
+pub(crate) fn min_room(target: Counted) -> Counted {
+    MIN_ROOM.min(target.scaled(MIN_ROOM_SHARE))
+}
 
 /// Shares of an excerpt's room for its first lines and its last ones; the
 /// rest goes to the lines between that name the most.
@@ -47,7 +56,7 @@ pub(crate) fn refill(
     let mut given = 0;
     for c in clipped(messages, originals) {
         let room = target.saturating_sub(*total);
-        if room < MIN_ROOM {
+        if room < min_room(target) {
             break;
         }
         let Some(text) = text_of(c.original) else {

@@ -8,7 +8,7 @@ use super::{Rewriter, Room, Work};
 use crate::boundary::old_region;
 use crate::plan::Plan;
 use crate::policy::{self, Policy};
-use crate::refill::MIN_ROOM;
+use crate::refill::min_room;
 use crate::summarize_step::{Briefed, Earlier};
 
 impl Rewriter<'_> {
@@ -81,7 +81,7 @@ impl Rewriter<'_> {
         let left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
         let region = old_region(&work.messages, work.tail_n);
         let next = *iterations(&work.messages).iter().rev().nth(work.tail_n)?;
-        if left < MIN_ROOM || next.start < region.start {
+        if left < min_room(target) || next.start < region.start {
             return None;
         }
         // What the first briefing took (pinned messages of its region

@@ -430,3 +430,29 @@ fn the_briefing_path_fills_its_target_with_an_excerpt_of_the_step_before_the_tai
         .recall(&serde_json::json!({"handle": handle.as_str(), "page": 1}));
     assert!(whole.text().contains("[build 0001]"), "{}", whole.text());
 }
+
+/// Clipping alone, small targets: the room a clipped log leaves comes back
+/// as an excerpt whenever it is a tenth of the target, however small.
+#[test]
+fn small_targets_are_filled_by_excerpts_of_what_clipping_took() {
+    let conv = session_with_a_long_read();
+    let base = {
+        let mut cfg = Config {
+            model: conv.model.clone(),
+            ..Config::default()
+        };
+        cfg.policies.pipeline = vec![PolicyKind::ClipToolResults, PolicyKind::ClipToolArgs];
+        cfg.budget.min_iterations = 1;
+        cfg.budget.kept_cap = 0;
+        cfg
+    };
+    for target in (700..2_000).step_by(50) {
+        let mut cfg = base.clone();
+        cfg.budget.target_tokens = Some(target);
+        let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+        let after = out.report.tokens_after.get();
+        assert!(after <= target, "{after} > {target}");
+        assert!(after * 10 >= target * 9, "{after} of {target}");
+        assert!(validate(&out.conversation).is_empty());
+    }
+}
