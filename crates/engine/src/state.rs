@@ -53,6 +53,10 @@ pub struct ThreadState {
     /// chained compaction merges it rather than parse its text back.
     #[serde(default)]
     pub briefing: Option<KeptBriefing>,
+    /// Turns the thread has taken that checked the triggers (a status
+    /// note's cadence counts them, across restarts and replicas).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turns: u64,
     /// The handles of the originals its compactions kept, newest last (at
     /// most [`ThreadState::HANDLES`]): what the recall tool's search reads.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -97,6 +101,10 @@ impl ThreadState {
             ..self.clone()
         })
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

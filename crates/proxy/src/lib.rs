@@ -253,6 +253,13 @@ impl Proxy {
         let _ = tokio::task::spawn_blocking(move || app.telemetry.flush()).await;
         if let Some(store) = self.app.store.clone() {
             // What the sessions learned goes to the store before the proxy ends.
+            let app = self.app.clone();
+            let saver = store.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                app.sessions
+                    .spill_all(|s| saver.save(s.record(), s.version.clone()))
+            })
+            .await;
             let flushed = tokio::task::spawn_blocking(move || store.flush(FLUSH_LIMIT)).await;
             if !matches!(flushed, Ok(true)) {
                 tracing::warn!(

@@ -108,9 +108,6 @@ pub(crate) struct SessionState {
     /// Tokens of its last request as the client sent it (what the
     /// provider would have cached of the next, sent whole).
     pub(crate) last_client: abridge::tokens::Calibrated,
-    /// Requests of the session since it came into memory (the status
-    /// note's cadence).
-    pub(crate) requests: u64,
 }
 
 /// What is kept of a session's last body to take its next one in parts.
@@ -312,7 +309,6 @@ impl SessionState {
             used: std::time::Instant::now(),
             spilled: false,
             last_client: abridge::tokens::Calibrated::ZERO,
-            requests: 0,
         }
     }
 
@@ -564,6 +560,14 @@ impl Sessions {
         save: impl FnMut(&SessionState) -> Saved,
     ) -> (usize, usize) {
         self.spill(|s| Some(s.used.elapsed() >= idle), save)
+    }
+
+    /// Lets go of every session not busy with a request, each once `save`
+    /// wrote or queued it: at shutdown, so that what a session learned
+    /// since its last compaction (its calibration, its turns) outlives the
+    /// proxy. How many left.
+    pub(crate) fn spill_all(&self, save: impl FnMut(&SessionState) -> Saved) -> usize {
+        self.spill(|_| Some(true), save).0
     }
 
     /// Sessions in memory.

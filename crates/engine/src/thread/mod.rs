@@ -141,6 +141,12 @@ impl Thread {
         self.key = Some(key);
     }
 
+    /// Turns it has taken that checked the triggers (one per request of a
+    /// proxy session), a restored thread's included.
+    pub fn turns(&self) -> u64 {
+        self.state.turns
+    }
+
     /// What is kept across restarts.
     pub fn state(&self) -> &ThreadState {
         &self.state
@@ -258,6 +264,11 @@ impl Thread {
             return Err(Error::LeftOut(input.left_out.len));
         }
         input.cancel.check()?;
+        // A request's turn: not a compaction forced after an overflow or
+        // asked by the agent between its requests.
+        if input.action == Action::Evaluate {
+            self.state.turns += 1;
+        }
         self.follow(engine);
         let m = self.measure(engine, &input);
         self.client = m.client + m.tools;

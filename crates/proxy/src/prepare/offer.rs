@@ -33,7 +33,7 @@ impl Offer {
         let agent = &s.engine.config().agent;
         let compact = agent.compact_tool.then(|| agent.tool.clone());
         let every = agent.status_every as u64;
-        let due = every > 0 && s.requests % every == 0;
+        let due = every > 0 && s.thread.turns() > 0 && s.thread.turns() % every == 0;
         let status = due.then(|| {
             let limits = s.engine.limits();
             Status {

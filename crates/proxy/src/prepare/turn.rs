@@ -108,7 +108,6 @@ impl Context<'_> {
             // serves the client's retry), but nobody waits for the body.
             return self.abandoned();
         }
-        s.requests += 1;
         let rewritten = out.is_some();
         // The note tells the agent what the model is sent.
         let shown = match sent == Counted::ZERO {

@@ -118,3 +118,44 @@ async fn the_agent_reads_its_status_and_compacts_its_own_history() {
         }
     }
 }
+
+/// The note's cadence counts a session's requests across a restart: the
+/// proxy saves its sessions when it stops, and the next one goes on
+/// counting from what was saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_cadence_outlives_a_restart() {
+    use abridge_store::Store;
+    use abridge_testkit::Provider;
+
+    use crate::support::{OpenAiAgent, proxy_for};
+
+    let dir = std::env::temp_dir().join(format!("abridge-cadence-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let provider = Provider::start(ProviderOptions::default()).await;
+    let mut agent = OpenAiAgent::new(false);
+    for _ in 0..2 {
+        let store = Box::new(Store::open(&path).unwrap());
+        let (url, stop, done) = proxy_for(&provider.url, MYCODER, Some(store)).await;
+        for _ in 0..4 {
+            agent.step(&url, &[]).await;
+        }
+        let _ = stop.send(());
+        done.await.unwrap();
+    }
+    let noted: Vec<usize> = provider
+        .report()
+        .requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.status_note)
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        noted,
+        [3, 6],
+        "every third request of the session, restart or not"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
