@@ -29,6 +29,9 @@ MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" install --quiet --disable-pi
 echo "== Python SDKs (openai, anthropic) through the proxy"
 "$venv/bin/python" sdk-tests/python/test_proxy.py
 
+echo "== The docs' Python samples, as written (those with LangChain; the Agents SDK's below)"
+"$venv/bin/python" sdk-tests/python/test_docs.py
+
 echo "== Node package (bindings/node): API, corpus, an AI SDK agent loop"
 (cd bindings/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build:debug && npm test)
 
@@ -47,6 +50,7 @@ clients_venv="$target_dir/clients-venv"
 # The abridge package too, for the Agents SDK's in-process filter (abridge.agents).
 MATURIN_PEP517_ARGS="--profile dev" "$clients_venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
 "$clients_venv/bin/python" sdk-tests/python/test_clients.py
+"$clients_venv/bin/python" sdk-tests/python/test_docs.py
 echo "== abridge run with the real agents (Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI)"
 "$clients_venv/bin/python" sdk-tests/python/test_run.py
 
