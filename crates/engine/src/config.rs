@@ -140,7 +140,8 @@ pub struct BudgetConfig {
     pub target_ratio: f64,
     /// A compaction that would clear fewer tokens than this (in the
     /// provider's units, like the trigger and the target) is skipped, so
-    /// that a provider's prompt cache is broken only for a real gain.
+    /// that a provider's prompt cache is broken only for a real gain. At
+    /// most half the trigger: a smaller trigger still compacts.
     pub clear_at_least: u64,
     /// The kept tail is at most this fraction of the window (0: the floor
     /// alone)…

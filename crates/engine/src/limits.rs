@@ -62,11 +62,14 @@ impl Limits {
             (None, None) => (None, false),
         };
         let b = &config.budget;
+        // At most half the trigger: a trigger under twice `clear_at_least`
+        // still compacts (to half of it, or the target if lower).
+        let clear = trigger_tokens.map_or(b.clear_at_least, |t| b.clear_at_least.min(t / 2));
         let derived = trigger_tokens.map(|t| (t as f64 * b.target_ratio) as u64);
         let mut target = b.target_tokens.or(derived);
         if let (Some(tt), Some(trig)) = (target, trigger_tokens) {
             // Hysteresis: never aim above trigger - clear_at_least.
-            target = Some(tt.min(trig.saturating_sub(b.clear_at_least)).max(1));
+            target = Some(tt.min(trig.saturating_sub(clear)).max(1));
         }
         let mut kept_budget = b.kept_cap;
         if let Some(w) = window {
@@ -85,7 +88,7 @@ impl Limits {
             every_iterations: t.every_iterations,
             target: target.map(Calibrated::new),
             kept_budget: Calibrated::new(kept_budget),
-            clear_at_least: Calibrated::new(b.clear_at_least),
+            clear_at_least: Calibrated::new(clear),
         }
     }
 

@@ -292,3 +292,30 @@ fn clear_at_least_is_in_the_providers_units_like_the_trigger() {
         "the provider would see 2 × {saved} tokens cleared, over {minimum}"
     );
 }
+
+/// A trigger under twice `clear_at_least` (2,000 by default) still
+/// compacts: what a compaction must clear is at most half the trigger, and
+/// the target under it, not a target of nothing.
+#[test]
+fn a_small_trigger_still_compacts() {
+    let conv = run(Spec {
+        iterations: 30,
+        ..Spec::default()
+    });
+    let mut cfg = Config::default();
+    cfg.trigger.max_tokens = Some(3_000);
+    cfg.budget.min_iterations = 1;
+    let engine = abridge::Engine::new(cfg).unwrap();
+    let mut thread = abridge::Thread::new(&engine);
+    let report = thread
+        .turn(&engine, abridge::Input::evaluate(&conv))
+        .unwrap()
+        .report;
+    assert!(report.tokens_before.get() > 3_000);
+    assert!(report.compacted, "{report:?}");
+    assert!(
+        report.tokens_after.get() <= 1_500,
+        "{}",
+        report.tokens_after.get()
+    );
+}
