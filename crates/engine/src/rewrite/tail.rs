@@ -26,32 +26,18 @@ impl Rewriter<'_> {
         first: &Briefed,
         summarizer: usize,
     ) -> Option<Briefed> {
-        let left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
+        let left = self.left_by(first, work, target)?;
         let (mut extra, _) = tail_growth(work, left);
         let tail_n = work.tail_n;
         while extra > 0 {
             work.tail_n = tail_n + extra;
-            let mut attempts = Vec::new();
             // The working set keeps what it had; the tail grows into the rest.
             let room = Room {
                 working: first.working,
                 ..Room::default()
             };
-            let longer = self.brief(
-                conv,
-                plan,
-                work,
-                target,
-                Some(summarizer),
-                room,
-                &mut attempts,
-            );
-            if let Some(b) = longer
-                && self.total_of(&b.messages, work.tools) <= target
+            if let Some(b) = self.brief_again(conv, plan, work, target, summarizer, room, |_| true)
             {
-                // The attempt that counts is the one whose briefing is used.
-                work.attempts.pop();
-                work.attempts.append(&mut attempts);
                 return Some(b);
             }
             extra /= 2;
@@ -64,8 +50,9 @@ impl Rewriter<'_> {
     /// leaves of the target cannot hold the next older iteration whole,
     /// takes it into the tail with its results and arguments clipped to
     /// their handles, and writes the briefing again over the region before
-    /// it, given the room the first took. The room left then goes back to those results as excerpts
-    /// ([`refill`](crate::refill)): a large last result is never
+    /// it, given the room the first took. The room left then goes back to
+    /// those results as excerpts ([`refill`](crate::refill)): a large last
+    /// result is never
     /// all-or-nothing, and every cut line stays one recall away. Kept only
     /// if the whole still fits and the briefing leaves out no more than the
     /// first; the history is as it was otherwise.
@@ -78,7 +65,7 @@ impl Rewriter<'_> {
         first: &Briefed,
         summarizer: usize,
     ) -> Option<Briefed> {
-        let left = target.checked_sub(self.total_of(&first.messages, work.tools))?;
+        let left = self.left_by(first, work, target)?;
         let region = old_region(&work.messages, work.tail_n);
         let next = *iterations(&work.messages).iter().rev().nth(work.tail_n)?;
         if left < min_room(target) || next.start < region.start {
@@ -112,27 +99,15 @@ impl Rewriter<'_> {
         let longer = fits
             .then(|| {
                 work.tail_n += 1;
-                let mut attempts = Vec::new();
                 let room = Room {
                     at_least: briefing,
                     working: first.working,
                 };
-                let b = self.brief(
-                    conv,
-                    plan,
-                    work,
-                    target,
-                    Some(summarizer),
-                    room,
-                    &mut attempts,
-                );
-                b.filter(|b| {
-                    omitted(b) <= omitted(first) && self.total_of(&b.messages, work.tools) <= target
-                })
-                .map(|b| (b, attempts))
+                let no_less = |b: &Briefed| omitted(b) <= omitted(first);
+                self.brief_again(conv, plan, work, target, summarizer, room, no_less)
             })
             .flatten();
-        let Some((b, mut attempts)) = longer else {
+        let Some(b) = longer else {
             let (messages, counts, originals) = saved;
             work.messages.splice(range.clone(), messages);
             work.counts.splice(range, counts);
@@ -140,11 +115,47 @@ impl Rewriter<'_> {
             work.tail_n -= usize::from(fits);
             return None;
         };
-        work.attempts.pop();
-        work.attempts.append(&mut attempts);
         for (p, n, now) in steps.into_iter().filter(|&(_, n, _)| n > 0) {
             work.record(p.kind(), n, now);
         }
+        Some(b)
+    }
+
+    /// What the first briefing's history leaves of the target, if it fits.
+    fn left_by(&mut self, first: &Briefed, work: &Work, target: Counted) -> Option<Counted> {
+        target.checked_sub(self.total_of(&first.messages, work.tools))
+    }
+
+    /// Writes the briefing again over the region `work` now leaves, with
+    /// `room`: the briefing when the whole fits the target and `keep` takes
+    /// it, its attempt then counting in place of the first's.
+    #[allow(clippy::too_many_arguments)]
+    fn brief_again(
+        &mut self,
+        conv: &Conversation,
+        plan: &Plan,
+        work: &mut Work,
+        target: Counted,
+        summarizer: usize,
+        room: Room,
+        keep: impl Fn(&Briefed) -> bool,
+    ) -> Option<Briefed> {
+        let mut attempts = Vec::new();
+        let b = self.brief(
+            conv,
+            plan,
+            work,
+            target,
+            Some(summarizer),
+            room,
+            &mut attempts,
+        )?;
+        if !keep(&b) || self.total_of(&b.messages, work.tools) > target {
+            return None;
+        }
+        // The attempt that counts is the one whose briefing is used.
+        work.attempts.pop();
+        work.attempts.append(&mut attempts);
         Some(b)
     }
 
