@@ -52,10 +52,9 @@ impl Rewriter<'_> {
     /// their handles, and writes the briefing again over the region before
     /// it, given the room the first took. The room left then goes back to
     /// those results as excerpts ([`refill`](crate::refill)): a large last
-    /// result is never
-    /// all-or-nothing, and every cut line stays one recall away. Kept only
-    /// if the whole still fits and the briefing leaves out no more than the
-    /// first; the history is as it was otherwise.
+    /// result is never all-or-nothing, and every cut line stays one recall
+    /// away. Kept only if the whole still fits and the briefing leaves out
+    /// no more than the first; the history is as it was otherwise.
     pub(super) fn grow_partial(
         &mut self,
         conv: &Conversation,
