@@ -16,6 +16,14 @@ mod snapshots;
 mod stats;
 mod ui;
 
+/// The book's chapters on the command line and on `abridge run`, as rustdoc.
+pub mod book {
+    #[doc = include_str!("../../../docs/src/cli.md")]
+    pub mod cli {}
+    #[doc = include_str!("../../../docs/src/run.md")]
+    pub mod run {}
+}
+
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -35,6 +35,12 @@ use serde_json::Value;
 pub use abridge::TurnReport;
 pub use error::{Error, ErrorKind, Result};
 pub use options::{ConfigSource, Options};
+
+/// The book's chapter on the Python and Node packages
+/// (`docs/src/packages.md`), as rustdoc; its samples run in
+/// `sdk-tests/python/test_docs.py` and `sdk-tests/node/docs.test.mjs`.
+#[doc = include_str!("../../../docs/src/packages.md")]
+pub mod book {}
 pub use session::{Session, Turn};
 pub use shape::{Decoded, Shape};
 

@@ -156,7 +156,7 @@ pub struct BudgetConfig {
     /// When a trigger fires, everything between the task and the last
     /// `min_iterations` iterations becomes the briefing, however far under
     /// the target that lands (Pilo #441: "the summary replaces the messages
-    /// between messages[2] and the last K=6 iterations"); the target then
+    /// between `messages[2]` and the last K=6 iterations"); the target then
     /// only decides whether the offline ladder has to go further.
     pub summarize_all: bool,
 }

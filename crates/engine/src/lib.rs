@@ -95,11 +95,27 @@ pub use summarize_step::KeptBriefing;
 pub use thread::Thread;
 pub use trigger::{Reason, TriggerConfig};
 
-/// The book's chapter on the library (`docs/src/library.md`): its samples
-/// compile as doctests, so the book cannot drift from the API.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/src/library.md")]
-pub struct LibraryChapter;
+/// The book's chapters on the library and on compaction, as rustdoc: the
+/// same markdown as `docs/`, so the two cannot drift, and the library
+/// chapter's samples run as doctests.
+pub mod book {
+    #[doc = include_str!("../../../docs/src/library.md")]
+    pub mod library {}
+    #[doc = include_str!("../../../docs/src/compaction.md")]
+    pub mod compaction {}
+    #[doc = include_str!("../../../docs/src/briefings.md")]
+    pub mod briefings {}
+    #[doc = include_str!("../../../docs/src/configuration.md")]
+    pub mod configuration {}
+    #[doc = include_str!("../../../docs/src/presets.md")]
+    pub mod presets {}
+    #[doc = include_str!("../../../docs/src/tokens.md")]
+    pub mod tokens {}
+    #[doc = include_str!("../../../docs/src/snapshots.md")]
+    pub mod snapshots {}
+    #[doc = include_str!("../../../docs/src/architecture.md")]
+    pub mod architecture {}
+}
 
 /// The README's tour: its Rust sample compiles as a doctest too.
 #[cfg(doctest)]

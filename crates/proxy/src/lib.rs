@@ -63,6 +63,10 @@ pub use error::{Error, Result};
 pub use host::guard_host;
 pub use telemetry::TelemetryConfig;
 
+/// The book's chapter on the proxy (`docs/src/proxy.md`), as rustdoc.
+#[doc = include_str!("../../../docs/src/proxy.md")]
+pub mod book {}
+
 /// Longest a stopping proxy waits for its queued store writes.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 

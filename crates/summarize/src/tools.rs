@@ -78,7 +78,7 @@ pub fn classify<'a>(name: &str, args: &'a Value) -> ToolKind<'a> {
 }
 
 /// The files a patch call changes, in order, each with how (see
-/// [`file_header`]) and its own part of the patch; empty for any other
+/// `file_header`) and its own part of the patch; empty for any other
 /// call. Codex's `apply_patch` takes one patch for several files.
 pub fn patch_files<'a>(name: &str, args: &'a Value) -> Vec<(ToolKind<'a>, &'a str)> {
     let Some(patch) = patch_of(&name.to_lowercase(), args) else {

@@ -142,7 +142,7 @@ pub struct Extraction<'a> {
 
 impl<'a> Extraction<'a> {
     /// Reads `messages`, the next ones of the run: what each says on its
-    /// own is read a block at a time on every core ([`Reading`]), then
+    /// own is read a block at a time on every core (`Reading`), then
     /// folded into the facts in order.
     pub fn feed(&mut self, messages: &'a [Message], cfg: &FactConfig) {
         self.feed_on(messages, cfg, abridge_model::shares::threads(MAX_THREADS));
