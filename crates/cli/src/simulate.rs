@@ -400,6 +400,52 @@ fn print_table(
         )?;
     }
     writeln!(out, "{:<26}{:>14}{:>14}", "compactions", 0, s.compactions)?;
+    print_cache_and_cost(conv, s, out)?;
+    let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} µs"));
+    writeln!(
+        out,
+        "{:<26}turn 10 {}, last turn {}, median {}",
+        "engine time per turn",
+        us(s.engine_us_turn_10),
+        us(s.engine_us_last),
+        us(s.engine_us_median)
+    )?;
+    if s.failures > 0 {
+        writeln!(
+            out,
+            "{:<26}{} turn(s) could not shrink to the target",
+            "failures", s.failures
+        )?;
+    }
+    print_turns(turns, out)
+}
+
+/// About 25 turns of the run (the first, every compaction, evenly spaced
+/// others): the tokens sent without and with abridge.
+fn print_turns(turns: &[Turn], out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "\n{:>6}{:>14}{:>14}", "turn", "baseline", "abridge")?;
+    let step = turns.len().div_ceil(25).max(1);
+    for t in turns
+        .iter()
+        .filter(|t| t.turn % step == 0 || t.compacted || t.turn == 1)
+    {
+        let mark = if t.compacted { "  compacted" } else { "" };
+        writeln!(
+            out,
+            "{:>6}{:>14}{:>14}{mark}",
+            t.turn,
+            thousands(t.baseline.get()),
+            thousands(t.tokens.get())
+        )?;
+    }
+    Ok(())
+}
+
+/// The caching and cost lines: how much of the prefix stayed, the cache
+/// hit share, the prompt's cost with caching, and what declaring the recall
+/// tool costs.
+fn print_cache_and_cost(conv: &Conversation, s: &Summary, out: &mut dyn Write) -> Result<()> {
+    let n = |v: u64| thousands(v);
     writeln!(
         out,
         "{:<26}{:>14}{:>13.1}%",
@@ -454,37 +500,6 @@ fn print_table(
             n(r.tool_tokens.get()),
             priced(&r.from_first_compaction),
             priced(&r.from_first_request)
-        )?;
-    }
-    let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} µs"));
-    writeln!(
-        out,
-        "{:<26}turn 10 {}, last turn {}, median {}",
-        "engine time per turn",
-        us(s.engine_us_turn_10),
-        us(s.engine_us_last),
-        us(s.engine_us_median)
-    )?;
-    if s.failures > 0 {
-        writeln!(
-            out,
-            "{:<26}{} turn(s) could not shrink to the target",
-            "failures", s.failures
-        )?;
-    }
-    writeln!(out, "\n{:>6}{:>14}{:>14}", "turn", "baseline", "abridge")?;
-    let step = turns.len().div_ceil(25).max(1);
-    for t in turns
-        .iter()
-        .filter(|t| t.turn % step == 0 || t.compacted || t.turn == 1)
-    {
-        let mark = if t.compacted { "  compacted" } else { "" };
-        writeln!(
-            out,
-            "{:>6}{:>14}{:>14}{mark}",
-            t.turn,
-            n(t.baseline.get()),
-            n(t.tokens.get())
         )?;
     }
     Ok(())

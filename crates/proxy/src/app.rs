@@ -247,29 +247,10 @@ async fn send_traced(
     trace: &Trace,
 ) -> Response<Body> {
     let family = wire.family();
-    let provider = Provider::from(family);
-    let size = bytes.len();
-    let Some(room) = room_to_compact(app, provider, size).await else {
-        return busy(app, provider, Budgeted::Preparing);
+    let mut prepared = match prepare(app, wire, (headers, &uri, &bytes), start, trace).await {
+        Ok(p) => p,
+        Err(response) => return response,
     };
-    let preparing = SystemTime::now();
-    let mut prepared = {
-        let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
-        while_client_waits(move |cancel| app.context(cancel).prepare(wire, &headers, &uri, &bytes))
-            .await
-            .unwrap_or_else(|e| Prepared::as_sent(format!("compaction stopped: {e}")))
-    };
-    drop(room);
-    if let Prepared::Refused(why) = &prepared {
-        return proxy_error(family, StatusCode::BAD_REQUEST, why);
-    }
-    app.metrics.added(start.elapsed().as_secs_f64());
-    if let Some(t) = prepared.turn() {
-        trace.model(t.request.model.as_deref());
-        if let Some(r) = t.report.as_ref().filter(|r| r.compacted) {
-            trace.compaction(preparing, r);
-        }
-    }
     // The upstream sees this request's span as its parent.
     trace.inject(headers);
     let headers = &*headers;
@@ -286,45 +267,11 @@ async fn send_traced(
     app.metrics.upstream(sent.elapsed().as_secs_f64());
     let mut extra = response_headers(&prepared);
     if is_overflow_status(upstream.status()) && app.config.serve.retry_on_overflow {
-        let status = upstream.status();
-        let head = upstream.headers().clone();
-        let text = upstream.bytes().await.unwrap_or_default();
-        let retry = match prepared.turn() {
-            Some(t) if is_overflow_body(&text) => {
-                let (app2, s, tokens) = (app.clone(), t.session.clone(), t.tokens);
-                let (uri, bytes) = (uri.clone(), bytes.clone());
-                // Without room to compact again, the upstream's answer goes back.
-                match room_to_compact(app, provider, size).await {
-                    Some(room) => {
-                        let shrunk = while_client_waits(move |cancel| {
-                            app2.context(cancel)
-                                .shrink(&s, (wire, &uri, &bytes), tokens)
-                        })
-                        .await;
-                        drop(room);
-                        shrunk.ok().flatten()
-                    }
-                    None => None,
-                }
-            }
-            _ => None,
-        };
-        let Some(body) = retry else {
-            return buffered(status, &head, text, extra);
-        };
-        // The retried body is compacted anew, without the recall tool.
-        prepared.take_recall();
-        extra.push((
-            HeaderName::from_static("x-abridge-retried"),
-            HeaderValue::from_static("overflow"),
-        ));
-        upstream = match app
-            .upstream
-            .send(method.clone(), &target, headers, body, true)
-            .await
+        let sent = (method.clone(), &target, headers, (&uri, &bytes));
+        upstream = match retry_overflow(app, wire, sent, &mut prepared, upstream, &mut extra).await
         {
             Ok(r) => r,
-            Err(e) => return upstream_failed(family, &e),
+            Err(response) => return response,
         };
     }
     trace.status(upstream.status().as_u16());
@@ -358,6 +305,98 @@ async fn send_traced(
             extra,
         ),
     }
+}
+
+/// The request compacted off the runtime while the client waits, within
+/// the room bodies being compacted may take, its time and compaction
+/// traced. `Err`: the answer instead (busy, or refused by the route table).
+async fn prepare(
+    app: &Arc<App>,
+    wire: Wire,
+    (headers, uri, bytes): (&HeaderMap, &axum::http::Uri, &Bytes),
+    start: Instant,
+    trace: &Trace,
+) -> Result<Prepared, Response<Body>> {
+    let provider = Provider::from(wire.family());
+    let Some(room) = room_to_compact(app, provider, bytes.len()).await else {
+        return Err(busy(app, provider, Budgeted::Preparing));
+    };
+    let preparing = SystemTime::now();
+    let prepared = {
+        let (app, headers, bytes, uri) = (app.clone(), headers.clone(), bytes.clone(), uri.clone());
+        while_client_waits(move |cancel| app.context(cancel).prepare(wire, &headers, &uri, &bytes))
+            .await
+            .unwrap_or_else(|e| Prepared::as_sent(format!("compaction stopped: {e}")))
+    };
+    drop(room);
+    if let Prepared::Refused(why) = &prepared {
+        return Err(proxy_error(wire.family(), StatusCode::BAD_REQUEST, why));
+    }
+    app.metrics.added(start.elapsed().as_secs_f64());
+    if let Some(t) = prepared.turn() {
+        trace.model(t.request.model.as_deref());
+        if let Some(r) = t.report.as_ref().filter(|r| r.compacted) {
+            trace.compaction(preparing, r);
+        }
+    }
+    Ok(prepared)
+}
+
+/// The upstream refused the request as too long: compacted harder (when
+/// there is room to) and sent again, without the recall tool, marked
+/// `x-abridge-retried`. `Err` is the response to give the client: the
+/// upstream's own refusal when nothing smaller could be made, or the retry's
+/// failure.
+async fn retry_overflow(
+    app: &Arc<App>,
+    wire: Wire,
+    (method, target, headers, (uri, bytes)): (
+        Method,
+        &Target,
+        &HeaderMap,
+        (&axum::http::Uri, &Bytes),
+    ),
+    prepared: &mut Prepared,
+    upstream: reqwest::Response,
+    extra: &mut Vec<(HeaderName, HeaderValue)>,
+) -> Result<reqwest::Response, Response<Body>> {
+    let family = wire.family();
+    let status = upstream.status();
+    let head = upstream.headers().clone();
+    let text = upstream.bytes().await.unwrap_or_default();
+    let retry = match prepared.turn() {
+        Some(t) if is_overflow_body(&text) => {
+            let (app2, s, tokens) = (app.clone(), t.session.clone(), t.tokens);
+            let (uri, bytes) = (uri.clone(), bytes.clone());
+            // Without room to compact again, the upstream's answer goes back.
+            match room_to_compact(app, Provider::from(family), bytes.len()).await {
+                Some(room) => {
+                    let shrunk = while_client_waits(move |cancel| {
+                        app2.context(cancel)
+                            .shrink(&s, (wire, &uri, &bytes), tokens)
+                    })
+                    .await;
+                    drop(room);
+                    shrunk.ok().flatten()
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    let Some(body) = retry else {
+        return Err(buffered(status, &head, text, std::mem::take(extra)));
+    };
+    // The retried body is compacted anew, without the recall tool.
+    prepared.take_recall();
+    extra.push((
+        HeaderName::from_static("x-abridge-retried"),
+        HeaderValue::from_static("overflow"),
+    ));
+    app.upstream
+        .send(method, target, headers, body, true)
+        .await
+        .map_err(|e| upstream_failed(family, &e))
 }
 
 /// Compacts `session` when the agent calls the compact tool in a response

@@ -77,83 +77,7 @@ pub(crate) struct IndexInputs<'a> {
 }
 
 pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
-    let mut originals: Vec<Original> = Vec::new();
-    let mut lines = Vec::new();
-    let mut by_place: Vec<((usize, usize), usize)> = Vec::new();
-    let calls = super::answered_calls(inp.replaced);
-    let results = inp.replaced.iter().enumerate().flat_map(|(i, m)| {
-        m.parts
-            .iter()
-            .enumerate()
-            .filter_map(move |(j, p)| match p {
-                Part::ToolResult(r) => Some(((i, j), r)),
-                _ => None,
-            })
-    });
-    for (place, r) in results {
-        let call = calls.get(&place).copied();
-        let o = Original::tool_result(r, call).scoped(inp.key);
-        if o.pieces.is_empty() {
-            continue;
-        }
-        let text = r.text();
-        let ok = outcome(r, &text, inp.error_prefixes);
-        // A failure says how, so the model can tell which output to recall.
-        let failed = match ok {
-            CallOutcome::Ok => String::new(),
-            CallOutcome::Failed(code) => {
-                let exit = code.map_or(String::new(), |c| format!(" (exit {c})"));
-                let why = failure_summary(&text, FAILURE_CHARS).replace(" · ", " - ");
-                // The exit code is said once: a banner that only repeats it goes.
-                let banner = code.map(|c| format!("exit code {c}")).unwrap_or_default();
-                let why = match why.get(..banner.len()) {
-                    Some(b) if !banner.is_empty() && b.eq_ignore_ascii_case(&banner) => why
-                        [banner.len()..]
-                        .trim_start_matches([' ', '…'])
-                        .to_owned(),
-                    _ => why,
-                };
-                match why.is_empty() {
-                    true => format!(" · failed{exit}"),
-                    false => format!(" · failed{exit}: {why}"),
-                }
-            }
-        };
-        // What it holds: a command's exit (a failure's is said with it),
-        // how many lines, how large.
-        let exit = match ok {
-            CallOutcome::Ok => exit_code(&text).map(|c| format!("exit {c}, ")),
-            CallOutcome::Failed(_) => None,
-        };
-        // What it created, by the ids it returned: not to be created again.
-        let created = match (ok, call) {
-            (CallOutcome::Ok, Some(c)) => {
-                let ids = created::ids(&c.name, &text);
-                match ids.is_empty() {
-                    true => String::new(),
-                    false => format!(" · created {}", ids.join(", ")),
-                }
-            }
-            _ => String::new(),
-        };
-        let holds = format!(
-            "{}{} · {}{created}",
-            exit.unwrap_or_default(),
-            lines_of(&text),
-            size(o.bytes())
-        );
-        let text = match inp.tool {
-            Some(_) => format!("- {} · {holds}{failed} · {}", o.label, o.handle),
-            None => format!("- {} · {holds}{failed}", o.label),
-        };
-        lines.push(Line {
-            key: o.label.clone(),
-            argument: argument_of(&o.label).to_owned(),
-            text,
-        });
-        by_place.push((place, originals.len()));
-        originals.push(o);
-    }
+    let (mut lines, mut originals, by_place) = result_lines(inp);
     let results: HashMap<(usize, usize), &Handle> = by_place
         .iter()
         .map(|(place, i)| (*place, &originals[*i].handle))
@@ -162,56 +86,13 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
         .then(|| Original::region(inp.replaced, inp.previous, &results).scoped(inp.key));
     // Newest first: this region's lines, then the earlier index's.
     lines.reverse();
-    lines.extend(
-        inp.previous
-            .map(parse)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|text| {
-                let key = text
-                    .rsplit_once(" · ")
-                    .map_or(text.as_str(), |(k, _)| k)
-                    .trim_start_matches("- ")
-                    .to_owned();
-                // Earlier regions are each their own, whatever their labels say.
-                let key = match key.contains(REGION) {
-                    true => text.clone(),
-                    false => key,
-                };
-                Line {
-                    argument: argument_of(&key).to_owned(),
-                    key,
-                    text,
-                }
-            }),
-    );
+    lines.extend(inp.previous.map(earlier_lines).unwrap_or_default());
     let mut seen = HashSet::new();
     lines.retain(|l| seen.insert(l.key.clone()));
-    // Stable: mentioned lines first, each group newest first.
-    // Mentions are looked up by word (one pass over the recent text, not
-    // one per line): a path or a command's first word, as written there.
-    let words = words(inp.recent);
-    let mentioned = |l: &Line| {
-        let first = l.argument.split_whitespace().next().unwrap_or("");
-        first.len() >= 3 && words.contains(first)
-    };
-    lines.sort_by_key(|l| !mentioned(l));
+    rank(&mut lines, inp.recent);
 
     let Some(tool) = inp.tool else {
-        // For a reader: what was replaced, as far as the budget goes.
-        let mut text = format!("{LISTED}\n");
-        let used = inp.tokenizer.count(&text);
-        let unhandled = lines
-            .iter()
-            .filter(|l| Handle::find_all(&l.text).next().is_none());
-        fill(&mut text, used, unhandled, inp);
-        if !text.contains("\n- ") {
-            text.clear();
-        }
-        return Index {
-            text,
-            originals: Vec::new(),
-        };
+        return reader_list(&lines, inp);
     };
     let mut text = format!("{HEADING} ({tool})\n");
     if let Some(r) = &region {
@@ -250,6 +131,152 @@ pub(crate) fn build(inp: &IndexInputs<'_>) -> Index {
     }
     originals.extend(region);
     Index { text, originals }
+}
+
+/// Where in the replaced region a result was, and which original it became.
+type Placed = Vec<((usize, usize), usize)>;
+
+/// A line and an original for every recallable tool result of the
+/// replaced region, oldest first.
+fn result_lines(inp: &IndexInputs<'_>) -> (Vec<Line>, Vec<Original>, Placed) {
+    let mut originals: Vec<Original> = Vec::new();
+    let mut lines = Vec::new();
+    let mut by_place = Vec::new();
+    let calls = super::answered_calls(inp.replaced);
+    let results = inp.replaced.iter().enumerate().flat_map(|(i, m)| {
+        m.parts
+            .iter()
+            .enumerate()
+            .filter_map(move |(j, p)| match p {
+                Part::ToolResult(r) => Some(((i, j), r)),
+                _ => None,
+            })
+    });
+    for (place, r) in results {
+        let call = calls.get(&place).copied();
+        let o = Original::tool_result(r, call).scoped(inp.key);
+        if o.pieces.is_empty() {
+            continue;
+        }
+        let text = r.text();
+        let ok = outcome(r, &text, inp.error_prefixes);
+        let failed = failure_note(ok, &text);
+        let holds = holds(ok, call.map(|c| c.name.as_str()), &text, o.bytes());
+        let text = match inp.tool {
+            Some(_) => format!("- {} · {holds}{failed} · {}", o.label, o.handle),
+            None => format!("- {} · {holds}{failed}", o.label),
+        };
+        lines.push(Line {
+            key: o.label.clone(),
+            argument: argument_of(&o.label).to_owned(),
+            text,
+        });
+        by_place.push((place, originals.len()));
+        originals.push(o);
+    }
+    (lines, originals, by_place)
+}
+
+/// How a result failed (` · failed (exit 2): why`), so the model can tell
+/// which output to recall; empty for a success.
+fn failure_note(ok: CallOutcome, text: &str) -> String {
+    let CallOutcome::Failed(code) = ok else {
+        return String::new();
+    };
+    let exit = code.map_or(String::new(), |c| format!(" (exit {c})"));
+    let why = failure_summary(text, FAILURE_CHARS).replace(" · ", " - ");
+    // The exit code is said once: a banner that only repeats it goes.
+    let banner = code.map(|c| format!("exit code {c}")).unwrap_or_default();
+    let why = match why.get(..banner.len()) {
+        Some(b) if !banner.is_empty() && b.eq_ignore_ascii_case(&banner) => why[banner.len()..]
+            .trim_start_matches([' ', '…'])
+            .to_owned(),
+        _ => why,
+    };
+    match why.is_empty() {
+        true => format!(" · failed{exit}"),
+        false => format!(" · failed{exit}: {why}"),
+    }
+}
+
+/// What a result holds: a command's exit (a failure's is said with it),
+/// how many lines, how large, and what it created by the ids it returned
+/// (not to be created again).
+fn holds(ok: CallOutcome, tool: Option<&str>, text: &str, bytes: usize) -> String {
+    let exit = match ok {
+        CallOutcome::Ok => exit_code(text).map(|c| format!("exit {c}, ")),
+        CallOutcome::Failed(_) => None,
+    };
+    let created = match (ok, tool) {
+        (CallOutcome::Ok, Some(name)) => {
+            let ids = created::ids(name, text);
+            match ids.is_empty() {
+                true => String::new(),
+                false => format!(" · created {}", ids.join(", ")),
+            }
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{}{} · {}{created}",
+        exit.unwrap_or_default(),
+        lines_of(text),
+        size(bytes)
+    )
+}
+
+/// The lines of an earlier briefing's index, carried forward.
+fn earlier_lines(previous: &str) -> Vec<Line> {
+    parse(previous)
+        .into_iter()
+        .map(|text| {
+            let key = text
+                .rsplit_once(" · ")
+                .map_or(text.as_str(), |(k, _)| k)
+                .trim_start_matches("- ")
+                .to_owned();
+            // Earlier regions are each their own, whatever their labels say.
+            let key = match key.contains(REGION) {
+                true => text.clone(),
+                false => key,
+            };
+            Line {
+                argument: argument_of(&key).to_owned(),
+                key,
+                text,
+            }
+        })
+        .collect()
+}
+
+/// Stable: lines the recent text mentions first, each group newest first.
+/// Mentions are looked up by word (one pass over the recent text, not one
+/// per line): a path or a command's first word, as written there.
+fn rank(lines: &mut [Line], recent: &str) {
+    let words = words(recent);
+    let mentioned = |l: &Line| {
+        let first = l.argument.split_whitespace().next().unwrap_or("");
+        first.len() >= 3 && words.contains(first)
+    };
+    lines.sort_by_key(|l| !mentioned(l));
+}
+
+/// For a model with no recall tool: what was replaced, for a reader, as far
+/// as the budget goes.
+fn reader_list(lines: &[Line], inp: &IndexInputs<'_>) -> Index {
+    let mut text = format!("{LISTED}\n");
+    let used = inp.tokenizer.count(&text);
+    let unhandled = lines
+        .iter()
+        .filter(|l| Handle::find_all(&l.text).next().is_none());
+    fill(&mut text, used, unhandled, inp);
+    if !text.contains("\n- ") {
+        text.clear();
+    }
+    Index {
+        text,
+        originals: Vec::new(),
+    }
 }
 
 /// Appends `lines` in order to `text` (which counts `used` tokens) while

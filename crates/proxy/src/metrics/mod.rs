@@ -126,6 +126,13 @@ impl Metrics {
     }
 
     fn register(&mut self) {
+        self.register_requests();
+        self.register_delivery();
+        self.register_resources();
+    }
+
+    /// Requests and their compactions: what came, what was done, what it saved.
+    fn register_requests(&mut self) {
         let r = &mut self.registry;
         r.register(
             "requests",
@@ -187,6 +194,11 @@ impl Metrics {
             "Requests compacted harder and retried after the upstream refused them as too long",
             self.retries.clone(),
         );
+    }
+
+    /// The store, the traces and the recall tool: what was delivered or given up.
+    fn register_delivery(&mut self) {
+        let r = &mut self.registry;
         r.register(
             "store_timeouts",
             "Waits on the store that ran out (op: read or write): the request went on with the session in memory",
@@ -227,6 +239,11 @@ impl Metrics {
             "Responses still calling the recall tool after [recall] max_rounds rounds, given to the client without those calls",
             self.recall_exhausted.clone(),
         );
+    }
+
+    /// Clients, latency and the bounded resources (memory, queues, bodies held).
+    fn register_resources(&mut self) {
+        let r = &mut self.registry;
         r.register(
             "client_disconnects",
             "Responses the client stopped reading before their end",

@@ -36,18 +36,7 @@ impl Context<'_> {
         if let Some(u) = state.usage.take() {
             state.thread.reported(u);
         }
-        // A compaction prepared in the background, taken now: this turn's
-        // compaction, counted, signalled and logged as one.
-        let mut background = None;
-        if let Some(p) = state.preparer.as_mut() {
-            if let Some(prepared) = p.take_prepared_after(conv, &continued.left_out) {
-                state.thread.adopt(prepared.carryover);
-                background = Some(prepared.report);
-            }
-            for a in p.take_discarded() {
-                self.charge(state, &a);
-            }
-        }
+        let background = self.take_background(state, conv, continued);
         let s = &mut *state;
         let input = continued.input(conv).cancelled_by(self.cancel);
         let turned = s.thread.turn(&s.engine, input);
@@ -55,46 +44,12 @@ impl Context<'_> {
             // Stopped part-way: nothing changed, nothing to account.
             return self.abandoned();
         }
-        // What goes out, what the engine reported, why, and its tokens.
-        let (out, report, warning, sent) = match turned {
-            Ok(o) => {
-                let sent = o.report.tokens_after;
-                // Sending the background's compaction is this turn's.
-                let report = match background {
-                    Some(b) if !o.report.compacted && matches!(o.conversation, Cow::Owned(_)) => b,
-                    _ => o.report,
-                };
-                match o.conversation {
-                    Cow::Owned(c) => (Some(c), Some(report), None, sent),
-                    Cow::Borrowed(_) => (None, Some(report), None, sent),
-                }
-            }
-            Err(abridge::Error::CannotShrink {
-                smallest: Some(floor),
-                floor: tokens,
-                target,
-                ..
-            }) => {
-                // Over the target even at its floor: the floor goes, not the whole.
-                self.metrics.over_target();
-                let why = format!(
-                    "over the target ({target}) even at its floor ({tokens} tokens): sent at its floor"
-                );
-                (Some(*floor), None, Some(why), tokens)
-            }
-            Err(e) => {
-                let carried = s
-                    .thread
-                    .carryover()
-                    .and_then(|c| c.apply_after(&continued.left_out, conv));
-                (
-                    carried,
-                    None,
-                    Some(format!("compaction failed: {e}")),
-                    Counted::ZERO,
-                )
-            }
-        };
+        let Outgoing {
+            out,
+            report,
+            warning,
+            sent,
+        } = self.outgoing(s, turned, background, conv, continued);
         if let Some(p) = s.preparer.as_mut() {
             // A history that leaves messages out is prepared from the
             // thread's state, whose carried compaction covers them.
@@ -127,31 +82,7 @@ impl Context<'_> {
             self.metrics.passthrough(Passthrough::Unchanged);
         }
         let tokens = state.thread.calibrated(sent);
-        let limits = state.engine.limits();
-        let client = state.thread.calibrated(state.thread.client_tokens());
-        let basis = crate::account::Basis {
-            price: limits.price,
-            cached_before: std::mem::replace(&mut state.last_client, client),
-            window: limits.window,
-        };
-        let request = RequestRecord {
-            source: state.id.0.clone(),
-            at: String::new(),
-            model: state.engine.config().model.clone(),
-            tokens,
-            usage: None,
-            compacted: rewritten,
-            snapshot: report.as_ref().and_then(|r| r.snapshot),
-            trigger: limits.trigger_tokens,
-            target: limits.target,
-            recalls: 0,
-            account: abridge_store::Accounting {
-                tenant: state.tenant.id.as_str().to_owned(),
-                client_tokens: client,
-                over_window: basis.over_window(client),
-                ..Default::default()
-            },
-        };
+        let (basis, request) = record(state, tokens, rewritten, report.as_ref());
         Prepared::Turn(Box::new(Turn {
             body,
             session: session.clone(),
@@ -164,6 +95,88 @@ impl Context<'_> {
             recall,
             basis,
         }))
+    }
+
+    /// A compaction prepared in the background, taken now: this turn's
+    /// compaction, counted, signalled and logged as one. Discarded ones are
+    /// charged.
+    fn take_background(
+        &self,
+        state: &mut SessionState,
+        conv: &Conversation,
+        continued: &Continued,
+    ) -> Option<abridge::Report> {
+        let mut background = None;
+        if let Some(p) = state.preparer.as_mut() {
+            if let Some(prepared) = p.take_prepared_after(conv, &continued.left_out) {
+                state.thread.adopt(prepared.carryover);
+                background = Some(prepared.report);
+            }
+            for a in p.take_discarded() {
+                self.charge(state, &a);
+            }
+        }
+        background
+    }
+
+    /// What goes out after the engine's turn, what it reported, why, and
+    /// its tokens: the compacted history; the floor when even that is over
+    /// the target; the carried compaction when compacting failed.
+    fn outgoing(
+        &self,
+        s: &SessionState,
+        turned: abridge::Result<abridge::Outcome<'_>>,
+        background: Option<abridge::Report>,
+        conv: &Conversation,
+        continued: &Continued,
+    ) -> Outgoing {
+        match turned {
+            Ok(o) => {
+                let sent = o.report.tokens_after;
+                // Sending the background's compaction is this turn's.
+                let report = match background {
+                    Some(b) if !o.report.compacted && matches!(o.conversation, Cow::Owned(_)) => b,
+                    _ => o.report,
+                };
+                let out = match o.conversation {
+                    Cow::Owned(c) => Some(c),
+                    Cow::Borrowed(_) => None,
+                };
+                Outgoing {
+                    out,
+                    report: Some(report),
+                    warning: None,
+                    sent,
+                }
+            }
+            Err(abridge::Error::CannotShrink {
+                smallest: Some(floor),
+                floor: tokens,
+                target,
+                ..
+            }) => {
+                // Over the target even at its floor: the floor goes, not the whole.
+                self.metrics.over_target();
+                let why = format!(
+                    "over the target ({target}) even at its floor ({tokens} tokens): sent at its floor"
+                );
+                Outgoing {
+                    out: Some(*floor),
+                    report: None,
+                    warning: Some(why),
+                    sent: tokens,
+                }
+            }
+            Err(e) => Outgoing {
+                out: s
+                    .thread
+                    .carryover()
+                    .and_then(|c| c.apply_after(&continued.left_out, conv)),
+                report: None,
+                warning: Some(format!("compaction failed: {e}")),
+                sent: Counted::ZERO,
+            },
+        }
     }
 
     /// The history to send (`rewritten`: compacted, or carrying a
@@ -275,4 +288,49 @@ impl Context<'_> {
             }
         }
     }
+}
+
+/// What a turn sends: the history when it was rewritten (or carries a
+/// compaction), the engine's report, why it is not what was planned, and
+/// its tokens.
+struct Outgoing {
+    out: Option<Conversation>,
+    report: Option<abridge::Report>,
+    warning: Option<String>,
+    sent: Counted,
+}
+
+/// The request's row for the log and the basis its savings are priced on.
+fn record(
+    state: &mut SessionState,
+    tokens: Calibrated,
+    rewritten: bool,
+    report: Option<&abridge::Report>,
+) -> (crate::account::Basis, RequestRecord) {
+    let limits = state.engine.limits();
+    let client = state.thread.calibrated(state.thread.client_tokens());
+    let basis = crate::account::Basis {
+        price: limits.price,
+        cached_before: std::mem::replace(&mut state.last_client, client),
+        window: limits.window,
+    };
+    let request = RequestRecord {
+        source: state.id.0.clone(),
+        at: String::new(),
+        model: state.engine.config().model.clone(),
+        tokens,
+        usage: None,
+        compacted: rewritten,
+        snapshot: report.and_then(|r| r.snapshot),
+        trigger: limits.trigger_tokens,
+        target: limits.target,
+        recalls: 0,
+        account: abridge_store::Accounting {
+            tenant: state.tenant.id.as_str().to_owned(),
+            client_tokens: client,
+            over_window: basis.over_window(client),
+            ..Default::default()
+        },
+    };
+    (basis, request)
 }

@@ -149,80 +149,24 @@ pub(super) fn check(
         Api::Gemini => Format::Gemini,
     };
     let stream = request.get("stream") == Some(&Value::Bool(true));
-    let mut recalled = Vec::new();
-    let mut recall_calls = 0;
     let compact_tool = headers
         .get("x-fake-compact")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("\u{0}");
-    let (mut compact_answer, mut compact_calls, mut status) = (None, 0, None);
-    let (tokens, violations, messages) = match decode_as(body, Some(format)) {
-        Ok(mut convs) if convs.len() == 1 => {
-            let conv = convs.remove(0);
-            recalled = recall_results(&conv);
-            compact_answer = results_of(&conv, compact_tool).into_iter().next();
-            status = conv.messages.last().and_then(|m| {
-                m.parts
-                    .iter()
-                    .filter_map(|p| p.as_text())
-                    .find(|t| t.contains("--- STATUS UPDATE ---"))
-                    .map(str::to_owned)
-            });
-            compact_calls = conv
-                .messages
-                .iter()
-                .flat_map(|m| m.tool_calls())
-                .filter(|c| c.name == compact_tool)
-                .count();
-            recall_calls = conv
-                .messages
-                .iter()
-                .flat_map(|m| m.tool_calls())
-                .filter(|c| c.name == RECALL_TOOL)
-                .count();
-            let tokens = TokenCounter::new(s.options.tokenizer)
-                .count_conversation(&conv)
-                .get();
-            let v = validate(&conv).iter().map(|v| v.to_string()).collect();
-            let user = conv
-                .messages
-                .iter()
-                .find(|m| m.role == Role::User)
-                .map(|m| m.text_content().into_owned());
-            (tokens, v, (user, conv.messages.len()))
-        }
-        Ok(_) => (0, vec!["not one conversation".into()], (None, 0)),
-        Err(e) => (0, vec![format!("does not decode: {e}")], (None, 0)),
-    };
+    let d = decoded(s, body, format, compact_tool);
     let raw: Vec<String> = request
         .get(api.history_key())
         .and_then(Value::as_array)
         .map(|a| a.iter().map(|m| unmarked(m).to_string()).collect())
         .unwrap_or_default();
-    let first_user = messages.0.clone().unwrap_or_default();
+    let first_user = d.user.clone().unwrap_or_default();
     let key = headers
         .get("x-fake-session")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-        .or(messages.0)
+        .or(d.user)
         .unwrap_or_default();
-    let items = request
-        .get(api.history_key())
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    let reasoning: Vec<String> = match api {
-        // Gemini's thought signatures, on whichever part they came.
-        Api::Gemini => items
-            .flat_map(|c| c["parts"].as_array().into_iter().flatten())
-            .filter_map(|p| p.get("thoughtSignature").and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect(),
-        _ => items
-            .filter(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"))
-            .map(reasoning_payload)
-            .collect(),
-    };
+    let reasoning = reasoning_in(api, request);
     let mut seen = s.seen.lock().unwrap();
     let prefix_kept = seen
         .last
@@ -231,17 +175,17 @@ pub(super) fn check(
     // A request the proxy continued after answering the recall tool is
     // compared with the client's request before it, and leaves it in place:
     // the client's next request goes on from its own history.
-    if recalled.is_empty() && compact_answer.is_none() {
+    if d.recalled.is_empty() && d.compact_answer.is_none() {
         seen.last.insert(key.clone(), raw);
     }
     let check = RequestCheck {
         path: api.path().to_owned(),
         first_user,
         stream,
-        tokens,
-        messages: messages.1,
-        violations,
-        over_limit: s.options.max_tokens.is_some_and(|m| tokens > m),
+        tokens: d.tokens,
+        messages: d.messages,
+        violations: d.violations,
+        over_limit: s.options.max_tokens.is_some_and(|m| d.tokens > m),
         prefix_kept,
         headers: headers.keys().map(|k| k.as_str().to_owned()).collect(),
         body_hash: body_hash(body),
@@ -253,13 +197,13 @@ pub(super) fn check(
             .filter(|r| !seen.reasoning.contains(*r))
             .count(),
         recall_declared: declares(request, RECALL_TOOL),
-        recalled,
-        recall_calls,
+        recalled: d.recalled,
+        recall_calls: d.recall_calls,
         status_note: String::from_utf8_lossy(body).contains("--- STATUS UPDATE ---"),
         compact_declared: declares(request, compact_tool),
-        compact_answer,
-        compact_calls,
-        status,
+        compact_answer: d.compact_answer,
+        compact_calls: d.compact_calls,
+        status: d.status,
         handles: handles_in(body).into_iter().map(|(_, h)| h).collect(),
         traceparent: headers
             .get("traceparent")
@@ -267,6 +211,91 @@ pub(super) fn check(
             .map(str::to_owned),
     };
     (check, key)
+}
+
+/// What the checker read from a request's history, decoded as its API.
+#[derive(Default)]
+struct Decoded {
+    tokens: u64,
+    violations: Vec<String>,
+    /// The first user message's text.
+    user: Option<String>,
+    messages: usize,
+    recalled: Vec<String>,
+    recall_calls: usize,
+    compact_answer: Option<String>,
+    compact_calls: usize,
+    /// The status note in the last message, if there is one.
+    status: Option<String>,
+}
+
+fn decoded(s: &Shared, body: &[u8], format: Format, compact_tool: &str) -> Decoded {
+    let conv = match decode_as(body, Some(format)) {
+        Ok(mut convs) if convs.len() == 1 => convs.remove(0),
+        Ok(_) => {
+            return Decoded {
+                violations: vec!["not one conversation".into()],
+                ..Decoded::default()
+            };
+        }
+        Err(e) => {
+            return Decoded {
+                violations: vec![format!("does not decode: {e}")],
+                ..Decoded::default()
+            };
+        }
+    };
+    let calls_of = |name: &str| {
+        conv.messages
+            .iter()
+            .flat_map(|m| m.tool_calls())
+            .filter(|c| c.name == name)
+            .count()
+    };
+    Decoded {
+        tokens: TokenCounter::new(s.options.tokenizer)
+            .count_conversation(&conv)
+            .get(),
+        violations: validate(&conv).iter().map(|v| v.to_string()).collect(),
+        user: conv
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.text_content().into_owned()),
+        messages: conv.messages.len(),
+        recalled: recall_results(&conv),
+        recall_calls: calls_of(RECALL_TOOL),
+        compact_answer: results_of(&conv, compact_tool).into_iter().next(),
+        compact_calls: calls_of(compact_tool),
+        status: conv.messages.last().and_then(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| p.as_text())
+                .find(|t| t.contains("--- STATUS UPDATE ---"))
+                .map(str::to_owned)
+        }),
+    }
+}
+
+/// What a request sends back of the model's reasoning: Responses'
+/// reasoning items, Gemini's thought signatures (on whichever part).
+fn reasoning_in(api: Api, request: &Value) -> Vec<String> {
+    let items = request
+        .get(api.history_key())
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    match api {
+        Api::Gemini => items
+            .flat_map(|c| c["parts"].as_array().into_iter().flatten())
+            .filter_map(|p| p.get("thoughtSignature").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect(),
+        _ => items
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"))
+            .map(reasoning_payload)
+            .collect(),
+    }
 }
 
 /// The texts of the recall tool's results in the last message.

@@ -248,10 +248,7 @@ async fn answer_as(
         Api::Messages => Family::Anthropic,
         Api::Gemini => Family::Gemini,
     };
-    let fail = headers
-        .get("x-fake-fail")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let fail = header_str(headers, "x-fake-fail").unwrap_or("");
     match fail {
         "500" => return plain(500, &error_body(family, "api_error", "internal error")),
         "429" => return plain(429, &error_body(family, "rate_limit_error", "slow down")),
@@ -286,92 +283,9 @@ async fn answer_as(
         };
         return plain(400, &error_body(family, "invalid_request_error", msg));
     }
-    let turn = s.seen.lock().unwrap().report.requests.len();
-    let recall_mode = headers
-        .get("x-fake-recall")
-        .and_then(|v| v.to_str().ok()?.parse::<RecallMode>().ok())
-        .or(s.options.recall);
-    let just_answered = s
-        .seen
-        .lock()
-        .unwrap()
-        .report
-        .requests
-        .last()
-        .is_some_and(|c| !c.recalled.is_empty());
-    let recall = recall_mode
-        .filter(|m| declares(&request, RECALL_TOOL) && (*m == RecallMode::Always || !just_answered))
-        .and_then(|m| match m {
-            RecallMode::Unknown => Some("abr_zzzzzzzzzz".to_owned()),
-            // A model told which handle to try (an attacker's).
-            _ => headers
-                .get("x-fake-recall-handle")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-                .or_else(|| first_handle(body)),
-        });
-    // A model told of a compact tool calls it when a status note says the
-    // context is full, instead of its own call.
-    let compact = headers
-        .get("x-fake-compact")
-        .and_then(|v| v.to_str().ok())
-        .filter(|name| declares(&request, name))
-        .filter(|_| recall.is_none())
-        .filter(|_| String::from_utf8_lossy(body).contains("Token usage is high"));
-    // A scripted step the model recalls or compacts before (its call left
-    // for later) is taken again on the next request.
-    let postponed =
-        (recall.is_some() && recall_mode != Some(RecallMode::Beside)) || compact.is_some();
-    let mut reply = match s.options.script {
-        Some(script) => Reply::scripted(&request, turn, script, || {
-            let mut seen = s.seen.lock().unwrap();
-            let step = seen.steps.entry(key).or_default();
-            *step += usize::from(!postponed);
-            *step - usize::from(!postponed)
-        }),
-        None => Reply::for_request(&request, turn),
-    };
-    reply.reasoning = api == Api::Responses
-        && request
-            .get("include")
-            .and_then(Value::as_array)
-            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
-    // A scripted model's final answer is not held up by a recall.
-    let answers = s.options.script.is_some() && reply.call.is_none();
-    // A model told to search names what it looks for instead of a handle.
-    let query = headers
-        .get("x-fake-recall-query")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    if let Some(h) = recall.filter(|_| !answers) {
-        reply.recall = Some(match query {
-            Some(q) => json!({"query": q}),
-            None => json!({"handle": h}),
-        });
-        if postponed {
-            reply.call = None;
-        }
-    }
-    if let Some(name) = compact.filter(|_| !answers) {
-        let kept = headers
-            .get("x-fake-compact-keep")
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .unwrap_or(4);
-        reply.compact = Some((name.to_owned(), json!({"preserve_recent_messages": kept})));
-        reply.call = None;
-    }
+    let reply = reply_to(s, api, headers, &request, body, key);
     let body = reply.body(api, tokens);
-    if reply.reasoning {
-        let issued = body["output"].as_array().into_iter().flatten();
-        let reasoning = issued
-            .filter(|i| i["type"] == "reasoning")
-            .map(reasoning_payload);
-        s.seen.lock().unwrap().reasoning.extend(reasoning);
-    }
-    if api == Api::Gemini && !reply.calls().is_empty() {
-        let signature = crate::reply::thought_signature(reply.turn);
-        s.seen.lock().unwrap().reasoning.insert(signature);
-    }
+    remember_reasoning(s, api, &reply, &body);
     if !stream {
         return plain(200, &body.to_string());
     }
@@ -388,6 +302,105 @@ async fn answer_as(
     let events = reply.events(api, tokens, usage);
     let drop_mid = fail == "drop-stream";
     sse(events, s.options.chunk_delay, drop_mid)
+}
+
+/// A header's value, when it is text.
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// What the model does this turn: its scripted (or default) step, or a call
+/// of the recall or the compact tool first when it is told to make one.
+fn reply_to(
+    s: &Shared,
+    api: Api,
+    headers: &HeaderMap,
+    request: &Value,
+    body: &[u8],
+    key: String,
+) -> Reply {
+    let turn = s.seen.lock().unwrap().report.requests.len();
+    let recall_mode = header_str(headers, "x-fake-recall")
+        .and_then(|v| v.parse::<RecallMode>().ok())
+        .or(s.options.recall);
+    let just_answered = s
+        .seen
+        .lock()
+        .unwrap()
+        .report
+        .requests
+        .last()
+        .is_some_and(|c| !c.recalled.is_empty());
+    let recall = recall_mode
+        .filter(|m| declares(request, RECALL_TOOL) && (*m == RecallMode::Always || !just_answered))
+        .and_then(|m| match m {
+            RecallMode::Unknown => Some("abr_zzzzzzzzzz".to_owned()),
+            // A model told which handle to try (an attacker's).
+            _ => header_str(headers, "x-fake-recall-handle")
+                .map(str::to_owned)
+                .or_else(|| first_handle(body)),
+        });
+    // A model told of a compact tool calls it when a status note says the
+    // context is full, instead of its own call.
+    let compact = header_str(headers, "x-fake-compact")
+        .filter(|name| declares(request, name))
+        .filter(|_| recall.is_none())
+        .filter(|_| String::from_utf8_lossy(body).contains("Token usage is high"));
+    // A scripted step the model recalls or compacts before (its call left
+    // for later) is taken again on the next request.
+    let postponed =
+        (recall.is_some() && recall_mode != Some(RecallMode::Beside)) || compact.is_some();
+    let mut reply = match s.options.script {
+        Some(script) => Reply::scripted(request, turn, script, || {
+            let mut seen = s.seen.lock().unwrap();
+            let step = seen.steps.entry(key).or_default();
+            *step += usize::from(!postponed);
+            *step - usize::from(!postponed)
+        }),
+        None => Reply::for_request(request, turn),
+    };
+    reply.reasoning = api == Api::Responses
+        && request
+            .get("include")
+            .and_then(Value::as_array)
+            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
+    // A scripted model's final answer is not held up by a recall.
+    let answers = s.options.script.is_some() && reply.call.is_none();
+    if let Some(h) = recall.filter(|_| !answers) {
+        // A model told to search names what it looks for instead of a handle.
+        reply.recall = Some(match header_str(headers, "x-fake-recall-query") {
+            Some(q) => json!({"query": q}),
+            None => json!({"handle": h}),
+        });
+        if postponed {
+            reply.call = None;
+        }
+    }
+    if let Some(name) = compact.filter(|_| !answers) {
+        let kept = header_str(headers, "x-fake-compact-keep")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(4);
+        reply.compact = Some((name.to_owned(), json!({"preserve_recent_messages": kept})));
+        reply.call = None;
+    }
+    reply
+}
+
+/// Keeps what the model issued that a client must send back unchanged
+/// (Responses' encrypted reasoning, Gemini's thought signatures), so later
+/// requests can be checked for it.
+fn remember_reasoning(s: &Shared, api: Api, reply: &Reply, body: &Value) {
+    if reply.reasoning {
+        let issued = body["output"].as_array().into_iter().flatten();
+        let reasoning = issued
+            .filter(|i| i["type"] == "reasoning")
+            .map(reasoning_payload);
+        s.seen.lock().unwrap().reasoning.extend(reasoning);
+    }
+    if api == Api::Gemini && !reply.calls().is_empty() {
+        let signature = crate::reply::thought_signature(reply.turn);
+        s.seen.lock().unwrap().reasoning.insert(signature);
+    }
 }
 
 /// The first recall handle written in a body (`abr_` and 6 to 16 of

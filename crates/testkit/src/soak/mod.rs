@@ -223,18 +223,100 @@ pub async fn run(
     let upstream = upstream::Upstream::start(options.check, bound).await;
     let dir = std::env::temp_dir().join(format!("abridge-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (store, proxies) = start_proxies(options, &dir, &upstream.url).await?;
+    let replicas = proxies.len();
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let start = Instant::now();
+    let deadline = start + options.duration;
+    let tasks = spawn_agents(options, &proxies, &tally, deadline);
+    let mut rss = watch(
+        &proxies,
+        &tally,
+        (start, deadline),
+        options.sample,
+        &mut progress,
+    )
+    .await;
+    for t in tasks {
+        let _ = t.await;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    rss.push((seconds, proxies.iter().map(ServeProcess::rss_mb).collect()));
+    let sum = |name: &'static str| {
+        let proxies = &proxies;
+        async move {
+            let mut total = 0.0;
+            for p in proxies {
+                total += p.metric(name).await;
+            }
+            total
+        }
+    };
+    let compactions = sum("abridge_compactions_total").await;
+    let store_dropped = sum("abridge_store_dropped_total").await;
+    let store_timeouts = sum("abridge_store_timeouts_total").await;
+    progress("stopping the proxies (SIGTERM)");
+    let mut logs = Vec::new();
+    for p in proxies {
+        logs.push(p.log.clone());
+        let status = p.stop()?;
+        if !status.success() {
+            return Err(format!("abridge serve exited with {status}"));
+        }
+    }
+    let warnings = warnings(&logs);
+    let t = std::mem::take(&mut *tally.lock().unwrap());
+    let stored = store.counts(&t.compacted_sessions)?;
+    let (counts, missing, retired) = match stored {
+        Some((c, m, r)) => (Some(c), m, r),
+        None => (None, 0, 0),
+    };
+    let mut latencies = t.latencies_us;
+    latencies.sort_unstable();
+    let slopes = (0..replicas)
+        .map(|i| slope_second_half(&rss, i, seconds))
+        .collect();
+    Ok(SoakReport {
+        seconds,
+        requests: t.requests,
+        failed: t.failed,
+        per_second: (t.requests - t.failed) as f64 / seconds,
+        latency_p50_ms: percentile_ms(&latencies, 0.5),
+        latency_p99_ms: percentile_ms(&latencies, 0.99),
+        compacted_responses: t.compacted,
+        compacted_sessions: t.compacted_sessions.len(),
+        rss,
+        rss_slope_mb_per_min: slopes,
+        compactions,
+        store_dropped,
+        store_timeouts,
+        store: counts,
+        compacted_sessions_missing: missing,
+        compacted_sessions_retired: retired,
+        upstream: upstream.report(),
+        warnings,
+    })
+}
+
+/// The store and `abridge serve` (one per replica) against `upstream`,
+/// with the soak's config written into `dir`.
+async fn start_proxies(
+    options: &SoakOptions,
+    dir: &std::path::Path,
+    upstream: &str,
+) -> Result<(store::Backend, Vec<ServeProcess>), String> {
     let config = dir.join("abridge.toml");
     std::fs::write(&config, &options.config).map_err(|e| e.to_string())?;
-    let (store, store_arg) = store::Backend::start(options.store, &dir)?;
+    let (store, store_arg) = store::Backend::start(options.store, dir)?;
     let mut args = vec![
         "--config".to_owned(),
         config.display().to_string(),
         "--openai-upstream".to_owned(),
-        format!("{}/v1", upstream.url),
+        format!("{upstream}/v1"),
         "--anthropic-upstream".to_owned(),
-        upstream.url.clone(),
+        upstream.to_owned(),
         "--gemini-upstream".to_owned(),
-        upstream.url.clone(),
+        upstream.to_owned(),
     ];
     args.extend(store_arg);
     let replicas = match options.store {
@@ -246,13 +328,21 @@ pub async fn run(
         let log = dir.join(format!("serve-{i}.log"));
         proxies.push(ServeProcess::start(&options.abridge, &args, log).await?);
     }
+    Ok((store, proxies))
+}
+
+/// The agents, each sending to the replicas in turn until `deadline` and
+/// adding what it saw to `tally`.
+fn spawn_agents(
+    options: &SoakOptions,
+    proxies: &[ServeProcess],
+    tally: &Arc<Mutex<Tally>>,
+    deadline: Instant,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let urls: Arc<Vec<String>> = Arc::new(proxies.iter().map(|p| p.url.clone()).collect());
-    let tally = Arc::new(Mutex::new(Tally::default()));
     let load = Arc::new(Load {
         session_bytes: options.session_bytes,
     });
-    let start = Instant::now();
-    let deadline = start + options.duration;
     let mut tasks = Vec::new();
     for k in 0..options.agents {
         let api = options.apis[k % options.apis.len().max(1)];
@@ -279,88 +369,54 @@ pub async fn run(
             }
         }));
     }
+    tasks
+}
+
+/// Samples each replica's memory every `every` until the deadline, saying
+/// it on `progress`: (seconds since the start, RSS in MB per replica).
+async fn watch(
+    proxies: &[ServeProcess],
+    tally: &Mutex<Tally>,
+    (start, deadline): (Instant, Instant),
+    every: Duration,
+    progress: &mut impl FnMut(&str),
+) -> Vec<(f64, Vec<f64>)> {
     let mut rss = Vec::new();
     while Instant::now() < deadline {
         let at = start.elapsed().as_secs_f64();
         let readings: Vec<f64> = proxies.iter().map(ServeProcess::rss_mb).collect();
         let done = tally.lock().unwrap().requests;
-        let mut said = Vec::new();
-        for (p, rss) in proxies.iter().zip(&readings) {
-            let mb = |name| async move { p.metric(name).await / 1e6 };
-            said.push(format!(
-                "RSS {rss:.0} MB (sessions {:.0}, originals {:.0}), {} store jobs waiting",
-                mb("abridge_session_memory_bytes").await,
-                mb("abridge_recall_memory_bytes").await,
-                p.metric("abridge_store_queued").await
-            ));
-        }
         progress(&format!(
             "{at:6.0} s  {done:7} requests  {}",
-            said.join(" | ")
+            memory_line(proxies, &readings).await
         ));
         rss.push((at, readings));
         let left = deadline.saturating_duration_since(Instant::now());
-        tokio::time::sleep(options.sample.min(left)).await;
+        tokio::time::sleep(every.min(left)).await;
     }
-    for t in tasks {
-        let _ = t.await;
+    rss
+}
+
+/// The `p` percentile of sorted latencies in microseconds, in milliseconds.
+fn percentile_ms(sorted_us: &[u32], p: f64) -> f64 {
+    sorted_us
+        .get(((sorted_us.len() as f64 - 1.0) * p).round() as usize)
+        .map_or(0.0, |us| f64::from(*us) / 1000.0)
+}
+
+/// Each replica's memory now, as the progress line says it.
+async fn memory_line(proxies: &[ServeProcess], readings: &[f64]) -> String {
+    let mut said = Vec::new();
+    for (p, rss) in proxies.iter().zip(readings) {
+        let mb = |name| async move { p.metric(name).await / 1e6 };
+        said.push(format!(
+            "RSS {rss:.0} MB (sessions {:.0}, originals {:.0}), {} store jobs waiting",
+            mb("abridge_session_memory_bytes").await,
+            mb("abridge_recall_memory_bytes").await,
+            p.metric("abridge_store_queued").await
+        ));
     }
-    let seconds = start.elapsed().as_secs_f64();
-    rss.push((seconds, proxies.iter().map(ServeProcess::rss_mb).collect()));
-    let mut compactions = 0.0;
-    let mut store_dropped = 0.0;
-    let mut store_timeouts = 0.0;
-    for p in &proxies {
-        compactions += p.metric("abridge_compactions_total").await;
-        store_dropped += p.metric("abridge_store_dropped_total").await;
-        store_timeouts += p.metric("abridge_store_timeouts_total").await;
-    }
-    progress("stopping the proxies (SIGTERM)");
-    let mut logs = Vec::new();
-    for p in proxies {
-        logs.push(p.log.clone());
-        let status = p.stop()?;
-        if !status.success() {
-            return Err(format!("abridge serve exited with {status}"));
-        }
-    }
-    let warnings = warnings(&logs);
-    let t = std::mem::take(&mut *tally.lock().unwrap());
-    let stored = store.counts(&t.compacted_sessions)?;
-    let (counts, missing, retired) = match stored {
-        Some((c, m, r)) => (Some(c), m, r),
-        None => (None, 0, 0),
-    };
-    let mut latencies = t.latencies_us;
-    latencies.sort_unstable();
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * p).round() as usize)
-            .map_or(0.0, |us| f64::from(*us) / 1000.0)
-    };
-    let slopes = (0..replicas)
-        .map(|i| slope_second_half(&rss, i, seconds))
-        .collect();
-    Ok(SoakReport {
-        seconds,
-        requests: t.requests,
-        failed: t.failed,
-        per_second: (t.requests - t.failed) as f64 / seconds,
-        latency_p50_ms: pct(0.5),
-        latency_p99_ms: pct(0.99),
-        compacted_responses: t.compacted,
-        compacted_sessions: t.compacted_sessions.len(),
-        rss,
-        rss_slope_mb_per_min: slopes,
-        compactions,
-        store_dropped,
-        store_timeouts,
-        store: counts,
-        compacted_sessions_missing: missing,
-        compacted_sessions_retired: retired,
-        upstream: upstream.report(),
-        warnings,
-    })
+    said.join(" | ")
 }
 
 /// The trigger of a config.
