@@ -326,6 +326,12 @@ fn print_table(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
         }
         writeln!(out)?;
     }
+    print_means(reports, out)
+}
+
+/// Each strategy's means over every cut it did not fail.
+fn print_means(reports: &[CutReport], out: &mut dyn Write) -> Result<()> {
+    let pct = |v: f64| format!("{:.1}%", v * 100.0);
     writeln!(out, "mean over {} cut(s):", reports.len())?;
     for s in Strategy::ALL {
         let rs: Vec<_> = reports

@@ -162,22 +162,7 @@ pub(crate) fn stats(
         *roles.entry(m.role.as_str().to_owned()).or_default() += 1;
     }
     let total = by_kind.total().get() as usize + tools_tokens;
-    let mut largest: Vec<(usize, usize)> = per_message
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (i, c.total().get() as usize))
-        .collect();
-    largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let largest = largest
-        .iter()
-        .take(top)
-        .map(|&(i, tokens)| Largest {
-            index: conv.wire_index(i),
-            role: conv.messages[i].role.as_str().to_owned(),
-            tokens,
-            kind: main_kind(&per_message[i]),
-        })
-        .collect();
+    let largest = largest(conv, &per_message, top);
     let violations = validate(conv);
     let window = conv
         .model
@@ -225,6 +210,26 @@ pub(crate) fn stats(
     }
 }
 
+/// The `top` largest messages, largest first (the earlier of equals).
+fn largest(conv: &Conversation, per_message: &[TokenCounts], top: usize) -> Vec<Largest> {
+    let mut largest: Vec<(usize, usize)> = per_message
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, c.total().get() as usize))
+        .collect();
+    largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    largest
+        .iter()
+        .take(top)
+        .map(|&(i, tokens)| Largest {
+            index: conv.wire_index(i),
+            role: conv.messages[i].role.as_str().to_owned(),
+            tokens,
+            kind: main_kind(&per_message[i]),
+        })
+        .collect()
+}
+
 fn main_kind(c: &TokenCounts) -> &'static str {
     [
         (c.text, "text"),
@@ -237,6 +242,54 @@ fn main_kind(c: &TokenCounts) -> &'static str {
     .into_iter()
     .max_by_key(|(n, _)| *n)
     .map_or("text", |(_, k)| k)
+}
+
+/// What the history holds besides its counts: the agent's own
+/// compactions, the largest messages, and whether it is valid.
+fn print_findings(r: &Stats, out: &mut dyn Write) -> Result<()> {
+    let n = |v: usize| thousands(v as u64);
+    if !r.compactions_in_log.is_empty() {
+        let at: Vec<String> = r
+            .compactions_in_log
+            .iter()
+            .map(|b| format!("before message {}", b.index))
+            .collect();
+        writeln!(
+            out,
+            "  compacted   {} time(s) by the agent: {}",
+            at.len(),
+            at.join(", ")
+        )?;
+    }
+    if !r.largest.is_empty() {
+        let items: Vec<String> = r
+            .largest
+            .iter()
+            .map(|l| {
+                let at = l
+                    .index
+                    .map_or_else(|| "system".to_owned(), |i| format!("#{i}"));
+                format!("{at} {} {} ({})", l.role, n(l.tokens), l.kind)
+            })
+            .collect();
+        writeln!(out, "  largest     {}", items.join(", "))?;
+    }
+    if r.violations.is_empty() {
+        writeln!(out, "  valid       yes")?;
+    } else {
+        writeln!(
+            out,
+            "  valid       no, {} violation(s):",
+            r.violations.len()
+        )?;
+        for v in r.violations.iter().take(20) {
+            writeln!(out, "    {v}")?;
+        }
+        if r.violations.len() > 20 {
+            writeln!(out, "    … and {} more", r.violations.len() - 20)?;
+        }
+    }
+    Ok(())
 }
 
 pub(crate) use abridge_model::text::thousands;
@@ -295,47 +348,7 @@ fn print_human(r: &Stats, out: &mut dyn Write) -> Result<()> {
         list(&mut r.tokens_by_kind.rows().into_iter())
     )?;
     writeln!(out, "    by role   {}", by_map(&r.tokens_by_role))?;
-    if !r.compactions_in_log.is_empty() {
-        let at: Vec<String> = r
-            .compactions_in_log
-            .iter()
-            .map(|b| format!("before message {}", b.index))
-            .collect();
-        writeln!(
-            out,
-            "  compacted   {} time(s) by the agent: {}",
-            at.len(),
-            at.join(", ")
-        )?;
-    }
-    if !r.largest.is_empty() {
-        let items: Vec<String> = r
-            .largest
-            .iter()
-            .map(|l| {
-                let at = l
-                    .index
-                    .map_or_else(|| "system".to_owned(), |i| format!("#{i}"));
-                format!("{at} {} {} ({})", l.role, n(l.tokens), l.kind)
-            })
-            .collect();
-        writeln!(out, "  largest     {}", items.join(", "))?;
-    }
-    if r.violations.is_empty() {
-        writeln!(out, "  valid       yes")?;
-    } else {
-        writeln!(
-            out,
-            "  valid       no, {} violation(s):",
-            r.violations.len()
-        )?;
-        for v in r.violations.iter().take(20) {
-            writeln!(out, "    {v}")?;
-        }
-        if r.violations.len() > 20 {
-            writeln!(out, "    … and {} more", r.violations.len() - 20)?;
-        }
-    }
+    print_findings(r, out)?;
     writeln!(out)?;
     Ok(())
 }

@@ -233,10 +233,15 @@ fn excerpt(
         keep[i] = true;
         used += tokens[i] + 8;
     }
+    Some(kept_lines(header, lines, &keep))
+}
+
+/// `header`, then the lines kept, in their order, each gap said.
+fn kept_lines(header: String, lines: &[&str], keep: &[bool]) -> String {
     let mut out = header;
     let mut cut = 0;
-    for (i, line) in lines.iter().enumerate() {
-        if !keep[i] {
+    for (line, kept) in lines.iter().zip(keep) {
+        if !kept {
             cut += 1;
             continue;
         }
@@ -250,7 +255,7 @@ fn excerpt(
     if cut > 0 {
         out.push_str(&format!("\n… [{cut} lines cut] …"));
     }
-    Some(out)
+    out
 }
 
 #[cfg(test)]

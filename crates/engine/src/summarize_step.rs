@@ -316,19 +316,7 @@ pub(crate) fn run(
             let (text, index) = index::split(t);
             (Some(text), index)
         });
-    let recent = inp.recall.map(|_| {
-        let tail = &inp.work[inp.work.len() - inp.tail_len..];
-        let mut recent = task.clone();
-        for m in tail {
-            recent.push('\n');
-            recent.push_str(&m.text_content());
-            for c in m.tool_calls() {
-                recent.push('\n');
-                recent.push_str(&c.arguments.to_json_text());
-            }
-        }
-        recent
-    });
+    let recent = inp.recall.map(|_| recent_text(inp, &task));
     let indexing = Indexing {
         previous: previous_index,
         recent: recent.as_deref().unwrap_or(""),
@@ -368,29 +356,63 @@ pub(crate) fn run(
         facts: inp.facts,
         region_facts: Some(&facts),
     };
+    let (w, originals, summarizer, instant) = first_written(
+        summarizers,
+        &req,
+        inp,
+        (&region, &indexing, &facts),
+        attempts,
+    )?;
+    let mut b = region.assemble(inp, &w.text, working.take(), summarizer, w.sheet, originals);
+    b.instant = instant;
+    Some(b)
+}
+
+/// The task, then the kept tail's text and tool arguments: where a mention
+/// ranks an index line first.
+fn recent_text(inp: &Inputs<'_>, task: &str) -> String {
+    let mut recent = task.to_owned();
+    for m in &inp.work[inp.work.len() - inp.tail_len..] {
+        recent.push('\n');
+        recent.push_str(&m.text_content());
+        for c in m.tool_calls() {
+            recent.push('\n');
+            recent.push_str(&c.arguments.to_json_text());
+        }
+    }
+    recent
+}
+
+/// The first summarizer's briefing that is written and passes its checks,
+/// with its index appended, the originals it names, who wrote it and (an
+/// instant summarizer's) its place in the chain; every attempt recorded.
+fn first_written(
+    summarizers: &[std::sync::Arc<dyn Summarizer>],
+    req: &Request<'_>,
+    inp: &Inputs<'_>,
+    (region, indexing, facts): (&Region<'_>, &Indexing<'_>, &Facts),
+    attempts: &mut Vec<Attempt>,
+) -> Option<(Written, Vec<Original>, String, Option<usize>)> {
     for (i, s) in summarizers.iter().enumerate() {
         if inp.cancel.is_cancelled() {
             return None;
         }
         let start = Instant::now();
-        let (result, usage) = attempt(s.as_ref(), &req, inp, &region, &facts);
+        let (result, usage) = attempt(s.as_ref(), req, inp, region, facts);
         let ms = start.elapsed().as_millis() as u64;
         let summarizer = s.name();
         match result {
             Ok(mut w) => {
-                let originals = with_index(&mut w, inp, &region, &indexing, &facts);
+                let originals = with_index(&mut w, inp, region, indexing, facts);
                 attempts.push(Attempt {
                     summarizer: summarizer.clone(),
                     ms,
                     outcome: AttemptOutcome::Used {
-                        verification: w.verification,
+                        verification: w.verification.take(),
                     },
                     usage,
                 });
-                let mut b =
-                    region.assemble(inp, &w.text, working.take(), summarizer, w.sheet, originals);
-                b.instant = s.is_instant().then_some(i);
-                return Some(b);
+                return Some((w, originals, summarizer, s.is_instant().then_some(i)));
             }
             Err(error) => attempts.push(Attempt {
                 summarizer,

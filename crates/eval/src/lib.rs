@@ -256,20 +256,7 @@ pub fn evaluate(
                 messages: before.iter().map(|&i| conv.messages[i].clone()).collect(),
                 ..conv.clone_envelope()
             };
-            // What the agent saw right after it compacted, and its summary.
-            let recorded = recorded.map(|view| {
-                let summary = view
-                    .iter()
-                    .map(|&i| &conv.messages[i])
-                    .find(|m| m.meta.compact_summary)
-                    .map(|m| m.text_content().into_owned())
-                    .unwrap_or_default();
-                let kept = Conversation {
-                    messages: view.iter().map(|&i| conv.messages[i].clone()).collect(),
-                    ..conv.clone_envelope()
-                };
-                (kept, summary)
-            });
+            let recorded = recorded.map(|view| recorded_view(conv, &view));
             let targets = Targets::new(&pre, &conv.messages[after.min(conv.messages.len())..]);
             let tokens_before = strategy::count(&pre, opts.tokenizer);
             let budget_tokens = ((tokens_before as f64) * opts.budget) as u64;
@@ -320,6 +307,22 @@ pub fn evaluate(
             }
         })
         .collect()
+}
+
+/// What the agent saw right after it compacted (messages `view` of
+/// `conv`), and its summary.
+fn recorded_view(conv: &Conversation, view: &[usize]) -> (Conversation, String) {
+    let summary = view
+        .iter()
+        .map(|&i| &conv.messages[i])
+        .find(|m| m.meta.compact_summary)
+        .map(|m| m.text_content().into_owned())
+        .unwrap_or_default();
+    let kept = Conversation {
+        messages: view.iter().map(|&i| conv.messages[i].clone()).collect(),
+        ..conv.clone_envelope()
+    };
+    (kept, summary)
 }
 
 /// One place to cut a transcript.

@@ -321,6 +321,32 @@ impl Targets {
         self.judge(briefing, kept).1
     }
 
+    /// The result of a strategy that gave no history: everything missed.
+    fn failed(&self, strategy: Strategy, error: Option<String>) -> StrategyResult {
+        StrategyResult {
+            strategy,
+            tokens: 0,
+            kept: 0.0,
+            valid: false,
+            recall: 0.0,
+            recall_with_code: 0.0,
+            recoverable: None,
+            findable: None,
+            index_tokens: None,
+            precision: None,
+            missed: self.used.clone(),
+            missed_from: self.used_from(),
+            recall_if_said_kept: self.recall_missing(self.used_from().results),
+            unused: Vec::new(),
+            sections: Vec::new(),
+            briefing: None,
+            briefing_tokens: None,
+            error,
+            over_budget: None,
+            probe_score: None,
+        }
+    }
+
     pub(crate) fn score(
         &self,
         strategy: Strategy,
@@ -329,28 +355,7 @@ impl Targets {
         kind: TokenizerKind,
     ) -> StrategyResult {
         let Some(mut conv) = applied.conversation else {
-            return StrategyResult {
-                strategy,
-                tokens: 0,
-                kept: 0.0,
-                valid: false,
-                recall: 0.0,
-                recall_with_code: 0.0,
-                recoverable: None,
-                findable: None,
-                index_tokens: None,
-                precision: None,
-                missed: self.used.clone(),
-                missed_from: self.used_from(),
-                recall_if_said_kept: self.recall_missing(self.used_from().results),
-                unused: Vec::new(),
-                sections: Vec::new(),
-                briefing: None,
-                briefing_tokens: None,
-                error: applied.error,
-                over_budget: None,
-                probe_score: None,
-            };
+            return self.failed(strategy, applied.error);
         };
         let tokens = count(&conv, kind);
         let text = text_of(&conv);

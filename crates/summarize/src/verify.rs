@@ -68,45 +68,7 @@ pub fn verify(
 ) -> (String, Verification) {
     let facts = evidence.facts;
     let mut v = Verification::default();
-    let mut critical: Vec<String> = Vec::new();
-    if let Some(e) = &facts.latest_error {
-        // Its first line, and the next one when the first is only an exit code.
-        let mut lines = e.lines().map(str::trim).filter(|l| !l.is_empty());
-        if let Some(first) = lines.next() {
-            critical.push(first.to_owned());
-            if exit_code(first).is_some()
-                && let Some(next) = lines.next()
-            {
-                critical.push(next.to_owned());
-            }
-        }
-    }
-    critical.extend(
-        facts
-            .files
-            .iter()
-            .filter(|f| f.edited + f.written > 0)
-            .map(|f| f.path.clone()),
-    );
-    // Commands whose failure no later run fixed: the same facts the
-    // offline sheet keeps under its errors.
-    critical.extend(
-        facts
-            .commands
-            .iter()
-            .filter(|c| c.failure.is_some() && !c.fixed)
-            .map(|c| c.command.clone()),
-    );
-    critical.extend(facts.created_ids.iter().cloned());
-    critical.extend(
-        facts
-            .used_ids
-            .iter()
-            .filter(|i| i.starts_with("http"))
-            .cloned(),
-    );
-    critical.extend(facts.used_ids.iter().rev().take(30).rev().cloned());
-    critical.dedup();
+    let critical = critical(facts);
     let missing: Vec<String> = critical
         .into_iter()
         .filter(|c| !mentions(briefing, c))
@@ -165,6 +127,51 @@ pub fn verify(
     }
     v.unverified_claims = claims;
     (out, v)
+}
+
+/// The facts a briefing must state verbatim: the latest error's first
+/// line (and the next when the first is only an exit code), the files
+/// edited or written, commands whose failure no later run fixed (the same
+/// facts the offline sheet keeps under its errors), the ids created, the
+/// URLs and the last 30 ids used.
+fn critical(facts: &Facts) -> Vec<String> {
+    let mut critical: Vec<String> = Vec::new();
+    if let Some(e) = &facts.latest_error {
+        let mut lines = e.lines().map(str::trim).filter(|l| !l.is_empty());
+        if let Some(first) = lines.next() {
+            critical.push(first.to_owned());
+            if exit_code(first).is_some()
+                && let Some(next) = lines.next()
+            {
+                critical.push(next.to_owned());
+            }
+        }
+    }
+    critical.extend(
+        facts
+            .files
+            .iter()
+            .filter(|f| f.edited + f.written > 0)
+            .map(|f| f.path.clone()),
+    );
+    critical.extend(
+        facts
+            .commands
+            .iter()
+            .filter(|c| c.failure.is_some() && !c.fixed)
+            .map(|c| c.command.clone()),
+    );
+    critical.extend(facts.created_ids.iter().cloned());
+    critical.extend(
+        facts
+            .used_ids
+            .iter()
+            .filter(|i| i.starts_with("http"))
+            .cloned(),
+    );
+    critical.extend(facts.used_ids.iter().rev().take(30).rev().cloned());
+    critical.dedup();
+    critical
 }
 
 /// The task list when the briefing leaves an item out or

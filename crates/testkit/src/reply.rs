@@ -247,7 +247,6 @@ impl Reply {
 
     /// The stream: `(event name, data)` pairs.
     pub(crate) fn events(&self, api: Api, tokens: u64, usage: bool) -> Vec<Event> {
-        let n = self.turn;
         match api {
             Api::Responses => self.response_events(tokens),
             // The text first, the calls with the finish; usage on each chunk.
@@ -259,79 +258,95 @@ impl Reply {
                     (None, self.gemini_chunk(calls, true, tokens).to_string()),
                 ]
             }
-            Api::Chat => {
-                let chunk = |delta: Value, finish: Value| {
-                    (None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
-                        "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
-                };
-                let mut out = vec![chunk(
-                    json!({"role": "assistant", "content": ""}),
-                    Value::Null,
-                )];
-                out.push(chunk(json!({"content": self.text}), Value::Null));
-                let mut finish = "stop";
-                for (i, (id, name, args)) in self.calls().into_iter().enumerate() {
-                    let args = args.to_string();
-                    let (a1, a2) = halves(&args);
-                    out.push(chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{id}"), "type": "function",
-                        "function": {"name": name, "arguments": ""}}]}), Value::Null));
-                    for part in [a1, a2] {
-                        out.push(chunk(
-                            json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
-                            Value::Null,
-                        ));
-                    }
-                    finish = "tool_calls";
-                }
-                out.push(chunk(json!({}), json!(finish)));
-                if usage {
-                    out.push((None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
-                        "model": self.model, "choices": [],
-                        "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}}).to_string()));
-                }
-                out.push((None, "[DONE]".into()));
-                out
-            }
-            Api::Messages => {
-                let ev = |name: &'static str, data: Value| (Some(name), data.to_string());
-                let mut out = vec![ev(
-                    "message_start",
-                    json!({"type": "message_start", "message": {"id": format!("msg_{n}"),
-                    "type": "message", "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
-                    "stop_sequence": null, "usage": {"input_tokens": tokens, "output_tokens": 1}}}),
-                )];
-                out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
-                out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": self.text}})));
-                out.push(ev(
-                    "content_block_stop",
-                    json!({"type": "content_block_stop", "index": 0}),
-                ));
-                let mut stop = "end_turn";
-                for (i, (id, name, args)) in self.calls().into_iter().enumerate() {
-                    let index = i + 1;
-                    let args = args.to_string();
-                    let (a1, a2) = halves(&args);
-                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": index,
-                        "content_block": {"type": "tool_use", "id": format!("toolu_{id}"), "name": name, "input": {}}})));
-                    for part in [a1, a2] {
-                        out.push(ev(
-                            "content_block_delta",
-                            json!({"type": "content_block_delta", "index": index,
-                            "delta": {"type": "input_json_delta", "partial_json": part}}),
-                        ));
-                    }
-                    out.push(ev(
-                        "content_block_stop",
-                        json!({"type": "content_block_stop", "index": index}),
-                    ));
-                    stop = "tool_use";
-                }
-                out.push(ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-                    "usage": {"output_tokens": 20}})));
-                out.push(ev("message_stop", json!({"type": "message_stop"})));
-                out
-            }
+            Api::Chat => self.chat_events(tokens, usage),
+            Api::Messages => self.messages_events(tokens),
         }
+    }
+
+    /// Chat Completions' chunks: the role, the text, each call's name then
+    /// its arguments in halves, the finish, usage when asked, `[DONE]`.
+    fn chat_events(&self, tokens: u64, usage: bool) -> Vec<Event> {
+        let n = self.turn;
+        let chunk = |delta: Value, finish: Value| {
+            (None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
+                "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
+        };
+        let mut out = vec![chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        )];
+        out.push(chunk(json!({"content": self.text}), Value::Null));
+        let mut finish = "stop";
+        for (i, (id, name, args)) in self.calls().into_iter().enumerate() {
+            let args = args.to_string();
+            let (a1, a2) = halves(&args);
+            out.push(chunk(
+                json!({"tool_calls": [{"index": i, "id": format!("call_{id}"), "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+                Value::Null,
+            ));
+            for part in [a1, a2] {
+                out.push(chunk(
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
+                    Value::Null,
+                ));
+            }
+            finish = "tool_calls";
+        }
+        out.push(chunk(json!({}), json!(finish)));
+        if usage {
+            out.push((None, json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "created": 0,
+                "model": self.model, "choices": [],
+                "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}}).to_string()));
+        }
+        out.push((None, "[DONE]".into()));
+        out
+    }
+
+    /// Anthropic's events: the message, its text block, each call's block
+    /// with its input in halves, the stop and usage.
+    fn messages_events(&self, tokens: u64) -> Vec<Event> {
+        let n = self.turn;
+        let ev = |name: &'static str, data: Value| (Some(name), data.to_string());
+        let mut out = vec![ev(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": format!("msg_{n}"),
+            "type": "message", "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": tokens, "output_tokens": 1}}}),
+        )];
+        out.push(ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
+        out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": self.text}})));
+        out.push(ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        let mut stop = "end_turn";
+        for (i, (id, name, args)) in self.calls().into_iter().enumerate() {
+            let index = i + 1;
+            let args = args.to_string();
+            let (a1, a2) = halves(&args);
+            out.push(ev("content_block_start", json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": format!("toolu_{id}"), "name": name, "input": {}}})));
+            for part in [a1, a2] {
+                out.push(ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": part}}),
+                ));
+            }
+            out.push(ev(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+            stop = "tool_use";
+        }
+        out.push(ev(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 20}}),
+        ));
+        out.push(ev("message_stop", json!({"type": "message_stop"})));
+        out
     }
 }
 

@@ -67,7 +67,28 @@ pub fn answer(
             Piece::Image { url } => url.len(),
         })
         .sum();
-    let header = if n == 1 {
+    let header = page_header(tool, &handle, &original, (page, n));
+    let mut pieces = vec![Piece::Text { text: header }];
+    pieces.extend(body);
+    Answer {
+        handle: Some(handle),
+        pieces,
+        is_error: false,
+        page,
+        pages: n,
+        bytes,
+    }
+}
+
+/// What a page of an original begins with: its handle, label and size,
+/// and when there are more pages, which this is and how to get the next.
+fn page_header(
+    tool: &str,
+    handle: &Handle,
+    original: &Original,
+    (page, n): (usize, usize),
+) -> String {
+    if n == 1 {
         format!(
             "[{handle} · {} · the original, {} bytes]",
             original.label,
@@ -84,16 +105,6 @@ pub fn answer(
             original.label,
             original.bytes()
         )
-    };
-    let mut pieces = vec![Piece::Text { text: header }];
-    pieces.extend(body);
-    Answer {
-        handle: Some(handle),
-        pieces,
-        is_error: false,
-        page,
-        pages: n,
-        bytes,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Anthropic Messages request bodies.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::util::{
     decode_content, decode_role_content, encode_content, envelope, finish_body, kind,
@@ -88,34 +88,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 extra: map.into(),
             })
         }
-        "image" => match map.get_mut("source") {
-            Some(Value::Object(src)) => {
-                let source = match src.get("type").and_then(Value::as_str) {
-                    Some("base64") => {
-                        src.shift_remove("type");
-                        let at_s = || format!("{}.source", at());
-                        ImageSource::Base64 {
-                            media_type: take_str(src, "media_type", &at_s)?,
-                            data: take_str(src, "data", &at_s)?,
-                        }
-                    }
-                    Some("url") if src.get("url").is_some_and(Value::is_string) => {
-                        src.shift_remove("type");
-                        ImageSource::Url(take_opt_str(src, "url").unwrap_or_default())
-                    }
-                    _ => return Ok(Part::opaque(Value::Object(map))),
-                };
-                let source_extra = std::mem::take(src);
-                map.shift_remove("source");
-                map.shift_remove("type");
-                Part::Image(Box::new(ImagePart {
-                    source,
-                    source_extra: source_extra.into(),
-                    extra: map.into(),
-                }))
-            }
-            _ => Part::opaque(Value::Object(map)),
-        },
+        "image" => decode_image(map, at)?,
         "tool_use" => {
             map.shift_remove("type");
             let id = take_str(&mut map, "id", at)?;
@@ -129,26 +102,7 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
                 function_extra: Extra::new(),
             }))
         }
-        "tool_result" => {
-            map.shift_remove("type");
-            let call_id = take_str(&mut map, "tool_use_id", at)?;
-            let (parts, form) = decode_content(map.shift_remove("content"), at, &decode_block)?;
-            let is_error = match map.get("is_error") {
-                Some(Value::Bool(b)) => {
-                    let b = *b;
-                    map.shift_remove("is_error");
-                    Some(b)
-                }
-                _ => None,
-            };
-            Part::ToolResult(Box::new(ToolResult {
-                call_id,
-                parts,
-                form,
-                is_error,
-                extra: map.into(),
-            }))
-        }
+        "tool_result" => decode_tool_result(map, at)?,
         "thinking" if map.get("thinking").is_some_and(Value::is_string) => {
             map.shift_remove("type");
             Part::Reasoning(Box::new(Reasoning {
@@ -170,6 +124,61 @@ pub(crate) fn decode_block(v: Value, at: &dyn Fn() -> String) -> Result<Part> {
         _ => Part::opaque(Value::Object(map)),
     };
     Ok(part)
+}
+
+/// An image block; one with a source abridge does not model is kept
+/// verbatim.
+fn decode_image(mut map: Map<String, Value>, at: &dyn Fn() -> String) -> Result<Part> {
+    Ok(match map.get_mut("source") {
+        Some(Value::Object(src)) => {
+            let source = match src.get("type").and_then(Value::as_str) {
+                Some("base64") => {
+                    src.shift_remove("type");
+                    let at_s = || format!("{}.source", at());
+                    ImageSource::Base64 {
+                        media_type: take_str(src, "media_type", &at_s)?,
+                        data: take_str(src, "data", &at_s)?,
+                    }
+                }
+                Some("url") if src.get("url").is_some_and(Value::is_string) => {
+                    src.shift_remove("type");
+                    ImageSource::Url(take_opt_str(src, "url").unwrap_or_default())
+                }
+                _ => return Ok(Part::opaque(Value::Object(map))),
+            };
+            let source_extra = std::mem::take(src);
+            map.shift_remove("source");
+            map.shift_remove("type");
+            Part::Image(Box::new(ImagePart {
+                source,
+                source_extra: source_extra.into(),
+                extra: map.into(),
+            }))
+        }
+        _ => Part::opaque(Value::Object(map)),
+    })
+}
+
+/// A tool result: its call's id, its content and whether it failed.
+fn decode_tool_result(mut map: Map<String, Value>, at: &dyn Fn() -> String) -> Result<Part> {
+    map.shift_remove("type");
+    let call_id = take_str(&mut map, "tool_use_id", at)?;
+    let (parts, form) = decode_content(map.shift_remove("content"), at, &decode_block)?;
+    let is_error = match map.get("is_error") {
+        Some(Value::Bool(b)) => {
+            let b = *b;
+            map.shift_remove("is_error");
+            Some(b)
+        }
+        _ => None,
+    };
+    Ok(Part::ToolResult(Box::new(ToolResult {
+        call_id,
+        parts,
+        form,
+        is_error,
+        extra: map.into(),
+    })))
 }
 
 fn decode_tool(v: Value) -> Tool {

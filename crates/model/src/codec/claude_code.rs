@@ -11,7 +11,7 @@
 //! summary that follows it stays in place as a user message marked
 //! [`Meta::compact_summary`](crate::Meta::compact_summary).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::anthropic::decode_block;
 use super::util::decode_content;
@@ -81,19 +81,7 @@ impl Reader {
             "assistant" | "user" => {}
             "system" => {
                 if obj.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
-                    self.flush();
-                    let meta = obj.get("compactMetadata");
-                    self.boundaries.push(CompactBoundary {
-                        index: self.out.len(),
-                        view: vec![self.out.len()],
-                        pre_tokens: meta
-                            .and_then(|m| m.get("preTokens"))
-                            .and_then(Value::as_u64),
-                        trigger: meta
-                            .and_then(|m| m.get("trigger"))
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                    });
+                    self.boundary(obj.get("compactMetadata"));
                 }
                 return Ok(());
             }
@@ -108,44 +96,9 @@ impl Reader {
             ));
         };
         let at = || format!("line {line}: message");
-        let (mut parts, form) = decode_content(msg.shift_remove("content"), &at, &decode_block)?;
+        let (parts, form) = decode_content(msg.shift_remove("content"), &at, &decode_block)?;
         if ty == "assistant" {
-            for p in &mut parts {
-                if let Part::ToolCall(c) = p {
-                    // Log-only field; not part of the API's tool_use block.
-                    c.extra.shift_remove("caller");
-                }
-            }
-            let id = msg.get("id").and_then(Value::as_str).map(str::to_owned);
-            if let Some(m) = msg.get("model").and_then(Value::as_str)
-                && !m.starts_with('<')
-            {
-                self.model = Some(m.to_owned());
-            }
-            let usage = msg.get("usage").map(Usage::from_anthropic);
-            match &mut self.open {
-                Some((open_id, m)) if id.is_some() && *open_id == id => {
-                    m.parts.extend(parts);
-                    if usage.is_some() {
-                        m.meta.usage = usage.map(Box::new);
-                    }
-                }
-                _ => {
-                    self.flush();
-                    let m = Message {
-                        role: Role::Assistant,
-                        parts,
-                        form: ContentForm::Blocks,
-                        extra: Extra::new(),
-                        meta: Meta {
-                            line: Some(line),
-                            usage: usage.map(Box::new),
-                            ..Meta::default()
-                        },
-                    };
-                    self.open = Some((id, m));
-                }
-            }
+            self.assistant(parts, &msg, line);
             return Ok(());
         }
         let answers_open = parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
@@ -170,6 +123,63 @@ impl Reader {
             },
         });
         Ok(())
+    }
+
+    /// Claude Code compacted here: what came before is one view.
+    fn boundary(&mut self, meta: Option<&Value>) {
+        self.flush();
+        self.boundaries.push(CompactBoundary {
+            index: self.out.len(),
+            view: vec![self.out.len()],
+            pre_tokens: meta
+                .and_then(|m| m.get("preTokens"))
+                .and_then(Value::as_u64),
+            trigger: meta
+                .and_then(|m| m.get("trigger"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+    }
+
+    /// An assistant line: Claude Code logs each content block of one API
+    /// message on its own line, so lines with the open message's id join it.
+    fn assistant(&mut self, mut parts: Vec<Part>, msg: &Map<String, Value>, line: usize) {
+        for p in &mut parts {
+            if let Part::ToolCall(c) = p {
+                // Log-only field; not part of the API's tool_use block.
+                c.extra.shift_remove("caller");
+            }
+        }
+        let id = msg.get("id").and_then(Value::as_str).map(str::to_owned);
+        if let Some(m) = msg.get("model").and_then(Value::as_str)
+            && !m.starts_with('<')
+        {
+            self.model = Some(m.to_owned());
+        }
+        let usage = msg.get("usage").map(Usage::from_anthropic);
+        match &mut self.open {
+            Some((open_id, m)) if id.is_some() && *open_id == id => {
+                m.parts.extend(parts);
+                if usage.is_some() {
+                    m.meta.usage = usage.map(Box::new);
+                }
+            }
+            _ => {
+                self.flush();
+                let m = Message {
+                    role: Role::Assistant,
+                    parts,
+                    form: ContentForm::Blocks,
+                    extra: Extra::new(),
+                    meta: Meta {
+                        line: Some(line),
+                        usage: usage.map(Box::new),
+                        ..Meta::default()
+                    },
+                };
+                self.open = Some((id, m));
+            }
+        }
     }
 
     /// Emits the open assistant message and the user message with its results.

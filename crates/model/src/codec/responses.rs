@@ -99,6 +99,36 @@ pub fn continues_turn(prev: Option<&Message>, next: &Message) -> bool {
     next.role == Role::Assistant && prev.is_some_and(|p| p.role == Role::Assistant)
 }
 
+/// A function call (JSON `arguments`) or a custom tool's call (free-form
+/// `input`); one without its input is kept verbatim.
+fn decode_call(mut map: Object, function: bool) -> Message {
+    let input = if function { "arguments" } else { "input" };
+    if !map.get(input).is_some_and(Value::is_string) {
+        return opaque(map, Role::Assistant);
+    }
+    let id = take_slot_str(&mut map, "call_id");
+    let name = take_slot_str(&mut map, "name");
+    let text = take_slot_str(&mut map, input);
+    let arguments = if function {
+        Arguments::Json(text)
+    } else {
+        Arguments::Custom(text)
+    };
+    Message {
+        role: Role::Assistant,
+        parts: vec![Part::ToolCall(Box::new(ToolCall {
+            id,
+            name,
+            arguments,
+            extra: Extra::new(),
+            function_extra: Extra::new(),
+        }))],
+        form: ContentForm::Absent,
+        extra: map.into(),
+        ..Message::default()
+    }
+}
+
 /// Decodes one input item.
 pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> {
     let mut map = object(v, at)?;
@@ -120,35 +150,7 @@ pub(crate) fn decode_item(v: Value, at: &dyn Fn() -> String) -> Result<Message> 
         Some(kind @ ("function_call" | "custom_tool_call"))
             if str_at(&map, "call_id") && str_at(&map, "name") =>
         {
-            let input = if kind == "function_call" {
-                "arguments"
-            } else {
-                "input"
-            };
-            if !str_at(&map, input) {
-                return Ok(opaque(map, Role::Assistant));
-            }
-            let id = take_slot_str(&mut map, "call_id");
-            let name = take_slot_str(&mut map, "name");
-            let text = take_slot_str(&mut map, input);
-            let arguments = if kind == "function_call" {
-                Arguments::Json(text)
-            } else {
-                Arguments::Custom(text)
-            };
-            Ok(Message {
-                role: Role::Assistant,
-                parts: vec![Part::ToolCall(Box::new(ToolCall {
-                    id,
-                    name,
-                    arguments,
-                    extra: Extra::new(),
-                    function_extra: Extra::new(),
-                }))],
-                form: ContentForm::Absent,
-                extra: map.into(),
-                ..Message::default()
-            })
+            Ok(decode_call(map, kind == "function_call"))
         }
         Some("function_call_output" | "custom_tool_call_output")
             if str_at(&map, "call_id")

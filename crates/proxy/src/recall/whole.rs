@@ -35,24 +35,13 @@ pub(super) async fn whole<A: Api>(
         let status = response.status();
         let head = response.headers().clone();
         let bytes = response.bytes().await.unwrap_or_default();
-        // A stream sent as one JSON array (Gemini's without `alt=sse`) is
-        // read as one response, and merged back into an array of one.
-        let (parsed, array) = match serde_json::from_slice::<Value>(&bytes).ok() {
-            Some(Value::Array(chunks)) => (A::gather(chunks), true),
-            other => (other, false),
-        };
+        let (parsed, array) = parse::<A>(&bytes);
         let shaped = |v: Value| match array {
             true => Value::Array(vec![v]),
             false => v,
         };
         if rounds == 0 {
-            first_usage = Replied {
-                usage: parsed.as_ref().and_then(|v| {
-                    let report = v.get(A::USAGE).filter(|u| u.is_object())?;
-                    Some(A::usage(report))
-                }),
-                model: parsed.as_ref().and_then(model_in),
-            };
+            first_usage = replied::<A>(parsed.as_ref());
         }
         let Some(v) = parsed.filter(|_| status.is_success()) else {
             break (status, head, bytes);
@@ -94,6 +83,27 @@ pub(super) async fn whole<A: Api>(
         done(first_usage);
     }
     reply(status, &head, body, &extra, rounds)
+}
+
+/// A round's body as JSON. A stream sent as one JSON array (Gemini's
+/// without `alt=sse`) is read as one response (`true`: to be merged back
+/// into an array of one).
+fn parse<A: Api>(bytes: &[u8]) -> (Option<Value>, bool) {
+    match serde_json::from_slice::<Value>(bytes).ok() {
+        Some(Value::Array(chunks)) => (A::gather(chunks), true),
+        other => (other, false),
+    }
+}
+
+/// What a response says it cost and which model answered.
+fn replied<A: Api>(parsed: Option<&Value>) -> Replied {
+    Replied {
+        usage: parsed.and_then(|v| {
+            let report = v.get(A::USAGE).filter(|u| u.is_object())?;
+            Some(A::usage(report))
+        }),
+        model: parsed.and_then(model_in),
+    }
 }
 
 /// What the client's response gathers from the rounds before the last:

@@ -43,30 +43,7 @@ pub(super) fn record_call(
     };
     let kind = classify(name, args);
     match kind {
-        ToolKind::Shell(cmd) => {
-            let cmd = cmd.trim().lines().next().unwrap_or_default();
-            f.command_runs.push((cmd.to_owned(), ok == CallOutcome::Ok));
-            let failure = why.clone();
-            // A failed run's outcome is its cause, with the exit code.
-            let status = match (&failure, ok) {
-                (Some(why), CallOutcome::Failed(Some(c)))
-                    if !why.to_lowercase().contains("exit") =>
-                {
-                    format!("exit {c}: {why}")
-                }
-                (Some(why), _) => why.clone(),
-                (None, _) => status,
-            };
-            if ok == CallOutcome::Ok {
-                if let Some(p) = progress_of(cmd) {
-                    f.progress.push(p);
-                }
-                if is_exploration(cmd) {
-                    return;
-                }
-            }
-            places.commands.record(cmd, status, failure);
-        }
+        ToolKind::Shell(cmd) => record_command(f, places, cmd, ok, (why.clone(), status)),
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
             if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name} `{p}`: {}", cause()));
@@ -106,6 +83,37 @@ pub(super) fn record_call(
             }
         }
     }
+}
+
+/// Records a shell command's run: its first line, whether it passed, the
+/// progress it reports; a successful look around (`ls`, `cat`) is not
+/// listed. `(failure, status)`: what a failure said, and the outcome.
+fn record_command(
+    f: &mut Facts,
+    places: &mut Places,
+    cmd: &str,
+    ok: CallOutcome,
+    (failure, status): (Option<String>, String),
+) {
+    let cmd = cmd.trim().lines().next().unwrap_or_default();
+    f.command_runs.push((cmd.to_owned(), ok == CallOutcome::Ok));
+    // A failed run's outcome is its cause, with the exit code.
+    let status = match (&failure, ok) {
+        (Some(why), CallOutcome::Failed(Some(c))) if !why.to_lowercase().contains("exit") => {
+            format!("exit {c}: {why}")
+        }
+        (Some(why), _) => why.clone(),
+        (None, _) => status,
+    };
+    if ok == CallOutcome::Ok {
+        if let Some(p) = progress_of(cmd) {
+            f.progress.push(p);
+        }
+        if is_exploration(cmd) {
+            return;
+        }
+    }
+    places.commands.record(cmd, status, failure);
 }
 
 /// Counts one file operation of a call (`call`: its tool and the

@@ -71,9 +71,14 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
             Section::new(kind, texts.into_iter().map(SheetItem::new).collect())
         })
         .collect();
-    // Identifiers a section trimmed after this one already names are not
-    // repeated, nor is a function under another arity (`with_span/3`,
-    // `with_span/4`).
+    fill_ids(&mut sections, &f.used_ids);
+    sections
+}
+
+/// The identifiers section: the ids used, less those a section trimmed
+/// after it already names, and a function under another arity
+/// (`with_span/3`, `with_span/4`) only once.
+fn fill_ids(sections: &mut [Section], used_ids: &[String]) {
     let ids_priority = Kind::Ids.priority_and_keep().0;
     let named: String = sections
         .iter()
@@ -84,8 +89,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
         .join("\n");
     if let Some(ids) = sections.iter_mut().find(|s| s.kind == Kind::Ids) {
         let mut seen = Vec::new();
-        ids.items = f
-            .used_ids
+        ids.items = used_ids
             .iter()
             .filter(|i| {
                 let name = function_of(i).unwrap_or(i);
@@ -96,7 +100,6 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
             .map(SheetItem::new)
             .collect();
     }
-    sections
 }
 
 /// A file's line: what was done to it, the names it touched, its path.

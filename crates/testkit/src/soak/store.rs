@@ -71,36 +71,10 @@ impl Backend {
                 Backend::Postgres(pg) => pg.psql(sql)?.parse().map_err(|e| format!("{sql}: {e}")),
             }
         };
-        let ids: BTreeSet<String> = match self {
-            Backend::None => return Ok(None),
-            Backend::Sqlite(path) => {
-                let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
-                let mut stmt = conn
-                    .prepare("SELECT id FROM sessions")
-                    .map_err(|e| e.to_string())?;
-                let rows = stmt
-                    .query_map([], |r| r.get::<_, String>(0))
-                    .map_err(|e| e.to_string())?;
-                rows.collect::<Result<_, _>>().map_err(|e| e.to_string())?
-            }
-            Backend::Postgres(pg) => pg
-                .psql("SELECT id FROM abridge_sessions")?
-                .lines()
-                .map(str::to_owned)
-                .collect(),
+        let Some(ids) = self.session_ids()? else {
+            return Ok(None);
         };
-        let bytes = match self {
-            Backend::Sqlite(path) => ["", "-wal", "-journal"]
-                .iter()
-                .filter_map(|s| std::fs::metadata(format!("{}{s}", path.display())).ok())
-                .map(|m| m.len())
-                .sum(),
-            Backend::Postgres(pg) => pg
-                .psql("SELECT pg_database_size(current_database())")?
-                .parse()
-                .unwrap_or(0),
-            Backend::None => 0,
-        };
+        let bytes = self.bytes()?;
         // SQLite's ids (AUTOINCREMENT) count every row ever written; a
         // PostgreSQL sequence may skip, so its rows are counted.
         let recorded = |table: &str| match self {
@@ -118,8 +92,58 @@ impl Backend {
             requests: recorded("requests")?,
             bytes,
         };
-        // When the oldest session kept was last saved.
-        let oldest: Option<f64> = match self {
+        let oldest = self.oldest_saved()?;
+        let unstored = compacted.iter().filter(|(s, _)| !ids.contains(*s));
+        // `at` is when its last compacted request was sent: its save was
+        // made after, so a session the retention removed was saved before
+        // the oldest one kept, and so was sent before it too. (Timed at the
+        // response instead, a request slower than a slack given is taken for
+        // a lost session.)
+        let (retired, missing): (Vec<_>, Vec<_>) =
+            unstored.partition(|(_, at)| oldest.is_some_and(|o| **at < o));
+        Ok(Some((counts, missing.len(), retired.len())))
+    }
+    /// The ids of the sessions it holds (`None`: no store).
+    fn session_ids(&self) -> Result<Option<BTreeSet<String>>, String> {
+        Ok(Some(match self {
+            Backend::None => return Ok(None),
+            Backend::Sqlite(path) => {
+                let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+                let mut stmt = conn
+                    .prepare("SELECT id FROM sessions")
+                    .map_err(|e| e.to_string())?;
+                let rows = stmt
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .map_err(|e| e.to_string())?;
+                rows.collect::<Result<_, _>>().map_err(|e| e.to_string())?
+            }
+            Backend::Postgres(pg) => pg
+                .psql("SELECT id FROM abridge_sessions")?
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+        }))
+    }
+
+    /// Its size on disk.
+    fn bytes(&self) -> Result<u64, String> {
+        Ok(match self {
+            Backend::Sqlite(path) => ["", "-wal", "-journal"]
+                .iter()
+                .filter_map(|s| std::fs::metadata(format!("{}{s}", path.display())).ok())
+                .map(|m| m.len())
+                .sum(),
+            Backend::Postgres(pg) => pg
+                .psql("SELECT pg_database_size(current_database())")?
+                .parse()
+                .unwrap_or(0),
+            Backend::None => 0,
+        })
+    }
+
+    /// When the oldest session kept was last saved (seconds since the epoch).
+    fn oldest_saved(&self) -> Result<Option<f64>, String> {
+        Ok(match self {
             Backend::Sqlite(path) => {
                 let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
                 conn.query_row(
@@ -134,16 +158,7 @@ impl Backend {
                 .parse()
                 .ok(),
             Backend::None => None,
-        };
-        let unstored = compacted.iter().filter(|(s, _)| !ids.contains(*s));
-        // `at` is when its last compacted request was sent: its save was
-        // made after, so a session the retention removed was saved before
-        // the oldest one kept, and so was sent before it too. (Timed at the
-        // response instead, a request slower than a slack given is taken for
-        // a lost session.)
-        let (retired, missing): (Vec<_>, Vec<_>) =
-            unstored.partition(|(_, at)| oldest.is_some_and(|o| **at < o));
-        Ok(Some((counts, missing.len(), retired.len())))
+        })
     }
 }
 

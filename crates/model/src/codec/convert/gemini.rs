@@ -108,36 +108,7 @@ pub(super) fn from_anthropic(conv: &Conversation, w: &mut Warnings) -> Result<Co
                         function_extra: Extra::new(),
                     })));
                 }
-                Part::ToolResult(r) => {
-                    w.drop_extra("tool_result", &r.extra);
-                    if r.parts.iter().any(|p| !matches!(p, Part::Text(_))) {
-                        return Err(unrepresentable(
-                            i,
-                            to,
-                            format!("a tool result with an image or document ({})", r.call_id),
-                        ));
-                    }
-                    let name = names
-                        .iter()
-                        .find(|(id, _)| *id == r.call_id)
-                        .map_or("", |(_, n)| n);
-                    // `{"output": …}`, or `{"error": …}` for a failure, as agents write them.
-                    let key = if r.is_error == Some(true) {
-                        "error"
-                    } else {
-                        "output"
-                    };
-                    let mut extra = Extra::new();
-                    extra.insert("name".into(), json!(name));
-                    extra.insert("response".into(), json!({ key: null }));
-                    parts.push(Part::ToolResult(Box::new(ToolResult {
-                        call_id: r.call_id.clone(),
-                        parts: vec![Part::text(r.text())],
-                        form: ContentForm::Text,
-                        is_error: None,
-                        extra,
-                    })));
-                }
+                Part::ToolResult(r) => parts.push(result_to_gemini(r, &names, i, w)?),
                 Part::Opaque(_) => {
                     return Err(unrepresentable(
                         i,
@@ -154,33 +125,71 @@ pub(super) fn from_anthropic(conv: &Conversation, w: &mut Warnings) -> Result<Co
             ..Message::default()
         });
     }
-    out.tools = match &conv.tools {
-        None => None,
-        Some(tools) => Some(
-            tools
-                .iter()
-                .map(|t| match t {
-                    Tool::Function(f) => {
-                        w.drop_extra("tool", &f.extra);
-                        Ok(Tool::Function(FunctionTool {
-                            name: f.name.clone(),
-                            description: f.description.clone(),
-                            parameters: f.parameters.clone(),
-                            extra: Extra::new(),
-                            function_extra: Extra::new(),
-                        }))
-                    }
-                    Tool::Opaque(_) => Err(unrepresentable(
-                        0,
-                        to,
-                        "a server or non-function tool declaration",
-                    )),
-                })
-                .collect::<Result<Vec<_>>>()?,
-        ),
-    };
+    out.tools = tools_to_gemini(conv.tools.as_deref(), w)?;
     out.extra = envelope_to_gemini(&conv.extra, w);
     Ok(out)
+}
+
+/// A tool result as Gemini's `functionResponse`: named by its call, its
+/// text under `output` (`error` for a failure), as agents write them.
+fn result_to_gemini(
+    r: &ToolResult,
+    names: &[(&str, &str)],
+    i: usize,
+    w: &mut Warnings,
+) -> Result<Part> {
+    w.drop_extra("tool_result", &r.extra);
+    if r.parts.iter().any(|p| !matches!(p, Part::Text(_))) {
+        return Err(unrepresentable(
+            i,
+            Family::Gemini,
+            format!("a tool result with an image or document ({})", r.call_id),
+        ));
+    }
+    let name = names
+        .iter()
+        .find(|(id, _)| *id == r.call_id)
+        .map_or("", |(_, n)| n);
+    let key = if r.is_error == Some(true) {
+        "error"
+    } else {
+        "output"
+    };
+    let mut extra = Extra::new();
+    extra.insert("name".into(), json!(name));
+    extra.insert("response".into(), json!({ key: null }));
+    Ok(Part::ToolResult(Box::new(ToolResult {
+        call_id: r.call_id.clone(),
+        parts: vec![Part::text(r.text())],
+        form: ContentForm::Text,
+        is_error: None,
+        extra,
+    })))
+}
+
+/// Function declarations as Gemini's; a server tool has no kin there.
+fn tools_to_gemini(tools: Option<&[Tool]>, w: &mut Warnings) -> Result<Option<Vec<Tool>>> {
+    let Some(tools) = tools else {
+        return Ok(None);
+    };
+    let tools = tools.iter().map(|t| match t {
+        Tool::Function(f) => {
+            w.drop_extra("tool", &f.extra);
+            Ok(Tool::Function(FunctionTool {
+                name: f.name.clone(),
+                description: f.description.clone(),
+                parameters: f.parameters.clone(),
+                extra: Extra::new(),
+                function_extra: Extra::new(),
+            }))
+        }
+        Tool::Opaque(_) => Err(unrepresentable(
+            0,
+            Family::Gemini,
+            "a server or non-function tool declaration",
+        )),
+    });
+    tools.collect::<Result<Vec<_>>>().map(Some)
 }
 
 fn copy_labels(from: &Conversation, to: &mut Conversation) {
