@@ -5,42 +5,22 @@ use std::path::{Path, PathBuf};
 
 use abridge_model::{Conversation, Format, decode_as};
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 /// Options about how inputs are read.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct InputArgs {
     /// Input format (detected when not given).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<InputFormat>,
+    #[arg(long, value_parser = format_names())]
+    pub(crate) format: Option<Format>,
 }
 
-/// An input format named on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum InputFormat {
-    Openai,
-    Anthropic,
-    ClaudeCode,
-    MiniSweAgent,
-    TauBench,
-    AiSdk,
-    Responses,
-    Openhands,
-}
-
-impl From<InputFormat> for Format {
-    fn from(f: InputFormat) -> Self {
-        match f {
-            InputFormat::Openai => Format::OpenAi,
-            InputFormat::Anthropic => Format::Anthropic,
-            InputFormat::ClaudeCode => Format::ClaudeCode,
-            InputFormat::MiniSweAgent => Format::MiniSweAgent,
-            InputFormat::TauBench => Format::TauBench,
-            InputFormat::AiSdk => Format::AiSdk,
-            InputFormat::Responses => Format::Responses,
-            InputFormat::Openhands => Format::OpenHands,
-        }
-    }
+/// Every format the model decodes, by its name: the command line takes
+/// what the library does, with nothing to keep in step.
+fn format_names() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::as_str))
+        .try_map(|name| name.parse::<Format>())
 }
 
 /// A file argument split into the path and an optional `#N` selector.
@@ -75,8 +55,7 @@ pub(crate) fn all(arg: &str, opts: &InputArgs) -> Result<Vec<(String, Conversati
     if bytes.iter().all(u8::is_ascii_whitespace) {
         bail!("{name}: empty: no conversation in it");
     }
-    let convs = decode_as(&bytes, opts.format.map(Format::from))
-        .with_context(|| format!("{name}: cannot decode"))?;
+    let convs = decode_as(&bytes, opts.format).with_context(|| format!("{name}: cannot decode"))?;
     let many = convs.len() > 1;
     let mut labelled: Vec<(String, Conversation)> = convs
         .into_iter()

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use abridge::model::Provider;
 use abridge_proxy::{Proxy, ProxyConfig};
 use abridge_store::{PgStore, SessionStore, Store};
 use anyhow::{Context, Result};
@@ -74,17 +75,21 @@ impl ProxyArgs {
                 })?
             }
         };
-        let serve = &mut config.serve;
-        if let Some(u) = &self.openai_upstream {
-            serve.openai_upstream = u.clone();
-        }
-        if let Some(u) = &self.anthropic_upstream {
-            serve.anthropic_upstream = u.clone();
-        }
-        if let Some(u) = &self.gemini_upstream {
-            serve.gemini_upstream = u.clone();
+        for p in Provider::ALL {
+            if let Some(u) = self.upstream(p) {
+                *config.serve.upstream_mut(p) = u.clone();
+            }
         }
         Ok(config)
+    }
+
+    /// The upstream a flag names for `provider`.
+    pub(crate) fn upstream(&self, provider: Provider) -> Option<&String> {
+        match provider {
+            Provider::OpenAi => self.openai_upstream.as_ref(),
+            Provider::Anthropic => self.anthropic_upstream.as_ref(),
+            Provider::Gemini => self.gemini_upstream.as_ref(),
+        }
     }
 
     /// The store sessions and snapshots go to (`None`: in memory).

@@ -382,3 +382,28 @@ fn an_agent_reads_its_status_and_compacts_its_own_history() {
     assert_eq!(now[now.len() - 6..], list[list.len() - 6..]);
     assert!(validate(json!(now), None).unwrap().is_empty());
 }
+
+/// Every wire in the model's table is a format the packages take by name:
+/// a body converted to it compacts in its own shape.
+#[test]
+fn every_wire_in_the_table_is_taken_by_name_and_kept_in_its_shape() {
+    let body = json!({"model": "gpt-4o", "messages": openai_list(12)});
+    let bytes = serde_json::to_vec(&body).unwrap();
+    for wire in Wire::ALL {
+        let options =
+            Options::from_json(&json!({"format": wire.as_str(), "target_tokens": 800}).to_string())
+                .unwrap_or_else(|e| panic!("{wire}: {e}"));
+        let converted = abridge_embed::convert(&bytes, wire)
+            .unwrap_or_else(|e| panic!("{wire}: {e}"))
+            .remove(0);
+        let out = compact(converted.clone(), &options).unwrap_or_else(|e| panic!("{wire}: {e}"));
+        assert!(out.report.compacted, "{wire}");
+        assert_eq!(
+            out.value.is_array(),
+            converted.is_array(),
+            "{wire}: the shape it came in"
+        );
+        let violations = validate(out.value, Some(wire)).unwrap();
+        assert!(violations.is_empty(), "{wire}: {violations:?}");
+    }
+}

@@ -5,9 +5,9 @@ use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use abridge::SummarizerSpec;
-use abridge_model::Family;
 use abridge_model::Usage;
 use abridge_model::text::clip;
+use abridge_model::{Family, Provider};
 use abridge_summarize::{AsyncSummarizer, BoxFuture, Briefing, Request, SummarizeError};
 use serde_json::{Value, json};
 
@@ -19,20 +19,12 @@ pub const DEFAULT_PROMPT: &str = include_str!("prompt.md");
 /// Default base URL: OpenAI's ends in `/v1`; Anthropic's and Gemini's are
 /// the host root.
 pub(crate) fn default_base_url(family: Family) -> &'static str {
-    match family {
-        Family::OpenAi => "https://api.openai.com/v1",
-        Family::Anthropic => "https://api.anthropic.com",
-        Family::Gemini => "https://generativelanguage.googleapis.com",
-    }
+    Provider::from(family).facts().default_base
 }
 
 /// Environment variable holding the API key when none is named.
 pub(crate) fn default_key_variable(family: Family) -> &'static str {
-    match family {
-        Family::OpenAi => "OPENAI_API_KEY",
-        Family::Anthropic => "ANTHROPIC_API_KEY",
-        Family::Gemini => "GEMINI_API_KEY",
-    }
+    Provider::from(family).facts().key_variable
 }
 
 /// A summarizer backed by an LLM. Its HTTP client (and connection pool) is
@@ -234,12 +226,18 @@ impl LlmSummarizer {
                 )));
             }
         };
-        let mut headers: Headers = Vec::new();
+        let facts = Provider::from(self.family).facts();
+        let mut headers: Headers = facts
+            .fixed_headers
+            .iter()
+            .map(|(h, v)| (*h, (*v).to_owned()))
+            .collect();
+        if let Some(k) = key {
+            let (header, scheme) = facts.key_header;
+            headers.push((header, format!("{scheme}{k}")));
+        }
         let (url, body) = match self.family {
             Family::OpenAi => {
-                if let Some(k) = key {
-                    headers.push(("authorization", format!("Bearer {k}")));
-                }
                 let body = json!({
                     "model": self.model,
                     "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -249,10 +247,6 @@ impl LlmSummarizer {
                 (format!("{}/chat/completions", self.base_url), body)
             }
             Family::Anthropic => {
-                headers.push(("anthropic-version", "2023-06-01".to_owned()));
-                if let Some(k) = key {
-                    headers.push(("x-api-key", k.to_owned()));
-                }
                 let body = json!({
                     "model": self.model,
                     "system": system,
@@ -263,9 +257,6 @@ impl LlmSummarizer {
                 (format!("{}/v1/messages", self.base_url), body)
             }
             Family::Gemini => {
-                if let Some(k) = key {
-                    headers.push(("x-goog-api-key", k.to_owned()));
-                }
                 let body = json!({
                     "systemInstruction": {"parts": [{"text": system}]},
                     "contents": [{"role": "user", "parts": [{"text": user}]}],

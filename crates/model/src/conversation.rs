@@ -109,7 +109,9 @@ pub enum Format {
 }
 
 impl Format {
-    /// Short stable name (`openai`, `anthropic`, `claude-code`, `mini-swe-agent`, `tau-bench`, `ai-sdk`).
+    /// Short stable name, as the command line and the packages take it
+    /// (`openai`, `anthropic`, `claude-code`, `mini-swe-agent`, `tau-bench`,
+    /// `ai-sdk`, `responses`, `gemini`, `openhands`).
     pub fn as_str(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
@@ -124,6 +126,19 @@ impl Format {
         }
     }
 
+    /// Every format, for listings, help texts and the command line.
+    pub const ALL: [Format; 9] = [
+        Format::OpenAi,
+        Format::Anthropic,
+        Format::ClaudeCode,
+        Format::MiniSweAgent,
+        Format::TauBench,
+        Format::AiSdk,
+        Format::Responses,
+        Format::Gemini,
+        Format::OpenHands,
+    ];
+
     /// The wire family this format's conversations follow.
     pub fn family(self) -> Family {
         match self {
@@ -136,6 +151,30 @@ impl Format {
             | Format::Responses
             | Format::OpenHands => Family::OpenAi,
         }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    /// A format by its [`as_str`](Format::as_str) name.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+                format!(
+                    "unknown format \"{s}\" (expected one of {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 

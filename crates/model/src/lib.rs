@@ -35,6 +35,7 @@ mod error;
 mod extra;
 mod fingerprint;
 mod message;
+mod provider;
 pub mod shares;
 pub mod text;
 mod validate;
@@ -54,4 +55,5 @@ pub use message::{
     Arguments, CACHE_CONTROL, ContentForm, Extra, ImagePart, ImageSource, Message, Meta, Part,
     Reasoning, ReasoningKind, Role, TextPart, ToolCall, ToolResult, Usage,
 };
+pub use provider::{Provider, ProviderFacts};
 pub use validate::{Rule, Violation, validate};

@@ -121,7 +121,7 @@ async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
         return conversation(app, Wire::Gemini, req).await;
     }
     let (parts, body) = req.into_parts();
-    let provider = Provider::of(parts.uri.path(), &parts.headers, parts.uri.query());
+    let provider = route::provider_of(parts.uri.path(), &parts.headers, parts.uri.query());
     let response = match target(&app, provider, &parts.uri) {
         Err(why) => refused(&app, provider, &parts.uri, why),
         Ok(target) => match read_body(&app, provider, &parts, body).await {

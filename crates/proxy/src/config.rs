@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use abridge::Config;
+use abridge::model::Provider;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -101,9 +102,9 @@ impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
-            openai_upstream: "https://api.openai.com/v1".into(),
-            anthropic_upstream: "https://api.anthropic.com".into(),
-            gemini_upstream: "https://generativelanguage.googleapis.com".into(),
+            openai_upstream: Provider::OpenAi.facts().default_base.into(),
+            anthropic_upstream: Provider::Anthropic.facts().default_base.into(),
+            gemini_upstream: Provider::Gemini.facts().default_base.into(),
             soft_fraction: 0.8,
             max_body_megabytes: 32,
             max_sessions: 10_000,
@@ -126,6 +127,24 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
+    /// The base URL configured for `provider`, to set.
+    pub fn upstream_mut(&mut self, provider: Provider) -> &mut String {
+        match provider {
+            Provider::OpenAi => &mut self.openai_upstream,
+            Provider::Anthropic => &mut self.anthropic_upstream,
+            Provider::Gemini => &mut self.gemini_upstream,
+        }
+    }
+
+    /// The base URL configured for `provider` (empty: it is off).
+    pub fn upstream(&self, provider: Provider) -> &str {
+        match provider {
+            Provider::OpenAi => &self.openai_upstream,
+            Provider::Anthropic => &self.anthropic_upstream,
+            Provider::Gemini => &self.gemini_upstream,
+        }
+    }
+
     /// Body limit in bytes.
     pub fn max_body_bytes(&self) -> usize {
         (self.max_body_megabytes as usize).saturating_mul(1 << 20)
@@ -198,12 +217,9 @@ impl ServeConfig {
                 return bad(key, "must be a positive number of seconds");
             }
         }
-        for (key, url) in [
-            ("openai_upstream", &self.openai_upstream),
-            ("anthropic_upstream", &self.anthropic_upstream),
-            ("gemini_upstream", &self.gemini_upstream),
-        ] {
-            if let Err(e) = crate::route::Base::parse(url) {
+        for p in Provider::ALL {
+            let key = p.facts().upstream_key;
+            if let Err(e) = crate::route::Base::parse(self.upstream(p)) {
                 return bad(
                     key,
                     &format!("must be empty or an http:// or https:// URL ({e})"),

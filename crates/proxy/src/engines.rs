@@ -52,16 +52,13 @@ impl Engines {
         recall: &abridge::RecallConfig,
         serve: &crate::config::ServeConfig,
     ) -> Engines {
-        let upstreams = [
-            (Family::OpenAi, &serve.openai_upstream),
-            (Family::Anthropic, &serve.anthropic_upstream),
-            (Family::Gemini, &serve.gemini_upstream),
-        ];
+        let upstreams = abridge::model::Provider::ALL
+            .into_iter()
+            .map(|p| (p.facts().family, serve.upstream(p)));
         Engines {
             by_model: Mutex::default(),
             originals: Arc::new(OriginalCache::of(recall)),
             upstreams: upstreams
-                .into_iter()
                 .filter(|(_, url)| !url.is_empty())
                 .map(|(f, url)| (f, url.trim_end_matches('/').to_owned()))
                 .collect(),

@@ -14,7 +14,7 @@ use futures_util::Stream;
 use crate::config::ServeConfig;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::route::{Base, Provider, Refused, without_query_key};
+use crate::route::{self, Base, Provider, Refused, without_query_key};
 use crate::session::SESSION_HEADER;
 use crate::usage::{Replied, UsageTap};
 
@@ -38,9 +38,8 @@ const HOP_BY_HOP: [&str; 10] = [
 #[derive(Debug, Clone)]
 pub(crate) struct Upstream {
     client: reqwest::Client,
-    openai: Option<Base>,
-    anthropic: Option<Base>,
-    gemini: Option<Base>,
+    /// Each provider's base, in [`Provider::ALL`]'s order (`None`: off).
+    bases: Vec<Option<Base>>,
 }
 
 /// Where one request goes: its provider's upstream, at this URL.
@@ -58,46 +57,39 @@ impl Upstream {
             .read_timeout(serve.upstream_timeout())
             .build()
             .map_err(|e| Error::Client(e.to_string()))?;
-        let base = |key: &str, text: &str| {
-            Base::parse(text).map_err(|e| Error::Config(format!("[serve] {key}: {e}")))
+        let base = |p: Provider| {
+            Base::parse(serve.upstream(p))
+                .map_err(|e| Error::Config(format!("[serve] {}: {e}", p.facts().upstream_key)))
         };
-        Ok(Upstream {
-            client,
-            openai: base("openai_upstream", &serve.openai_upstream)?,
-            anthropic: base("anthropic_upstream", &serve.anthropic_upstream)?,
-            gemini: base("gemini_upstream", &serve.gemini_upstream)?,
-        })
+        let bases = Provider::ALL.into_iter().map(base).collect::<Result<_>>()?;
+        Ok(Upstream { client, bases })
     }
 
-    /// Where a request of `provider` for `path_and_query` goes: OpenAI's
-    /// base ends in `/v1` (`/v1/chat/completions` goes to
-    /// `{base}/chat/completions`); Anthropic's and Gemini's are the host
-    /// root. Refused when the provider has no upstream or the path could
-    /// leave its base; Gemini's `key` parameter goes to Gemini only.
+    /// Where a request of `provider` for `path_and_query` goes: its base,
+    /// less the part of the path the base holds (OpenAI's `/v1`). Refused
+    /// when the provider has no upstream or the path could leave its base;
+    /// a key parameter (Gemini's `key`) goes to its provider only.
     pub(crate) fn target(
         &self,
         provider: Provider,
         path_and_query: &str,
     ) -> Result<Target, Refused> {
-        let base = match provider {
-            Provider::OpenAi => &self.openai,
-            Provider::Anthropic => &self.anthropic,
-            Provider::Gemini => &self.gemini,
+        let base = self.bases[provider as usize]
+            .as_ref()
+            .ok_or(Refused::NoUpstream(provider))?;
+        let facts = provider.facts();
+        // A key parameter goes to the provider that takes keys there only.
+        let rest = match facts.key_param {
+            Some(_) => path_and_query.into(),
+            None => without_query_key(path_and_query),
         };
-        let base = base.as_ref().ok_or(Refused::NoUpstream(provider))?;
-        let url = match provider {
-            Provider::Gemini => base.join(path_and_query)?,
-            Provider::Anthropic => base.join(&without_query_key(path_and_query))?,
-            Provider::OpenAi => {
-                let rest = without_query_key(path_and_query);
-                let rest = match rest.strip_prefix("/v1") {
-                    Some(r) if r.is_empty() || r.starts_with(['/', '?']) => r.to_owned(),
-                    Some(_) => return Err(Refused::Escape("a path that only starts like /v1")),
-                    None => rest.into_owned(),
-                };
-                base.join(&rest)?
-            }
+        let rest = match rest.strip_prefix(facts.base_path) {
+            _ if facts.base_path.is_empty() => rest.into_owned(),
+            Some(r) if r.is_empty() || r.starts_with(['/', '?']) => r.to_owned(),
+            Some(_) => return Err(Refused::Escape("a path that only starts like /v1")),
+            None => rest.into_owned(),
         };
+        let url = base.join(&rest)?;
         Ok(Target { provider, url })
     }
 
@@ -112,7 +104,7 @@ impl Upstream {
         plain: bool,
     ) -> reqwest::Result<reqwest::Response> {
         let mut out = forwarded_headers(headers);
-        target.provider.keep_own_credentials(&mut out);
+        route::keep_own_credentials(target.provider, &mut out);
         if plain {
             // The usage tap reads the body: ask for it uncompressed.
             out.remove(header::ACCEPT_ENCODING);

@@ -3,73 +3,49 @@
 //! with only that provider's credentials, on a path that cannot leave the
 //! upstream's base.
 
-use abridge::model::Family;
 use axum::http::{HeaderMap, Uri};
 
-/// The providers the proxy forwards to, one upstream each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Provider {
-    /// OpenAI and OpenAI-compatible servers (Chat Completions, Responses).
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Google's Gemini API (`generateContent` and the rest of the family).
-    Gemini,
+pub(crate) use abridge::model::Provider;
+
+/// The provider of a request for `path` with `headers` and `query`: by its
+/// path, then (a path several APIs have) by its credential.
+pub(crate) fn provider_of(path: &str, headers: &HeaderMap, query: Option<&str>) -> Provider {
+    let gemini_path = ["/v1beta/", "/v1alpha/", "/upload/", "/download/"]
+        .iter()
+        .any(|p| path.starts_with(p))
+        || path
+            .strip_prefix("/v1/models/")
+            .is_some_and(|rest| rest.contains(':'));
+    if gemini_path {
+        return Provider::Gemini;
+    }
+    if path == "/v1/messages" || path.starts_with("/v1/messages/") || path == "/v1/complete" {
+        return Provider::Anthropic;
+    }
+    if path == "/v1/chat/completions" || path.starts_with("/v1/responses") {
+        return Provider::OpenAi;
+    }
+    // A path several APIs have (`/v1/models`, `/v1/files`…): the
+    // credential says whose.
+    let owned = |p: Provider| {
+        let f = p.facts();
+        f.own_credentials.iter().any(|h| headers.contains_key(*h))
+            || f.fixed_headers
+                .iter()
+                .any(|(h, _)| headers.contains_key(*h))
+            || query_keys(query).any(|(k, _)| f.key_param == Some(k))
+    };
+    [Provider::Gemini, Provider::Anthropic]
+        .into_iter()
+        .find(|p| owned(*p))
+        .unwrap_or(Provider::OpenAi)
 }
 
-impl Provider {
-    /// The provider of a request for `path` with `headers` and `query`.
-    pub(crate) fn of(path: &str, headers: &HeaderMap, query: Option<&str>) -> Provider {
-        let gemini_path = ["/v1beta/", "/v1alpha/", "/upload/", "/download/"]
-            .iter()
-            .any(|p| path.starts_with(p))
-            || path
-                .strip_prefix("/v1/models/")
-                .is_some_and(|rest| rest.contains(':'));
-        if gemini_path {
-            return Provider::Gemini;
-        }
-        if path == "/v1/messages" || path.starts_with("/v1/messages/") || path == "/v1/complete" {
-            return Provider::Anthropic;
-        }
-        if path == "/v1/chat/completions" || path.starts_with("/v1/responses") {
-            return Provider::OpenAi;
-        }
-        // A path several APIs have (`/v1/models`, `/v1/files`…): the
-        // credential says whose.
-        if headers.contains_key("x-goog-api-key") || query_keys(query).next().is_some() {
-            Provider::Gemini
-        } else if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
-            Provider::Anthropic
-        } else {
-            Provider::OpenAi
-        }
-    }
-
-    /// As a metric label and in logs.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-        }
-    }
-
-    /// The `[serve]` key that names its upstream.
-    pub(crate) fn config_key(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai_upstream",
-            Provider::Anthropic => "anthropic_upstream",
-            Provider::Gemini => "gemini_upstream",
-        }
-    }
-
-    /// Takes out of `headers` the credentials of other providers.
-    pub(crate) fn keep_own_credentials(self, headers: &mut HeaderMap) {
-        for (name, owner) in CREDENTIALS {
-            if owner.is_some_and(|o| o != self) {
-                headers.remove(name);
-            }
+/// Takes out of `headers` the credentials of providers other than `to`.
+pub(crate) fn keep_own_credentials(to: Provider, headers: &mut HeaderMap) {
+    for p in Provider::ALL.into_iter().filter(|p| *p != to) {
+        for name in p.facts().own_credentials {
+            headers.remove(*name);
         }
     }
 }
@@ -86,27 +62,23 @@ pub(crate) fn gemini_conversation(path: &str) -> Option<&str> {
     (conversation && !model.is_empty() && !model.contains('/')).then_some(model)
 }
 
-/// The headers that carry a provider's credential, and the provider each
-/// goes to (`None`: any of them: Anthropic and Gemini take `Authorization`
-/// bearers too). Gemini also takes its key as the [`KEY_PARAM`] parameter.
-pub(crate) const CREDENTIALS: [(&str, Option<Provider>); 4] = [
-    ("authorization", None),
-    ("x-api-key", Some(Provider::Anthropic)),
-    ("x-goog-api-key", Some(Provider::Gemini)),
-    ("api-key", Some(Provider::OpenAi)),
-];
+/// The headers that carry a credential: `authorization` (every provider
+/// takes bearers) and each provider's own, in the order tenant ids hash
+/// them. The order is part of every tenant's id: it does not change.
+pub(crate) fn credential_headers() -> impl Iterator<Item = &'static str> {
+    let providers = [Provider::Anthropic, Provider::Gemini, Provider::OpenAi];
+    std::iter::once("authorization").chain(
+        providers
+            .into_iter()
+            .flat_map(|p| p.facts().own_credentials.iter().copied()),
+    )
+}
 
-/// The query parameter Gemini's API takes its key in.
-pub(crate) const KEY_PARAM: &str = "key";
-
-impl From<Family> for Provider {
-    fn from(family: Family) -> Provider {
-        match family {
-            Family::OpenAi => Provider::OpenAi,
-            Family::Anthropic => Provider::Anthropic,
-            Family::Gemini => Provider::Gemini,
-        }
-    }
+/// Whether query parameter `name` carries a provider's key (Gemini's `key`).
+fn is_key_param(name: &str) -> bool {
+    Provider::ALL
+        .into_iter()
+        .any(|p| p.facts().key_param == Some(name))
 }
 
 /// Why a request cannot be sent where its path says.
@@ -129,8 +101,8 @@ impl std::fmt::Display for Refused {
                 f,
                 "this is a request for the {} API, and the proxy has no upstream for it: set [serve] {} (or --{})",
                 p.as_str(),
-                p.config_key(),
-                p.config_key().replace('_', "-")
+                p.facts().upstream_key,
+                p.facts().upstream_key.replace('_', "-")
             ),
         }
     }
@@ -274,7 +246,7 @@ impl Passthroughs {
     }
 }
 
-/// `path_and_query` without Gemini's `key` parameter (for any other
+/// `path_and_query` without a key parameter (Gemini's `key`) (for any other
 /// provider: a key never travels to another provider's host).
 pub(crate) fn without_query_key(path_and_query: &str) -> std::borrow::Cow<'_, str> {
     let Some((path, query)) = path_and_query.split_once('?') else {
@@ -285,7 +257,7 @@ pub(crate) fn without_query_key(path_and_query: &str) -> std::borrow::Cow<'_, st
     }
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|kv| kv.split_once('=').map_or(*kv, |(k, _)| k) != KEY_PARAM)
+        .filter(|kv| !is_key_param(kv.split_once('=').map_or(*kv, |(k, _)| k)))
         .collect();
     match kept.is_empty() {
         true => path.to_owned().into(),
@@ -293,25 +265,33 @@ pub(crate) fn without_query_key(path_and_query: &str) -> std::borrow::Cow<'_, st
     }
 }
 
-/// The values of the [`KEY_PARAM`] query parameter, in order.
-pub(crate) fn query_keys(query: Option<&str>) -> impl Iterator<Item = &str> {
+/// The query parameters that carry a provider's key, name and value, in order.
+pub(crate) fn query_keys(query: Option<&str>) -> impl Iterator<Item = (&str, &str)> {
     query
         .into_iter()
         .flat_map(|q| q.split('&'))
         .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| *k == KEY_PARAM)
-        .map(|(_, v)| v)
+        .filter(|(k, _)| is_key_param(k))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credential_headers_keep_the_order_tenant_ids_were_first_hashed_in() {
+        let names: Vec<&str> = credential_headers().collect();
+        assert_eq!(
+            names,
+            ["authorization", "x-api-key", "x-goog-api-key", "api-key"]
+        );
+    }
     use axum::http::HeaderValue;
 
     #[test]
     fn paths_name_their_provider_and_credentials_break_ties() {
         let none = HeaderMap::new();
-        let of = |p: &str| Provider::of(p, &none, None);
+        let of = |p: &str| provider_of(p, &none, None);
         assert_eq!(
             of("/v1beta/models/gemini-2.5-pro:generateContent"),
             Provider::Gemini
@@ -326,14 +306,14 @@ mod tests {
         assert_eq!(of("/v1/models"), Provider::OpenAi);
         let mut h = HeaderMap::new();
         h.insert("x-api-key", HeaderValue::from_static("k"));
-        assert_eq!(Provider::of("/v1/models", &h, None), Provider::Anthropic);
+        assert_eq!(provider_of("/v1/models", &h, None), Provider::Anthropic);
         assert_eq!(
-            Provider::of("/v1/models", &none, Some("key=g")),
+            provider_of("/v1/models", &none, Some("key=g")),
             Provider::Gemini
         );
         // The path wins over a stray header.
         assert_eq!(
-            Provider::of("/v1/chat/completions", &h, None),
+            provider_of("/v1/chat/completions", &h, None),
             Provider::OpenAi
         );
     }

@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::route::{CREDENTIALS, KEY_PARAM, query_keys};
+use crate::route::{credential_headers, query_keys};
 
 /// The proxy's secret: what tenant ids and handle keys are derived with.
 #[derive(Clone)]
@@ -56,13 +56,13 @@ impl Secret {
     /// the tenant of requests without a credential (a local model's).
     pub(crate) fn tenant_of(&self, headers: &HeaderMap, query: Option<&str>) -> TenantId {
         let mut pieces: Vec<&[u8]> = Vec::new();
-        for (name, _) in CREDENTIALS {
+        for name in credential_headers() {
             for v in headers.get_all(name) {
                 pieces.extend([name.as_bytes(), v.as_bytes()]);
             }
         }
-        for v in query_keys(query) {
-            pieces.extend([KEY_PARAM.as_bytes(), v.as_bytes()]);
+        for (k, v) in query_keys(query) {
+            pieces.extend([k.as_bytes(), v.as_bytes()]);
         }
         let id = mac(
             &self.0,

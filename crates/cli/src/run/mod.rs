@@ -18,7 +18,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use crate::serve::ProxyArgs;
-use recipes::{Api, Environment, Launch, ProcessEnv};
+use abridge::model::Provider;
+use recipes::{Environment, Launch, ProcessEnv};
 
 /// Arguments of `abridge run`.
 #[derive(Debug, Args)]
@@ -39,8 +40,8 @@ pub(crate) struct RunArgs {
     /// (openai: OPENAI_BASE_URL and OPENAI_API_BASE; anthropic:
     /// ANTHROPIC_BASE_URL; gemini: GOOGLE_GEMINI_BASE_URL) and run the
     /// command after `--`.
-    #[arg(long, value_enum, value_name = "API", conflicts_with = "agent")]
-    api: Option<Api>,
+    #[arg(long, value_name = "API", value_parser = provider_names(), conflicts_with = "agent")]
+    api: Option<Provider>,
     /// Use the proxy running at this address (a team's `abridge serve`)
     /// instead of starting one.
     #[arg(long = "proxy", value_name = "URL")]
@@ -68,7 +69,7 @@ struct Target {
 /// How a target is pointed at a proxy.
 enum How {
     Recipe(&'static recipes::Recipe),
-    Generic(Api),
+    Generic(Provider),
 }
 
 impl Target {
@@ -190,19 +191,20 @@ fn init_logging(file: Option<&std::path::Path>) -> Result<()> {
     Ok(())
 }
 
+/// The providers by name, for `--api`.
+fn provider_names() -> impl clap::builder::TypedValueParser<Value = Provider> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Provider::ALL.map(Provider::as_str))
+        .try_map(|name| name.parse::<Provider>())
+}
+
 /// The proxy's config: the file's (or the defaults), with the upstreams
 /// the user's own settings named where no flag names one.
 fn config(args: &RunArgs, launch: &Launch) -> Result<ProxyConfig> {
     let mut config = args.proxy.config()?;
-    let serve = &mut config.serve;
     for (api, url) in &launch.upstreams {
-        match *api {
-            "openai" if args.proxy.openai_upstream.is_none() => serve.openai_upstream = url.clone(),
-            "anthropic" if args.proxy.anthropic_upstream.is_none() => {
-                serve.anthropic_upstream = url.clone();
-            }
-            "gemini" if args.proxy.gemini_upstream.is_none() => serve.gemini_upstream = url.clone(),
-            _ => {}
+        if args.proxy.upstream(*api).is_none() {
+            *config.serve.upstream_mut(*api) = url.clone();
         }
     }
     Ok(config)

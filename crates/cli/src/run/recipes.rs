@@ -7,25 +7,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use abridge::model::Provider;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-
-/// An API an agent speaks, and so the base URL it is given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Api {
-    /// OpenAI's Chat Completions and Responses: `<proxy>/v1`.
-    Openai,
-    /// Anthropic's Messages: the proxy's root.
-    Anthropic,
-    /// Google's Gemini API: the proxy's root.
-    Gemini,
-}
 
 /// How a recipe points its agent at the proxy.
 #[derive(Debug, Clone, Copy)]
 enum Point {
     /// Environment variables, each with the API whose base URL it takes.
-    Env(&'static [(&'static str, Api)]),
+    Env(&'static [(&'static str, Provider)]),
     /// Codex: `-c openai_base_url=…` on its command line (0.169 ignores
     /// `OPENAI_BASE_URL`; its built-in provider honours the setting).
     CodexFlag,
@@ -64,7 +54,7 @@ pub(crate) const RECIPES: &[Recipe] = &[
         program: "claude",
         how: "ANTHROPIC_BASE_URL",
         tested: Some("@anthropic-ai/claude-code 2.1.328"),
-        point: Point::Env(&[("ANTHROPIC_BASE_URL", Api::Anthropic)]),
+        point: Point::Env(&[("ANTHROPIC_BASE_URL", Provider::Anthropic)]),
     },
     Recipe {
         name: "codex",
@@ -80,7 +70,7 @@ pub(crate) const RECIPES: &[Recipe] = &[
         program: "gemini",
         how: "GOOGLE_GEMINI_BASE_URL (API-key auth)",
         tested: Some("@google/gemini-cli 0.61.0"),
-        point: Point::Env(&[("GOOGLE_GEMINI_BASE_URL", Api::Gemini)]),
+        point: Point::Env(&[("GOOGLE_GEMINI_BASE_URL", Provider::Gemini)]),
     },
     Recipe {
         name: "opencode",
@@ -121,28 +111,16 @@ pub(crate) struct Launch {
     /// Variables set for the child.
     pub(crate) env: BTreeMap<String, String>,
     /// Upstreams the user's own settings named (the proxy forwards there).
-    pub(crate) upstreams: BTreeMap<ApiKey, String>,
+    pub(crate) upstreams: BTreeMap<Provider, String>,
     /// Files made for the launch, removed with it.
     pub(crate) temp: Option<TempDir>,
 }
 
-/// An API as a map key.
-pub(crate) type ApiKey = &'static str;
-
-fn key(api: Api) -> ApiKey {
-    match api {
-        Api::Openai => "openai",
-        Api::Anthropic => "anthropic",
-        Api::Gemini => "gemini",
-    }
-}
-
-/// The base URL an agent speaking `api` is given for a proxy at `root`.
-pub(crate) fn base(root: &str, api: Api) -> String {
-    match api {
-        Api::Openai => format!("{root}/v1"),
-        Api::Anthropic | Api::Gemini => root.to_owned(),
-    }
+/// The base URL an agent speaking `api` is given for a proxy at `root`:
+/// the proxy's root and the part of a path its provider's base holds
+/// (OpenAI's `/v1`).
+pub(crate) fn base(root: &str, api: Provider) -> String {
+    format!("{root}{}", api.facts().base_path)
 }
 
 /// The environment the launch reads: the parent's, or a test's.
@@ -160,29 +138,34 @@ impl Environment for ProcessEnv {
 }
 
 /// The generic form's variables: the ones SDKs and frameworks read.
-pub(crate) fn generic(api: Api) -> &'static [(&'static str, Api)] {
+pub(crate) fn generic(api: Provider) -> &'static [(&'static str, Provider)] {
     match api {
-        Api::Openai => &[
-            ("OPENAI_BASE_URL", Api::Openai),
-            ("OPENAI_API_BASE", Api::Openai),
+        Provider::OpenAi => &[
+            ("OPENAI_BASE_URL", Provider::OpenAi),
+            ("OPENAI_API_BASE", Provider::OpenAi),
         ],
-        Api::Anthropic => &[("ANTHROPIC_BASE_URL", Api::Anthropic)],
-        Api::Gemini => &[("GOOGLE_GEMINI_BASE_URL", Api::Gemini)],
+        Provider::Anthropic => &[("ANTHROPIC_BASE_URL", Provider::Anthropic)],
+        Provider::Gemini => &[("GOOGLE_GEMINI_BASE_URL", Provider::Gemini)],
     }
 }
 
 /// The launch of the generic form for `api`.
-pub(crate) fn launch_generic(api: Api, root: &str, env: &dyn Environment) -> Launch {
+pub(crate) fn launch_generic(api: Provider, root: &str, env: &dyn Environment) -> Launch {
     let mut launch = Launch::default();
     by_env(&mut launch, generic(api), root, env);
     launch
 }
 
-fn by_env(launch: &mut Launch, vars: &[(&'static str, Api)], root: &str, env: &dyn Environment) {
+fn by_env(
+    launch: &mut Launch,
+    vars: &[(&'static str, Provider)],
+    root: &str,
+    env: &dyn Environment,
+) {
     for (name, api) in vars {
         // What the user pointed the agent at is where the proxy forwards.
         if let Some(theirs) = env.var(name) {
-            launch.upstreams.entry(key(*api)).or_insert(theirs);
+            launch.upstreams.entry(*api).or_insert(theirs);
         }
         launch.env.insert((*name).to_owned(), base(root, *api));
     }
@@ -196,11 +179,14 @@ impl Recipe {
             Point::Env(vars) => by_env(&mut launch, vars, root, env),
             Point::CodexFlag => {
                 if let Some(theirs) = codex_base_url(env) {
-                    launch.upstreams.insert(key(Api::Openai), theirs);
+                    launch.upstreams.insert(Provider::OpenAi, theirs);
                 }
                 launch.args = vec![
                     "-c".into(),
-                    format!("openai_base_url={}", toml_string(&base(root, Api::Openai))),
+                    format!(
+                        "openai_base_url={}",
+                        toml_string(&base(root, Provider::OpenAi))
+                    ),
                 ];
             }
             Point::OpencodeContent => {
@@ -230,13 +216,13 @@ impl Recipe {
                     );
                 };
                 let api = match env.var("COPILOT_PROVIDER_TYPE").as_deref() {
-                    None | Some("openai") => Api::Openai,
-                    Some("anthropic") => Api::Anthropic,
+                    None | Some("openai") => Provider::OpenAi,
+                    Some("anthropic") => Provider::Anthropic,
                     Some(other) => bail!(
                         "COPILOT_PROVIDER_TYPE={other}: abridge run copilot proxies the openai and anthropic provider types"
                     ),
                 };
-                launch.upstreams.insert(key(api), theirs);
+                launch.upstreams.insert(api, theirs);
                 launch
                     .env
                     .insert("COPILOT_PROVIDER_BASE_URL".into(), base(root, api));
@@ -264,10 +250,10 @@ fn codex_base_url(env: &dyn Environment) -> Option<String> {
 }
 
 /// The providers OpenCode is pointed with, and the base URL of each.
-const OPENCODE_PROVIDERS: [(&str, Api, &str); 3] = [
-    ("anthropic", Api::Anthropic, "/v1"),
-    ("openai", Api::Openai, "/v1"),
-    ("google", Api::Gemini, "/v1beta"),
+const OPENCODE_PROVIDERS: [(&str, Provider, &str); 3] = [
+    ("anthropic", Provider::Anthropic, "/v1"),
+    ("openai", Provider::OpenAi, "/v1"),
+    ("google", Provider::Gemini, "/v1beta"),
 ];
 
 /// The user's global OpenCode config (`opencode.json`), when it is JSON.
@@ -282,7 +268,7 @@ fn opencode_config(env: &dyn Environment) -> Option<Value> {
 
 /// The base URLs an OpenCode config names for the providers abridge
 /// points, as the proxy's upstreams (Anthropic's and Gemini's host roots).
-fn opencode_base_urls(config: &Value) -> Vec<(ApiKey, String)> {
+fn opencode_base_urls(config: &Value) -> Vec<(Provider, String)> {
     OPENCODE_PROVIDERS
         .iter()
         .filter_map(|(name, api, suffix)| {
@@ -290,13 +276,13 @@ fn opencode_base_urls(config: &Value) -> Vec<(ApiKey, String)> {
                 .pointer(&format!("/provider/{name}/options/baseURL"))?
                 .as_str()?;
             let upstream = match api {
-                Api::Openai => url.to_owned(),
+                Provider::OpenAi => url.to_owned(),
                 _ => url
                     .trim_end_matches('/')
                     .trim_end_matches(suffix)
                     .to_owned(),
             };
-            Some((key(*api), upstream))
+            Some((*api, upstream))
         })
         .collect()
 }
@@ -304,7 +290,10 @@ fn opencode_base_urls(config: &Value) -> Vec<(ApiKey, String)> {
 /// `OPENCODE_CONFIG_CONTENT` with the providers' base URLs at the proxy,
 /// over the user's own content when there is one; and the base URLs that
 /// content named (the upstreams).
-fn opencode_content(root: &str, theirs: Option<String>) -> Result<(String, Vec<(ApiKey, String)>)> {
+fn opencode_content(
+    root: &str,
+    theirs: Option<String>,
+) -> Result<(String, Vec<(Provider, String)>)> {
     let mut config: Value = match theirs {
         Some(text) => serde_json::from_str(&text)
             .context("OPENCODE_CONFIG_CONTENT is not JSON: abridge run opencode merges into it")?,
@@ -341,8 +330,8 @@ fn pi_extension(root: &str) -> String {
          \x20 pi.registerProvider(\"openai\", {{ baseUrl: {} }});\n\
          \x20 pi.registerProvider(\"google\", {{ baseUrl: {} }});\n\
          }}\n",
-        s(base(root, Api::Anthropic)),
-        s(base(root, Api::Openai)),
+        s(base(root, Provider::Anthropic)),
+        s(base(root, Provider::OpenAi)),
         s(format!("{root}/v1beta")),
     )
 }
@@ -401,7 +390,7 @@ mod tests {
         let l = find("claude").unwrap().launch(ROOT, &env).unwrap();
         assert_eq!(l.env["ANTHROPIC_BASE_URL"], ROOT);
         assert_eq!(
-            l.upstreams["anthropic"],
+            l.upstreams[&Provider::Anthropic],
             "https://gateway.example/anthropic"
         );
         assert!(l.args.is_empty());
@@ -432,7 +421,7 @@ mod tests {
             c["provider"]["google"]["options"]["baseURL"],
             format!("{ROOT}/v1beta")
         );
-        assert_eq!(l.upstreams["anthropic"], "https://gw.example");
+        assert_eq!(l.upstreams[&Provider::Anthropic], "https://gw.example");
     }
 
     #[test]
@@ -462,12 +451,15 @@ mod tests {
         ]);
         let l = find("copilot").unwrap().launch(ROOT, &env).unwrap();
         assert_eq!(l.env["COPILOT_PROVIDER_BASE_URL"], ROOT);
-        assert_eq!(l.upstreams["anthropic"], "https://api.anthropic.com");
+        assert_eq!(
+            l.upstreams[&Provider::Anthropic],
+            "https://api.anthropic.com"
+        );
     }
 
     #[test]
     fn the_generic_form_sets_the_variables_sdks_read() {
-        let l = launch_generic(Api::Openai, ROOT, &Vars(&[]));
+        let l = launch_generic(Provider::OpenAi, ROOT, &Vars(&[]));
         assert_eq!(l.env["OPENAI_BASE_URL"], format!("{ROOT}/v1"));
         assert_eq!(l.env["OPENAI_API_BASE"], format!("{ROOT}/v1"));
     }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `abridge` binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on failure
 
+mod apis;
 mod commands;
 mod docs;
 mod engine;

@@ -163,15 +163,6 @@ struct Traced {
     ended: AtomicBool,
 }
 
-/// The GenAI provider name of the conventions.
-fn provider_name(p: Provider) -> &'static str {
-    match p {
-        Provider::OpenAi => "openai",
-        Provider::Anthropic => "anthropic",
-        Provider::Gemini => "gcp.gemini",
-    }
-}
-
 impl Trace {
     /// The span of a request to `provider` at `url`, a child of the
     /// client's `traceparent` when it sent one.
@@ -197,7 +188,7 @@ impl Trace {
             .with_kind(SpanKind::Client)
             .with_attributes([
                 KeyValue::new("gen_ai.operation.name", "chat"),
-                KeyValue::new("gen_ai.provider.name", provider_name(provider)),
+                KeyValue::new("gen_ai.provider.name", provider.facts().otel_name),
                 KeyValue::new("server.address", server),
                 KeyValue::new("server.port", i64::from(port.unwrap_or(0))),
             ])
