@@ -37,7 +37,8 @@ pub struct SweepRow {
     pub under: usize,
     /// How many cuts it could reach.
     pub reachable: usize,
-    /// Cuts whose recall is lower than at the budget before.
+    /// Cuts whose recall is lower than at the budget before, both budgets
+    /// reachable (over the budget before compaction, the floor under it).
     pub fell: usize,
     /// Of the later-used names lost, the share a search of the recall
     /// tool finds (mean over the cuts that lost some), when it keeps
@@ -50,8 +51,9 @@ pub struct SweepRow {
 pub fn sweep(runs: &[(f64, Vec<CutReport>)], strategies: &[Strategy]) -> Vec<SweepRow> {
     type Key = (String, &'static str, Strategy);
     let mut rows: BTreeMap<(Key, usize), SweepRow> = BTreeMap::new();
-    // Each cut's recall at the budget before, by strategy.
-    let mut before: BTreeMap<(String, String, usize, Strategy), f64> = BTreeMap::new();
+    // Each cut's recall at the budget before, by strategy, when that budget
+    // could be reached (else it kept its floor, over the budget).
+    let mut before: BTreeMap<(String, String, usize, Strategy), Option<f64>> = BTreeMap::new();
     for (i, (budget, reports)) in runs.iter().enumerate() {
         for r in reports {
             for res in r
@@ -95,9 +97,14 @@ pub fn sweep(runs: &[(f64, Vec<CutReport>)], strategies: &[Strategy]) -> Vec<Swe
                     r.messages_before,
                     res.strategy,
                 );
+                // A fall counts between budgets the cut could reach: below
+                // its floor a cut sends the floor, more than the budget.
+                let now = reachable.then_some(res.recall);
                 if before
-                    .insert(cut, res.recall)
-                    .is_some_and(|b| res.recall + 1e-9 < b)
+                    .insert(cut, now)
+                    .flatten()
+                    .zip(now)
+                    .is_some_and(|(b, r)| r + 1e-9 < b)
                 {
                     row.fell += 1;
                 }
@@ -158,5 +165,24 @@ mod tests {
             "150 of 200 used, and recall fell"
         );
         assert_eq!(high.findable, Some(0.5));
+    }
+
+    /// A budget below the cut's floor sends the floor, over the budget: a
+    /// lower recall at the next budget, which the cut can reach, is not a
+    /// fall of the same plan.
+    #[test]
+    fn a_fall_from_a_budget_under_the_floor_is_not_counted() {
+        let at = |budget: f64, recall: f64, over: bool| {
+            let mut c = cut("corpus/team/a.jsonl", CutKind::Recorded, recall, 0.5);
+            c.tokens_before = 1_000;
+            c.budget_tokens = (1_000.0 * budget) as u64;
+            c.results[0].tokens = 300;
+            c.results[0].over_budget = over.then(|| "at its floor".to_owned());
+            (budget, vec![c])
+        };
+        let runs = [at(0.1, 0.9, true), at(0.2, 0.5, false), at(0.3, 0.4, false)];
+        let rows = sweep(&runs, &[Strategy::Offline]);
+        let fell: Vec<usize> = rows.iter().map(|r| r.fell).collect();
+        assert_eq!(fell, [0, 0, 1]);
     }
 }

@@ -31,6 +31,9 @@ use crate::summarize_step::{self, Briefed, Earlier, Inputs};
 /// What a briefing may take when even the floor is over the target.
 const FLOOR_ROOM: Counted = Counted::new(1_024);
 
+/// The least room a briefing is written in.
+const MIN_BRIEFING: Counted = Counted::new(64);
+
 /// What a briefing is given whatever the target leaves.
 #[derive(Debug, Clone, Copy, Default)]
 struct Room {
@@ -217,9 +220,29 @@ impl Rewriter<'_> {
             {
                 false
             }
+            // A briefing this tail leaves no room for is not a failed one:
+            // a shorter tail gives it room, where dropping loses the region.
+            Step::Policy(Policy::DropIterations)
+                if self.briefing_wants_shorter_tail(plan, work) =>
+            {
+                false
+            }
             Step::Summarize => self.summarize(conv, plan, work),
             Step::Policy(p) => self.clip(p, conv, plan.target, work),
         })
+    }
+
+    /// Whether the plan briefs, the tail can still shrink (below its
+    /// floor too: the ladder's first rung), and this tail leaves a
+    /// briefing too little room.
+    fn briefing_wants_shorter_tail(&self, plan: &Plan, work: &Work) -> bool {
+        let Some(target) = plan.target else {
+            return false;
+        };
+        plan.steps.contains(&Step::Summarize)
+            && !self.engine.summarizers.is_empty()
+            && work.tail_n > 1
+            && self.briefing_budget(work, target, Room::default()) < MIN_BRIEFING
     }
 
     /// Whether head, kept tail and tool declarations fit the target together.
@@ -396,6 +419,31 @@ impl Rewriter<'_> {
             .collect()
     }
 
+    /// What a briefing of the old region may take: what head, pinned
+    /// iterations, kept tail and tools leave of `target` (an earlier
+    /// briefing and working set are replaced, not kept), at least
+    /// `room.at_least`, at most the configured most.
+    fn briefing_budget(&self, work: &Work, target: Counted, room: Room) -> Counted {
+        let region = old_region(&work.messages, work.tail_n);
+        let earlier = Earlier::find(&work.messages, region.start, &self.engine.facts.wrapper);
+        let tokens = &work.counts;
+        let earlier_tokens = earlier.tokens(tokens);
+        let pinned_in_region: Counted = work.messages[region.clone()]
+            .iter()
+            .zip(&tokens[region.clone()])
+            .filter(|(m, _)| m.meta.pinned)
+            .map(|(_, t)| t)
+            .sum();
+        let kept = tokens[..region.start].iter().sum::<Counted>()
+            + tokens[region.end..].iter().sum::<Counted>()
+            + pinned_in_region
+            + work.tools;
+        target
+            .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted::new(32))
+            .max(room.at_least)
+            .min(Counted::new(self.engine.config.summary.max_tokens))
+    }
+
     /// Runs the summarizers (or only the one at `only`) with a budget that
     /// lets head, briefing, pinned iterations and tail fit the target together.
     /// `room`: what the briefing and its working set may take at least,
@@ -419,24 +467,8 @@ impl Rewriter<'_> {
         {
             return None;
         }
-        let tokens = &work.counts;
-        // An earlier briefing and working set are replaced, not kept.
-        let earlier_tokens = earlier.tokens(tokens);
-        let pinned_in_region: Counted = work.messages[region.clone()]
-            .iter()
-            .zip(&tokens[region.clone()])
-            .filter(|(m, _)| m.meta.pinned)
-            .map(|(_, t)| t)
-            .sum();
-        let kept = tokens[..region.start].iter().sum::<Counted>()
-            + tokens[region.end..].iter().sum::<Counted>()
-            + pinned_in_region
-            + work.tools;
-        let budget = target
-            .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted::new(32))
-            .max(room.at_least)
-            .min(Counted::new(self.engine.config.summary.max_tokens));
-        if budget < Counted::new(64) {
+        let budget = self.briefing_budget(work, target, room);
+        if budget < MIN_BRIEFING {
             return None;
         }
         let pinned = self.pinned_flags_of(conv.family, &conv.messages);

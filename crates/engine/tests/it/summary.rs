@@ -456,3 +456,62 @@ fn small_targets_are_filled_by_excerpts_of_what_clipping_took() {
         assert!(validate(&out.conversation).is_empty());
     }
 }
+
+/// A long system prompt leaves a briefing no room beside the preferred
+/// tail at many targets. That is not a failed briefing: the tail gets
+/// shorter and the old region is briefed, rather than dropped with the
+/// names it held. Only a one-iteration tail may drop.
+#[test]
+fn a_briefing_short_of_room_shortens_the_tail_rather_than_drop_the_region() {
+    let rules: String = (0..150)
+        .map(|i| format!("Rule {i}: confirm every change with the customer first.\n"))
+        .collect();
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": rules}),
+        serde_json::json!({"role": "user", "content": "Change the flights on my reservations."}),
+    ];
+    for i in 0..12 {
+        let id = format!("call_{i}");
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("Looking up RSV{i:04}."),
+            "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "get_reservation", "arguments": format!("{{\"id\": \"RSV{i:04}\"}}")}}]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id,
+            "content": format!("reservation RSV{i:04}: flight HAT{i:03} {}", "seat 12A economy; ".repeat(30))}));
+    }
+    let body = serde_json::json!({"model": "gpt-4o", "messages": messages});
+    let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+    let mut counter = abridge::tokens::TokenCounter::new(abridge::tokens::TokenizerKind::O200kBase);
+    let before = counter.count_conversation(&conv).get();
+    let head = counter
+        .count_messages(&conv.messages[..2])
+        .iter()
+        .map(|c| c.total().get())
+        .sum::<u64>();
+    let mut dropped_at_a_longer_tail = Vec::new();
+    let mut briefed = 0;
+    // From where the newest iteration beside the head fits, to where no
+    // briefing is needed.
+    for target in (head + 200..before * 80 / 100).step_by(25) {
+        let mut cfg = Config {
+            model: conv.model.clone(),
+            ..Config::default()
+        };
+        cfg.budget.target_tokens = Some(target);
+        let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+        assert!(validate(&out.conversation).is_empty(), "{target}");
+        let dropped = out
+            .report
+            .policies
+            .iter()
+            .any(|p| p.policy == PolicyKind::DropIterations);
+        if dropped && out.report.tail_iterations > 1 {
+            dropped_at_a_longer_tail.push((target, out.report.tail_iterations));
+        }
+        briefed += usize::from(briefing(&out.conversation).is_some());
+    }
+    assert!(
+        dropped_at_a_longer_tail.is_empty(),
+        "dropped with a longer tail: {dropped_at_a_longer_tail:?}"
+    );
+    assert!(briefed > 0, "no target briefed at all");
+}
