@@ -340,7 +340,7 @@ mod tests {
             .remove(0);
         for compact in [false, true] {
             let mut out = Calls::default();
-            write_body("example", &conv, Wire::OpenAi, compact, &mut out).expect("it writes");
+            write_body("example", &conv, Wire::Chat, compact, &mut out).expect("it writes");
             let written: serde_json::Value =
                 serde_json::from_slice(&out.bytes).expect("what it wrote is JSON");
             assert_eq!(

@@ -76,7 +76,7 @@ impl Decoded {
         let empty = body["messages"].as_array().is_some_and(Vec::is_empty);
         let wire = match format {
             Some(w) => w,
-            None if empty => Wire::OpenAi,
+            None if empty => Wire::Chat,
             None => Wire::of(detect(&body)?),
         };
         let conversation = match wire {
@@ -95,7 +95,7 @@ impl Decoded {
     /// first (for the 8 MB tool chat that tree was most of the packages'
     /// cost beyond the engine's); anything else is read as a tree.
     pub fn read_text(text: &str, format: Option<Wire>) -> Result<Self> {
-        let streamable = format.is_none_or(|w| matches!(w, Wire::OpenAi | Wire::Anthropic));
+        let streamable = format.is_none_or(|w| matches!(w, Wire::Chat | Wire::Anthropic));
         if streamable
             && let Some(decoded) = abridge_model::decode_large_body(text, format.map(Wire::format))
         {

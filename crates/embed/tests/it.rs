@@ -290,7 +290,7 @@ fn a_body_as_text_reads_as_its_tree() {
         (
             "large OpenAI, format given",
             &large_openai,
-            Some(Wire::OpenAi),
+            Some(Wire::Chat),
         ),
         ("large Anthropic", &large_anthropic, None),
         (

@@ -88,8 +88,8 @@ impl std::str::FromStr for Family {
 /// The input format a conversation was decoded from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// An OpenAI Chat Completions request body.
-    OpenAi,
+    /// An OpenAI Chat Completions request body (named `openai`).
+    Chat,
     /// An Anthropic Messages request body.
     Anthropic,
     /// A Claude Code session log (JSONL).
@@ -114,7 +114,7 @@ impl Format {
     /// `ai-sdk`, `responses`, `gemini`, `openhands`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Format::OpenAi => "openai",
+            Format::Chat => "openai",
             Format::Anthropic => "anthropic",
             Format::ClaudeCode => "claude-code",
             Format::MiniSweAgent => "mini-swe-agent",
@@ -128,7 +128,7 @@ impl Format {
 
     /// Every format, for listings, help texts and the command line.
     pub const ALL: [Format; 9] = [
-        Format::OpenAi,
+        Format::Chat,
         Format::Anthropic,
         Format::ClaudeCode,
         Format::MiniSweAgent,
@@ -144,7 +144,7 @@ impl Format {
         match self {
             Format::Anthropic | Format::ClaudeCode => Family::Anthropic,
             Format::Gemini => Family::Gemini,
-            Format::OpenAi
+            Format::Chat
             | Format::MiniSweAgent
             | Format::TauBench
             | Format::AiSdk
@@ -182,8 +182,8 @@ impl std::str::FromStr for Format {
 /// Responses or Messages request body, or the AI SDK's `ModelMessage[]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Wire {
-    /// An OpenAI Chat Completions request body.
-    OpenAi,
+    /// An OpenAI Chat Completions request body (named `openai`).
+    Chat,
     /// An Anthropic Messages request body.
     Anthropic,
     /// The Vercel AI SDK's `ModelMessage[]`.
@@ -197,7 +197,7 @@ pub enum Wire {
 impl Wire {
     /// Every wire format, for listings and help texts.
     pub const ALL: [Wire; 5] = [
-        Wire::OpenAi,
+        Wire::Chat,
         Wire::Anthropic,
         Wire::AiSdk,
         Wire::Responses,
@@ -212,7 +212,7 @@ impl Wire {
     /// The input format of the same name.
     pub fn format(self) -> Format {
         match self {
-            Wire::OpenAi => Format::OpenAi,
+            Wire::Chat => Format::Chat,
             Wire::Anthropic => Format::Anthropic,
             Wire::AiSdk => Format::AiSdk,
             Wire::Responses => Format::Responses,
@@ -232,7 +232,7 @@ impl Wire {
         match self {
             Wire::Responses => "input",
             Wire::Gemini => "contents",
-            Wire::OpenAi | Wire::Anthropic | Wire::AiSdk => "messages",
+            Wire::Chat | Wire::Anthropic | Wire::AiSdk => "messages",
         }
     }
 
@@ -250,7 +250,7 @@ impl Wire {
 impl From<Family> for Wire {
     fn from(f: Family) -> Self {
         match f {
-            Family::OpenAi => Wire::OpenAi,
+            Family::OpenAi => Wire::Chat,
             Family::Anthropic => Wire::Anthropic,
             Family::Gemini => Wire::Gemini,
         }
@@ -405,7 +405,7 @@ impl Conversation {
     /// An empty conversation of the given wire family.
     pub fn new(family: Family) -> Self {
         let format = match family {
-            Family::OpenAi => Format::OpenAi,
+            Family::OpenAi => Format::Chat,
             Family::Anthropic => Format::Anthropic,
             Family::Gemini => Format::Gemini,
         };

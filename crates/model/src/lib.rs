@@ -21,7 +21,7 @@
 //! ], "temperature": 0.2}"#;
 //! let convs = decode(body)?;
 //! let conv = &convs[0];
-//! assert_eq!(conv.format, Format::OpenAi);
+//! assert_eq!(conv.format, Format::Chat);
 //! assert_eq!(conv.iterations().len(), 1);
 //! assert!(validate(conv).is_empty());
 //! let original: serde_json::Value = serde_json::from_slice(body)?;

@@ -56,7 +56,7 @@ const TABLE: [ProviderFacts; 3] = [
         name: "openai",
         family: Family::OpenAi,
         otel_name: "openai",
-        wires: &[Wire::OpenAi, Wire::Responses],
+        wires: &[Wire::Chat, Wire::Responses],
         default_base: "https://api.openai.com/v1",
         base_path: "/v1",
         upstream_key: "openai_upstream",

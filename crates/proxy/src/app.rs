@@ -97,7 +97,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response<Body> {
 }
 
 async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
-    conversation(app, Wire::OpenAi, req).await
+    conversation(app, Wire::Chat, req).await
 }
 
 async fn responses(State(app): State<Arc<App>>, req: Request) -> Response<Body> {

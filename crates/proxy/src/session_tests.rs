@@ -7,7 +7,7 @@ fn state(id: &str) -> SessionState {
     let secret = Secret::from_text("test");
     let tenant = secret.tenant(secret.tenant_of(&HeaderMap::new(), None));
     let engine = Arc::new(Engine::new(abridge::Config::default()).unwrap());
-    SessionState::new(SessionId(id.into()), tenant, Wire::OpenAi, engine)
+    SessionState::new(SessionId(id.into()), tenant, Wire::Chat, engine)
 }
 
 /// Idle sessions leave once saved or queued, least recently used

@@ -820,7 +820,7 @@ fn the_retention_removes_the_least_recently_saved_sessions_too() {
         };
         let record = SessionRecord {
             id: format!("s{i:02}"),
-            wire: Wire::OpenAi,
+            wire: Wire::Chat,
             model: None,
             thread,
             version: 0,

@@ -82,7 +82,7 @@ pub fn decode_large_body(text: &str, format: Option<Format>) -> Option<Result<Co
 /// Decodes an already parsed JSON value as the given format.
 pub fn decode_value(value: Value, format: Format) -> Result<Vec<Conversation>> {
     Ok(match format {
-        Format::OpenAi => match value {
+        Format::Chat => match value {
             Value::Array(items) => {
                 let mut conv = Conversation::new(Family::OpenAi);
                 conv.messages = openai::decode_messages(items, "")?;
@@ -139,7 +139,7 @@ pub fn decode_wire_messages(
 ) -> Result<Vec<crate::message::Message>> {
     let decode_one: fn(Value, &dyn Fn() -> String) -> Result<crate::message::Message> =
         match wire.into() {
-            Wire::OpenAi => openai::decode_message,
+            Wire::Chat => openai::decode_message,
             Wire::Anthropic => anthropic::decode_message,
             Wire::AiSdk => ai_sdk::decode_message,
             // An item's place in its turn depends on the items before it.
@@ -163,7 +163,7 @@ pub fn encode_wire_messages(
     first: usize,
 ) -> Result<Vec<Value>> {
     let encode_one: fn(&crate::message::Message, usize) -> Result<Value> = match wire.into() {
-        Wire::OpenAi => openai::encode_message,
+        Wire::Chat => openai::encode_message,
         Wire::Anthropic => anthropic::encode_message,
         Wire::AiSdk => |m, _| ai_sdk::encode_message(m),
         Wire::Responses => responses::encode_item,
@@ -277,7 +277,7 @@ fn encode_parts_from(
         // Items that depend on each other, or a shape of their own: whole.
         (Format::AiSdk | Format::Responses, _) | (_, Family::Gemini) => None,
         _ if conv.messages.len() < streamed_from => None,
-        (_, Family::OpenAi) => Some(Wire::OpenAi),
+        (_, Family::OpenAi) => Some(Wire::Chat),
         (_, Family::Anthropic) => Some(Wire::Anthropic),
     };
     let Some(wire) = wire else {
@@ -358,7 +358,7 @@ pub fn detect(v: &Value) -> Result<Format> {
             } else if items.iter().any(is_gemini_content) {
                 Ok(Format::Gemini)
             } else if first.is_some_and(|m| m.get("role").is_some()) {
-                Ok(Format::OpenAi)
+                Ok(Format::Chat)
             } else {
                 Err(Error::UnknownFormat(
                     "a JSON array that is neither tau-bench runs nor messages".into(),
@@ -457,7 +457,7 @@ impl FamilyScore {
         if self.anthropic > self.openai {
             Format::Anthropic
         } else {
-            Format::OpenAi
+            Format::Chat
         }
     }
 }

@@ -19,7 +19,7 @@ pub(crate) fn decode_body(v: Value) -> Result<Conversation> {
     let key_order = map.keys().cloned().collect();
     let messages = decode_messages(take_messages(&mut map)?, "messages")?;
     Ok(envelope(
-        Format::OpenAi,
+        Format::Chat,
         key_order,
         map,
         messages,
@@ -190,7 +190,7 @@ pub(crate) fn encode_body(conv: &Conversation) -> Result<Value> {
         .collect::<Result<Vec<_>>>()?;
     Ok(finish_body(
         map,
-        Wire::OpenAi.history_key(),
+        Wire::Chat.history_key(),
         messages,
         conv,
         encode_tool,

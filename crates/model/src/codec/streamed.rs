@@ -34,7 +34,7 @@ pub(super) fn decode(text: &str, format: Option<Format>) -> Option<Result<Conver
 
 /// [`decode`] at any size (tests compare it with the whole-tree path).
 pub(super) fn decode_any_size(text: &str, format: Option<Format>) -> Option<Result<Conversation>> {
-    if format.is_some_and(|f| !matches!(f, Format::OpenAi | Format::Anthropic)) {
+    if format.is_some_and(|f| !matches!(f, Format::Chat | Format::Anthropic)) {
         return None;
     }
     let top: HashMap<String, &RawValue> = serde_json::from_str(text).ok()?;
@@ -55,7 +55,7 @@ pub(super) fn decode_any_size(text: &str, format: Option<Format>) -> Option<Resu
         None => detect(&envelope, &items)?,
     };
     let decode_one: DecodeOne = match format {
-        Format::OpenAi => openai::decode_message,
+        Format::Chat => openai::decode_message,
         Format::Anthropic => anthropic::decode_message,
         _ => return None,
     };
@@ -404,7 +404,7 @@ mod tests {
             "model": "gpt-4o", "stream": true
         });
         same(&openai.to_string(), None);
-        same(&openai.to_string(), Some(Format::OpenAi));
+        same(&openai.to_string(), Some(Format::Chat));
     }
 
     /// Shares decoded on several threads come back in order, and a bad
@@ -433,14 +433,14 @@ mod tests {
         same(&body(&[]), None);
         for bad in [&[0][..], &[1], &[150], &[299], &[120, 280], &[280, 20]] {
             let first = bad.iter().min().unwrap();
-            let e = decode_any_size(&body(bad), Some(Format::OpenAi)).unwrap();
+            let e = decode_any_size(&body(bad), Some(Format::Chat)).unwrap();
             assert!(
                 e.unwrap_err()
                     .to_string()
                     .contains(&format!("messages[{first}]")),
                 "{bad:?}"
             );
-            same(&body(bad), Some(Format::OpenAi));
+            same(&body(bad), Some(Format::Chat));
         }
     }
 

@@ -25,7 +25,7 @@ fn every_corpus_file_decodes_and_validates() {
                         path.display()
                     );
                 }
-                Format::ClaudeCode | Format::TauBench | Format::OpenAi => assert!(
+                Format::ClaudeCode | Format::TauBench | Format::Chat => assert!(
                     violations.is_empty(),
                     "{} #{n}: {:?}",
                     path.display(),

@@ -153,7 +153,7 @@ fn turns_alone_encode_as_the_body_does() {
 #[test]
 fn gemini_converts_to_every_api_and_back_with_its_pairing() {
     let conv = decode(CLI.as_bytes()).unwrap().remove(0);
-    for wire in [Wire::OpenAi, Wire::Anthropic, Wire::Responses, Wire::AiSdk] {
+    for wire in [Wire::Chat, Wire::Anthropic, Wire::Responses, Wire::AiSdk] {
         let there = convert_to(&conv, wire).unwrap();
         assert!(validate(&there.conversation).is_empty(), "{wire:?}");
         encode(&there.conversation).unwrap();

@@ -157,7 +157,7 @@ fn bodies_and_item_lists_are_detected() {
     // Chat Completions messages stay Chat Completions.
     let chat =
         json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]);
-    assert_eq!(detect(&chat).unwrap(), Format::OpenAi);
+    assert_eq!(detect(&chat).unwrap(), Format::Chat);
 }
 
 #[test]
@@ -357,13 +357,13 @@ mod generated {
 fn what_chat_completions_cannot_carry_is_refused_naming_it() {
     use abridge_model::convert_to;
     let conv = codex();
-    for to in [Wire::OpenAi, Wire::Anthropic, Wire::AiSdk] {
+    for to in [Wire::Chat, Wire::Anthropic, Wire::AiSdk] {
         let err = convert_to(&conv, to).unwrap_err().to_string();
         assert!(err.contains("\"custom\" tool declaration"), "{to}: {err}");
     }
     let mut no_tools = conv.clone();
     no_tools.tools = None;
-    let err = convert_to(&no_tools, Wire::OpenAi).unwrap_err().to_string();
+    let err = convert_to(&no_tools, Wire::Chat).unwrap_err().to_string();
     assert!(err.contains("custom tool call"), "{err}");
     assert_eq!(
         convert_to(&conv, Wire::Responses).unwrap().conversation,
@@ -399,7 +399,7 @@ fn a_responses_history_converts_to_every_format_and_back() {
     let conv = decode_value(sdk_history(), Format::Responses)
         .unwrap()
         .remove(0);
-    let chat = convert_to(&conv, Wire::OpenAi).unwrap();
+    let chat = convert_to(&conv, Wire::Chat).unwrap();
     assert!(
         chat.warnings.iter().any(|w| w.contains("reasoning")),
         "{:?}",

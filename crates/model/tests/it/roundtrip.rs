@@ -247,7 +247,7 @@ proptest! {
         // What a caller appending to a body it holds encodes (the proxy's
         // recall rounds) is what the body's own codec writes.
         for (wire, body) in [
-            (Wire::OpenAi, openai_body(&system, &task, &steps, env.clone())),
+            (Wire::Chat, openai_body(&system, &task, &steps, env.clone())),
             (Wire::Anthropic, anthropic_body(&system, &task, &steps, env.clone())),
         ] {
             let items = body["messages"].as_array().unwrap().clone();

@@ -52,7 +52,7 @@ impl Route {
     pub(crate) fn of(wire: abridge::model::Wire) -> Route {
         use abridge::model::Wire;
         match wire {
-            Wire::OpenAi => Route::ChatCompletions,
+            Wire::Chat => Route::ChatCompletions,
             Wire::Responses => Route::Responses,
             Wire::Anthropic => Route::Messages,
             Wire::Gemini => Route::Gemini,

@@ -17,7 +17,7 @@ pub(super) struct Chat;
 pub(super) struct Said(Vec<String>);
 
 impl Api for Chat {
-    const WIRE: Wire = Wire::OpenAi;
+    const WIRE: Wire = Wire::Chat;
     type Earlier = Said;
     type Stream = ChatStream;
 

@@ -51,7 +51,7 @@ use crate::metrics::Metrics;
 /// speaks. An API is a file implementing [`Api`] and a line here.
 pub(crate) fn on(wire: Wire) -> Option<&'static dyn Answering> {
     match wire {
-        Wire::OpenAi => Some(&On::<Chat>(PhantomData)),
+        Wire::Chat => Some(&On::<Chat>(PhantomData)),
         Wire::Anthropic => Some(&On::<Messages>(PhantomData)),
         Wire::Responses => Some(&On::<Responses>(PhantomData)),
         Wire::Gemini => Some(&On::<Gemini>(PhantomData)),

@@ -143,7 +143,7 @@ pub(super) fn check(
     body: &[u8],
 ) -> (RequestCheck, String) {
     let format = match api {
-        Api::Chat => Format::OpenAi,
+        Api::Chat => Format::Chat,
         Api::Responses => Format::Responses,
         Api::Messages => Format::Anthropic,
         Api::Gemini => Format::Gemini,

@@ -200,7 +200,7 @@ fn answer(s: &Shared, api: Api, headers: &HeaderMap, body: &[u8], stream: bool) 
 /// valid and within the bound.
 fn check(s: &Shared, api: Api, body: &[u8]) -> u64 {
     let format = match api {
-        Api::Chat => Format::OpenAi,
+        Api::Chat => Format::Chat,
         Api::Responses => Format::Responses,
         Api::Messages => Format::Anthropic,
         Api::Gemini => Format::Gemini,

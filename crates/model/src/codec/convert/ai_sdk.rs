@@ -18,7 +18,7 @@ const AI_SDK_ONLY: [&str; 3] = ["providerOptions", "toolName", "output"];
 /// AI SDK messages as an OpenAI request's messages.
 pub(super) fn to_openai(conv: &Conversation, w: &mut Warnings) -> Result<Conversation> {
     let mut out = conv.clone_envelope();
-    out.format = Format::OpenAi;
+    out.format = Format::Chat;
     out.family = Family::OpenAi;
     out.messages.reserve(conv.messages.len());
     for m in &conv.messages {

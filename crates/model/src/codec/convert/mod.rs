@@ -96,7 +96,7 @@ pub fn convert(conv: &Conversation, to: Family) -> Result<Converted> {
 /// let messages = encode(&ai)?;
 /// assert_eq!(messages[2]["content"][0]["toolName"], "ls");
 /// assert_eq!(messages[2]["content"][0]["output"]["value"], "README.md");
-/// let back = convert_to(&ai, Wire::OpenAi)?.conversation;
+/// let back = convert_to(&ai, Wire::Chat)?.conversation;
 /// assert_eq!(encode(&back)?["messages"], encode(&conv)?["messages"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -112,7 +112,7 @@ pub fn convert_to(conv: &Conversation, to: Wire) -> Result<Converted> {
         }
         // To the Responses API through Chat Completions, its nearest kin.
         (false, true) => {
-            let mut converted = convert_to(conv, Wire::OpenAi)?;
+            let mut converted = convert_to(conv, Wire::Chat)?;
             converted.conversation = responses::from_openai(converted.conversation, &mut w)?;
             converted.warnings.append(&mut w.0);
             return Ok(converted);

@@ -43,7 +43,7 @@ const SHARED_FIELDS: [&str; 10] = [
 /// A Responses conversation as Chat Completions messages.
 pub(super) fn to_openai(conv: &Conversation, w: &mut Warnings) -> Result<Conversation> {
     let mut out = conv.clone_envelope();
-    out.format = Format::OpenAi;
+    out.format = Format::Chat;
     out.key_order.clear();
     out.extra = envelope(&conv.extra, "max_output_tokens", "max_completion_tokens", w);
     out.tools = tools(conv.tools.as_deref(), Family::OpenAi, w)?;
