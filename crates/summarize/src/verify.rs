@@ -115,7 +115,8 @@ pub fn verify(
                 out.push_str(section.trim_end());
             }
         } else {
-            v.missing_facts = missing;
+            // After the task lines that did not fit, if any.
+            v.missing_facts.extend(missing);
         }
     }
     if !claims.is_empty() {
@@ -240,4 +241,38 @@ fn key_words(cmd: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
         .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::Task;
+
+    /// A budget too small for the task list and for the facts' heading:
+    /// both are reported missing, neither in place of the other.
+    #[test]
+    fn what_fits_nowhere_is_all_reported_missing() {
+        let todo = TaskList {
+            tool: "TodoWrite".into(),
+            items: vec![Task {
+                text: "Fix rounding in ledger totals".into(),
+                status: "in_progress".into(),
+                id: None,
+            }],
+            args: serde_json::Value::Null,
+        };
+        let facts = Facts {
+            created_ids: vec!["INV-20931".into()],
+            todo: Some(todo),
+            ..Facts::default()
+        };
+        let briefing = "Work on the ledger went on.";
+        let kind = TokenizerKind::O200kBase;
+        let (out, v) = verify(briefing, Evidence::of(&facts), kind.count(briefing), kind);
+        assert_eq!(out, briefing);
+        assert_eq!(
+            v.missing_facts,
+            ["- [in_progress] Fix rounding in ledger totals", "INV-20931"]
+        );
+    }
 }
