@@ -111,17 +111,14 @@ impl Provider {
         self.facts().name
     }
 
-    /// The provider a request body of `wire` goes to.
+    /// The provider a request body of `wire` goes to: the row that lists
+    /// it, else (the AI SDK's messages, sent by the SDK's own provider
+    /// package) the provider of its family.
     pub fn of_wire(wire: Wire) -> Provider {
-        Provider::from(wire.family())
-    }
-
-    /// The provider whose own credential `header` (lower case) is, if it is
-    /// one provider's alone.
-    pub fn owning(header: &str) -> Option<Provider> {
         Provider::ALL
             .into_iter()
-            .find(|p| p.facts().own_credentials.contains(&header))
+            .find(|p| p.facts().wires.contains(&wire))
+            .unwrap_or_else(|| Provider::from(wire.family()))
     }
 }
 
@@ -169,9 +166,15 @@ mod tests {
             assert_eq!(f.upstream_key, format!("{}_upstream", f.name));
             for w in f.wires {
                 assert_eq!(Provider::of_wire(*w), p, "{w}");
+                assert_eq!(w.family(), f.family, "{w}");
             }
+            // A credential header is one provider's alone.
             for h in f.own_credentials {
-                assert_eq!(Provider::owning(h), Some(p), "{h}");
+                let owners = Provider::ALL
+                    .iter()
+                    .filter(|o| o.facts().own_credentials.contains(h))
+                    .count();
+                assert_eq!(owners, 1, "{h}");
             }
         }
         // Every request body abridge writes, except the AI SDK's (an
@@ -180,6 +183,10 @@ mod tests {
         for w in Wire::ALL.into_iter().filter(|w| *w != Wire::AiSdk) {
             assert!(Provider::of_wire(w).facts().wires.contains(&w), "{w}");
         }
-        assert_eq!(Provider::owning("authorization"), None);
+        assert!(
+            Provider::ALL
+                .iter()
+                .all(|p| !p.facts().own_credentials.contains(&"authorization"))
+        );
     }
 }

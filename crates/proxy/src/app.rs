@@ -165,7 +165,7 @@ fn refused(app: &App, provider: Provider, uri: &axum::http::Uri, why: Refused) -
 async fn conversation(app: Arc<App>, wire: Wire, req: Request) -> Response<Body> {
     let start = Instant::now();
     let (parts, body) = req.into_parts();
-    let provider = Provider::from(wire.family());
+    let provider = Provider::of_wire(wire);
     let response = match target(&app, provider, &parts.uri) {
         Err(why) => refused(&app, provider, &parts.uri, why),
         Ok(target) => match read_body(&app, provider, &parts, body).await {
@@ -222,8 +222,7 @@ async fn compact_and_send(
         mut headers,
         target,
     } = request;
-    let family = wire.family();
-    let provider = Provider::from(family);
+    let provider = Provider::of_wire(wire);
     let trace = Trace::start(&app.telemetry, &headers, provider, &target.url);
     let response = send_traced(
         app,
@@ -317,7 +316,7 @@ async fn prepare(
     start: Instant,
     trace: &Trace,
 ) -> Result<Prepared, Response<Body>> {
-    let provider = Provider::from(wire.family());
+    let provider = Provider::of_wire(wire);
     let Some(room) = room_to_compact(app, provider, bytes.len()).await else {
         return Err(busy(app, provider, Budgeted::Preparing));
     };
@@ -369,7 +368,7 @@ async fn retry_overflow(
             let (app2, s, tokens) = (app.clone(), t.session.clone(), t.tokens);
             let (uri, bytes) = (uri.clone(), bytes.clone());
             // Without room to compact again, the upstream's answer goes back.
-            match room_to_compact(app, Provider::from(family), bytes.len()).await {
+            match room_to_compact(app, Provider::of_wire(wire), bytes.len()).await {
                 Some(room) => {
                     let shrunk = while_client_waits(move |cancel| {
                         app2.context(cancel)
