@@ -212,7 +212,7 @@ impl Summarizer for Offline {
             (None, Some(text)) => Some(Previous::Text(text)),
             (None, None) => None,
         };
-        let (text, sheet) = render(&facts, previous, req.budget_tokens, req.tokenizer);
+        let (text, sheet) = render(facts, previous, req.budget_tokens, req.tokenizer);
         Ok(Briefing {
             text: match req.focus {
                 Some(f) => format!("{FOCUS_NOTE}{}\n\n{text}", f.trim()),

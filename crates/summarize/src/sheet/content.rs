@@ -16,8 +16,9 @@ const DETAIL_CHARS_PER_TOKEN: usize = 1;
 const SYMBOLS: usize = 8;
 
 /// The sheet's sections in order, filled from the facts (before a previous
-/// briefing is merged in and the whole is fitted).
-pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
+/// briefing is merged in and the whole is fitted). The facts' lists move
+/// into the sections: a long region's are not held twice.
+pub(super) fn sections(mut f: Facts, budget: usize) -> Vec<Section> {
     let detail_chars = budget * DETAIL_CHARS_PER_TOKEN / f.details.len().max(1);
     let files: Vec<SheetItem> = f
         .files
@@ -28,6 +29,7 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
     let mut sections: Vec<Section> = Kind::ALL
         .into_iter()
         .map(|kind| {
+            let take = std::mem::take::<Vec<String>>;
             let texts: Vec<String> = match kind {
                 // The task message stays verbatim above the briefing.
                 Kind::Task => Vec::new(),
@@ -37,11 +39,11 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                     .map(|d| clip(&d.text(), detail_chars.max(200), 0))
                     .collect(),
                 Kind::Todo => todo.clone(),
-                Kind::Created => f.created.clone(),
+                Kind::Created => take(&mut f.created),
                 Kind::Files => return Section::new(kind, files.clone()),
-                Kind::Decisions => f.decisions.clone(),
-                Kind::Progress => f.progress.clone(),
-                Kind::Narrative => f.narrative.clone(),
+                Kind::Decisions => take(&mut f.decisions),
+                Kind::Progress => take(&mut f.progress),
+                Kind::Narrative => take(&mut f.narrative),
                 // A command is listed once: with its failure, or as run.
                 Kind::Commands => f
                     .commands
@@ -60,11 +62,11 @@ pub(super) fn sections(f: &Facts, budget: usize) -> Vec<Section> {
                             .map(CommandFact::line),
                     )
                     .collect(),
-                Kind::Calls => f.other_calls.clone(),
+                Kind::Calls => take(&mut f.other_calls),
                 Kind::LatestError => f.latest_error.iter().cloned().collect(),
                 Kind::Ids => Vec::new(),
                 Kind::ResultIds => Vec::new(),
-                Kind::Users => f.user_messages.clone(),
+                Kind::Users => take(&mut f.user_messages),
                 Kind::Earlier => Vec::new(),
                 Kind::Last => f.last_state.iter().cloned().collect(),
             };

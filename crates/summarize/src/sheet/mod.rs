@@ -333,7 +333,7 @@ pub(crate) enum Previous<'a> {
 /// `previous` briefing when given; the text, and the sheet as data. The
 /// task is not restated: its message stays verbatim above the briefing.
 pub(crate) fn render(
-    facts: &Facts,
+    facts: Facts,
     previous: Option<Previous<'_>>,
     budget: usize,
     kind: TokenizerKind,

@@ -223,7 +223,7 @@ fn the_written_sheet_is_within_its_budget() {
     }
     let kind = TokenizerKind::O200kBase;
     for budget in (40..1200).step_by(23) {
-        let (text, _) = render(&f, None, budget, kind);
+        let (text, _) = render(f.clone(), None, budget, kind);
         assert!(
             kind.count(&text) <= budget,
             "{budget}: {} tokens\n{text}",
