@@ -3,6 +3,7 @@
 //! least a floor of iterations. The boundary is always an iteration start,
 //! so it never separates a tool call from its result.
 
+use std::borrow::Borrow;
 use std::ops::Range;
 
 use abridge_model::{Iteration, Message, head_len, iterations};
@@ -33,7 +34,7 @@ pub(crate) fn tail_iterations(
 /// Trailing iterations that hold the last `n` messages: those the last `n`
 /// messages reach into (at least 1), so a floor of messages keeps whole
 /// iterations and every call its result.
-pub(crate) fn iterations_covering(messages: &[Message], n: usize) -> usize {
+pub(crate) fn iterations_covering<M: Borrow<Message>>(messages: &[M], n: usize) -> usize {
     let from = messages.len().saturating_sub(n);
     iterations(messages)
         .iter()
@@ -43,13 +44,13 @@ pub(crate) fn iterations_covering(messages: &[Message], n: usize) -> usize {
 }
 
 /// `[head end, tail start)`: what policies may rewrite, given the tail size.
-pub(crate) fn old_region(messages: &[Message], tail_n: usize) -> Range<usize> {
+pub(crate) fn old_region<M: Borrow<Message>>(messages: &[M], tail_n: usize) -> Range<usize> {
     let tail = tail_start(messages, &iterations(messages), tail_n);
     head_len(messages).min(tail)..tail
 }
 
 /// Index where the last `tail_n` iterations start (the end when there are none).
-pub(crate) fn tail_start(messages: &[Message], its: &[Iteration], tail_n: usize) -> usize {
+pub(crate) fn tail_start<M>(messages: &[M], its: &[Iteration], tail_n: usize) -> usize {
     its.len()
         .checked_sub(tail_n)
         .and_then(|k| its.get(k))

@@ -24,6 +24,8 @@
 //! can send it rather than the whole.
 
 use abridge_model::{Conversation, Message, Part, Tool, ToolResult, head_len, iterations};
+use std::borrow::Borrow;
+
 use abridge_tokens::Counted;
 
 use crate::config::PolicyConfig;
@@ -147,14 +149,14 @@ impl Rewriter<'_> {
                     let call = work.messages[..i]
                         .iter()
                         .rev()
-                        .flat_map(Message::tool_calls)
+                        .flat_map(|m| m.tool_calls())
                         .find(|c| c.id == r.call_id);
                     let o = Original::tool_result(r, call).scoped(self.key);
                     let h = o.handle.clone();
                     work.originals.push(o);
                     h
                 });
-                let Part::ToolResult(r) = &mut work.messages[i].parts[j] else {
+                let Part::ToolResult(r) = &mut work.messages[i].make_mut().parts[j] else {
                     continue;
                 };
                 cut_to_fit(r, &text, tokens, over, handle.as_ref());
@@ -178,7 +180,7 @@ impl Rewriter<'_> {
 
 /// Index of the newest iteration's assistant message (the end when there
 /// is none).
-fn newest_start(messages: &[Message]) -> usize {
+fn newest_start<M: Borrow<Message>>(messages: &[M]) -> usize {
     iterations(messages)
         .last()
         .map_or(messages.len(), |it| it.start)

@@ -64,6 +64,7 @@ mod refill;
 mod region_facts;
 mod report;
 mod rewrite;
+mod slot;
 mod snapshot;
 mod state;
 mod summarize_step;

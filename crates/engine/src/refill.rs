@@ -14,6 +14,7 @@ use abridge_tokens::{Counted, TokenCounter};
 
 use crate::placeholder::{self, excerpt_header};
 use crate::recall::{Handle, Original, OriginalKind};
+use crate::slot::Slot;
 
 /// Room under which nothing is given back: a few lines are not worth a
 /// prefix the provider's cache would miss...
@@ -45,7 +46,7 @@ struct Clipped<'o> {
 /// it added. `counts` are the tokens of each of `messages` and `total`
 /// those of the history (tools included); both are kept up to date.
 pub(crate) fn refill(
-    messages: &mut [Message],
+    messages: &mut [Slot<'_>],
     counts: &mut [Counted],
     total: &mut Counted,
     target: Counted,
@@ -72,7 +73,7 @@ pub(crate) fn refill(
         ) else {
             continue;
         };
-        let mut m = messages[c.message].clone();
+        let mut m = Message::clone(&messages[c.message]);
         let Part::ToolResult(r) = &mut m.parts[c.part] else {
             continue;
         };
@@ -84,7 +85,7 @@ pub(crate) fn refill(
         }
         *total = after;
         counts[c.message] = now;
-        messages[c.message] = m;
+        messages[c.message] = m.into();
         given += 1;
     }
     (given, total.saturating_sub(before))
@@ -93,7 +94,7 @@ pub(crate) fn refill(
 /// The results of `messages` clipped into `originals` (their placeholder
 /// names one), newest first. A read that a later read supersedes stays
 /// clipped: its file is in the history again.
-fn clipped<'o>(messages: &[Message], originals: &'o [Original]) -> Vec<Clipped<'o>> {
+fn clipped<'o>(messages: &[Slot<'_>], originals: &'o [Original]) -> Vec<Clipped<'o>> {
     let by_handle: std::collections::HashMap<&Handle, &Original> = originals
         .iter()
         .filter(|o| o.kind == OriginalKind::ToolResult)

@@ -14,7 +14,7 @@
 //! the summarizer sees an earlier briefing without its index, and the
 //! earlier index's lines are carried into the new one.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -39,7 +39,11 @@ use crate::report::{Attempt, AttemptOutcome};
 
 /// The result of a successful step.
 pub(crate) struct Briefed {
+    /// What goes before the kept tail: head, briefing, working set,
+    /// pinned iterations.
     pub(crate) messages: Vec<Message>,
+    /// Messages of the kept tail it was written beside, which follow it.
+    pub(crate) tail_len: usize,
     pub(crate) summarizer: String,
     pub(crate) replaced_iterations: usize,
     /// Index of the summarizer that wrote it, when calling it again is free
@@ -59,8 +63,8 @@ pub(crate) struct Inputs<'a> {
     /// Token count of each original message (from the compactor's cache).
     pub(crate) original_tokens: &'a [Counted],
     pub(crate) pinned: &'a [bool],
-    pub(crate) work: &'a [Message],
-    pub(crate) tail_len: usize,
+    /// The kept tail as the steps left it.
+    pub(crate) tail: &'a [Message],
     pub(crate) budget: Counted,
     pub(crate) tokenizer: TokenizerKind,
     pub(crate) facts: &'a FactConfig,
@@ -111,7 +115,7 @@ impl<'a> Region<'a> {
     fn of(inp: &Inputs<'a>) -> Option<Region<'a>> {
         let orig = inp.original;
         let head = head_len(orig);
-        let end = orig.len().checked_sub(inp.tail_len)?;
+        let end = orig.len().checked_sub(inp.tail.len())?;
         if end < head {
             return None;
         }
@@ -175,10 +179,9 @@ impl<'a> Region<'a> {
         originals: Vec<Original>,
     ) -> Briefed {
         let orig = inp.original;
-        let tail = &inp.work[inp.work.len() - inp.tail_len..];
         let mut note = Message::text(Role::User, wrap(&inp.facts.wrapper, text));
         note.meta.compact_summary = true;
-        let mut messages = Vec::with_capacity(self.head + 2 + self.kept.len() + tail.len());
+        let mut messages = Vec::with_capacity(self.head + 2 + self.kept.len());
         messages.extend(
             (0..self.head)
                 .filter(|i| !self.earlier.indexes().any(|e| e == *i))
@@ -188,9 +191,9 @@ impl<'a> Region<'a> {
         let working_tokens = working.as_ref().map_or(Counted::ZERO, |w| w.1);
         messages.extend(working.map(|w| Message::text(Role::User, w.0)));
         messages.extend(self.kept);
-        messages.extend_from_slice(tail);
         Briefed {
             messages,
+            tail_len: inp.tail.len(),
             summarizer,
             replaced_iterations: self.replaced_iterations,
             instant: None,
@@ -211,10 +214,11 @@ pub(crate) struct Earlier {
 }
 
 impl Earlier {
-    pub(crate) fn find(messages: &[Message], head: usize, wrapper: &str) -> Earlier {
+    pub(crate) fn find<M: Borrow<Message>>(messages: &[M], head: usize, wrapper: &str) -> Earlier {
         let head = &messages[..head.min(messages.len())];
         let find = |is: &dyn Fn(&str) -> bool| {
             head.iter()
+                .map(M::borrow)
                 .position(|m| m.role == Role::User && is(&m.text_content()))
         };
         Earlier {
@@ -249,8 +253,7 @@ fn working_set(inp: &Inputs<'_>, region: &Region<'_>) -> Option<(String, Counted
         !placeholder::is_result_placeholder(&f.text)
             && placeholder::excerpt_handle(&f.text).is_none()
     };
-    let tail = &inp.work[inp.work.len() - inp.tail_len..];
-    let newer: Vec<String> = working::files(tail, inp.error_prefixes)
+    let newer: Vec<String> = working::files(inp.tail, inp.error_prefixes)
         .into_iter()
         .filter(whole)
         .map(|f| f.path)
@@ -343,7 +346,7 @@ pub(crate) fn run(
         region: &region.replaced,
         previous,
         previous_sheet,
-        tail: &inp.work[inp.work.len() - inp.tail_len..],
+        tail: inp.tail,
         // The index's share is kept out of what the summarizer may fill.
         budget_tokens: inp
             .recall
@@ -372,7 +375,7 @@ pub(crate) fn run(
 /// ranks an index line first.
 fn recent_text(inp: &Inputs<'_>, task: &str) -> String {
     let mut recent = task.to_owned();
-    for m in &inp.work[inp.work.len() - inp.tail_len..] {
+    for m in inp.tail {
         recent.push('\n');
         recent.push_str(&m.text_content());
         for c in m.tool_calls() {
@@ -529,11 +532,10 @@ fn written(
         });
     }
     // A task list written again after the briefing is the one that counts.
-    let tail = &inp.work[inp.work.len() - inp.tail_len..];
-    let newer_list = tail
-        .iter()
-        .flat_map(|m| m.tool_calls())
-        .any(|c| tasks::change_of(&c.name, &c.arguments.fields(), &inp.facts.todo_tools).is_some());
+    let newer_list =
+        inp.tail.iter().flat_map(|m| m.tool_calls()).any(|c| {
+            tasks::change_of(&c.name, &c.arguments.fields(), &inp.facts.todo_tools).is_some()
+        });
     let evidence = Evidence {
         tasks: facts.todo.as_ref().filter(|_| !newer_list),
         ..Evidence::of(facts)

@@ -1,5 +1,6 @@
 //! A whole conversation: the request envelope around the messages.
 
+use std::borrow::Borrow;
 use std::ops::Range;
 
 use serde_json::Value;
@@ -465,11 +466,12 @@ impl Conversation {
     }
 }
 
-/// Number of messages before the first assistant message.
-pub fn head_len(messages: &[Message]) -> usize {
+/// Number of messages before the first assistant message (of messages or
+/// anything that holds one, as a rewrite's copied-on-write slots do).
+pub fn head_len<M: Borrow<Message>>(messages: &[M]) -> usize {
     messages
         .iter()
-        .position(|m| m.role == Role::Assistant)
+        .position(|m| m.borrow().role == Role::Assistant)
         .unwrap_or(messages.len())
 }
 
@@ -479,9 +481,10 @@ pub fn head_len(messages: &[Message]) -> usize {
 /// message (one that [continues the turn](crate::Meta::continues_turn) stays
 /// in the iteration); messages before the first assistant message (system
 /// prompt and task) belong to no iteration.
-pub fn iterations(messages: &[Message]) -> Vec<Iteration> {
+pub fn iterations<M: Borrow<Message>>(messages: &[M]) -> Vec<Iteration> {
     let mut out: Vec<Iteration> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
+        let m = m.borrow();
         let opens = !m.meta.continues_turn || out.is_empty();
         if m.role == Role::Assistant && opens {
             if let Some(last) = out.last_mut() {

@@ -12,9 +12,10 @@ use abridge_model::{Message, Role, iterations};
 
 use crate::placeholder::{iterations as placeholder, parse_iterations};
 use crate::recall::{Found, Original, keep};
+use crate::slot::Slot;
 
 pub(super) fn apply(
-    messages: &mut Vec<Message>,
+    messages: &mut Vec<Slot<'_>>,
     region: Range<usize>,
     mut found: Option<Found<'_>>,
 ) -> usize {
@@ -52,7 +53,7 @@ pub(super) fn apply(
         });
         let mut note = Message::text(Role::User, placeholder(count, handle.as_ref()));
         note.meta.compact_summary = true;
-        messages.splice(start..span.end, std::iter::once(note));
+        messages.splice(start..span.end, std::iter::once(note.into()));
         dropped += n;
     }
     dropped

@@ -12,9 +12,10 @@ use memchr::memmem::Finder;
 use crate::config::PolicyConfig;
 use crate::placeholder::{external_body, image, is_external_body};
 use crate::recall::{Found, Original, keep};
+use crate::slot::Slot;
 
 pub(super) fn apply(
-    messages: &mut [Message],
+    messages: &mut [Slot<'_>],
     region: Range<usize>,
     cfg: &PolicyConfig,
     mut found: Option<Found<'_>>,
@@ -30,17 +31,18 @@ pub(super) fn apply(
         .collect();
     let mut changed = 0;
     for i in region.clone() {
-        let m = &mut messages[i];
-        if m.meta.pinned {
+        if messages[i].meta.pinned {
             continue;
         }
+        // A message is copied only when it has something to clip.
         for (tag, blocks) in tags.iter().zip(&blocks) {
             if blocks.to_clip(i - region.start) {
-                changed += clip_blocks_in(&mut m.parts, tag, &mut found);
+                let parts = &mut messages[i].make_mut().parts;
+                changed += clip_blocks_in(parts, tag, &mut found);
             }
         }
-        if newest_image != Some(i) {
-            changed += clip_images(&mut m.parts, &mut found);
+        if newest_image != Some(i) && has_image(&messages[i].parts) {
+            changed += clip_images(&mut messages[i].make_mut().parts, &mut found);
         }
     }
     changed
@@ -55,10 +57,10 @@ struct Blocks {
 }
 
 impl Blocks {
-    fn find(messages: &[Message], region: Range<usize>, tag: &Tag) -> Blocks {
+    fn find(messages: &[Slot<'_>], region: Range<usize>, tag: &Tag) -> Blocks {
         let holds = |m: &Message| any_text(&m.parts, &|t| find_block(t, tag, 0).is_some());
-        let held: Vec<bool> = messages[region.clone()].iter().map(holds).collect();
-        let later = messages[region.end..].iter().any(holds);
+        let held: Vec<bool> = messages[region.clone()].iter().map(|m| holds(m)).collect();
+        let later = messages[region.end..].iter().any(|m| holds(m));
         let newest = (!later).then(|| held.iter().rposition(|h| *h)).flatten();
         Blocks { held, newest }
     }

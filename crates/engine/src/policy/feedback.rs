@@ -10,17 +10,18 @@
 
 use std::ops::Range;
 
-use abridge_model::{Message, Part, Role};
+use abridge_model::{Part, Role};
 
 use crate::config::PolicyConfig;
 use crate::placeholder::{feedback, is_feedback_placeholder, parse_feedback};
+use crate::slot::Slot;
 
 /// A feedback text part: message index, part index, kind index (`None` for
 /// an earlier placeholder, whose counts are absorbed).
 type Item = (usize, usize, Option<usize>);
 
 pub(super) fn apply(
-    messages: &mut Vec<Message>,
+    messages: &mut Vec<Slot<'_>>,
     region: Range<usize>,
     cfg: &PolicyConfig,
 ) -> usize {
@@ -100,11 +101,11 @@ pub(super) fn apply(
         let Some(&(last_i, last_j, _)) = run.last() else {
             continue;
         };
-        if let Part::Text(t) = &mut messages[last_i].parts[last_j] {
+        if let Part::Text(t) = &mut messages[last_i].make_mut().parts[last_j] {
             t.text = text;
         }
         for &(i, j, _) in run.iter().rev().skip(1) {
-            messages[i].parts.remove(j);
+            messages[i].make_mut().parts.remove(j);
             if messages[i].parts.is_empty() {
                 messages.remove(i);
             }

@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use abridge_model::{Arguments, Message, Part, ToolResult};
+use abridge_model::{Arguments, Part, ToolResult};
 
 use crate::placeholder;
+use crate::slot::Slot;
 
 /// Results shorter than this are left to repeat: a reference is not much
 /// shorter.
@@ -21,7 +22,7 @@ const MIN_REPEATED: usize = 256;
 const MIN_SAVED_SHARE: usize = 10;
 const MIN_SAVED: usize = 64;
 
-pub(super) fn apply(messages: &mut [Message], region: Range<usize>) -> usize {
+pub(super) fn apply(messages: &mut [Slot<'_>], region: Range<usize>) -> usize {
     let later = repeated_later(messages, &region);
     let mut changes: Vec<(usize, usize, Change)> = Vec::new();
     for i in region {
@@ -51,7 +52,7 @@ pub(super) fn apply(messages: &mut [Message], region: Range<usize>) -> usize {
     }
     let n = changes.len();
     for (i, j, change) in changes {
-        match (&mut messages[i].parts[j], change) {
+        match (&mut messages[i].make_mut().parts[j], change) {
             (Part::ToolResult(r), Change::Text(t)) => r.replace_with_text(t),
             (Part::ToolCall(c), Change::Arguments(t)) => c.arguments = Arguments::Json(t),
             _ => {}
@@ -75,7 +76,7 @@ fn single_text(r: &ToolResult) -> Option<&str> {
 
 /// The results in `region` that a later result (anywhere after them)
 /// repeats exactly, with the call id of that later one.
-fn repeated_later(messages: &[Message], region: &Range<usize>) -> HashMap<(usize, usize), String> {
+fn repeated_later(messages: &[Slot<'_>], region: &Range<usize>) -> HashMap<(usize, usize), String> {
     let mut newest: HashMap<&str, &str> = HashMap::new();
     let mut out = HashMap::new();
     for (i, m) in messages.iter().enumerate().skip(region.start).rev() {

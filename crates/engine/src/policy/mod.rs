@@ -13,10 +13,9 @@ mod tool_results;
 
 use std::ops::Range;
 
-use abridge_model::Message;
-
 use crate::config::{PolicyConfig, PolicyKind};
 use crate::recall::Found;
+use crate::slot::Slot;
 
 /// A policy that rewrites the old region in place: every pipeline step but
 /// summarizing, which needs the original history and a summarizer.
@@ -91,7 +90,7 @@ impl Policy {
 /// track the tail by its length from the end.
 pub(crate) fn apply(
     policy: Policy,
-    messages: &mut Vec<Message>,
+    messages: &mut Vec<Slot<'_>>,
     region: Range<usize>,
     cfg: &PolicyConfig,
     found: Option<Found<'_>>,
@@ -107,5 +106,96 @@ pub(crate) fn apply(
         Policy::ClipToolResults => tool_results::apply(messages, region, cfg, found),
         Policy::ClipToolArgs => tool_args::apply(messages, region, cfg, found),
         Policy::DropIterations => drop::apply(messages, region, found),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use abridge_model::{Message, decode, head_len, iterations};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::slot;
+
+    /// Rounds of a plain exchange, with now and then a long read, a long
+    /// edit, a feedback message and an external block: most messages are
+    /// nothing a policy changes.
+    fn history() -> Vec<Message> {
+        let mut messages: Vec<Value> = vec![
+            json!({"role": "system", "content": "You are a coding agent."}),
+            json!({"role": "user", "content": "Fix the parser."}),
+        ];
+        for round in 0..40 {
+            let id = format!("call_{round}");
+            let (call, out) = match round % 8 {
+                0 => (
+                    json!({"path": "src/parse.rs"}),
+                    format!("fn parse_{round}() {{}}\n").repeat(40),
+                ),
+                3 => (
+                    json!({"path": "src/parse.rs", "new_string": "x".repeat(400)}),
+                    "ok".to_owned(),
+                ),
+                _ => (json!({"n": round}), format!("done {round}")),
+            };
+            messages.push(
+                json!({"role": "assistant", "content": format!("Step {round}."),
+                "tool_calls": [{"id": id, "type": "function",
+                    "function": {"name": "read_file", "arguments": call.to_string()}}]}),
+            );
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": out}));
+            let note = match round % 10 {
+                4 => "[validation] the answer was rejected".to_owned(),
+                7 => format!("<EXTERNAL-CONTENT>page {round}</EXTERNAL-CONTENT>"),
+                _ => format!("Go on with step {round}."),
+            };
+            messages.push(json!({"role": "user", "content": note}));
+        }
+        let body = json!({"model": "gpt-4o", "messages": messages});
+        decode(body.to_string().as_bytes())
+            .unwrap()
+            .remove(0)
+            .messages
+    }
+
+    #[test]
+    fn a_policy_copies_only_the_messages_it_changes() {
+        let original = history();
+        let cfg = PolicyConfig::default();
+        for policy in [
+            Policy::Lossless,
+            Policy::SupersedeReads,
+            Policy::ClipExternal,
+            Policy::CollapseFeedback,
+            Policy::ClipToolResults,
+            Policy::ClipToolArgs,
+            Policy::DropIterations,
+        ] {
+            let mut slots = slot::borrowed(&original);
+            let its = iterations(&original);
+            let region = head_len(&original)..its[its.len() - 2].start;
+            let items = apply(policy, &mut slots, region, &cfg, None);
+            let copies: Vec<&Message> = slots
+                .iter()
+                .filter(|s| matches!(s, Slot::Changed(_)))
+                .map(|s| &**s)
+                .collect();
+            // A copy is a changed message or a placeholder, never one
+            // left as it was.
+            for m in &copies {
+                assert!(!original.contains(m), "{policy:?} copied {m:?} unchanged");
+            }
+            let plain = slots.iter().filter(|s| matches!(s, Slot::Same(_))).count();
+            assert!(plain > 0, "{policy:?} copied every message");
+            if matches!(
+                policy,
+                Policy::ClipToolResults | Policy::ClipToolArgs | Policy::DropIterations
+            ) {
+                assert!(
+                    items > 0 && !copies.is_empty(),
+                    "{policy:?} changed nothing"
+                );
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use abridge_model::{Message, Part};
+use abridge_model::Part;
 use abridge_summarize::outcome::{CallOutcome, outcome};
 use abridge_summarize::tools::{ToolKind, classify};
 use serde_json::Value;
@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::config::PolicyConfig;
 use crate::placeholder::{is_result_placeholder, superseded};
 use crate::recall::{Found, Original, answered_calls, keep};
+use crate::slot::Slot;
 
 /// Arguments that make a read partial.
 const RANGE_KEYS: [&str; 8] = [
@@ -33,7 +34,7 @@ const RANGE_KEYS: [&str; 8] = [
 ];
 
 pub(super) fn apply(
-    messages: &mut [Message],
+    messages: &mut [Slot<'_>],
     region: Range<usize>,
     cfg: &PolicyConfig,
     mut found: Option<Found<'_>>,
@@ -84,7 +85,7 @@ pub(super) fn apply(
     }
     let changed = gone.len();
     for (i, j, placeholder) in gone {
-        let Part::ToolResult(r) = &mut messages[i].parts[j] else {
+        let Part::ToolResult(r) = &mut messages[i].make_mut().parts[j] else {
             continue;
         };
         r.replace_with_text(placeholder);

@@ -15,58 +15,75 @@ use serde_json::{Map, Value};
 use crate::config::PolicyConfig;
 use crate::placeholder::{ARGS_KEY, ARGS_NOTE, args_json, with_handle};
 use crate::recall::{Found, Handle, Original, keep};
+use crate::slot::Slot;
 
 /// Longest string argument kept as it is.
 const KEEP_CHARS: usize = 100;
 
 pub(super) fn apply(
-    messages: &mut [Message],
+    messages: &mut [Slot<'_>],
     region: Range<usize>,
     cfg: &PolicyConfig,
     mut found: Option<Found<'_>>,
 ) -> usize {
     let mut changed = 0;
-    for m in &mut messages[region] {
-        if m.meta.pinned || m.role != Role::Assistant {
+    for slot in &mut messages[region] {
+        let calls = slot.parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
+        if slot.meta.pinned || slot.role != Role::Assistant || !calls {
             continue;
         }
-        let mut stripped = match cfg.strip_reasoning {
-            true => strip_text(m),
-            false => None,
+        // Clipped in a copy, kept only when it changed: a message left as
+        // it was stays the history's own.
+        let mut m = Message::clone(slot);
+        let n = clip_message(&mut m, cfg, &mut found);
+        if n > 0 {
+            *slot = m.into();
+            changed += n;
+        }
+    }
+    changed
+}
+
+/// Clips the arguments of one assistant message's calls (and takes out
+/// its text, when configured); returns how many items it changed.
+fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_>>) -> usize {
+    let mut changed = 0;
+    let mut stripped = match cfg.strip_reasoning {
+        true => strip_text(m),
+        false => None,
+    };
+    changed += usize::from(stripped.is_some());
+    for p in &mut m.parts {
+        let Part::ToolCall(call) = p else { continue };
+        let text = call.arguments.to_json_text();
+        // Stripped text goes with the first call's arguments.
+        let with_text = stripped.take();
+        let short = text.len() < cfg.min_args_chars && !cfg.blank_args;
+        if with_text.is_none() && (short || is_placeholder(&call.arguments)) {
+            continue;
+        }
+        let mut original = Original::arguments(call);
+        if let Some(t) = &with_text {
+            original = original.after_text(t);
+        }
+        let h = found.is_some().then(|| original.handle.clone());
+        let clipped = match &call.arguments {
+            Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
+                Ok(v) => Arguments::Json(clip(&v, h.as_ref(), cfg.blank_args).to_string()),
+                Err(_) => Arguments::Json(args_json(h.as_ref())),
+            },
+            Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref(), cfg.blank_args)),
+            Arguments::Custom(_) => {
+                Arguments::Custom(format!("[{}]", with_handle(ARGS_NOTE, h.as_ref())))
+            }
         };
-        changed += usize::from(stripped.is_some());
-        for p in &mut m.parts {
-            let Part::ToolCall(call) = p else { continue };
-            let text = call.arguments.to_json_text();
-            // Stripped text goes with the first call's arguments.
-            let with_text = stripped.take();
-            let short = text.len() < cfg.min_args_chars && !cfg.blank_args;
-            if with_text.is_none() && (short || is_placeholder(&call.arguments)) {
-                continue;
-            }
-            let mut original = Original::arguments(call);
-            if let Some(t) = &with_text {
-                original = original.after_text(t);
-            }
-            let h = found.is_some().then(|| original.handle.clone());
-            let clipped = match &call.arguments {
-                Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
-                    Ok(v) => Arguments::Json(clip(&v, h.as_ref(), cfg.blank_args).to_string()),
-                    Err(_) => Arguments::Json(args_json(h.as_ref())),
-                },
-                Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref(), cfg.blank_args)),
-                Arguments::Custom(_) => {
-                    Arguments::Custom(format!("[{}]", with_handle(ARGS_NOTE, h.as_ref())))
-                }
-            };
-            let smaller = clipped.to_json_text().len() < text.len();
-            if smaller || with_text.is_some() {
-                keep(&mut found, || original);
-            }
-            if smaller || (with_text.is_some() && !is_placeholder(&call.arguments)) {
-                call.arguments = clipped;
-                changed += 1;
-            }
+        let smaller = clipped.to_json_text().len() < text.len();
+        if smaller || with_text.is_some() {
+            keep(found, || original);
+        }
+        if smaller || (with_text.is_some() && !is_placeholder(&call.arguments)) {
+            call.arguments = clipped;
+            changed += 1;
         }
     }
     changed

@@ -6,6 +6,7 @@
 //! not taken away again), and results shorter than `min_result_chars`, are
 //! left alone.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -16,9 +17,10 @@ use abridge_summarize::outcome::{CallOutcome, outcome};
 use crate::config::PolicyConfig;
 use crate::placeholder::{excerpt_handle, failed_result, is_result_placeholder, result};
 use crate::recall::{Found, Original, answered_calls, keep};
+use crate::slot::Slot;
 
 pub(super) fn apply(
-    messages: &mut [Message],
+    messages: &mut [Slot<'_>],
     region: Range<usize>,
     cfg: &PolicyConfig,
     mut found: Option<Found<'_>>,
@@ -82,7 +84,7 @@ pub(super) fn apply(
     }
     let changed = clips.len();
     for (i, j, placeholder) in clips {
-        let Part::ToolResult(r) = &mut messages[i].parts[j] else {
+        let Part::ToolResult(r) = &mut messages[i].make_mut().parts[j] else {
             continue;
         };
         r.replace_with_text(placeholder);
@@ -91,9 +93,12 @@ pub(super) fn apply(
 }
 
 /// The results of `messages` by call id, newest first.
-fn newest_first(messages: &[Message]) -> HashMap<&str, Vec<&ToolResult>> {
+fn newest_first<M: Borrow<Message>>(messages: &[M]) -> HashMap<&str, Vec<&ToolResult>> {
     let mut out: HashMap<&str, Vec<&ToolResult>> = HashMap::new();
-    let parts = messages.iter().rev().flat_map(|m| m.parts.iter().rev());
+    let parts = messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.borrow().parts.iter().rev());
     for r in parts.filter_map(|p| match p {
         Part::ToolResult(r) => Some(r),
         _ => None,

@@ -12,6 +12,7 @@ mod original;
 mod respond;
 mod search;
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 
 use abridge_model::{Message, Part, ToolCall};
@@ -45,10 +46,12 @@ pub(crate) struct Found<'a> {
 /// part): the latest call with its id before it. A run may reuse an id
 /// across steps (recorded OpenAI runs do), so an id alone does not name one
 /// call.
-pub(crate) fn answered_calls(messages: &[Message]) -> HashMap<(usize, usize), &ToolCall> {
+pub(crate) fn answered_calls<M: Borrow<Message>>(
+    messages: &[M],
+) -> HashMap<(usize, usize), &ToolCall> {
     let mut latest = HashMap::new();
     let mut out = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
+    for (i, m) in messages.iter().map(M::borrow).enumerate() {
         for (j, p) in m.parts.iter().enumerate() {
             match p {
                 Part::ToolCall(c) => {

@@ -1,6 +1,7 @@
 //! What a handle names: the content a placeholder or a briefing replaced,
 //! with a label that says what it was the way the agent would look for it.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 
 use abridge_model::{Arguments, ImageSource, Message, Part, ReasoningKind, ToolCall, ToolResult};
@@ -232,8 +233,8 @@ impl Original {
     /// whatever the new index has room for). A result kept as an original
     /// of its own (`results`, by its place: message and part) is named by
     /// its handle, not copied.
-    pub(crate) fn region(
-        messages: &[Message],
+    pub(crate) fn region<M: Borrow<Message>>(
+        messages: &[M],
         earlier: Option<&str>,
         results: &HashMap<(usize, usize), &Handle>,
     ) -> Original {
@@ -298,9 +299,12 @@ fn pieces_of(parts: &[Part]) -> Vec<Piece> {
 
 /// `role: text`, reasoning in the clear, tool calls with their arguments,
 /// results in full or by handle, one block per part.
-fn transcript(messages: &[Message], results: &HashMap<(usize, usize), &Handle>) -> String {
+fn transcript<M: Borrow<Message>>(
+    messages: &[M],
+    results: &HashMap<(usize, usize), &Handle>,
+) -> String {
     let mut out = String::new();
-    for (i, m) in messages.iter().enumerate() {
+    for (i, m) in messages.iter().map(M::borrow).enumerate() {
         for (j, p) in m.parts.iter().enumerate() {
             let line = match p {
                 Part::Text(t) => format!("{}: {}", m.role.as_str(), t.text),

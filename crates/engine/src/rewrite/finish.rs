@@ -12,6 +12,7 @@ use crate::event::{Event, iteration_id};
 use crate::plan::Plan;
 use crate::recall::Original;
 use crate::report::{Eval, Outcome, Report};
+use crate::slot;
 use crate::snapshot::SnapshotData;
 
 impl Rewriter<'_> {
@@ -27,7 +28,7 @@ impl Rewriter<'_> {
             .engine
             .keep_originals(std::mem::take(&mut work.originals));
         let after = Conversation {
-            messages: std::mem::take(&mut work.messages),
+            messages: slot::owned(std::mem::take(&mut work.messages)),
             ..conv.clone_envelope()
         };
         guard(conv, &after)?;

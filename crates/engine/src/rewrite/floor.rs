@@ -12,6 +12,7 @@ use crate::event::Rung;
 use crate::plan::Plan;
 use crate::policy::Step;
 use crate::report::Eval;
+use crate::slot;
 use crate::summarize_step::Earlier;
 
 impl Rewriter<'_> {
@@ -33,7 +34,7 @@ impl Rewriter<'_> {
         let Some(b) = briefed else {
             return;
         };
-        if self.total_of(&b.messages, work.tools) >= work.total {
+        if self.briefed_total(&b, work) >= work.total {
             return;
         }
         let replaced = b.replaced_iterations;
@@ -110,7 +111,7 @@ impl Rewriter<'_> {
 /// The history the ladder reached, when the rewrite stays valid.
 pub(super) fn smallest(conv: &Conversation, work: &Work) -> Option<Conversation> {
     let after = Conversation {
-        messages: work.messages.clone(),
+        messages: slot::owned(work.messages.clone()),
         ..conv.clone_envelope()
     };
     (after.messages != conv.messages && guard(conv, &after).is_ok()).then_some(after)

@@ -7,6 +7,7 @@ mod finish;
 mod floor;
 mod tail;
 
+use std::borrow::Borrow;
 use std::ops::Range;
 
 use abridge_model::{Conversation, Family, Message, iterations, wire_offset};
@@ -25,6 +26,7 @@ use crate::policy::{self, Policy, Step};
 use crate::recall::{HandleKey, Original};
 use crate::region_facts::RegionFacts;
 use crate::report::{Attempt, Eval, Outcome, unchanged};
+use crate::slot::{self, Slot};
 use crate::summarize_step::KeptBriefing;
 use crate::summarize_step::{self, Briefed, Earlier, Inputs};
 
@@ -44,8 +46,9 @@ struct Room {
 }
 
 /// The history being rewritten and what has been done to it.
-pub(crate) struct Work {
-    pub(crate) messages: Vec<Message>,
+pub(crate) struct Work<'a> {
+    /// The history's own messages until a step changes them.
+    pub(crate) messages: Vec<Slot<'a>>,
     /// Tokens of each of `messages`, kept beside them: a step recounts
     /// only what it changed, so a turn hashes the history once, not once
     /// per step (which made compaction super-linear in messages).
@@ -70,7 +73,7 @@ pub(crate) struct Work {
     region_facts: RegionFacts,
 }
 
-impl Work {
+impl Work<'_> {
     /// Adds what a step did, given the tokens after it.
     fn record(&mut self, kind: PolicyKind, items: usize, now: Counted) {
         let saved = self.total.saturating_sub(now);
@@ -143,9 +146,9 @@ impl Rewriter<'_> {
         self.finish(conv, plan, work, eval)
     }
 
-    fn start(&mut self, conv: &Conversation, plan: &Plan, tokens: Counted) -> Work {
-        let mut messages = conv.messages.clone();
-        self.pin(conv.family, &mut messages);
+    fn start<'a>(&mut self, conv: &'a Conversation, plan: &Plan, tokens: Counted) -> Work<'a> {
+        let mut messages = slot::borrowed(&conv.messages);
+        self.pin(conv, &mut messages);
         // Pinning changes no count: counts depend on content alone.
         let counts = self.message_tokens(&conv.messages);
         let tail_n = tail_iterations(
@@ -353,7 +356,9 @@ impl Rewriter<'_> {
 
     /// Puts a briefing in place of the region it replaced, and records it.
     fn take_briefing(&mut self, work: &mut Work, b: Briefed) {
-        let now = self.replace_messages(work, b.messages);
+        let tail = work.messages.split_off(work.messages.len() - b.tail_len);
+        let messages = b.messages.into_iter().map(Slot::from).chain(tail).collect();
+        let now = self.replace_messages(work, messages);
         work.record(PolicyKind::Summarize, b.replaced_iterations, now);
         work.summarizer = Some(b.summarizer);
         work.sheet = b.sheet;
@@ -378,7 +383,11 @@ impl Rewriter<'_> {
     }
 
     /// Puts `messages` in place of the work's; returns the tokens now.
-    pub(crate) fn replace_messages(&mut self, work: &mut Work, messages: Vec<Message>) -> Counted {
+    pub(crate) fn replace_messages<'a>(
+        &mut self,
+        work: &mut Work<'a>,
+        messages: Vec<Slot<'a>>,
+    ) -> Counted {
         work.counts = self.message_tokens(&messages);
         work.messages = messages;
         self.checked_total(work)
@@ -403,19 +412,30 @@ impl Rewriter<'_> {
         work.counts.iter().sum::<Counted>() + work.tools
     }
 
-    pub(crate) fn total_of(&mut self, messages: &[Message], tools: Counted) -> Counted {
+    pub(crate) fn total_of<M: Borrow<Message>>(
+        &mut self,
+        messages: &[M],
+        tools: Counted,
+    ) -> Counted {
         messages
             .iter()
-            .map(|m| self.counter.count_message(m).total())
+            .map(|m| self.counter.count_message(m.borrow()).total())
             .sum::<Counted>()
             + tools
     }
 
+    /// Tokens of the history a briefing would make: it, the kept tail it
+    /// was written beside, the tools.
+    pub(crate) fn briefed_total(&mut self, b: &Briefed, work: &Work) -> Counted {
+        let tail: Counted = work.counts[work.counts.len() - b.tail_len..].iter().sum();
+        self.total_of(&b.messages, work.tools) + tail
+    }
+
     /// Token count of each message (from the thread's cache).
-    pub(crate) fn message_tokens(&mut self, messages: &[Message]) -> Vec<Counted> {
+    pub(crate) fn message_tokens<M: Borrow<Message>>(&mut self, messages: &[M]) -> Vec<Counted> {
         messages
             .iter()
-            .map(|m| self.counter.count_message(m).total())
+            .map(|m| self.counter.count_message(m.borrow()).total())
             .collect()
     }
 
@@ -472,12 +492,16 @@ impl Rewriter<'_> {
             return None;
         }
         let pinned = self.pinned_flags_of(conv.family, &conv.messages);
+        // The summarizers read the tail as messages: a copy of it alone.
+        let tail: Vec<Message> = work.messages[region.end..]
+            .iter()
+            .map(|m| Message::clone(m))
+            .collect();
         let inputs = Inputs {
             original: &conv.messages,
             original_tokens: &work.original,
             pinned: &pinned,
-            work: &work.messages,
-            tail_len: work.messages.len() - region.end,
+            tail: &tail,
             budget,
             tokenizer: self.engine.limits.tokenizer,
             facts: &self.engine.facts,
@@ -506,10 +530,13 @@ impl Rewriter<'_> {
         summarize_step::run(&inputs, summarizers, attempts, &mut work.region_facts)
     }
 
-    fn pin(&self, family: Family, messages: &mut [Message]) {
-        let flags = self.pinned_flags_of(family, messages);
+    /// Pins what the config pins (a copy of each message it pins).
+    fn pin(&self, conv: &Conversation, messages: &mut [Slot<'_>]) {
+        let flags = self.pinned_flags_of(conv.family, &conv.messages);
         for (m, p) in messages.iter_mut().zip(flags) {
-            m.meta.pinned |= p;
+            if p && !m.meta.pinned {
+                m.make_mut().meta.pinned = true;
+            }
         }
     }
 

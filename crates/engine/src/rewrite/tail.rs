@@ -74,7 +74,7 @@ impl Rewriter<'_> {
         // included): the second is given as much, so it leaves out nothing
         // the first kept for the room the excerpt takes.
         let briefing = self
-            .total_of(&first.messages, work.tools)
+            .briefed_total(first, work)
             .saturating_sub(self.kept_tokens(work));
         let range = next.range();
         let saved = (
@@ -122,7 +122,7 @@ impl Rewriter<'_> {
 
     /// What the first briefing's history leaves of the target, if it fits.
     fn left_by(&mut self, first: &Briefed, work: &Work, target: Counted) -> Option<Counted> {
-        target.checked_sub(self.total_of(&first.messages, work.tools))
+        target.checked_sub(self.briefed_total(first, work))
     }
 
     /// Writes the briefing again over the region `work` now leaves, with
@@ -149,7 +149,7 @@ impl Rewriter<'_> {
             room,
             &mut attempts,
         )?;
-        if !keep(&b) || self.total_of(&b.messages, work.tools) > target {
+        if !keep(&b) || self.briefed_total(&b, work) > target {
             return None;
         }
         // The attempt that counts is the one whose briefing is used.
