@@ -53,7 +53,6 @@ mod error;
 mod event;
 mod history;
 mod input;
-mod ladder;
 mod limits;
 pub mod placeholder;
 mod plan;

@@ -28,7 +28,7 @@ pub(crate) struct Plan {
     /// The tail may grow back into what an instant briefing leaves of the
     /// target (not when the agent asked for an exact tail).
     pub(crate) grow_tail: bool,
-    /// Below the floor, the ladder (`ladder.rs`) may shrink the tail and
+    /// Below the floor, the ladder (`rewrite/ladder.rs`) may shrink the tail and
     /// clip inside it (not when the agent asked for an exact tail).
     pub(crate) degrade: bool,
     /// The trigger that fired, when it is a size: the ladder stays under it

@@ -5,6 +5,7 @@
 
 mod finish;
 mod floor;
+mod ladder;
 mod tail;
 
 use std::borrow::Borrow;
@@ -48,7 +49,7 @@ struct Room {
 /// The history being rewritten and what has been done to it.
 pub(crate) struct Work<'a> {
     /// The history's own messages until a step changes them.
-    pub(crate) messages: Vec<Slot<'a>>,
+    messages: Vec<Slot<'a>>,
     /// Tokens of each of `messages`, kept beside them: a step recounts
     /// only what it changed, so a turn hashes the history once, not once
     /// per step (which made compaction super-linear in messages).
@@ -56,19 +57,19 @@ pub(crate) struct Work<'a> {
     /// Tokens of each message of the history as it came in.
     original: Vec<Counted>,
     /// Iterations kept verbatim at the end.
-    pub(crate) tail_n: usize,
+    tail_n: usize,
     /// Tokens now, tool declarations included.
-    pub(crate) total: Counted,
-    pub(crate) tools: Counted,
+    total: Counted,
+    tools: Counted,
     runs: Vec<PolicyRun>,
     attempts: Vec<Attempt>,
     summarizer: Option<String>,
     /// The briefing as data, when its summarizer keeps any.
     sheet: Option<Sheet>,
     /// Rungs of the floor ladder taken.
-    pub(crate) degraded: Vec<Degradation>,
+    degraded: Vec<Degradation>,
     /// What the placeholders and the briefing name by handle.
-    pub(crate) originals: Vec<Original>,
+    originals: Vec<Original>,
     /// The facts of the regions briefed, read once.
     region_facts: RegionFacts,
 }
@@ -184,14 +185,7 @@ impl Rewriter<'_> {
                 return Ok(());
             };
             if work.tail_n <= plan.floor {
-                let mut steps = |c: &mut Rewriter<'_>, w: &mut Work, t: Counted| {
-                    let plan = Plan {
-                        target: Some(t),
-                        ..plan.clone()
-                    };
-                    c.run_steps(conv, &plan, w)
-                };
-                if plan.degrade && self.degrade(&mut steps, conv, work, target, plan.ceiling) {
+                if plan.degrade && self.degrade(conv, plan, work, target) {
                     return Ok(());
                 }
                 if plan.degrade {
@@ -207,6 +201,22 @@ impl Rewriter<'_> {
             }
             work.tail_n = (work.tail_n / 2).max(plan.floor);
         }
+    }
+
+    /// One round of the plan's steps towards `target` instead of its own
+    /// (a rung of the ladder aims at the trigger).
+    fn run_steps_to(
+        &mut self,
+        conv: &Conversation,
+        plan: &Plan,
+        work: &mut Work,
+        target: Counted,
+    ) -> bool {
+        let plan = Plan {
+            target: Some(target),
+            ..plan.clone()
+        };
+        self.run_steps(conv, &plan, work)
     }
 
     /// One round of the plan's steps; true once the target is reached (or
@@ -255,7 +265,7 @@ impl Rewriter<'_> {
 
     /// Tokens of what the old region's steps cannot touch: head, kept
     /// tail and tool declarations.
-    pub(crate) fn kept_tokens(&mut self, work: &Work) -> Counted {
+    fn kept_tokens(&mut self, work: &Work) -> Counted {
         let region = old_region(&work.messages, work.tail_n);
         let tokens = &work.counts;
         tokens[..region.start].iter().sum::<Counted>()
@@ -369,12 +379,7 @@ impl Rewriter<'_> {
     /// `before` messages there were (and the message right before it,
     /// which `drop_iterations` absorbs when it is its placeholder), and
     /// removed messages only there. Returns the tokens now.
-    pub(crate) fn recount_region(
-        &mut self,
-        work: &mut Work,
-        region: Range<usize>,
-        before: usize,
-    ) -> Counted {
+    fn recount_region(&mut self, work: &mut Work, region: Range<usize>, before: usize) -> Counted {
         let start = region.start.saturating_sub(1);
         let end = region.end - (before - work.messages.len());
         let fresh = self.message_tokens(&work.messages[start..end]);
@@ -383,11 +388,7 @@ impl Rewriter<'_> {
     }
 
     /// Puts `messages` in place of the work's; returns the tokens now.
-    pub(crate) fn replace_messages<'a>(
-        &mut self,
-        work: &mut Work<'a>,
-        messages: Vec<Slot<'a>>,
-    ) -> Counted {
+    fn replace_messages<'a>(&mut self, work: &mut Work<'a>, messages: Vec<Slot<'a>>) -> Counted {
         work.counts = self.message_tokens(&messages);
         work.messages = messages;
         self.checked_total(work)
@@ -395,7 +396,7 @@ impl Rewriter<'_> {
 
     /// Recounts every message after a change anywhere (the ladder's
     /// rungs); sets and returns the tokens now.
-    pub(crate) fn recount(&mut self, work: &mut Work) -> Counted {
+    fn recount(&mut self, work: &mut Work) -> Counted {
         work.counts = self.message_tokens(&work.messages);
         work.total = self.checked_total(work);
         work.total
@@ -412,11 +413,7 @@ impl Rewriter<'_> {
         work.counts.iter().sum::<Counted>() + work.tools
     }
 
-    pub(crate) fn total_of<M: Borrow<Message>>(
-        &mut self,
-        messages: &[M],
-        tools: Counted,
-    ) -> Counted {
+    fn total_of<M: Borrow<Message>>(&mut self, messages: &[M], tools: Counted) -> Counted {
         messages
             .iter()
             .map(|m| self.counter.count_message(m.borrow()).total())
@@ -426,13 +423,13 @@ impl Rewriter<'_> {
 
     /// Tokens of the history a briefing would make: it, the kept tail it
     /// was written beside, the tools.
-    pub(crate) fn briefed_total(&mut self, b: &Briefed, work: &Work) -> Counted {
+    fn briefed_total(&mut self, b: &Briefed, work: &Work) -> Counted {
         let tail: Counted = work.counts[work.counts.len() - b.tail_len..].iter().sum();
         self.total_of(&b.messages, work.tools) + tail
     }
 
     /// Token count of each message (from the thread's cache).
-    pub(crate) fn message_tokens<M: Borrow<Message>>(&mut self, messages: &[M]) -> Vec<Counted> {
+    fn message_tokens<M: Borrow<Message>>(&mut self, messages: &[M]) -> Vec<Counted> {
         messages
             .iter()
             .map(|m| self.counter.count_message(m.borrow()).total())

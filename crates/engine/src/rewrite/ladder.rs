@@ -28,12 +28,13 @@ use std::borrow::Borrow;
 
 use abridge_tokens::Counted;
 
+use super::{Rewriter, Work};
 use crate::config::PolicyConfig;
 use crate::event::{Degradation, Event, Rung};
 use crate::placeholder::{result, with_handle};
+use crate::plan::Plan;
 use crate::policy::{self, Policy};
 use crate::recall::{Handle, Original};
-use crate::rewrite::{Rewriter, Work};
 
 /// Shortest a cut result keeps, in characters, before it becomes a placeholder.
 const MIN_CUT_CHARS: usize = 400;
@@ -47,21 +48,19 @@ const RESERVE: Counted = Counted::new(256);
 
 impl Rewriter<'_> {
     /// Climbs down the ladder until `target` is reached — or, rather than
-    /// cut the newest results, `ceiling` (the trigger) when there is one;
-    /// false when even the floor is over both. `run_steps` runs the plan's
-    /// steps for a target.
-    pub(crate) fn degrade(
+    /// cut the newest results, the plan's ceiling (the trigger) when there
+    /// is one; false when even the floor is over both.
+    pub(super) fn degrade(
         &mut self,
-        run_steps: &mut dyn FnMut(&mut Rewriter<'_>, &mut Work, Counted) -> bool,
         conv: &Conversation,
+        plan: &Plan,
         work: &mut Work,
         target: Counted,
-        ceiling: Option<Counted>,
     ) -> bool {
         while work.tail_n > 1 {
             work.tail_n -= 1;
             let verbatim = work.tail_n;
-            let reached = run_steps(self, work, target);
+            let reached = self.run_steps_to(conv, plan, work, target);
             self.degraded(work, Rung::FewerIterations, verbatim);
             if reached {
                 return true;
@@ -89,8 +88,8 @@ impl Rewriter<'_> {
         }
         // The newest results are what the model asked for last: under the
         // trigger, the history stays above the target rather than lose them.
-        let limit = ceiling.unwrap_or(target).max(target);
-        if limit > target && (work.total <= limit || run_steps(self, work, limit)) {
+        let limit = plan.ceiling.unwrap_or(target).max(target);
+        if limit > target && (work.total <= limit || self.run_steps_to(conv, plan, work, limit)) {
             self.degraded(work, Rung::AboveTarget, 0);
             return true;
         }
@@ -103,7 +102,7 @@ impl Rewriter<'_> {
         });
         if cut > 0 {
             self.recount(work);
-            if work.total > limit && run_steps(self, work, limit) {
+            if work.total > limit && self.run_steps_to(conv, plan, work, limit) {
                 self.degraded(work, Rung::NewestResultsCut, cut);
                 return true;
             }
@@ -167,7 +166,7 @@ impl Rewriter<'_> {
         changed
     }
 
-    pub(crate) fn degraded(&mut self, work: &mut Work, rung: Rung, count: usize) {
+    pub(super) fn degraded(&mut self, work: &mut Work, rung: Rung, count: usize) {
         let d = Degradation {
             rung,
             count,
