@@ -142,7 +142,7 @@ async fn other(State(app): State<Arc<App>>, req: Request) -> Response<Body> {
         },
     };
     app.metrics
-        .request(Route::Other, response.status().as_u16());
+        .request(Route::OTHER, response.status().as_u16());
     response
 }
 
@@ -182,7 +182,7 @@ async fn conversation(app: Arc<App>, wire: Wire, req: Request) -> Response<Body>
         },
     };
     app.metrics
-        .request(Route::of(wire), response.status().as_u16());
+        .request(Route(Some(wire)), response.status().as_u16());
     response
 }
 

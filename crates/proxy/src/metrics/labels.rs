@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use abridge::model::Wire;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 
 /// A closed set of label values, written in snake case (`route="chat_completions"`).
@@ -31,33 +32,32 @@ macro_rules! label_values {
     };
 }
 
-label_values! {
-    /// Which endpoint a request went to.
-    Route {
-        /// `POST /v1/chat/completions`.
-        ChatCompletions => "chat_completions",
-        /// `POST /v1/responses`.
-        Responses => "responses",
-        /// `POST /v1/messages`.
-        Messages => "messages",
-        /// `POST /{v1,v1beta}/models/{model}:generateContent` and `:streamGenerateContent`.
-        Gemini => "gemini",
-        /// Anything else, forwarded untouched.
-        Other => "other",
+/// Which endpoint a request went to: the wire of a conversation request,
+/// or none for what was forwarded untouched (`route="other"`).
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub(crate) struct Route(pub(crate) Option<Wire>);
+
+impl Route {
+    /// Anything but a conversation request.
+    pub(crate) const OTHER: Route = Route(None);
+
+    /// The label value: the endpoint's name (`chat_completions` for
+    /// `POST /v1/chat/completions`, `messages` for Anthropic's).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self.0 {
+            Some(Wire::Chat) => "chat_completions",
+            Some(Wire::Responses) => "responses",
+            Some(Wire::Anthropic) => "messages",
+            Some(Wire::Gemini) => "gemini",
+            // The AI SDK's messages have no endpoint of their own.
+            Some(Wire::AiSdk) | None => "other",
+        }
     }
 }
 
-impl Route {
-    /// The route a conversation request of `wire` came by.
-    pub(crate) fn of(wire: abridge::model::Wire) -> Route {
-        use abridge::model::Wire;
-        match wire {
-            Wire::Chat => Route::ChatCompletions,
-            Wire::Responses => Route::Responses,
-            Wire::Anthropic => Route::Messages,
-            Wire::Gemini => Route::Gemini,
-            Wire::AiSdk => Route::Other,
-        }
+impl EncodeLabelValue for Route {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        encoder.write_str(self.as_str())
     }
 }
 
