@@ -28,8 +28,7 @@ pub(super) fn apply(
 ) -> usize {
     let mut changed = 0;
     for slot in &mut messages[region] {
-        let calls = slot.parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
-        if slot.meta.pinned || slot.role != Role::Assistant || !calls {
+        if slot.meta.pinned || slot.role != Role::Assistant || !has_work(slot, cfg) {
             continue;
         }
         // Clipped in a copy, kept only when it changed: a message left as
@@ -42,6 +41,25 @@ pub(super) fn apply(
         }
     }
     changed
+}
+
+/// Whether [`clip_message`] may change `m`: it calls a tool, and either
+/// its text is taken out or a call's arguments are long enough to clip.
+fn has_work(m: &Message, cfg: &PolicyConfig) -> bool {
+    let mut calls = m.tool_calls().peekable();
+    if calls.peek().is_none() {
+        return false;
+    }
+    let said = m
+        .parts
+        .iter()
+        .filter_map(Part::as_text)
+        .any(|t| !t.trim().is_empty());
+    (cfg.strip_reasoning && said)
+        || calls.any(|c| {
+            let short = c.arguments.to_json_text().len() < cfg.min_args_chars && !cfg.blank_args;
+            !short && !is_placeholder(&c.arguments)
+        })
 }
 
 /// Clips the arguments of one assistant message's calls (and takes out
