@@ -166,3 +166,61 @@ fn is_placeholder(a: &Arguments) -> bool {
         Arguments::Custom(s) => s.contains(ARGS_NOTE),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use abridge_model::decode;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Assistant messages with and without text, with short, long,
+    /// already clipped and unparsable arguments.
+    fn messages() -> Vec<Message> {
+        let long = json!({"path": "src/a.rs", "content": "x".repeat(300)}).to_string();
+        let clipped = args_json(None);
+        let mut body = vec![json!({"role": "user", "content": "go"})];
+        for (text, args) in [
+            ("", r#"{"path":"a"}"#.to_owned()),
+            ("Reading it.", r#"{"path":"a"}"#.to_owned()),
+            ("", long.clone()),
+            ("Writing it.", long),
+            ("Again.", clipped),
+            ("", format!("not json {}", "y".repeat(300))),
+        ] {
+            body.push(
+                json!({"role": "assistant", "content": text, "tool_calls": [{"id": "c",
+                "type": "function", "function": {"name": "write", "arguments": args}}]}),
+            );
+            body.push(json!({"role": "tool", "tool_call_id": "c", "content": "ok"}));
+        }
+        body.push(json!({"role": "assistant", "content": "Done."}));
+        let body = json!({"model": "gpt-4o", "messages": body}).to_string();
+        decode(body.as_bytes()).unwrap().remove(0).messages
+    }
+
+    #[test]
+    fn a_message_skipped_as_having_no_work_is_one_clipping_would_not_change() {
+        let mut cfgs = Vec::new();
+        for strip_reasoning in [false, true] {
+            for blank_args in [false, true] {
+                cfgs.push(PolicyConfig {
+                    strip_reasoning,
+                    blank_args,
+                    ..PolicyConfig::default()
+                });
+            }
+        }
+        let mut skipped = 0;
+        for cfg in &cfgs {
+            for m in messages().iter().filter(|m| m.role == Role::Assistant) {
+                let changes = clip_message(&mut m.clone(), cfg, &mut None);
+                if !has_work(m, cfg) {
+                    skipped += 1;
+                    assert_eq!(changes, 0, "skipped {m:?} under {cfg:?}");
+                }
+            }
+        }
+        assert!(skipped > 0, "every message was worked on");
+    }
+}
