@@ -53,7 +53,8 @@ pub fn sweep(runs: &[(f64, Vec<CutReport>)], strategies: &[Strategy]) -> Vec<Swe
     let mut rows: BTreeMap<(Key, usize), SweepRow> = BTreeMap::new();
     // Each cut's recall at the budget before, by strategy, when that budget
     // could be reached (else it kept its floor, over the budget).
-    let mut before: BTreeMap<(String, String, usize, Strategy), Option<f64>> = BTreeMap::new();
+    let mut before: BTreeMap<(String, String, (usize, u64), Strategy), Option<f64>> =
+        BTreeMap::new();
     for (i, (budget, reports)) in runs.iter().enumerate() {
         for r in reports {
             for res in r
@@ -90,11 +91,13 @@ pub fn sweep(runs: &[(f64, Vec<CutReport>)], strategies: &[Strategy]) -> Vec<Swe
                 if let Some(f) = res.findable {
                     *row.findable.get_or_insert(0.0) += f;
                 }
-                // A transcript's recorded cuts are told apart by their length.
+                // A transcript's recorded cuts are told apart by their length
+                // and their tokens: an OpenHands view keeps the same number
+                // of events at each of its condensations.
                 let cut = (
                     r.source.clone(),
                     format!("{:?}", r.cut),
-                    r.messages_before,
+                    (r.messages_before, r.tokens_before),
                     res.strategy,
                 );
                 // A fall counts between budgets the cut could reach: below
@@ -184,5 +187,28 @@ mod tests {
         let rows = sweep(&runs, &[Strategy::Offline]);
         let fell: Vec<usize> = rows.iter().map(|r| r.fell).collect();
         assert_eq!(fell, [0, 0, 1]);
+    }
+
+    /// An OpenHands transcript's condensations each leave a view of the
+    /// same length: two such cuts are two cuts, and one's recall at a
+    /// budget is never compared with the other's at the budget before.
+    #[test]
+    fn cuts_of_the_same_length_are_told_apart_by_their_tokens() {
+        let at = |budget: f64, recalls: [f64; 2]| {
+            let cuts = [(1_000, recalls[0]), (3_000, recalls[1])].map(|(tokens, recall)| {
+                let mut c = cut("corpus/team/a.jsonl", CutKind::Recorded, recall, 0.5);
+                c.tokens_before = tokens;
+                c.budget_tokens = (tokens as f64 * budget) as u64;
+                c.results[0].tokens = c.budget_tokens;
+                c
+            });
+            (budget, cuts.to_vec())
+        };
+        // Each cut's recall rises with the budget; the second's is lower
+        // than the first's throughout.
+        let runs = [at(0.1, [0.9, 0.3]), at(0.2, [1.0, 0.4])];
+        let rows = sweep(&runs, &[Strategy::Offline]);
+        let fell: Vec<usize> = rows.iter().map(|r| r.fell).collect();
+        assert_eq!(fell, [0, 0]);
     }
 }
