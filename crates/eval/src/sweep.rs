@@ -46,6 +46,10 @@ pub struct SweepRow {
     pub findable: Option<f64>,
 }
 
+/// One cut of one transcript, for one strategy: its source, its kind, and
+/// its messages and tokens before it.
+type CutKey = (String, String, (usize, u64), Strategy);
+
 /// The rows of `runs` (each budget with its reports, budgets in order)
 /// for `strategies`.
 pub fn sweep(runs: &[(f64, Vec<CutReport>)], strategies: &[Strategy]) -> Vec<SweepRow> {
@@ -53,8 +57,7 @@ pub fn sweep(runs: &[(f64, Vec<CutReport>)], strategies: &[Strategy]) -> Vec<Swe
     let mut rows: BTreeMap<(Key, usize), SweepRow> = BTreeMap::new();
     // Each cut's recall at the budget before, by strategy, when that budget
     // could be reached (else it kept its floor, over the budget).
-    let mut before: BTreeMap<(String, String, (usize, u64), Strategy), Option<f64>> =
-        BTreeMap::new();
+    let mut before: BTreeMap<CutKey, Option<f64>> = BTreeMap::new();
     for (i, (budget, reports)) in runs.iter().enumerate() {
         for r in reports {
             for res in r
