@@ -22,10 +22,11 @@ pub const ARGS_NOTE: &str = "arguments clipped for brevity";
 /// Key of the JSON object that replaces old tool-call arguments.
 pub const ARGS_KEY: &str = "_abridged";
 
-/// The arguments placeholder as JSON text (valid JSON, so every API accepts it).
-pub fn args_json(handle: Option<&Handle>) -> String {
+/// The arguments placeholder saying `note`, as JSON text (valid JSON, so
+/// every API accepts it).
+pub fn args_json(note: &str, handle: Option<&Handle>) -> String {
     let mut m = serde_json::Map::new();
-    m.insert(ARGS_KEY.into(), with_handle(ARGS_NOTE, handle).into());
+    m.insert(ARGS_KEY.into(), with_handle(note, handle).into());
     serde_json::Value::Object(m).to_string()
 }
 

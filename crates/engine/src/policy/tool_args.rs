@@ -3,6 +3,9 @@
 //! command) stay, so pairing is intact, the API still accepts the call, and
 //! the agent still sees what it did: `{"file_path": "src/lib.rs",
 //! "_abridged": "2 long arguments clipped for brevity; recall abr_…"}`.
+//! The note lists the first names the clipped arguments held that the
+//! kept ones do not (a symbol an edit wrote, a path a patch touched): the
+//! agent's own names are the ones it uses again.
 //! With `blank_args` no argument stays; with `strip_reasoning` the text of
 //! the message that made the calls goes too, kept with the first call's
 //! arguments for recall (Pilo #437).
@@ -10,6 +13,7 @@
 use std::ops::Range;
 
 use abridge_model::{Arguments, Message, Part, Role};
+use abridge_summarize::ident::prose_identifiers;
 use serde_json::{Map, Value};
 
 use crate::config::PolicyConfig;
@@ -19,6 +23,9 @@ use crate::slot::Slot;
 
 /// Longest string argument kept as it is.
 const KEEP_CHARS: usize = 100;
+
+/// Names of the clipped arguments a note lists at most.
+const NAMES: usize = 8;
 
 pub(super) fn apply(
     messages: &mut [Slot<'_>],
@@ -85,14 +92,19 @@ fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_
             original = original.after_text(t);
         }
         let h = found.is_some().then(|| original.handle.clone());
+        // Text that is not an object of arguments is clipped whole.
+        let whole = |s: &str| match cfg.blank_args {
+            true => ARGS_NOTE.to_owned(),
+            false => naming(ARGS_NOTE, [s], ""),
+        };
         let clipped = match &call.arguments {
             Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
                 Ok(v) => Arguments::Json(clip(&v, h.as_ref(), cfg.blank_args).to_string()),
-                Err(_) => Arguments::Json(args_json(h.as_ref())),
+                Err(_) => Arguments::Json(args_json(&whole(s), h.as_ref())),
             },
             Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref(), cfg.blank_args)),
-            Arguments::Custom(_) => {
-                Arguments::Custom(format!("[{}]", with_handle(ARGS_NOTE, h.as_ref())))
+            Arguments::Custom(s) => {
+                Arguments::Custom(format!("[{}]", with_handle(&whole(s), h.as_ref())))
             }
         };
         let smaller = clipped.to_json_text().len() < text.len();
@@ -130,7 +142,7 @@ fn strip_text(m: &mut Message) -> Option<String> {
 /// Short scalars of an object kept, the rest replaced by a count.
 fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
     let mut out = Map::new();
-    let mut dropped = 0;
+    let mut dropped = Vec::new();
     if let Value::Object(m) = v {
         for (k, x) in m.iter().filter(|(k, _)| *k != ARGS_KEY) {
             let short = !blank
@@ -142,21 +154,48 @@ fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
             if short {
                 out.insert(k.clone(), x.clone());
             } else {
-                dropped += 1;
+                dropped.push(match x {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
             }
         }
     }
-    let note = match dropped {
+    let note = match dropped.len() {
         _ if blank => ARGS_NOTE.to_owned(),
         0 => ARGS_NOTE.to_owned(),
         1 => "1 long argument clipped for brevity".to_owned(),
         n => format!("{n} long arguments clipped for brevity"),
+    };
+    let note = match blank {
+        true => note,
+        false => naming(&note, &dropped, &Value::Object(out.clone()).to_string()),
     };
     out.insert(
         ARGS_KEY.to_owned(),
         Value::String(with_handle(&note, handle)),
     );
     Value::Object(out)
+}
+
+/// `note`, then the first [`NAMES`] names `dropped` held that `kept`
+/// does not.
+fn naming<S: AsRef<str>>(note: &str, dropped: impl IntoIterator<Item = S>, kept: &str) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for text in dropped {
+        for id in prose_identifiers(text.as_ref()) {
+            if names.len() == NAMES {
+                break;
+            }
+            if !kept.contains(id.as_str()) && !names.contains(&id) {
+                names.push(id);
+            }
+        }
+    }
+    match names.is_empty() {
+        true => note.to_owned(),
+        false => format!("{note}, naming {}", names.join(", ")),
+    }
 }
 
 fn is_placeholder(a: &Arguments) -> bool {
@@ -178,7 +217,7 @@ mod tests {
     /// already clipped and unparsable arguments.
     fn messages() -> Vec<Message> {
         let long = json!({"path": "src/a.rs", "content": "x".repeat(300)}).to_string();
-        let clipped = args_json(None);
+        let clipped = args_json(ARGS_NOTE, None);
         let mut body = vec![json!({"role": "user", "content": "go"})];
         for (text, args) in [
             ("", r#"{"path":"a"}"#.to_owned()),
@@ -222,5 +261,79 @@ mod tests {
             }
         }
         assert!(skipped > 0, "every message was worked on");
+    }
+
+    /// The arguments of `conv`'s calls once clipped with `cfg`.
+    fn notes_with(conv: &abridge_model::Conversation, cfg: &PolicyConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        for m in conv.messages.iter().filter(|m| m.role == Role::Assistant) {
+            let mut m = m.clone();
+            clip_message(&mut m, cfg, &mut None);
+            out.extend(
+                m.tool_calls()
+                    .map(|c| c.arguments.to_json_text().into_owned()),
+            );
+        }
+        out
+    }
+
+    /// A clipped call's note lists the names its clipped arguments held
+    /// that its kept ones do not, the first few, in JSON and free-form
+    /// arguments alike; with `blank_args` nothing of them stays.
+    #[test]
+    fn a_clipped_calls_note_names_what_its_arguments_held() {
+        let content = format!(
+            "fn parse_invoice_total(order: &OrderRecord) {{}}\n// see src/a.rs\n{}\n{}",
+            "plain words here ".repeat(20),
+            (0..20)
+                .map(|i| format!("helper_{i}()"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: crates/billing/src/invoice.rs\n{}*** End Patch",
+            "+ let total = 0;\n".repeat(20)
+        );
+        let body = json!({"model": "gpt-5", "input": [
+            {"type": "message", "role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "c1", "name": "write",
+             "arguments": json!({"path": "src/a.rs", "content": content}).to_string()},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": patch},
+            {"type": "custom_tool_call_output", "call_id": "c2", "output": "ok"}
+        ]});
+        let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+        let notes = notes_with(&conv, &PolicyConfig::default());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let write = &notes[0];
+        assert!(
+            write.contains(
+                "1 long argument clipped for brevity, naming parse_invoice_total, helper_0,"
+            ),
+            "{write}"
+        );
+        assert_eq!(
+            write.matches("src/a.rs").count(),
+            1,
+            "the kept path is not named again: {write}"
+        );
+        assert_eq!(
+            write.matches("helper_").count(),
+            NAMES - 1,
+            "at most {NAMES} names: {write}"
+        );
+        assert!(!write.contains("plain"), "{write}");
+        assert!(
+            notes[1].contains("naming crates/billing/src/invoice.rs"),
+            "{}",
+            notes[1]
+        );
+        let blank = PolicyConfig {
+            blank_args: true,
+            ..PolicyConfig::default()
+        };
+        for note in notes_with(&conv, &blank) {
+            assert!(!note.contains("naming"), "{note}");
+        }
     }
 }
