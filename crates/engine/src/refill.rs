@@ -5,8 +5,11 @@
 //! are still in the history get their content back, newest first: whole
 //! when it fits what is left of the target, else as an excerpt sized to it
 //! — its first lines, its last lines and, between them, the lines that
-//! name the most, each gap said — headed by what it is and its handle, so
-//! the whole stays one recall away. A result is never all-or-nothing.
+//! name the most of what the history does not already hold, each gap
+//! said — headed by what it is and its handle, so the whole stays one
+//! recall away. A result is never all-or-nothing.
+
+use std::collections::HashSet;
 
 use abridge_model::{Message, Part};
 use abridge_summarize::ident::prose_identifiers;
@@ -55,7 +58,12 @@ pub(crate) fn refill(
 ) -> (usize, Counted) {
     let before = *total;
     let mut given = 0;
-    for c in clipped(messages, originals) {
+    let clipped = clipped(messages, originals);
+    if clipped.is_empty() || target.saturating_sub(*total) < min_room(target) {
+        return (0, Counted::ZERO);
+    }
+    let mut held = held_names(messages);
+    for c in clipped {
         let room = target.saturating_sub(*total);
         if room < min_room(target) {
             break;
@@ -69,6 +77,7 @@ pub(crate) fn refill(
             &text,
             &c.original.handle,
             room + placeholder_tokens(&messages[c.message], c.part, counter),
+            &held,
             counter,
         ) else {
             continue;
@@ -77,6 +86,7 @@ pub(crate) fn refill(
         let Part::ToolResult(r) = &mut m.parts[c.part] else {
             continue;
         };
+        let names = prose_identifiers(&new);
         r.replace_with_text(new);
         let now = counter.count_message(&m).total();
         let after = total.saturating_sub(old) + now;
@@ -84,6 +94,7 @@ pub(crate) fn refill(
             continue;
         }
         *total = after;
+        held.extend(names);
         counts[c.message] = now;
         messages[c.message] = m.into();
         given += 1;
@@ -123,6 +134,22 @@ fn clipped<'o>(messages: &[Slot<'_>], originals: &'o [Original]) -> Vec<Clipped<
     out
 }
 
+/// The names the history's text, calls and results hold as they are.
+fn held_names(messages: &[Slot<'_>]) -> HashSet<String> {
+    let mut held = HashSet::new();
+    for m in messages {
+        for p in &m.parts {
+            match p {
+                Part::Text(t) => held.extend(prose_identifiers(&t.text)),
+                Part::ToolCall(c) => held.extend(prose_identifiers(&c.arguments.to_json_text())),
+                Part::ToolResult(r) => held.extend(prose_identifiers(&r.text())),
+                _ => {}
+            }
+        }
+    }
+    held
+}
+
 /// An original's text, when it is all text.
 fn text_of(o: &Original) -> Option<String> {
     let mut out = String::new();
@@ -148,9 +175,16 @@ fn placeholder_tokens(m: &Message, j: usize, counter: &TokenCounter) -> Counted 
     }
 }
 
-/// The result's text whole when it fits `room`, else an excerpt that does;
-/// `None` when not even a few lines do.
-fn fit(text: &str, handle: &Handle, room: Counted, counter: &TokenCounter) -> Option<String> {
+/// The result's text whole when it fits `room`, else an excerpt that does
+/// (its lines naming what `held` lacks first); `None` when not even a few
+/// lines do.
+fn fit(
+    text: &str,
+    handle: &Handle,
+    room: Counted,
+    held: &HashSet<String>,
+    counter: &TokenCounter,
+) -> Option<String> {
     // A little for the framing a part's text gets in a message.
     let room = room.saturating_sub(Counted::new(8));
     if counter.count_text(text) <= room {
@@ -160,7 +194,7 @@ fn fit(text: &str, handle: &Handle, room: Counted, counter: &TokenCounter) -> Op
     // Sized by an estimate, then checked: smaller each time it is over.
     let mut budget = room;
     for _ in 0..4 {
-        let excerpt = excerpt(&lines, text, handle, budget, counter)?;
+        let excerpt = excerpt(&lines, text, handle, budget, held, counter)?;
         if counter.count_text(&excerpt) <= room {
             return Some(excerpt);
         }
@@ -170,13 +204,15 @@ fn fit(text: &str, handle: &Handle, room: Counted, counter: &TokenCounter) -> Op
 }
 
 /// An excerpt of `lines` (of `text`) in about `budget` tokens: its header,
-/// then the first lines, the lines between that name the most and the
-/// last lines, in their order, each gap said.
+/// then the first lines, the lines between that name the most of what
+/// neither `held` nor the lines already kept name, and the last lines, in
+/// their order, each gap said.
 fn excerpt(
     lines: &[&str],
     text: &str,
     handle: &Handle,
     budget: Counted,
+    held: &HashSet<String>,
     counter: &TokenCounter,
 ) -> Option<String> {
     let header = excerpt_header(lines.len(), handle);
@@ -216,25 +252,62 @@ fn excerpt(
         keep[i] = true;
         used += tokens[i];
     }
-    // Between them, the lines that name the most (per token), first first.
-    let mut between: Vec<(usize, usize)> = (0..lines.len())
-        .filter(|&i| !keep[i])
-        .map(|i| (i, prose_identifiers(lines[i]).len()))
-        .filter(|(_, names)| *names > 0)
+    // Between them, the lines that name the most that is new (per
+    // token), first first; a line whose names another kept line already
+    // gave adds none. The room left goes to the lines that name the most,
+    // new or not.
+    let mut named: HashSet<String> = (0..lines.len())
+        .filter(|&i| keep[i])
+        .flat_map(|i| prose_identifiers(lines[i]))
         .collect();
-    between.sort_by(|a, b| {
+    let new_names = |line: &str, named: &HashSet<String>| -> Vec<String> {
+        prose_identifiers(line)
+            .into_iter()
+            .filter(|id| !held.contains(id) && !named.contains(id))
+            .collect()
+    };
+    let order = densest_first(lines, &keep, &tokens, |l| new_names(l, &named).len());
+    for i in order {
+        let new = new_names(lines[i], &named);
+        if !new.is_empty() && take(i, &tokens, &mut keep, &mut used, room) {
+            named.extend(new);
+        }
+    }
+    for i in densest_first(lines, &keep, &tokens, |l| prose_identifiers(l).len()) {
+        take(i, &tokens, &mut keep, &mut used, room);
+    }
+    Some(kept_lines(header, lines, &keep))
+}
+
+/// The lines not kept that `names` counts some names in, the most per
+/// token first, first first.
+fn densest_first(
+    lines: &[&str],
+    keep: &[bool],
+    tokens: &[u64],
+    names: impl Fn(&str) -> usize,
+) -> Vec<usize> {
+    let mut found: Vec<(usize, usize)> = (0..lines.len())
+        .filter(|&i| !keep[i])
+        .map(|i| (i, names(lines[i])))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    found.sort_by(|a, b| {
         let density = |(i, n): &(usize, usize)| *n as f64 / tokens[*i] as f64;
         density(b).total_cmp(&density(a)).then(a.0.cmp(&b.0))
     });
-    for (i, _) in between {
-        // Each gap it opens is said in a few tokens.
-        if used + tokens[i] + 8 > room {
-            continue;
-        }
-        keep[i] = true;
-        used += tokens[i] + 8;
+    found.into_iter().map(|(i, _)| i).collect()
+}
+
+/// Keeps line `i` when it and the gap it opens (said in a few tokens) fit
+/// `room`; whether it did.
+fn take(i: usize, tokens: &[u64], keep: &mut [bool], used: &mut u64, room: u64) -> bool {
+    if keep[i] || *used + tokens[i] + 8 > room {
+        return false;
     }
-    Some(kept_lines(header, lines, &keep))
+    keep[i] = true;
+    *used += tokens[i] + 8;
+    true
 }
 
 /// `header`, then the lines kept, in their order, each gap said.
@@ -278,7 +351,7 @@ mod tests {
         let text = lines.join("\n");
         let whole = counter.count_text(&text);
         let room = Counted::new(whole.get() / 4);
-        let e = fit(&text, &handle(), room, &counter).unwrap();
+        let e = fit(&text, &handle(), room, &HashSet::new(), &counter).unwrap();
         assert!(
             counter.count_text(&e) <= room,
             "{}",
@@ -295,11 +368,26 @@ mod tests {
         assert!(e.contains("lines cut] …"));
         // With room for all of it, all of it.
         assert_eq!(
-            fit(&text, &handle(), whole + Counted::new(9), &counter),
+            fit(
+                &text,
+                &handle(),
+                whole + Counted::new(9),
+                &HashSet::new(),
+                &counter
+            ),
             Some(text.clone())
         );
         // Without room for a few lines, nothing.
-        assert_eq!(fit(&text, &handle(), Counted::new(20), &counter), None);
+        assert_eq!(
+            fit(
+                &text,
+                &handle(),
+                Counted::new(20),
+                &HashSet::new(),
+                &counter
+            ),
+            None
+        );
     }
 
     #[test]
@@ -307,11 +395,44 @@ mod tests {
         let counter = TokenCounter::new(TokenizerKind::O200kBase);
         let text = format!("{{\"a\": \"{}\", \"z\": 1}}", "x1 ".repeat(5000));
         let room = Counted::new(500);
-        let e = fit(&text, &handle(), room, &counter).unwrap();
+        let e = fit(&text, &handle(), room, &HashSet::new(), &counter).unwrap();
         assert!(counter.count_text(&e) <= room);
         assert!(
             e.contains("{\"a\": \"x1") && e.ends_with("\"z\": 1}"),
             "{e}"
         );
+    }
+
+    /// Where the room holds one of two lines, the one naming something
+    /// the history lacks wins over a denser one whose names it holds.
+    #[test]
+    fn an_excerpt_prefers_the_names_the_history_does_not_hold() {
+        let counter = TokenCounter::new(TokenizerKind::O200kBase);
+        let mut lines: Vec<String> = (0..400)
+            .map(|i| format!("plain words on line {i}"))
+            .collect();
+        let known = [
+            "alpha_one",
+            "beta_two",
+            "gamma_three",
+            "delta_four",
+            "epsilon_five",
+        ];
+        lines[100] = known.join(" ");
+        lines[300] = "zeta_six".into();
+        let text = lines.join("\n");
+        let held: HashSet<String> = known.iter().map(|s| s.to_string()).collect();
+        let has = |e: &str, name: &str| e.contains(name);
+        // The first room whose excerpt, knowing nothing held, takes the
+        // denser line and not the other.
+        let one_of_two = (60..400)
+            .map(Counted::new)
+            .find(|&room| {
+                let e = fit(&text, &handle(), room, &HashSet::new(), &counter).unwrap_or_default();
+                has(&e, "alpha_one") && !has(&e, "zeta_six")
+            })
+            .expect("a room that holds one of the two lines");
+        let e = fit(&text, &handle(), one_of_two, &held, &counter).unwrap();
+        assert!(has(&e, "zeta_six") && !has(&e, "alpha_one"), "{e}");
     }
 }
