@@ -10,6 +10,7 @@
 //! the message that made the calls goes too, kept with the first call's
 //! arguments for recall (Pilo #437).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use abridge_model::{Arguments, Message, Part, Role};
@@ -155,8 +156,8 @@ fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
                 out.insert(k.clone(), x.clone());
             } else {
                 dropped.push(match x {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
+                    Value::String(s) => Cow::Borrowed(s.as_str()),
+                    other => Cow::Owned(other.to_string()),
                 });
             }
         }
@@ -169,7 +170,11 @@ fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
     };
     let note = match blank {
         true => note,
-        false => naming(&note, &dropped, &Value::Object(out.clone()).to_string()),
+        false => naming(
+            &note,
+            &dropped,
+            &serde_json::to_string(&out).unwrap_or_default(),
+        ),
     };
     out.insert(
         ARGS_KEY.to_owned(),
