@@ -48,8 +48,7 @@ pub(crate) fn code(status: ExitStatus) -> u8 {
 
 #[cfg(unix)]
 mod forward {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex, PoisonError};
 
     use anyhow::{Context, Result};
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
@@ -59,9 +58,34 @@ mod forward {
 
     /// A thread that passes on the signals other processes send.
     pub(super) struct Forwarding {
-        child: Arc<AtomicU32>,
+        child: Arc<Mutex<Target>>,
         handle: signal_hook::iterator::Handle,
         thread: std::thread::JoinHandle<()>,
+    }
+
+    /// Where signals go: the agent once it has started; until then, the
+    /// signals that came are held (the agent can be up, and a signal sent
+    /// to abridge, before `spawn` has returned its pid).
+    #[derive(Default)]
+    struct Target {
+        pid: Option<u32>,
+        held: Vec<i32>,
+    }
+
+    impl Target {
+        fn send(&mut self, signal: i32) {
+            let Some(pid) = self.pid else {
+                self.held.push(signal);
+                return;
+            };
+            let target = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            let sig = rustix::process::Signal::from_named_raw(signal);
+            if let (Some(target), Some(sig)) = (target, sig) {
+                let _ = rustix::process::kill_process(target, sig);
+            }
+        }
     }
 
     impl Forwarding {
@@ -71,22 +95,18 @@ mod forward {
             let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
                 .context("cannot take the signals to pass on")?;
             let handle = signals.handle();
-            let child = Arc::new(AtomicU32::new(0));
-            let pid = child.clone();
+            let child = Arc::new(Mutex::new(Target::default()));
+            let target = child.clone();
             let thread = std::thread::spawn(move || {
                 for origin in signals.forever() {
                     // The terminal (the kernel) sent it to the agent too.
                     if matches!(origin.cause, Cause::Kernel) {
                         continue;
                     }
-                    let to = pid.load(Ordering::Acquire);
-                    let target = i32::try_from(to)
-                        .ok()
-                        .and_then(rustix::process::Pid::from_raw);
-                    let sig = rustix::process::Signal::from_named_raw(origin.signal);
-                    if let (Some(target), Some(sig)) = (target, sig) {
-                        let _ = rustix::process::kill_process(target, sig);
-                    }
+                    target
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .send(origin.signal);
                 }
             });
             Ok(Forwarding {
@@ -98,7 +118,11 @@ mod forward {
 
         /// Signals go to `pid` from now on.
         pub(super) fn to(&self, pid: u32) {
-            self.child.store(pid, Ordering::Release);
+            let mut target = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+            target.pid = Some(pid);
+            for signal in std::mem::take(&mut target.held) {
+                target.send(signal);
+            }
         }
 
         /// Stops taking signals.
