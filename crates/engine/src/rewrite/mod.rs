@@ -229,7 +229,7 @@ impl Rewriter<'_> {
         plan.steps.iter().any(|&step| match step {
             _ if self.cancel.is_cancelled() => true,
             Step::Summarize | Step::Policy(Policy::DropIterations)
-                if !self.kept_fits(plan.target, work) =>
+                if !self.kept_fits(plan.target, work, step) =>
             {
                 false
             }
@@ -258,9 +258,21 @@ impl Rewriter<'_> {
             && self.briefing_budget(work, target, Room::default()) < MIN_BRIEFING
     }
 
-    /// Whether head, kept tail and tool declarations fit the target together.
-    fn kept_fits(&mut self, target: Option<Counted>, work: &Work) -> bool {
-        target.is_none_or(|t| self.kept_tokens(work) <= t)
+    /// Whether what `step` cannot touch fits the target: head, kept tail
+    /// and tool declarations, less an earlier briefing and working set
+    /// when the step is the summarize step (it condenses them with the
+    /// region).
+    fn kept_fits(&mut self, target: Option<Counted>, work: &Work, step: Step) -> bool {
+        let Some(target) = target else {
+            return true;
+        };
+        let mut kept = self.kept_tokens(work);
+        if step == Step::Summarize {
+            let start = old_region(&work.messages, work.tail_n).start;
+            let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
+            kept = kept.saturating_sub(earlier.tokens(&work.counts));
+        }
+        kept <= target
     }
 
     /// Tokens of what the old region's steps cannot touch: head, kept

@@ -293,7 +293,7 @@ fn a_chained_compaction_merges_the_kept_sheet_as_data() {
         messages: full.messages[..2 + 2 * 6].to_vec(),
         ..full.clone_envelope()
     };
-    let target = |c: &mut Compactor, conv: &Conversation| c.count(conv).get() * 2 / 5;
+    let target = |c: &mut Compactor, conv: &Conversation| c.count(conv).get() / 4;
     let t = abridge::tokens::Calibrated::new(target(&mut c, &first));
     let out = c.compact_to(&first, t).unwrap();
     let text = out

@@ -10,7 +10,13 @@ use super::{Kind, Root, Section};
 /// Makes the sheet fit (as shown under `root`): first the oldest items of
 /// the least important sections beyond their kept minimum, then the
 /// verbatim error and last state are shortened, then the minimums go too.
-pub(super) fn fit(sections: &mut [Section], root: &Root, budget: usize, kind: TokenizerKind) {
+/// Returns what the fit counts of what it kept.
+pub(super) fn fit(
+    sections: &mut [Section],
+    root: &Root,
+    budget: usize,
+    kind: TokenizerKind,
+) -> usize {
     let cost = |s: &str| kind.count(s) + 2;
     let (mut costs, mut total) = first_trim(sections, root, budget, &cost);
     // Then the kept minimums, oldest items of the lowest-priority section
@@ -49,6 +55,7 @@ pub(super) fn fit(sections: &mut [Section], root: &Root, budget: usize, kind: To
         }
     }
     trim(sections, &mut total);
+    total
 }
 
 /// The first pass of [`fit`]: the oldest items beyond each section's kept
@@ -56,15 +63,22 @@ pub(super) fn fit(sections: &mut [Section], root: &Root, budget: usize, kind: To
 /// what is kept is counted: the drop order is walked from its newest end,
 /// items kept while they fit, and all that is older goes uncounted — the
 /// same cut as dropping from the oldest end until the rest fits, since
-/// every item costs something. Returns the kept items' costs by section
-/// and the sheet's total.
+/// every item costs something. A section's heading is counted with its
+/// newest item: the last to go, and it goes with it. Returns the kept
+/// items' costs by section and the sheet's total.
 pub(super) fn first_trim(
     sections: &mut [Section],
     root: &Root,
     budget: usize,
     cost: &dyn Fn(&str) -> usize,
 ) -> (Vec<Vec<usize>>, usize) {
-    let item_cost = |s: &Section, j: usize| cost(&root.show(s.kind, &s.items[j].text));
+    let item_cost = |s: &Section, j: usize| {
+        let heading = match j + 1 == s.items.len() {
+            true => cost(s.kind.title()) + 2,
+            false => 0,
+        };
+        cost(&root.show(s.kind, &s.items[j].text)) + heading
+    };
     // Items before `firsts[i]` may go; those from it on stay.
     let firsts: Vec<usize> = sections
         .iter()
@@ -74,11 +88,7 @@ pub(super) fn first_trim(
         })
         .collect();
     let mut costs: Vec<Vec<usize>> = sections.iter().map(|s| vec![0; s.items.len()]).collect();
-    let mut total = sections
-        .iter()
-        .filter(|s| s.heading_counts())
-        .map(|s| cost(s.kind.title()) + 2)
-        .sum::<usize>();
+    let mut total = 0;
     for ((s, first), costs) in sections.iter().zip(&firsts).zip(costs.iter_mut()) {
         for (j, c) in costs.iter_mut().enumerate().skip(*first) {
             *c = item_cost(s, j);

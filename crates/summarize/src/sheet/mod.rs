@@ -270,15 +270,6 @@ impl SheetSection {
         self.kind.priority_and_keep().0
     }
 
-    /// Its heading is counted by the fit. Every heading is, written or not:
-    /// the slack for the lines the fit does not count (the root note,
-    /// "older items omitted") and what chained briefings have been sized
-    /// by. A section added since counts only when written, so that adding
-    /// it moved no other section's room.
-    fn heading_counts(&self) -> bool {
-        !self.items.is_empty() || self.kind != Kind::Created
-    }
-
     /// Appends the section's text, its paths shown under `root`.
     fn render(&self, root: &Root, out: &mut String) {
         if self.items.is_empty() {
@@ -348,26 +339,50 @@ pub(crate) fn render(
         None => {}
     }
     let root = Root::of(&sections);
-    // The fit counts items and headings; the lines it does not (the root
-    // note, "older items omitted", what was left out) are found by writing
-    // the sheet and counting it, and what was fitted is fitted again that
-    // much smaller (twice at most: a second overshoot is a few tokens).
+    // The fit counts items and the headings it writes; the lines it does
+    // not (the root note, "older items omitted", what was left out) are
+    // found by writing the sheet and counting it. A sheet over its budget
+    // is fitted again that much smaller; one that left items out and room
+    // unused, that much larger (each try from the whole sheet): the room
+    // a briefing is given is used.
     let mut room = budget;
-    for tries in 1.. {
-        fit(&mut sections, &root, room, kind);
-        let out = write(&sections, &root, false);
-        let over = kind.count(&out).saturating_sub(budget);
-        if over == 0 {
-            return (out, Sheet { sections });
+    let mut best: Option<(String, Vec<Section>, usize)> = None;
+    for _ in 0..FIT_TRIES {
+        let mut fitted = sections.clone();
+        let kept = fit(&mut fitted, &root, room, kind);
+        let out = write(&fitted, &root, false);
+        let count = kind.count(&out);
+        let complete = fitted == sections;
+        if count > budget {
+            // Below what this fit kept, so the next one keeps less.
+            room = kept.saturating_sub(count - budget);
+        } else if best.as_ref().is_none_or(|b| count > b.2) {
+            let unused = budget - count;
+            best = Some((out, fitted, count));
+            if complete || unused <= budget / 64 {
+                break;
+            }
+            room += unused;
+        } else {
+            break;
         }
-        if room == 0 || tries == 3 {
-            // Nothing more to drop: what was left out, said in few words.
-            return (write(&sections, &root, true), Sheet { sections });
+        if room == 0 {
+            break;
         }
-        room = room.saturating_sub(over);
     }
-    unreachable!("the third try returns")
+    match best {
+        Some((out, sections, _)) => (out, Sheet { sections }),
+        None => {
+            // Nothing more to drop: what was left out, said in few words.
+            fit(&mut sections, &root, room, kind);
+            (write(&sections, &root, true), Sheet { sections })
+        }
+    }
 }
+
+/// Fits of a sheet at most: the first, then corrections by what writing
+/// it showed the fit does not count (a few tokens after the second).
+const FIT_TRIES: usize = 4;
 
 /// The sheet's text; what was left out in a few words when `terse`.
 fn write(sections: &[Section], root: &Root, terse: bool) -> String {

@@ -117,9 +117,12 @@ fn fit_by_dropping_one_at_a_time(sections: &mut [Section], budget: usize, kind: 
                 .collect()
         })
         .collect();
+    // A heading is written while its section has an item.
+    let heading = |s: &Section| cost(s.kind.title()) + 2;
     let mut total: usize = sections
         .iter()
-        .map(|s| cost(s.kind.title()) + 2)
+        .filter(|s| !s.items.is_empty())
+        .map(heading)
         .sum::<usize>()
         + costs.iter().flatten().sum::<usize>();
     let mut dropped = vec![0usize; sections.len()];
@@ -136,6 +139,9 @@ fn fit_by_dropping_one_at_a_time(sections: &mut [Section], budget: usize, kind: 
         let Some(i) = victim else { break };
         total -= costs[i][dropped[i]];
         dropped[i] += 1;
+        if dropped[i] == sections[i].items.len() {
+            total -= heading(&sections[i]);
+        }
     }
     for (section, n) in sections.iter_mut().zip(dropped) {
         section.items.drain(..n);
@@ -178,7 +184,7 @@ fn fitting_counts_only_what_it_keeps_and_keeps_what_dropping_one_by_one_kept() {
         assert_eq!(texts(&lazy), texts(&eager), "seed {seed}, budget {budget}");
         let shown: usize = lazy
             .iter()
-            .filter(|s| s.heading_counts())
+            .filter(|s| !s.items.is_empty())
             .map(|s| {
                 TokenizerKind::O200kBase.count(s.kind.title())
                     + 4
@@ -228,6 +234,31 @@ fn the_written_sheet_is_within_its_budget() {
             kind.count(&text) <= budget,
             "{budget}: {} tokens\n{text}",
             kind.count(&text)
+        );
+    }
+}
+
+/// A sheet that leaves items out for space uses the room it was given:
+/// headings of sections with nothing to show take none of it, and what
+/// the fit does not count is measured, not reserved.
+#[test]
+fn a_sheet_that_leaves_items_out_fills_its_budget() {
+    let mut f = Facts::default();
+    for i in 0..60 {
+        f.narrative
+            .push(format!("Looked at handler {i} and its callers."));
+        f.other_calls.push(format!("lookup `item-{i}` → ok"));
+        f.user_messages.push(format!("Also check module {i}."));
+    }
+    let kind = TokenizerKind::O200kBase;
+    for budget in (200..1200).step_by(37) {
+        let (text, sheet) = render(f.clone(), None, budget, kind);
+        let omitted: usize = sheet.sections.iter().map(|s| s.omitted).sum();
+        assert!(omitted > 0, "{budget}: the facts are meant to overflow it");
+        let used = kind.count(&text);
+        assert!(
+            used * 10 >= budget * 9 && used <= budget,
+            "{budget}: {used} tokens written\n{text}"
         );
     }
 }
