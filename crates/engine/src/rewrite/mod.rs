@@ -263,16 +263,23 @@ impl Rewriter<'_> {
     /// when the step is the summarize step (it condenses them with the
     /// region).
     fn kept_fits(&mut self, target: Option<Counted>, work: &Work, step: Step) -> bool {
-        let Some(target) = target else {
-            return true;
-        };
-        let mut kept = self.kept_tokens(work);
-        if step == Step::Summarize {
-            let start = old_region(&work.messages, work.tail_n).start;
-            let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
-            kept = kept.saturating_sub(earlier.tokens(&work.counts));
-        }
-        kept <= target
+        target.is_none_or(|t| {
+            let kept = match step {
+                Step::Summarize => self.kept_beside_briefing(work),
+                _ => self.kept_tokens(work),
+            };
+            kept <= t
+        })
+    }
+
+    /// Tokens a briefing cannot shrink: what the old region's steps cannot
+    /// touch, less an earlier briefing and its working set (a new briefing
+    /// condenses them with the region).
+    fn kept_beside_briefing(&mut self, work: &Work) -> Counted {
+        let start = old_region(&work.messages, work.tail_n).start;
+        let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
+        self.kept_tokens(work)
+            .saturating_sub(earlier.tokens(&work.counts))
     }
 
     /// Tokens of what the old region's steps cannot touch: head, kept

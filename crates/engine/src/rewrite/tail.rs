@@ -9,7 +9,7 @@ use crate::boundary::old_region;
 use crate::plan::Plan;
 use crate::policy::{self, Policy};
 use crate::refill::min_room;
-use crate::summarize_step::{Briefed, Earlier};
+use crate::summarize_step::Briefed;
 
 impl Rewriter<'_> {
     /// With an instant summarizer, writes the briefing again over a shorter
@@ -164,11 +164,7 @@ impl Rewriter<'_> {
     /// (the head without an earlier briefing, the tail, the tools). The
     /// region's facts keep a copy of their extraction there.
     pub(super) fn grown_tail_reach(&mut self, work: &Work, target: Counted) -> usize {
-        let start = old_region(&work.messages, work.tail_n).start;
-        let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
-        let kept = self
-            .kept_tokens(work)
-            .saturating_sub(earlier.tokens(&work.counts));
+        let kept = self.kept_beside_briefing(work);
         let (_, from) = tail_growth(work, target.saturating_sub(kept));
         work.messages.len() - from
     }

@@ -352,12 +352,12 @@ pub(crate) fn render(
         let kept = fit(&mut fitted, &root, room, kind);
         let out = write(&fitted, &root, false);
         let count = kind.count(&out);
-        let complete = fitted == sections;
         if count > budget {
             // Below what this fit kept, so the next one keeps less.
             room = kept.saturating_sub(count - budget);
         } else if best.as_ref().is_none_or(|b| count > b.2) {
             let unused = budget - count;
+            let complete = fitted == sections;
             best = Some((out, fitted, count));
             if complete || unused <= budget / 64 {
                 break;
