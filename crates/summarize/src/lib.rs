@@ -48,6 +48,7 @@ pub mod outcome;
 mod outline;
 mod progress;
 mod sheet;
+mod shell;
 mod spec;
 pub mod tasks;
 #[cfg(test)]

@@ -285,6 +285,9 @@ impl<'a> Extraction<'a> {
         // ones changed and the ones the agent was reading lately.
         f.files
             .retain(|x| x.changed() || x.last_touch * 2 >= results);
+        // Oldest touch first, so that a briefing short of room keeps the
+        // files the agent came back to last, not the ones it opened last.
+        f.files.sort_by_key(|x| x.last_touch);
         f
     }
 }

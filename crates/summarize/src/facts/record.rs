@@ -12,6 +12,7 @@ use crate::created;
 use crate::outcome::{CallOutcome, failure_summary};
 use crate::outline::{defined_names, touched};
 use crate::progress::{Commands, is_exploration, progress_of};
+use crate::shell;
 use crate::tools::{ToolKind, classify, first_string, patch_files, split_arguments};
 
 /// Where facts are kept while a run is read, so that finding one is
@@ -43,7 +44,16 @@ pub(super) fn record_call(
     };
     let kind = classify(name, args);
     match kind {
-        ToolKind::Shell(cmd) => record_command(f, places, cmd, ok, (why.clone(), status)),
+        ToolKind::Shell(cmd) => {
+            record_command(f, places, cmd, ok, (why.clone(), status));
+            // The files it names: a failed command's reads are not counted
+            // (the failure may be another part's), its writes and edits are.
+            for file in shell::files(cmd) {
+                if ok == CallOutcome::Ok || !matches!(file, ToolKind::Read(_)) {
+                    record_file(f, places, at, (name, args), file, ok, result);
+                }
+            }
+        }
         ToolKind::Read(p) | ToolKind::Write(p) | ToolKind::Edit(p) => {
             if ok != CallOutcome::Ok {
                 f.errors.push(format!("{name} `{p}`: {}", cause()));

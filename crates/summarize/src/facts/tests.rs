@@ -105,6 +105,60 @@ fn a_file_lists_its_names_that_the_agents_changes_defined_or_called() {
     );
 }
 
+/// An agent whose only tool is a shell reads, edits and writes files
+/// through it: those files are the briefing's files like any editor's.
+#[test]
+fn a_shell_agents_files_are_read_from_its_commands() {
+    use crate::testing::exchange;
+    use serde_json::json;
+    let bash = |cmd: &str| json!({ "command": cmd });
+    let messages = [
+        exchange(
+            "a",
+            "bash",
+            bash("cd /testbed && sed -n '1,40p' astropy/io/ascii/qdp.py"),
+            "def line_type(line):\n    _command_re = r\"READ [TS]ERR\"",
+        ),
+        exchange(
+            "b",
+            "bash",
+            bash("sed -i 's/READ/(?i)READ/' astropy/io/ascii/qdp.py"),
+            "",
+        ),
+        exchange(
+            "c",
+            "bash",
+            bash("cat <<'EOF' > /testbed/repro.py\nfrom astropy.table import Table\nEOF"),
+            "",
+        ),
+        exchange(
+            "d",
+            "bash",
+            bash("cat missing.py && python /testbed/repro.py"),
+            "cat: missing.py: No such file or directory\nexit code 1",
+        ),
+    ]
+    .concat();
+    let f = extract(&messages, &FactConfig::default());
+    let files: Vec<(&str, usize, usize, usize)> = f
+        .files
+        .iter()
+        .map(|x| (x.path.as_str(), x.read, x.edited, x.written))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("astropy/io/ascii/qdp.py", 1, 1, 0),
+            ("/testbed/repro.py", 0, 0, 1)
+        ],
+        "{f:?}"
+    );
+    assert!(
+        f.files[0].defined.contains(&"line_type".to_owned()),
+        "{f:?}"
+    );
+}
+
 #[test]
 fn an_earlier_briefing_under_the_configured_wrapper_is_not_a_user_message() {
     let cfg = FactConfig {
