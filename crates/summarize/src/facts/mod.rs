@@ -445,7 +445,7 @@ impl Weights {
 const MAX_IDS: usize = 120;
 
 /// Names the cut middle of the agent's last words lists at most.
-const LAST_NAMES: usize = 12;
+pub(crate) const LAST_NAMES: usize = 12;
 
 /// `lib/a.ex:264:82`, `src/main.rs:10`: a compiler position, not a name
 /// worth keeping (its file is listed on its own).

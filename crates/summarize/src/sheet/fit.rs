@@ -1,15 +1,19 @@
 //! Fitting a sheet to its budget: the oldest items of the least important
 //! sections go first, then the verbatim error and last state are
-//! shortened, then the kept minimums go too.
+//! shortened, then the kept minimums go too, and last what always stays is
+//! cut to what is left.
 
 use abridge_model::text::clip;
 use abridge_tokens::TokenizerKind;
 
-use super::{Kind, Root, Section};
+use super::{Kind, Root, Section, SheetItem};
+use crate::facts::LAST_NAMES;
+use crate::ident::clip_keeping_names;
 
 /// Makes the sheet fit (as shown under `root`): first the oldest items of
 /// the least important sections beyond their kept minimum, then the
-/// verbatim error and last state are shortened, then the minimums go too.
+/// verbatim error and last state are shortened, then the minimums go too,
+/// then the error and last state are cut to the budget if still over.
 /// Returns what the fit counts of what it kept.
 pub(super) fn fit(
     sections: &mut [Section],
@@ -43,19 +47,75 @@ pub(super) fn fit(
         }
     };
     if total > budget {
-        for s in sections
-            .iter_mut()
-            .filter(|s| matches!(s.kind, Kind::LatestError | Kind::Last))
-        {
-            for item in &mut s.items {
-                let short = clip(&item.text, 200, 0);
-                total -= cost(&item.text).saturating_sub(cost(&short));
-                item.text = short;
-            }
+        for item in verbatim_items(sections) {
+            let short = clip(&item.text, SHORT_CHARS, 0);
+            total -= cost(&item.text).saturating_sub(cost(&short));
+            item.text = short;
         }
     }
     trim(sections, &mut total);
+    // What always stays is over the budget on its own: it is cut to the
+    // room left (the error first, then the last words), the names of what
+    // is cut listed in its place, rather than the briefing fail — which
+    // would lose the whole region.
+    for item in verbatim_items(sections) {
+        let Some(over) = total.checked_sub(budget).filter(|&o| o > 0) else {
+            break;
+        };
+        let before = cost(&item.text);
+        let short = shorten(&item.text, before.saturating_sub(over), &cost);
+        total -= before - cost(&short);
+        item.text = short;
+    }
+    for s in sections.iter_mut() {
+        let before = s.items.len();
+        s.items.retain(|i| !i.text.is_empty());
+        s.omitted += before - s.items.len();
+    }
     total
+}
+
+/// Characters the verbatim error and last state are first shortened to.
+const SHORT_CHARS: usize = 200;
+
+/// Characters of a shortened item's beginning kept before the names of
+/// what is cut go.
+const HEAD_CHARS: usize = 40;
+
+/// The items of the verbatim error, then of the last state.
+fn verbatim_items(sections: &mut [Section]) -> impl Iterator<Item = &mut SheetItem> {
+    let mut found: Vec<&mut Section> = sections
+        .iter_mut()
+        .filter(|s| matches!(s.kind, Kind::LatestError | Kind::Last))
+        .collect();
+    found.sort_by_key(|s| s.kind != Kind::LatestError);
+    found.into_iter().flat_map(|s| s.items.iter_mut())
+}
+
+/// `text` within `allowed` tokens: its beginning, with names of what is
+/// cut listed after it; empty when not even a few characters fit.
+fn shorten(text: &str, allowed: usize, cost: &dyn Fn(&str) -> usize) -> String {
+    let whole = cost(text);
+    if whole <= allowed {
+        return text.to_owned();
+    }
+    // Names take at most about half the room (a name and its quotes are
+    // some four tokens), the beginning the rest.
+    let mut names = LAST_NAMES.min(allowed / 8);
+    let mut chars = text.len() * allowed / whole.max(1);
+    loop {
+        let short = clip_keeping_names(text, chars, 0, names);
+        if cost(&short) <= allowed {
+            return short;
+        }
+        // The beginning shrinks to a few words, then the names go, then
+        // the words.
+        match (chars, names) {
+            (0, 0) => return String::new(),
+            (c, n) if c > HEAD_CHARS || n == 0 => chars = (c * 3 / 4).min(c - 1),
+            _ => names -= 1,
+        }
+    }
 }
 
 /// The first pass of [`fit`]: the oldest items beyond each section's kept

@@ -350,8 +350,16 @@ pub(crate) fn render(
     for _ in 0..FIT_TRIES {
         let mut fitted = sections.clone();
         let kept = fit(&mut fitted, &root, room, kind);
-        let out = write(&fitted, &root, false);
-        let count = kind.count(&out);
+        let mut out = write(&fitted, &root, false);
+        let mut count = kind.count(&out);
+        if count > budget {
+            // Over: what was left out said in few words, if that is less.
+            let terse = write(&fitted, &root, true);
+            let terse_count = kind.count(&terse);
+            if terse_count < count {
+                (out, count) = (terse, terse_count);
+            }
+        }
         if count > budget {
             // Below what this fit kept, so the next one keeps less.
             room = kept.saturating_sub(count - budget);

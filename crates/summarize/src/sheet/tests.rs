@@ -262,3 +262,37 @@ fn a_sheet_that_leaves_items_out_fills_its_budget() {
         );
     }
 }
+
+/// What a sheet always keeps (the agent's last words, the latest error
+/// verbatim) is cut to a budget it is over on its own, rather than the
+/// sheet go over and its briefing fail: the error first, then the last
+/// words, whose beginning stays.
+#[test]
+fn what_always_stays_is_cut_to_a_budget_it_is_over_alone() {
+    let mut f = Facts::default();
+    let ids: Vec<String> = (0..40).map(|i| format!("R{i:04}X")).collect();
+    f.last_state = Some(format!(
+        "I found these reservations under your profile: {}. Which one should I cancel?",
+        ids.join(", ")
+    ));
+    f.latest_error = Some(format!(
+        "Traceback:\n{}",
+        "  File \"x.py\", line 1\n".repeat(12)
+    ));
+    for i in 0..30 {
+        f.narrative.push(format!("Looked at reservation {i}."));
+    }
+    let kind = TokenizerKind::O200kBase;
+    let whole = kind.count(&render(f.clone(), None, 10_000, kind).0);
+    for budget in (48..whole).step_by(7) {
+        let (text, sheet) = render(f.clone(), None, budget, kind);
+        let used = kind.count(&text);
+        assert!(used <= budget, "{budget}: {used} tokens\n{text}");
+        let last = sheet.sections.iter().find(|s| s.kind == Kind::Last);
+        let last = last.and_then(|s| s.items.first()).map(|i| i.text.as_str());
+        assert!(
+            last.is_some_and(|t| t.starts_with("I found these")),
+            "{budget}: the last words' beginning is kept\n{text}"
+        );
+    }
+}
