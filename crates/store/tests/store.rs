@@ -69,7 +69,9 @@ fn snapshot_round_trip() {
 fn a_gemini_compaction_is_recorded_and_restored_as_gemini() {
     use abridge::model::{Family, Wire, convert_to};
     let gemini = convert_to(&conv(), Wire::Gemini).unwrap().conversation;
-    let path = std::env::temp_dir().join(format!("abridge-gemini-{}.sqlite", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("abridge-gemini-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("abridge.sqlite");
     let mut c = compactor();
     c.set_store(Box::new(Store::open(&path).unwrap()));
     let out = c.compact(&gemini).unwrap();
@@ -79,7 +81,9 @@ fn a_gemini_compaction_is_recorded_and_restored_as_gemini() {
     assert_eq!(history.family, Family::Gemini);
     assert_eq!(history.messages, gemini.messages);
     assert_eq!(s.compacted().unwrap().family, Family::Gemini);
-    std::fs::remove_file(&path).ok();
+    // The directory, SQLite's -wal and -shm with it, once nothing holds it.
+    drop((c, s));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

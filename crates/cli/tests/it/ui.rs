@@ -3,24 +3,41 @@
 
 use crate::support::{Server, compact_example, run, text};
 
-fn filled_store(name: &str) -> std::path::PathBuf {
-    let store = std::env::temp_dir().join(format!(
-        "abridge-ui-cli-{}-{name}.sqlite",
-        std::process::id()
-    ));
-    std::fs::remove_file(&store).ok();
-    let o = compact_example(&["--store", store.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    store
+/// A store the CLI filled, in a directory of its own that goes when it
+/// does (with SQLite's `-wal` and `-shm` beside it): declared before the
+/// server that reads it, it outlives it.
+struct FilledStore(std::path::PathBuf);
+
+impl FilledStore {
+    fn new(name: &str) -> FilledStore {
+        let dir =
+            std::env::temp_dir().join(format!("abridge-ui-cli-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = FilledStore(dir);
+        let o = compact_example(&["--store", &store.path()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        store
+    }
+
+    fn path(&self) -> String {
+        self.0.join("abridge.sqlite").display().to_string()
+    }
+}
+
+impl Drop for FilledStore {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
 }
 
 #[test]
 fn abridge_ui_shows_what_the_cli_recorded_under_the_names_it_is_given() {
-    let store = filled_store("ui");
+    let store = FilledStore::new("ui");
     let ui = Server::start(&[
         "ui",
         "--store",
-        store.to_str().unwrap(),
+        &store.path(),
         "--listen",
         "127.0.0.1:0",
         "--allowed-host",
@@ -38,7 +55,6 @@ fn abridge_ui_shows_what_the_cli_recorded_under_the_names_it_is_given() {
     let (status, body) = ui.get_as("attacker.example", "/ui/compactions/1/original.json");
     assert_eq!(status, 421, "{body}");
     assert!(body.contains("allowed_hosts"), "{body}");
-    std::fs::remove_file(&store).ok();
 }
 
 #[test]
@@ -63,11 +79,11 @@ fn beyond_loopback_the_dashboard_needs_a_token() {
 
 #[test]
 fn abridge_serve_mounts_the_dashboard() {
-    let store = filled_store("serve");
+    let store = FilledStore::new("serve");
     let proxy = Server::start(&[
         "serve",
         "--store",
-        store.to_str().unwrap(),
+        &store.path(),
         "--listen",
         "127.0.0.1:0",
         "--openai-upstream",
@@ -85,7 +101,6 @@ fn abridge_serve_mounts_the_dashboard() {
         let (status, body) = proxy.get_as("attacker.example", path);
         assert_eq!(status, 421, "{path}: {body}");
     }
-    std::fs::remove_file(&store).ok();
 }
 
 #[test]
