@@ -16,6 +16,10 @@ const READERS: [&str; 8] = ["cat", "head", "tail", "nl", "less", "more", "bat", 
 /// Options of `head` and `tail` that take a value as the next word.
 const COUNT_OPTIONS: [&str; 2] = ["-n", "-c"];
 
+/// Options of `sed` whose value is its script (the operands are then all
+/// files).
+const SED_SCRIPT_OPTIONS: [&str; 4] = ["-e", "-f", "--expression", "--file"];
+
 /// Words that run the rest of the command: skipped to find the program.
 const WRAPPERS: [&str; 5] = ["sudo", "env", "time", "nohup", "command"];
 
@@ -99,10 +103,8 @@ fn sed<'a>(args: &[&'a str], out: &mut Vec<ToolKind<'a>>) {
     let in_place = args
         .iter()
         .any(|a| a.starts_with("-i") || a.starts_with("--in-place") || is_short_with(a, 'i'));
-    let scripted = args
-        .iter()
-        .any(|a| matches!(*a, "-e" | "-f" | "--expression"));
-    let operands = operands_of(args, &["-e", "-f", "--expression", "--file"]);
+    let scripted = args.iter().any(|a| SED_SCRIPT_OPTIONS.contains(a));
+    let operands = operands_of(args, &SED_SCRIPT_OPTIONS);
     let files = if scripted {
         operands.as_slice()
     } else {
@@ -299,8 +301,13 @@ mod tests {
 
     #[test]
     fn reads_edits_and_writes_of_common_commands() {
-        let cases: [(&str, Vec<ToolKind>); 13] = [
+        let cases: [(&str, Vec<ToolKind>); 15] = [
             ("cat src/a.py", vec![Read("src/a.py")]),
+            ("( cd src && cat a.py )", vec![Read("a.py")]),
+            (
+                "sed --file fix.sed -i src/a.py src/b.py",
+                vec![Edit("src/a.py"), Edit("src/b.py")],
+            ),
             (
                 "cd /testbed && sed -n '280,300p' astropy/io/ascii/qdp.py",
                 vec![Read("astropy/io/ascii/qdp.py")],
@@ -353,7 +360,7 @@ mod tests {
             "é>ü",
             "\\",
         ] {
-            let _ = files(script);
+            assert_eq!(files(script), vec![], "{script}");
         }
         assert!(files("echo 'a;b' && cat 'x.py'").contains(&Read("x.py")));
     }

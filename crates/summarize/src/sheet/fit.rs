@@ -67,7 +67,10 @@ pub(super) fn fit(
         total -= before - cost(&short);
         item.text = short;
     }
-    for s in sections.iter_mut() {
+    for s in sections
+        .iter_mut()
+        .filter(|s| matches!(s.kind, Kind::LatestError | Kind::Last))
+    {
         let before = s.items.len();
         s.items.retain(|i| !i.text.is_empty());
         s.omitted += before - s.items.len();
