@@ -66,6 +66,16 @@ impl Policy {
         }
     }
 
+    /// Whether it rewrites messages where they are, each on its own, and
+    /// removes none: a step of it can be undone message for message and
+    /// narrowed to fewer iterations.
+    pub(crate) fn in_place(self) -> bool {
+        matches!(
+            self,
+            Policy::ClipExternal | Policy::ClipToolResults | Policy::ClipToolArgs
+        )
+    }
+
     /// The configured kind it implements, as reports name it.
     pub(crate) fn kind(self) -> PolicyKind {
         match self {

@@ -3,6 +3,7 @@
 //! enough, the verbatim tail halves (down to its floor) and they run again;
 //! below the floor, the ladder (`ladder.rs`) takes over.
 
+mod clip;
 mod finish;
 mod floor;
 mod ladder;
@@ -23,7 +24,7 @@ use crate::error::Result;
 use crate::event::{Degradation, Event, PolicyRun};
 
 use crate::plan::Plan;
-use crate::policy::{self, Policy, Step};
+use crate::policy::{Policy, Step};
 use crate::recall::{HandleKey, Original};
 use crate::region_facts::RegionFacts;
 use crate::report::{Attempt, Eval, Outcome, unchanged};
@@ -290,45 +291,6 @@ impl Rewriter<'_> {
         tokens[..region.start].iter().sum::<Counted>()
             + tokens[region.end..].iter().sum::<Counted>()
             + work.tools
-    }
-
-    /// Runs one policy oldest-first in steps, so that no more is cleared
-    /// than the target needs; true once the target is reached. The region is
-    /// named by how many iterations it leaves at the end, which stays true
-    /// when a step removes messages.
-    fn clip(
-        &mut self,
-        p: Policy,
-        conv: &Conversation,
-        target: Option<Counted>,
-        work: &mut Work,
-    ) -> bool {
-        let old = iterations(&work.messages).len().saturating_sub(work.tail_n);
-        let steps = p.steps();
-        for step in 1..=steps {
-            if self.cancel.is_cancelled() {
-                return true;
-            }
-            let keep = old - old * step / steps;
-            let region = old_region(&work.messages, work.tail_n + keep);
-            let found = self.engine.found(&mut work.originals, conv, self.key);
-            let before = work.messages.len();
-            let items = policy::apply(
-                p,
-                &mut work.messages,
-                region.clone(),
-                &self.engine.config.policies,
-                found,
-            );
-            if items > 0 {
-                let now = self.recount_region(work, region, before);
-                work.record(p.kind(), items, now);
-            }
-            if target.is_some_and(|t| work.total <= t) {
-                return true;
-            }
-        }
-        false
     }
 
     /// The summarize step; true once the target is reached.

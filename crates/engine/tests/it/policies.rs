@@ -314,3 +314,71 @@ fn the_example_config_parses_to_the_defaults() {
     let err = Config::from_toml("[budget]\ntypo = 1").unwrap_err();
     assert!(err.to_string().contains("typo"), "{err}");
 }
+
+/// `iterations` rounds of one call writing a long file and a reply
+/// carrying `result` (OpenAI form).
+fn writes(iterations: usize, result: impl Fn(usize) -> String) -> Conversation {
+    let mut messages = vec![json!({"role": "user", "content": "Write the modules."})];
+    for i in 0..iterations {
+        let id = format!("call_{i}");
+        let content = format!("pub fn item_{i}() -> usize {{ {i} }}\n").repeat(20);
+        let args = json!({"path": format!("src/m{i}.rs"), "content": content});
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id,
+            "type": "function", "function": {"name": "write_file", "arguments": args.to_string()}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": result(i)}));
+    }
+    messages.push(json!({"role": "assistant", "content": "done"}));
+    let body = json!({"model": "gpt-4o", "messages": messages});
+    decode(body.to_string().as_bytes()).unwrap().remove(0)
+}
+
+/// Indices of the calls whose arguments were clipped.
+fn clipped_calls(conv: &Conversation) -> Vec<usize> {
+    let calls = conv.messages.iter().flat_map(|m| m.tool_calls());
+    calls
+        .enumerate()
+        .filter(|(_, c)| c.arguments.to_json_text().contains("_abridged"))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A policy runs over the old region in steps of a quarter of it; the
+/// step that reaches the target is narrowed to the iterations it needs,
+/// so a target a little under the history clips a call or two, not ten,
+/// and a lower target clips the same calls and more.
+#[test]
+fn clipping_stops_at_the_call_that_reaches_the_target() {
+    let conv = writes(40, |_| "ok".to_owned());
+    let cfg = only(PolicyKind::ClipToolArgs, 1);
+    let run = |target: Option<u64>| {
+        let mut cfg = cfg.clone();
+        cfg.budget.target_tokens = target;
+        Compactor::new(cfg).unwrap().compact(&conv).unwrap()
+    };
+    let all = run(None);
+    let (before, after_all) = (
+        all.report.tokens_before.get(),
+        all.report.tokens_after.get(),
+    );
+    assert_eq!(clipped_calls(&all.conversation).len(), 40);
+    let per_call = (before - after_all) / 40;
+    let mut last = Vec::new();
+    for k in 1..12 {
+        let target = before - per_call * k / 2;
+        let out = run(Some(target));
+        let clipped = clipped_calls(&out.conversation);
+        let after = out.report.tokens_after.get();
+        assert!(after <= target, "{after} > {target}");
+        // No more than the target needs: the oldest calls, one short of it
+        // without the last of them.
+        assert_eq!(clipped, (0..clipped.len()).collect::<Vec<_>>());
+        assert!(
+            after + per_call * 3 / 2 > target,
+            "{} calls for {target}",
+            clipped.len()
+        );
+        assert!(clipped.len() >= last.len(), "a lower target clipped fewer");
+        last = clipped;
+        assert!(validate(&out.conversation).is_empty());
+    }
+}

@@ -365,7 +365,8 @@ fn stagewise_keeps_at_least_ten_messages_in_whole_iterations() {
         page_lines: 200,
         ..Spec::default()
     });
-    // Messages at the end the compaction left as they were.
+    // Messages of the verbatim tail the compaction reports, found at the
+    // end of its output as they were (whole iterations by construction).
     let verbatim = |min_messages: usize| {
         let mut config = preset("stagewise");
         config.model = conv.model.clone();
@@ -373,22 +374,11 @@ fn stagewise_keeps_at_least_ten_messages_in_whole_iterations() {
         config.budget.kept_cap = 2_000;
         config.budget.min_messages = min_messages;
         let out = Compactor::new(config).unwrap().compact(&conv).unwrap();
-        let out = out.conversation.into_owned();
-        let same = out
-            .messages
-            .iter()
-            .rev()
-            .zip(conv.messages.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
-        // Whole iterations: the verbatim part starts at an iteration.
-        let start = conv.messages.len() - same;
-        assert!(
-            iterations(&conv.messages)
-                .iter()
-                .any(|it| it.start == start)
-        );
-        same
+        let its = iterations(&conv.messages);
+        let start = its[its.len() - out.report.tail_iterations].start;
+        let tail = &conv.messages[start..];
+        assert!(out.conversation.messages.ends_with(tail));
+        tail.len()
     };
     // The preset's floor: 10 messages, widened to whole iterations…
     assert_eq!(preset("stagewise").budget.min_messages, 10);
