@@ -382,3 +382,26 @@ fn clipping_stops_at_the_call_that_reaches_the_target() {
         assert!(validate(&out.conversation).is_empty());
     }
 }
+
+/// The default pipeline clips old tool arguments before old results: the
+/// agent's own writes are named in the note that replaces them, where a
+/// read's names are only in the read, so results stay while arguments
+/// are enough.
+#[test]
+fn the_default_pipeline_clips_arguments_before_results() {
+    let read = |i: usize| format!("line {i}: let value_{i} = compute_{i}();\n").repeat(20);
+    let conv = writes(40, read);
+    let mut cfg = Config::default();
+    cfg.budget.min_iterations = 1;
+    cfg.budget.kept_cap = 0;
+    let before = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
+    let before = before.report.tokens_before.get();
+    cfg.budget.target_tokens = Some(before * 9 / 10);
+    let out = compacted(&cfg, &conv);
+    assert!(!clipped_calls(&out).is_empty());
+    assert!(
+        texts_with(&out, "tool result clipped").is_empty(),
+        "a result was clipped while arguments could reach the target"
+    );
+    assert!(validate(&out).is_empty());
+}
