@@ -12,7 +12,7 @@ mod tail;
 use std::borrow::Borrow;
 use std::ops::Range;
 
-use abridge_model::{Conversation, Family, Message, iterations, wire_offset};
+use abridge_model::{Conversation, Family, Message, head_len, iterations, wire_offset};
 use abridge_summarize::Sheet;
 use abridge_tokens::{Counted, TokenCounter};
 
@@ -153,10 +153,12 @@ impl Rewriter<'_> {
         self.pin(conv, &mut messages);
         // Pinning changes no count: counts depend on content alone.
         let counts = self.message_tokens(&conv.messages);
+        let tools = self.counter.count_tools(conv.tools.as_deref())
+            + self.engine.recall_tool_tokens(conv.tools.as_deref());
         let tail_n = tail_iterations(
             &iterations(&messages),
             &counts,
-            plan.kept_budget,
+            tail_budget(plan, &counts[..head_len(&messages)], tools),
             plan.floor,
         );
         Work {
@@ -165,8 +167,7 @@ impl Rewriter<'_> {
             counts,
             tail_n,
             total: tokens,
-            tools: self.counter.count_tools(conv.tools.as_deref())
-                + self.engine.recall_tool_tokens(conv.tools.as_deref()),
+            tools,
             runs: Vec::new(),
             attempts: Vec::new(),
             summarizer: None,
@@ -535,5 +536,20 @@ impl Rewriter<'_> {
                     })
             })
             .collect()
+    }
+}
+
+/// What the verbatim tail may keep above its floor: the plan's budget, and
+/// with a target at most half of what the target leaves beside the head
+/// and the tools, which no step shrinks. The other half is the old
+/// region's, so a large system prompt or tool list does not leave a
+/// briefing a few lines while the tail takes its half of the whole target.
+fn tail_budget(plan: &Plan, head: &[Counted], tools: Counted) -> Counted {
+    let fixed = head.iter().sum::<Counted>() + tools;
+    match plan.target {
+        Some(t) => plan
+            .kept_budget
+            .min(Counted::new(t.saturating_sub(fixed).get() / 2)),
+        None => plan.kept_budget,
     }
 }

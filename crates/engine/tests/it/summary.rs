@@ -515,3 +515,56 @@ fn a_briefing_short_of_room_shortens_the_tail_rather_than_drop_the_region() {
     );
     assert!(briefed > 0, "no target briefed at all");
 }
+
+/// A run under a long system prompt: `iterations` reads, each naming its
+/// own file and function, the system prompt about `system_words` words.
+fn under_a_long_prompt(iterations: usize, system_words: usize) -> Conversation {
+    let system = "Follow the house rules for every change you make. ".repeat(system_words / 9);
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": system}),
+        serde_json::json!({"role": "user", "content": "Fix the parser."}),
+    ];
+    for i in 0..iterations {
+        let id = format!("call_{i}");
+        let args = serde_json::json!({"path": format!("src/mod_{i}.rs")}).to_string();
+        messages.push(serde_json::json!({"role": "assistant",
+            "content": format!("Reading `src/mod_{i}.rs` for `parse_item_{i}`."),
+            "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "read_file", "arguments": args}}]}));
+        let body = format!("fn parse_item_{i}(input: &str) -> Item{i} {{ todo!() }}\n").repeat(12);
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": body}));
+    }
+    let body = serde_json::json!({"model": "gpt-4o", "messages": messages});
+    decode(body.to_string().as_bytes()).unwrap().remove(0)
+}
+
+/// The verbatim tail takes at most half of what the target leaves beside
+/// the head (and tools), not half the target: under a system prompt that
+/// takes half the target, a tail of half the target left the briefing a
+/// few tokens and it left out most of what the agent read.
+#[test]
+fn a_long_system_prompt_does_not_squeeze_the_briefing() {
+    let conv = under_a_long_prompt(40, 2_400);
+    let mut cfg = Config {
+        model: conv.model.clone(),
+        ..Config::default()
+    };
+    cfg.budget.min_iterations = 1;
+    let mut measure = Compactor::new(cfg.clone()).unwrap();
+    let head = measure.count(&Conversation {
+        messages: conv.messages[..2].to_vec(),
+        ..conv.clone()
+    });
+    let target = head.get() * 2;
+    cfg.budget.target_tokens = Some(target);
+    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+    assert!(out.report.tokens_after.get() <= target);
+    let sheet = out.report.sheet.as_ref().expect("an offline briefing");
+    let omitted: usize = sheet.sections.iter().map(|s| s.omitted).sum();
+    let briefing = out
+        .report
+        .briefing_text(&out.conversation, "compacted-history");
+    let briefing = briefing.expect("a briefing");
+    assert!(omitted < 10, "{omitted} items left out:\n{briefing}");
+    assert!(validate(&out.conversation).is_empty());
+}
