@@ -81,9 +81,10 @@ pub enum Event {
     /// and took a rung of the floor ladder.
     Degraded(Degradation),
     /// The steps left room under the target, and results they clipped got
-    /// their content back, whole or as excerpts.
+    /// their content back, whole or as excerpts (and clipped arguments,
+    /// whole).
     RoomGivenBack {
-        /// Results given back.
+        /// Results and calls given back.
         results: usize,
         /// Tokens they added.
         tokens: Counted,

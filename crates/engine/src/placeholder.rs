@@ -115,6 +115,18 @@ pub fn handle_in(text: &str) -> Option<Handle> {
     Handle::parse(&rest[..end])
 }
 
+/// The handle clipped arguments name, when `a` is their placeholder.
+pub fn args_handle(a: &abridge_model::Arguments) -> Option<Handle> {
+    use abridge_model::Arguments;
+    let note = |v: &serde_json::Value| v.get(ARGS_KEY)?.as_str().and_then(handle_in);
+    match a {
+        Arguments::Json(s) if s.contains(ARGS_KEY) => note(&serde_json::from_str(s).ok()?),
+        Arguments::Value(v) => note(v),
+        Arguments::Custom(s) if s.starts_with(&format!("[{ARGS_NOTE}")) => handle_in(s),
+        _ => None,
+    }
+}
+
 /// What heads an excerpt of a result given back into a compaction's room.
 const EXCERPT_NOTE: &str = "excerpt of a tool result";
 

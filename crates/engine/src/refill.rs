@@ -7,15 +7,17 @@
 //! — its first lines, its last lines and, between them, the lines that
 //! name the most of what the history does not already hold, each gap
 //! said — headed by what it is and its handle, so the whole stays one
-//! recall away. A result is never all-or-nothing.
+//! recall away. A result is never all-or-nothing. Clipped tool arguments
+//! (the agent's own edits, written whole) come back whole when they fit,
+//! in the same newest-first walk.
 
 use std::collections::HashSet;
 
-use abridge_model::{Message, Part};
+use abridge_model::{Arguments, Message, Part};
 use abridge_summarize::ident::prose_identifiers;
 use abridge_tokens::{Counted, TokenCounter};
 
-use crate::placeholder::{self, excerpt_header};
+use crate::placeholder::{self, args_handle, excerpt_header};
 use crate::recall::{Handle, Original, OriginalKind};
 use crate::slot::Slot;
 
@@ -37,15 +39,22 @@ pub(crate) fn min_room(target: Counted) -> Counted {
 const HEAD_SHARE: f64 = 0.5;
 const TAIL_SHARE: f64 = 0.2;
 
-/// A clipped result still in the history: where it is, and its original.
+/// A clipped result or call still in the history: where it is, and its
+/// original.
 struct Clipped<'o> {
     message: usize,
     part: usize,
     original: &'o Original,
 }
 
-/// Gives the room under `target` back to the results clipped into
-/// `originals`, newest first; returns how many it gave back and the tokens
+impl Clipped<'_> {
+    fn is_call(&self) -> bool {
+        self.original.kind == OriginalKind::Arguments
+    }
+}
+
+/// Gives the room under `target` back to the results and calls clipped
+/// into `originals`, newest first; returns how many it gave back and the tokens
 /// it added. `counts` are the tokens of each of `messages` and `total`
 /// those of the history (tools included); both are kept up to date.
 pub(crate) fn refill(
@@ -58,7 +67,10 @@ pub(crate) fn refill(
 ) -> (usize, Counted) {
     let before = *total;
     let mut given = 0;
-    let clipped = clipped(messages, originals);
+    let mut clipped = clipped(messages, originals);
+    // Results first: an excerpt sized to the room keeps the lines that
+    // name the most, where arguments come back whole or not at all.
+    clipped.sort_by_key(Clipped::is_call);
     if clipped.is_empty() || target.saturating_sub(*total) < min_room(target) {
         return (0, Counted::ZERO);
     }
@@ -72,22 +84,31 @@ pub(crate) fn refill(
             continue;
         };
         let old = counts[c.message];
-        // What the placeholder takes now comes back with the room.
-        let Some(new) = fit(
-            &text,
-            &c.original.handle,
-            room + placeholder_tokens(&messages[c.message], c.part, counter),
-            &held,
-            counter,
-        ) else {
-            continue;
-        };
         let mut m = Message::clone(&messages[c.message]);
-        let Part::ToolResult(r) = &mut m.parts[c.part] else {
-            continue;
+        let names = match c.is_call() {
+            true => match restore_call(&mut m.parts[c.part], &text) {
+                Some(()) => prose_identifiers(&text),
+                None => continue,
+            },
+            false => {
+                // What the placeholder takes now comes back with the room.
+                let Some(new) = fit(
+                    &text,
+                    &c.original.handle,
+                    room + placeholder_tokens(&messages[c.message], c.part, counter),
+                    &held,
+                    counter,
+                ) else {
+                    continue;
+                };
+                let Part::ToolResult(r) = &mut m.parts[c.part] else {
+                    continue;
+                };
+                let names = prose_identifiers(&new);
+                r.replace_with_text(new);
+                names
+            }
         };
-        let names = prose_identifiers(&new);
-        r.replace_with_text(new);
         let now = counter.count_message(&m).total();
         let after = total.saturating_sub(old) + now;
         if after > target {
@@ -102,26 +123,38 @@ pub(crate) fn refill(
     (given, total.saturating_sub(before))
 }
 
-/// The results of `messages` clipped into `originals` (their placeholder
-/// names one), newest first. A read that a later read supersedes stays
-/// clipped: its file is in the history again.
+/// The results and calls of `messages` clipped into `originals` (their
+/// placeholder names one), newest first. A read that a later read
+/// supersedes stays clipped: its file is in the history again.
 fn clipped<'o>(messages: &[Slot<'_>], originals: &'o [Original]) -> Vec<Clipped<'o>> {
     let by_handle: std::collections::HashMap<&Handle, &Original> = originals
         .iter()
-        .filter(|o| o.kind == OriginalKind::ToolResult)
+        .filter(|o| match o.kind {
+            OriginalKind::ToolResult => true,
+            // Arguments kept with the text stripped beside them stay
+            // clipped: the text would not come back with them.
+            OriginalKind::Arguments => o.pieces.len() == 1,
+            _ => false,
+        })
         .map(|o| (&o.handle, o))
         .collect();
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate().rev() {
         for (j, p) in m.parts.iter().enumerate().rev() {
-            let Part::ToolResult(r) = p else { continue };
-            let [Part::Text(t)] = r.parts.as_slice() else {
-                continue;
+            let handle = match p {
+                Part::ToolResult(r) => match r.parts.as_slice() {
+                    [Part::Text(t)]
+                        if placeholder::is_result_placeholder(&t.text)
+                            && !placeholder::is_superseded(&t.text) =>
+                    {
+                        placeholder::handle_in(&t.text)
+                    }
+                    _ => None,
+                },
+                Part::ToolCall(c) => args_handle(&c.arguments),
+                _ => None,
             };
-            if !placeholder::is_result_placeholder(&t.text) || placeholder::is_superseded(&t.text) {
-                continue;
-            }
-            let original = placeholder::handle_in(&t.text).and_then(|h| by_handle.get(&h));
+            let original = handle.and_then(|h| by_handle.get(&h));
             if let Some(original) = original {
                 out.push(Clipped {
                     message: i,
@@ -165,6 +198,20 @@ fn text_of(o: &Original) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// Puts the arguments `text` back into the call `part`, in the form its
+/// placeholder has; `None` when it is not a call or they do not parse.
+fn restore_call(part: &mut Part, text: &str) -> Option<()> {
+    let Part::ToolCall(call) = part else {
+        return None;
+    };
+    call.arguments = match &call.arguments {
+        Arguments::Json(_) => Arguments::Json(text.to_owned()),
+        Arguments::Value(_) => Arguments::Value(serde_json::from_str(text).ok()?),
+        Arguments::Custom(_) => Arguments::Custom(text.to_owned()),
+    };
+    Some(())
 }
 
 /// Tokens of part `j` of `m` as it is (a placeholder).
@@ -401,6 +448,93 @@ mod tests {
             e.contains("{\"a\": \"x1") && e.ends_with("\"z\": 1}"),
             "{e}"
         );
+    }
+
+    /// A call and its result, both clipped: the history and the
+    /// originals.
+    fn clipped_pair() -> (Vec<Message>, Vec<Original>) {
+        let content = "pub fn write_ledger_entry() {}\n".repeat(30);
+        let args = serde_json::json!({"path": "src/ledger.rs", "content": content});
+        let body = serde_json::json!({"model": "gpt-4o", "messages": [
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "write_file", "arguments": args.to_string()}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "fn read_back() {}\n".repeat(40)},
+        ]});
+        let mut messages = abridge_model::decode(body.to_string().as_bytes())
+            .unwrap()
+            .remove(0)
+            .messages;
+        let call = messages[1].tool_calls().next().unwrap().clone();
+        let Part::ToolResult(r) = &messages[2].parts[0] else {
+            unreachable!()
+        };
+        let originals = vec![
+            Original::arguments(&call),
+            Original::tool_result(r, Some(&call)),
+        ];
+        let Part::ToolCall(c) = &mut messages[1].parts[0] else {
+            unreachable!()
+        };
+        let note = placeholder::args_json(
+            "1 long argument clipped for brevity",
+            Some(&originals[0].handle),
+        );
+        c.arguments = Arguments::Json(note);
+        let Part::ToolResult(r) = &mut messages[2].parts[0] else {
+            unreachable!()
+        };
+        r.replace_with_text(placeholder::result(Some(&originals[1].handle)));
+        (messages, originals)
+    }
+
+    /// Clipped arguments come back whole when the room holds them, after
+    /// the results: with room for both, both; with room for the result
+    /// only, the result.
+    #[test]
+    fn arguments_come_back_whole_after_the_results() {
+        let mut counter = TokenCounter::new(TokenizerKind::O200kBase);
+        let (messages, originals) = clipped_pair();
+        let run = |room: u64, counter: &mut TokenCounter| {
+            let mut slots: Vec<Slot<'_>> = crate::slot::borrowed(&messages);
+            let mut counts: Vec<Counted> = messages
+                .iter()
+                .map(|m| counter.count_message(m).total())
+                .collect();
+            let mut total: Counted = counts.iter().copied().sum();
+            let target = total + Counted::new(room);
+            let (given, _) = refill(
+                &mut slots,
+                &mut counts,
+                &mut total,
+                target,
+                &originals,
+                counter,
+            );
+            assert!(total <= target);
+            let args = slots[1]
+                .tool_calls()
+                .next()
+                .unwrap()
+                .arguments
+                .to_json_text()
+                .into_owned();
+            (
+                given,
+                args.contains("write_ledger_entry"),
+                slots[2]
+                    .tool_results()
+                    .next()
+                    .unwrap()
+                    .text()
+                    .contains("read_back"),
+            )
+        };
+        let whole = |o: &Original| counter.count_text(&text_of(o).unwrap()).get();
+        let (args, result) = (whole(&originals[0]), whole(&originals[1]));
+        assert_eq!(run(args + result + 100, &mut counter), (2, true, true));
+        let (given, args_back, result_back) = run(result + 60, &mut counter);
+        assert_eq!((given, args_back, result_back), (1, false, true));
     }
 
     /// Where the room holds one of two lines, the one naming something
