@@ -93,5 +93,13 @@ fn main() {
     for l in &losses {
         eprintln!("lost: {l}");
     }
+    match losses.is_empty() {
+        true => {
+            if let Err(e) = report.remove_dir() {
+                eprintln!("abridge-soak: {}: {e}", report.dir.display());
+            }
+        }
+        false => eprintln!("logs and store kept in {}", report.dir.display()),
+    }
     std::process::exit(i32::from(!losses.is_empty()));
 }

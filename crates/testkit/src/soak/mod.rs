@@ -126,9 +126,18 @@ pub struct SoakReport {
     pub upstream: UpstreamReport,
     /// Lines of the proxies' logs that warn (at most the first 20), and how many.
     pub warnings: (usize, Vec<String>),
+    /// Where the proxies' logs and store are: kept for whoever reads a
+    /// failed run, removed by [`remove_dir`](Self::remove_dir) once it passed.
+    pub dir: std::path::PathBuf,
 }
 
 impl SoakReport {
+    /// Removes the run's directory (logs, SQLite store): for a caller that
+    /// found nothing wrong in it.
+    pub fn remove_dir(&self) -> std::io::Result<()> {
+        std::fs::remove_dir_all(&self.dir)
+    }
+
     /// Every way the run lost or leaked something, said; empty when none.
     pub fn losses(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -221,7 +230,10 @@ pub async fn run(
     // pass it by a little in the provider's own count.
     let bound = bound_of(&options.config).saturating_mul(105) / 100;
     let upstream = upstream::Upstream::start(options.check, bound).await;
-    let dir = std::env::temp_dir().join(format!("abridge-soak-{}", std::process::id()));
+    // One directory per run: runs in one process (tests) do not share it.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("abridge-soak-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (store, proxies) = start_proxies(options, &dir, &upstream.url).await?;
     let replicas = proxies.len();
@@ -295,6 +307,7 @@ pub async fn run(
         compacted_sessions_retired: retired,
         upstream: upstream.report(),
         warnings,
+        dir,
     })
 }
 
