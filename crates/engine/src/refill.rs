@@ -7,9 +7,9 @@
 //! — its first lines, its last lines and, between them, the lines that
 //! name the most of what the history does not already hold, each gap
 //! said — headed by what it is and its handle, so the whole stays one
-//! recall away. A result is never all-or-nothing. Clipped tool arguments
-//! (the agent's own edits, written whole) come back whole when they fit,
-//! in the same newest-first walk.
+//! recall away. A result is never all-or-nothing. Then clipped tool
+//! arguments (the agent's own edits) come back whole where what the
+//! results left holds them, newest first.
 
 use std::collections::HashSet;
 

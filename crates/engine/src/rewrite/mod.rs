@@ -158,7 +158,7 @@ impl Rewriter<'_> {
         let tail_n = tail_iterations(
             &iterations(&messages),
             &counts,
-            tail_budget(plan, &counts[..head_len(&messages)], tools),
+            self.tail_budget(plan, &messages, &counts, tools),
             plan.floor,
         );
         Work {
@@ -282,6 +282,33 @@ impl Rewriter<'_> {
         let earlier = Earlier::find(&work.messages, start, &self.engine.facts.wrapper);
         self.kept_tokens(work)
             .saturating_sub(earlier.tokens(&work.counts))
+    }
+
+    /// What the verbatim tail may keep above its floor: the plan's budget,
+    /// and with a target at most half of what the target leaves beside the
+    /// head and the tools, which no step shrinks (an earlier briefing and
+    /// working set aside when the plan briefs: the new briefing condenses
+    /// them). The other half is the old region's, so a long system prompt
+    /// or tool list does not leave a briefing a few lines while the tail
+    /// takes half of the whole target.
+    fn tail_budget(
+        &self,
+        plan: &Plan,
+        messages: &[Slot<'_>],
+        counts: &[Counted],
+        tools: Counted,
+    ) -> Counted {
+        let Some(target) = plan.target else {
+            return plan.kept_budget;
+        };
+        let head = head_len(messages);
+        let mut fixed = counts[..head].iter().sum::<Counted>() + tools;
+        if plan.steps.contains(&Step::Summarize) {
+            let earlier = Earlier::find(messages, head, &self.engine.facts.wrapper);
+            fixed = fixed.saturating_sub(earlier.tokens(counts));
+        }
+        let room = target.saturating_sub(fixed).get() / 2;
+        plan.kept_budget.min(Counted::new(room))
     }
 
     /// Tokens of what the old region's steps cannot touch: head, kept
@@ -536,20 +563,5 @@ impl Rewriter<'_> {
                     })
             })
             .collect()
-    }
-}
-
-/// What the verbatim tail may keep above its floor: the plan's budget, and
-/// with a target at most half of what the target leaves beside the head
-/// and the tools, which no step shrinks. The other half is the old
-/// region's, so a large system prompt or tool list does not leave a
-/// briefing a few lines while the tail takes its half of the whole target.
-fn tail_budget(plan: &Plan, head: &[Counted], tools: Counted) -> Counted {
-    let fixed = head.iter().sum::<Counted>() + tools;
-    match plan.target {
-        Some(t) => plan
-            .kept_budget
-            .min(Counted::new(t.saturating_sub(fixed).get() / 2)),
-        None => plan.kept_budget,
     }
 }
