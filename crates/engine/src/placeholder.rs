@@ -5,6 +5,8 @@
 //! provider's prompt cache, and they are recognised again so that compaction
 //! is idempotent and chains (a later drop adds to the earlier count).
 
+use abridge_model::Arguments;
+
 use crate::recall::Handle;
 
 /// What a clipped `<EXTERNAL-CONTENT …>` block's body says.
@@ -115,15 +117,26 @@ pub fn handle_in(text: &str) -> Option<Handle> {
     Handle::parse(&rest[..end])
 }
 
+/// True for arguments that clipping replaced ([`args_json`], or a custom
+/// tool's bracketed note).
+pub fn is_args_placeholder(a: &Arguments) -> bool {
+    match a {
+        Arguments::Json(s) => s.contains(&format!("\"{ARGS_KEY}\"")),
+        Arguments::Value(v) => v.get(ARGS_KEY).is_some(),
+        Arguments::Custom(s) => s.contains(ARGS_NOTE),
+    }
+}
+
 /// The handle clipped arguments name, when `a` is their placeholder.
-pub fn args_handle(a: &abridge_model::Arguments) -> Option<Handle> {
-    use abridge_model::Arguments;
+pub fn args_handle(a: &Arguments) -> Option<Handle> {
+    if !is_args_placeholder(a) {
+        return None;
+    }
     let note = |v: &serde_json::Value| v.get(ARGS_KEY)?.as_str().and_then(handle_in);
     match a {
-        Arguments::Json(s) if s.contains(ARGS_KEY) => note(&serde_json::from_str(s).ok()?),
+        Arguments::Json(s) => note(&serde_json::from_str(s).ok()?),
         Arguments::Value(v) => note(v),
-        Arguments::Custom(s) if s.starts_with(&format!("[{ARGS_NOTE}")) => handle_in(s),
-        _ => None,
+        Arguments::Custom(s) => handle_in(s),
     }
 }
 

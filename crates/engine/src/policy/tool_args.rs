@@ -18,7 +18,7 @@ use abridge_summarize::ident::prose_identifiers;
 use serde_json::{Map, Value};
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{ARGS_KEY, ARGS_NOTE, args_json, with_handle};
+use crate::placeholder::{ARGS_KEY, ARGS_NOTE, args_json, is_args_placeholder, with_handle};
 use crate::recall::{Found, Handle, Original, keep};
 use crate::slot::Slot;
 
@@ -66,7 +66,7 @@ fn has_work(m: &Message, cfg: &PolicyConfig) -> bool {
     (cfg.strip_reasoning && said)
         || calls.any(|c| {
             let short = c.arguments.to_json_text().len() < cfg.min_args_chars && !cfg.blank_args;
-            !short && !is_placeholder(&c.arguments)
+            !short && !is_args_placeholder(&c.arguments)
         })
 }
 
@@ -85,7 +85,7 @@ fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_
         // Stripped text goes with the first call's arguments.
         let with_text = stripped.take();
         let short = text.len() < cfg.min_args_chars && !cfg.blank_args;
-        if with_text.is_none() && (short || is_placeholder(&call.arguments)) {
+        if with_text.is_none() && (short || is_args_placeholder(&call.arguments)) {
             continue;
         }
         let mut original = Original::arguments(call);
@@ -112,7 +112,7 @@ fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_
         if smaller || with_text.is_some() {
             keep(found, || original);
         }
-        if smaller || (with_text.is_some() && !is_placeholder(&call.arguments)) {
+        if smaller || (with_text.is_some() && !is_args_placeholder(&call.arguments)) {
             call.arguments = clipped;
             changed += 1;
         }
@@ -200,14 +200,6 @@ fn naming<S: AsRef<str>>(note: &str, dropped: impl IntoIterator<Item = S>, kept:
     match names.is_empty() {
         true => note.to_owned(),
         false => format!("{note}, naming {}", names.join(", ")),
-    }
-}
-
-fn is_placeholder(a: &Arguments) -> bool {
-    match a {
-        Arguments::Json(s) => s.contains(&format!("\"{ARGS_KEY}\"")),
-        Arguments::Value(v) => v.get(ARGS_KEY).is_some(),
-        Arguments::Custom(s) => s.contains(ARGS_NOTE),
     }
 }
 
