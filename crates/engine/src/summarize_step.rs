@@ -42,6 +42,9 @@ pub(crate) struct Briefed {
     /// What goes before the kept tail: head, briefing, working set,
     /// pinned iterations.
     pub(crate) messages: Vec<Message>,
+    /// Which of `messages` is the briefing (the head may hold another
+    /// message marked as a summary: an agent's own, from before a resume).
+    pub(crate) note: usize,
     /// Messages of the kept tail it was written beside, which follow it.
     pub(crate) tail_len: usize,
     pub(crate) summarizer: String,
@@ -187,12 +190,14 @@ impl<'a> Region<'a> {
                 .filter(|i| !self.earlier.indexes().any(|e| e == *i))
                 .map(|i| pinned(orig, inp.pinned, i)),
         );
+        let note_at = messages.len();
         messages.push(note);
         let working_tokens = working.as_ref().map_or(Counted::ZERO, |w| w.1);
         messages.extend(working.map(|w| Message::text(Role::User, w.0)));
         messages.extend(self.kept);
         Briefed {
             messages,
+            note: note_at,
             tail_len: inp.tail.len(),
             summarizer,
             replaced_iterations: self.replaced_iterations,

@@ -34,10 +34,10 @@ impl Rewriter<'_> {
         guard(conv, &after)?;
         eval.events
             .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
-        let summary_length = after
-            .messages
-            .iter()
-            .find(|m| m.meta.compact_summary)
+        let summary_length = work
+            .briefing
+            .as_ref()
+            .and_then(|(i, _)| after.messages.get(*i))
             .filter(|_| work.summarizer.is_some())
             .and_then(|m| {
                 unwrap(&self.engine.facts.wrapper, &m.text_content()).map(|t| t.chars().count())
@@ -129,7 +129,14 @@ pub(super) fn report_of(
         events,
         duration_us: eval.start.elapsed().as_micros() as u64,
         degraded: work.degraded,
-        briefing: after.messages.iter().position(|m| m.meta.compact_summary),
+        // The briefing this compaction wrote: not another summary the head
+        // holds (an agent's own, from before a resume).
+        briefing: work.briefing.as_ref().map(|(i, _)| *i).filter(|&i| {
+            after
+                .messages
+                .get(i)
+                .is_some_and(|m| m.meta.compact_summary)
+        }),
         calibration: eval.calibration,
         sheet: work.sheet,
         handles: Vec::new(),

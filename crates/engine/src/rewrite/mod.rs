@@ -71,6 +71,9 @@ pub(crate) struct Work<'a> {
     degraded: Vec<Degradation>,
     /// What the placeholders and the briefing name by handle.
     originals: Vec<Original>,
+    /// The briefing taken, if any: its message and its originals (of
+    /// `originals`).
+    briefing: Option<(usize, Range<usize>)>,
     /// The facts of the regions briefed, read once.
     region_facts: RegionFacts,
 }
@@ -174,6 +177,7 @@ impl Rewriter<'_> {
             sheet: None,
             degraded: Vec::new(),
             originals: Vec::new(),
+            briefing: None,
             region_facts: RegionFacts::default(),
         }
     }
@@ -375,13 +379,16 @@ impl Rewriter<'_> {
 
     /// Puts a briefing in place of the region it replaced, and records it.
     fn take_briefing(&mut self, work: &mut Work, b: Briefed) {
+        let note = b.note;
         let tail = work.messages.split_off(work.messages.len() - b.tail_len);
         let messages = b.messages.into_iter().map(Slot::from).chain(tail).collect();
         let now = self.replace_messages(work, messages);
         work.record(PolicyKind::Summarize, b.replaced_iterations, now);
         work.summarizer = Some(b.summarizer);
         work.sheet = b.sheet;
+        let from = work.originals.len();
         work.originals.extend(b.originals);
+        work.briefing = Some((note, from..work.originals.len()));
     }
 
     /// Recounts what a policy changed: it rewrote only `region` of the

@@ -568,3 +568,32 @@ fn a_long_system_prompt_does_not_squeeze_the_briefing() {
     assert!(omitted < 10, "{omitted} items left out:\n{briefing}");
     assert!(validate(&out.conversation).is_empty());
 }
+
+/// A resumed session's head holds the agent's own summary, marked as one
+/// (Claude Code's `isCompactSummary`): the report names the briefing this
+/// compaction wrote, not that message, so what reads the briefing back
+/// (the thread's kept sheet, eval, the dashboard) finds it.
+#[test]
+fn the_report_names_its_own_briefing_beside_an_agents_summary() {
+    let mut conv = under_a_long_prompt(30, 90);
+    conv.messages[1].meta.compact_summary = true;
+    let mut cfg = Config {
+        model: conv.model.clone(),
+        ..Config::default()
+    };
+    cfg.budget.min_iterations = 1;
+    cfg.budget.target_tokens = Some(1_500);
+    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+    let written = out
+        .conversation
+        .messages
+        .iter()
+        .position(|m| m.text_content().starts_with("<compacted-history>"));
+    assert!(written.is_some(), "{:?}", out.report.policies);
+    assert_eq!(out.report.briefing, written);
+    let text = out
+        .report
+        .briefing_text(&out.conversation, "compacted-history")
+        .expect("the briefing's text");
+    assert!(text.contains("## "), "{text}");
+}
