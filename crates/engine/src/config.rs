@@ -323,6 +323,11 @@ pub struct SummaryConfig {
     /// to its upstream for the request's API; the key is that provider's
     /// usual variable.
     pub agent_model_last: bool,
+    /// Room the target still leaves after a briefing, its tail and the
+    /// refill goes to the lines of the replaced results that name the
+    /// most of what the history does not hold, quoted in the briefing
+    /// under each result's handle (`false`: the room stays unused).
+    pub result_lines: bool,
 }
 
 impl Default for SummaryConfig {
@@ -335,6 +340,7 @@ impl Default for SummaryConfig {
             working_set_share: 0.25,
             skip_on_failure: false,
             agent_model_last: false,
+            result_lines: true,
         }
     }
 }

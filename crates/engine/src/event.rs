@@ -82,7 +82,8 @@ pub enum Event {
     Degraded(Degradation),
     /// The steps left room under the target, and results they clipped got
     /// their content back, whole or as excerpts (and clipped arguments,
-    /// whole).
+    /// whole), and results the briefing replaced were quoted in it by the
+    /// lines that name the most.
     RoomGivenBack {
         /// Results and calls given back.
         results: usize,

@@ -62,6 +62,7 @@ pub mod recall;
 mod refill;
 mod region_facts;
 mod report;
+mod result_lines;
 mod rewrite;
 mod slot;
 mod snapshot;

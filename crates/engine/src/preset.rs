@@ -63,6 +63,7 @@ offline = false
 skip_on_failure = true
 max_tokens = 2000
 wrapper = "compacted-history"
+result_lines = false
 "#,
     },
     Preset {
@@ -98,6 +99,7 @@ min_iterations = 5
 pipeline = ["summarize"]
 [summary]
 todo_tools = ["reportProgress", "TodoWrite", "todo_write", "write_todos", "update_plan"]
+result_lines = false
 "#,
     },
     Preset {

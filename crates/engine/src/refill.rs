@@ -168,7 +168,7 @@ fn clipped<'o>(messages: &[Slot<'_>], originals: &'o [Original]) -> Vec<Clipped<
 }
 
 /// The names the history's text, calls and results hold as they are.
-fn held_names(messages: &[Slot<'_>]) -> HashSet<String> {
+pub(crate) fn held_names(messages: &[Slot<'_>]) -> HashSet<String> {
     let mut held = HashSet::new();
     for m in messages {
         for p in &m.parts {
@@ -184,7 +184,7 @@ fn held_names(messages: &[Slot<'_>]) -> HashSet<String> {
 }
 
 /// An original's text, when it is all text.
-fn text_of(o: &Original) -> Option<String> {
+pub(crate) fn text_of(o: &Original) -> Option<String> {
     let mut out = String::new();
     for p in &o.pieces {
         match p {

@@ -143,7 +143,7 @@ impl Rewriter<'_> {
         self.cancel.check()?;
         let mut eval = eval;
         if let Some(target) = plan.target {
-            self.refill(&mut work, target, &mut eval.events);
+            self.refill(&mut work, plan, target, &mut eval.events);
         }
         if work.runs.is_empty() && work.degraded.is_empty() {
             return Ok(unchanged(conv, Some(plan.reason), eval));
@@ -359,9 +359,11 @@ impl Rewriter<'_> {
     }
 
     /// Gives the room the steps left under `target` back to the results
-    /// they clipped ([`refill`](crate::refill)), and says so in `events`.
-    fn refill(&mut self, work: &mut Work, target: Counted, events: &mut Vec<Event>) {
-        let (results, tokens) = crate::refill::refill(
+    /// they clipped ([`refill`](crate::refill)), then to lines of the
+    /// results the briefing replaced ([`result_lines`](crate::result_lines)),
+    /// and says so in `events`.
+    fn refill(&mut self, work: &mut Work, plan: &Plan, target: Counted, events: &mut Vec<Event>) {
+        let (mut results, mut tokens) = crate::refill::refill(
             &mut work.messages,
             &mut work.counts,
             &mut work.total,
@@ -369,12 +371,51 @@ impl Rewriter<'_> {
             &work.originals,
             self.counter,
         );
+        let (quoted, added) = match plan.grow_tail {
+            true => self.quote_replaced(work, target),
+            // A target that only asks for less than before (an agent's
+            // request, `summarize_all`) has no room to use: the briefing
+            // stays the summary alone.
+            false => (0, Counted::ZERO),
+        };
+        results += quoted;
+        tokens += added;
         if results > 0 {
             debug_assert_eq!(work.total, self.checked_total(work));
             let e = Event::RoomGivenBack { results, tokens };
             self.engine.emit(&e);
             events.push(e);
         }
+    }
+
+    /// What the target leaves after the refill, up to the briefing's most
+    /// (`summary.max_tokens`), to the lines of the results the briefing
+    /// replaced that name the most; the results quoted and the tokens added.
+    fn quote_replaced(&mut self, work: &mut Work, target: Counted) -> (usize, Counted) {
+        let summary = &self.engine.config.summary;
+        let Some((at, originals)) = work.briefing.clone().filter(|(at, _)| {
+            summary.result_lines
+                && work
+                    .messages
+                    .get(*at)
+                    .is_some_and(|m| m.meta.compact_summary)
+        }) else {
+            return (0, Counted::ZERO);
+        };
+        let room = target
+            .saturating_sub(work.total)
+            .min(Counted::new(summary.max_tokens).saturating_sub(work.counts[at]));
+        if room < crate::refill::min_room(target) {
+            return (0, Counted::ZERO);
+        }
+        crate::result_lines::fill(
+            &mut work.messages,
+            (&mut work.counts, &mut work.total),
+            at,
+            (&work.originals[originals], &self.engine.facts.wrapper),
+            room,
+            self.counter,
+        )
     }
 
     /// Puts a briefing in place of the region it replaced, and records it.

@@ -326,3 +326,101 @@ fn stripped_reasoning_is_recalled_with_the_arguments_of_its_call() {
         assert!(recalled.contains(t.as_str()), "{t} is lost");
     }
 }
+
+/// Reads of files whose names only the results hold, then an iteration a
+/// long user message makes too large for the room a briefing leaves: the
+/// tail cannot grow by it and nothing in it can be clipped.
+fn reads_then_a_long_message() -> Conversation {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You settle ledgers."}),
+        json!({"role": "user", "content": "Find why the ledger does not balance."}),
+    ];
+    for i in 0..12 {
+        let id = format!("call_{i}");
+        let args = json!({"path": format!("src/ledger_{i}.rs")}).to_string();
+        messages.push(json!({"role": "assistant", "content": "Reading on.",
+            "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "read_file", "arguments": args}}]}));
+        let body: String = (0..40)
+            .map(|j| {
+                format!(
+                    "pub fn settle_entry_{i}_{j}(book: &mut Book) -> Balance {{ book.close() }}\n"
+                )
+            })
+            .collect();
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": body}));
+    }
+    messages.push(json!({"role": "assistant", "content": "Read them all."}));
+    let notes =
+        "The auditors want every change to keep the books as they were at close. ".repeat(400);
+    messages.push(json!({"role": "user", "content": notes}));
+    messages.push(
+        json!({"role": "assistant", "content": "Checking the totals.",
+        "tool_calls": [{"id": "last", "type": "function",
+            "function": {"name": "run", "arguments": "{\"cmd\":\"cargo test\"}"}}]}),
+    );
+    messages.push(json!({"role": "tool", "tool_call_id": "last", "content": "2 failed"}));
+    let body = json!({"model": "gpt-4o", "messages": messages});
+    decode(body.to_string().as_bytes()).unwrap().remove(0)
+}
+
+/// What the target leaves beside a complete briefing and a tail that
+/// cannot grow goes to the lines of the replaced results that name the
+/// most, each under a handle that recalls all of its result; with
+/// `summary.result_lines` off that room stays unused.
+#[test]
+fn the_room_a_briefing_leaves_quotes_what_it_replaced() {
+    let conv = reads_then_a_long_message();
+    let target = 4_000;
+    let run = |lines: bool| {
+        let mut cfg = config(target);
+        cfg.summary.result_lines = lines;
+        let mut c = Compactor::new(cfg).unwrap();
+        let out = c.compact(&conv).unwrap();
+        let after = out.conversation.into_owned();
+        let i = out
+            .report
+            .briefing
+            .unwrap_or_else(|| panic!("no briefing: {:?}", out.report.policies));
+        assert!(out.report.tokens_after.get() <= target);
+        assert!(abridge::model::validate(&after).is_empty());
+        let briefing = after.messages[i].text_content().into_owned();
+        (c, out.report.tokens_after.get(), briefing)
+    };
+    let (_, unused_after, plain) = run(false);
+    assert!(
+        unused_after < target * 8 / 10,
+        "{unused_after}: the fixture leaves room"
+    );
+    let (c, after, briefing) = run(true);
+    assert!(after >= target * 9 / 10, "{after} of {target}:\n{briefing}");
+    let (_, section) = briefing
+        .split_once("## Lines from the replaced results")
+        .expect("a section of quoted lines");
+    let section = section.split("## Recallable originals").next().unwrap();
+    let quoted: Vec<&str> = section
+        .lines()
+        .filter(|l| l.contains("settle_entry_"))
+        .collect();
+    assert!(quoted.len() > 10, "{section}");
+    assert!(
+        !plain.contains("settle_entry_"),
+        "the names were only in the results"
+    );
+    // Every line quoted is one recall away, whole, under the handle above it.
+    let mut handle = None;
+    for line in section.lines() {
+        if let Some(h) = Handle::find_all(line).next() {
+            handle = Some(h);
+            continue;
+        }
+        if line.contains("settle_entry_") {
+            let h = handle.as_ref().expect("a handle above the lines");
+            let o = c.engine().original(h).expect("kept");
+            let Piece::Text { text } = &o.pieces[0] else {
+                panic!("text")
+            };
+            assert!(text.contains(line), "{h} does not hold {line}");
+        }
+    }
+}

@@ -67,7 +67,7 @@ pub(super) fn sections(mut f: Facts, budget: usize) -> Vec<Section> {
                 Kind::Ids => Vec::new(),
                 Kind::ResultIds => Vec::new(),
                 Kind::Users => take(&mut f.user_messages),
-                Kind::Earlier => Vec::new(),
+                Kind::ResultLines | Kind::Earlier => Vec::new(),
                 Kind::Last => f.last_state.iter().cloned().collect(),
             };
             Section::new(kind, texts.into_iter().map(SheetItem::new).collect())

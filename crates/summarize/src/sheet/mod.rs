@@ -114,6 +114,10 @@ pub enum SectionKind {
     ResultIds,
     /// The user's messages.
     Users,
+    /// Lines of the replaced results that the engine wrote into the room
+    /// a briefing left (dropped when a briefing merges them: their results
+    /// are one recall away).
+    ResultLines,
     /// An earlier briefing's text that is not a known section.
     Earlier,
 }
@@ -146,7 +150,7 @@ enum Merge {
 impl SectionKind {
     /// Every kind, in the order the sheet renders them: the task, its
     /// progress and the current state first.
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 18] = [
         Kind::Task,
         Kind::Details,
         Kind::Todo,
@@ -163,6 +167,7 @@ impl SectionKind {
         Kind::Ids,
         Kind::ResultIds,
         Kind::Users,
+        Kind::ResultLines,
         Kind::Earlier,
     ];
 
@@ -184,6 +189,7 @@ impl SectionKind {
             Kind::Ids => "Identifiers used",
             Kind::ResultIds => "Identifiers seen in tool results",
             Kind::Users => "User messages",
+            Kind::ResultLines => "Lines from the replaced results (recall a handle for the rest)",
             Kind::Earlier => "Earlier briefing",
             Kind::Last => "Current state (the agent's last words)",
         }
@@ -224,6 +230,7 @@ impl SectionKind {
             Kind::Commands => (3, 3),
             Kind::ResultIds => (2, 0),
             Kind::Calls => (1, 0),
+            Kind::ResultLines => (0, 0),
             Kind::Earlier => (0, 0),
         }
     }
@@ -231,16 +238,19 @@ impl SectionKind {
     fn layout(self) -> Layout {
         match self {
             Kind::Ids | Kind::ResultIds => Layout::Inline,
-            Kind::Task | Kind::Details | Kind::Todo | Kind::LatestError | Kind::Last => {
-                Layout::Lines
-            }
+            Kind::Task
+            | Kind::Details
+            | Kind::Todo
+            | Kind::LatestError
+            | Kind::Last
+            | Kind::ResultLines => Layout::Lines,
             _ => Layout::Bullets,
         }
     }
 
     fn merge(self) -> Merge {
         match self {
-            Kind::Task | Kind::ResultIds => Merge::Drop,
+            Kind::Task | Kind::ResultIds | Kind::ResultLines => Merge::Drop,
             Kind::Details | Kind::Todo | Kind::LatestError | Kind::Last => Merge::Newest,
             _ => Merge::Append,
         }

@@ -47,6 +47,32 @@ fn foreign_headings_become_the_earlier_briefing() {
     );
 }
 
+/// Lines the engine quoted from replaced results into a briefing's room
+/// are not carried into the next briefing: their results stay one recall
+/// away, and the room they took is the new briefing's.
+#[test]
+fn quoted_result_lines_are_dropped_when_a_briefing_merges() {
+    let mut sections = vec![
+        Section::new(Kind::Files, vec![SheetItem::keyed("read · a.rs", "a.rs")]),
+        Section::new(Kind::ResultLines, Vec::new()),
+        Section::new(Kind::Earlier, Vec::new()),
+    ];
+    let previous = format!(
+        "## Files\n- edited · b.rs\n\n## {}\n[read_file a.rs · abr_0123456789]\n…\npub fn settle_entry() {{}}\n…\n",
+        Kind::ResultLines.title()
+    );
+    let (known, foreign) = parse(&previous);
+    assert!(foreign.is_empty(), "{foreign:?}");
+    merge(&mut sections, known, foreign);
+    let rendered: String = sections
+        .iter()
+        .flat_map(|s| s.items.iter())
+        .map(|i| i.text.clone())
+        .collect();
+    assert!(!rendered.contains("settle_entry"), "{rendered}");
+    assert!(rendered.contains("edited · b.rs"), "{rendered}");
+}
+
 /// Chained as data, a file seen in both compactions is listed once, in
 /// its newest form, though the first sheet showed it relative to a root
 /// (parsed back from text, the shown path would not match the new one).
