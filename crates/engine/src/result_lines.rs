@@ -68,11 +68,18 @@ pub(crate) fn fill(
     room: Counted,
     counter: &mut TokenCounter,
 ) -> (usize, Counted) {
+    // Newest first, until they hold MOST_LINES: a huge region is not copied.
+    let mut lines = 0;
     let texts: Vec<(&Original, String)> = originals
         .iter()
         .rev()
         .filter(|o| o.kind == OriginalKind::ToolResult)
         .filter_map(|o| Some((o, text_of(o)?)))
+        .take_while(|(_, t)| {
+            let within = lines < MOST_LINES;
+            lines += t.lines().count();
+            within
+        })
         .collect();
     let held = held_names(messages);
     let candidates = candidates(&texts, &held);
