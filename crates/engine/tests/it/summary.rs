@@ -272,6 +272,18 @@ fn file_session(files: &[&str], task: &str) -> Conversation {
 /// seen again would be listed twice).
 #[test]
 fn a_chained_compaction_merges_the_kept_sheet_as_data() {
+    merges_the_kept_sheet(false);
+}
+
+/// The same after a resume: the head holds the agent's own summary, marked
+/// as one; the sheet kept is still the briefing's, so the next compaction
+/// finds it by its fingerprint and merges it as data.
+#[test]
+fn a_chained_compaction_merges_the_kept_sheet_beside_an_agents_summary() {
+    merges_the_kept_sheet(true);
+}
+
+fn merges_the_kept_sheet(resumed: bool) {
     let root = "/home/dev/work/shop/app";
     let paths: Vec<String> = [
         "a.rs", "b.rs", "c.rs", "d.rs", "a.rs", "b.rs", "e.rs", "f.rs", "a.rs", "g.rs",
@@ -280,7 +292,8 @@ fn a_chained_compaction_merges_the_kept_sheet_as_data() {
     .map(|f| format!("{root}/src/{f}"))
     .collect();
     let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let full = file_session(&refs, "Fix the checkout.");
+    let mut full = file_session(&refs, "Fix the checkout.");
+    full.messages[1].meta.compact_summary = resumed;
     let mut cfg = Config {
         model: Some("gpt-4o".into()),
         ..Config::default()
