@@ -371,13 +371,7 @@ impl Rewriter<'_> {
             &work.originals,
             self.counter,
         );
-        let (quoted, added) = match plan.grow_tail {
-            true => self.quote_replaced(work, target),
-            // A target that only asks for less than before (an agent's
-            // request, `summarize_all`) has no room to use: the briefing
-            // stays the summary alone.
-            false => (0, Counted::ZERO),
-        };
+        let (quoted, added) = self.quote_replaced(work, plan, target);
         results += quoted;
         tokens += added;
         if results > 0 {
@@ -391,10 +385,19 @@ impl Rewriter<'_> {
     /// What the target leaves after the refill, up to the briefing's most
     /// (`summary.max_tokens`), to the lines of the results the briefing
     /// replaced that name the most; the results quoted and the tokens added.
-    fn quote_replaced(&mut self, work: &mut Work, target: Counted) -> (usize, Counted) {
+    /// A plan whose target only asks for less than before (an agent's
+    /// request, `summarize_all`: no tail to grow) has no room to use: its
+    /// briefing stays the summary alone.
+    fn quote_replaced(
+        &mut self,
+        work: &mut Work,
+        plan: &Plan,
+        target: Counted,
+    ) -> (usize, Counted) {
         let summary = &self.engine.config.summary;
         let Some((at, originals)) = work.briefing.clone().filter(|(at, _)| {
             summary.result_lines
+                && plan.grow_tail
                 && work
                     .messages
                     .get(*at)
