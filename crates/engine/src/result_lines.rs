@@ -35,6 +35,10 @@ const GAP: u64 = 2;
 /// Tries at a smaller budget when the section, counted in place, is over.
 const TRIES: usize = 4;
 
+/// Most bytes a token of quoted text takes (o200k and cl100k average about
+/// four): what bounds a line's tokens from below before it is counted.
+const BYTES_PER_TOKEN_AT_MOST: usize = 12;
+
 /// A line of a replaced result, or a piece of a long one, that names
 /// something new.
 struct Candidate<'t> {
@@ -88,8 +92,10 @@ pub(crate) fn fill(
     }
     let old = counts[at];
     let mut budget = room;
+    // Each candidate's tokens, counted once over the tries.
+    let mut tokens = vec![None; candidates.len()];
     for _ in 0..TRIES {
-        let chosen = choose(&candidates, &texts, budget, counter);
+        let chosen = choose(&candidates, &texts, budget, (counter, &mut tokens));
         if chosen.is_empty() {
             break;
         }
@@ -171,16 +177,18 @@ fn pieces(line: &str) -> Vec<(usize, usize)> {
 /// The candidates kept in about `budget` tokens: the most new names per
 /// token first (the newer result first among equals), each only while it
 /// names something the ones kept before it do not; every result quoted
-/// pays for its heading.
+/// pays for its heading. A candidate is counted (into `tokens`) only when
+/// a lower bound of its tokens fits what is left.
 fn choose(
     candidates: &[Candidate<'_>],
     texts: &[(&Original, String)],
     budget: Counted,
-    counter: &TokenCounter,
+    (counter, tokens): (&TokenCounter, &mut [Option<u64>]),
 ) -> Vec<usize> {
     let heading = counter.count_text(SectionKind::ResultLines.title()).get() + 4;
     let room = budget.get().saturating_sub(heading);
-    // Ranked by an estimate (a token is about four bytes), counted when kept.
+    // Ranked by an estimate (a token is about four bytes); counted only
+    // where what is left may hold it.
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     let density = |c: &Candidate| c.names.len() as f64 / (c.text.len() / 4 + 1) as f64;
     order.sort_by(|&a, &b| density(&candidates[b]).total_cmp(&density(&candidates[a])));
@@ -189,10 +197,17 @@ fn choose(
     let (mut used, mut chosen) = (0, Vec::new());
     for i in order {
         let c = &candidates[i];
-        if c.names.iter().all(|n| named.contains(n.as_str())) {
+        let left = room.saturating_sub(used);
+        if left <= GAP {
+            break;
+        }
+        // At least this many tokens: a line longer than what is left is not counted.
+        let at_least = (c.text.len() / BYTES_PER_TOKEN_AT_MOST) as u64;
+        if at_least + GAP > left || c.names.iter().all(|n| named.contains(n.as_str())) {
             continue;
         }
-        let mut cost = counter.count_text(c.text).get() + GAP;
+        let text_tokens = *tokens[i].get_or_insert_with(|| counter.count_text(c.text).get());
+        let mut cost = text_tokens + GAP;
         if !quoted[c.result] {
             cost += counter.count_text(&result_heading(texts[c.result].0)).get() + GAP;
         }
