@@ -6,7 +6,7 @@ use abridge_model::{Conversation, iterations, validate};
 use abridge_summarize::wrapper::unwrap;
 use abridge_tokens::Counted;
 
-use super::{Rewriter, Work};
+use super::{Rewriter, Work, written_briefing};
 use crate::error::{Error, Result};
 use crate::event::{Event, iteration_id};
 use crate::plan::Plan;
@@ -34,10 +34,8 @@ impl Rewriter<'_> {
         guard(conv, &after)?;
         eval.events
             .extend(work.degraded.iter().map(|d| Event::Degraded(*d)));
-        let summary_length = work
-            .briefing
-            .as_ref()
-            .and_then(|(i, _)| after.messages.get(*i))
+        let summary_length = written_briefing(work.briefing.as_ref(), &after.messages)
+            .map(|i| &after.messages[i])
             .filter(|_| work.summarizer.is_some())
             .and_then(|m| {
                 unwrap(&self.engine.facts.wrapper, &m.text_content()).map(|t| t.chars().count())
@@ -131,12 +129,7 @@ pub(super) fn report_of(
         degraded: work.degraded,
         // The briefing this compaction wrote: not another summary the head
         // holds (an agent's own, from before a resume).
-        briefing: work.briefing.as_ref().map(|(i, _)| *i).filter(|&i| {
-            after
-                .messages
-                .get(i)
-                .is_some_and(|m| m.meta.compact_summary)
-        }),
+        briefing: written_briefing(work.briefing.as_ref(), &after.messages),
         calibration: eval.calibration,
         sheet: work.sheet,
         handles: Vec::new(),

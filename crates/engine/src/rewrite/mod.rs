@@ -78,6 +78,19 @@ pub(crate) struct Work<'a> {
     region_facts: RegionFacts,
 }
 
+/// Where in `messages` the briefing this compaction wrote is (`briefing`,
+/// as [`Work::briefing`] records it), if that message is still it.
+fn written_briefing<M: Borrow<Message>>(
+    briefing: Option<&(usize, Range<usize>)>,
+    messages: &[M],
+) -> Option<usize> {
+    let (at, _) = briefing?;
+    messages
+        .get(*at)
+        .is_some_and(|m| m.borrow().meta.compact_summary)
+        .then_some(*at)
+}
+
 impl Work<'_> {
     /// Adds what a step did, given the tokens after it.
     fn record(&mut self, kind: PolicyKind, items: usize, now: Counted) {
@@ -395,14 +408,11 @@ impl Rewriter<'_> {
         target: Counted,
     ) -> (usize, Counted) {
         let summary = &self.engine.config.summary;
-        let Some((at, originals)) = work.briefing.clone().filter(|(at, _)| {
-            summary.result_lines
-                && plan.grow_tail
-                && work
-                    .messages
-                    .get(*at)
-                    .is_some_and(|m| m.meta.compact_summary)
-        }) else {
+        let at = written_briefing(work.briefing.as_ref(), &work.messages);
+        let Some((at, (_, originals))) = at
+            .zip(work.briefing.clone())
+            .filter(|_| summary.result_lines && plan.grow_tail)
+        else {
             return (0, Counted::ZERO);
         };
         let room = target
