@@ -140,6 +140,24 @@ pub fn args_handle(a: &Arguments) -> Option<Handle> {
     }
 }
 
+/// What heads a newest result cut to fit the window.
+const CUT_NOTE: &str = "tool result cut to fit the context window";
+
+/// `[tool result cut to fit the context window: its first and last K of N
+/// characters; recall abr_…]`: what heads a result cut to `keep` of its
+/// `len` characters.
+pub fn cut_header(keep: usize, len: usize, handle: Option<&Handle>) -> String {
+    bracketed(
+        &format!("{CUT_NOTE}: its first and last {keep} of {len} characters"),
+        handle,
+    )
+}
+
+/// True for a result [`cut_header`] heads.
+pub fn is_cut_result(text: &str) -> bool {
+    text.starts_with(&format!("[{CUT_NOTE}"))
+}
+
 /// What heads an excerpt of a result given back into a compaction's room.
 const EXCERPT_NOTE: &str = "excerpt of a tool result";
 

@@ -143,12 +143,7 @@ fn clipped<'o>(messages: &[Slot<'_>], originals: &'o [Original]) -> Vec<Clipped<
         for (j, p) in m.parts.iter().enumerate().rev() {
             let handle = match p {
                 Part::ToolResult(r) => match r.parts.as_slice() {
-                    [Part::Text(t)]
-                        if placeholder::is_result_placeholder(&t.text)
-                            && !placeholder::is_superseded(&t.text) =>
-                    {
-                        placeholder::handle_in(&t.text)
-                    }
+                    [Part::Text(t)] if gives_back(&t.text) => placeholder::handle_in(&t.text),
                     _ => None,
                 },
                 Part::ToolCall(c) => args_handle(&c.arguments),
@@ -165,6 +160,14 @@ fn clipped<'o>(messages: &[Slot<'_>], originals: &'o [Original]) -> Vec<Clipped<
         }
     }
     out
+}
+
+/// Whether a result whose text is `text` takes room back: a placeholder
+/// (not of a read the history holds again), or a newest result the floor
+/// ladder cut to fit before the steps left room.
+fn gives_back(text: &str) -> bool {
+    (placeholder::is_result_placeholder(text) && !placeholder::is_superseded(text))
+        || placeholder::is_cut_result(text)
 }
 
 /// The names the history's text, calls and results hold as they are.

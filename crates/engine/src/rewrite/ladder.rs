@@ -16,7 +16,10 @@
 //!    next turn compacts again).
 //! 4. **Newest results cut to fit**: the newest iteration's own results,
 //!    oldest first and the newest last, are cut to what still fits (their
-//!    beginning and end kept) or become placeholders.
+//!    beginning and end kept) or become placeholders, with room held for
+//!    what the steps make of the old region; what they leave of it comes
+//!    back to the results cut (the refill takes them like any clipped
+//!    result).
 //!
 //! What is left — system prompt, task, tool definitions and the newest
 //! message's own words — is the irreducible floor. When even that is over
@@ -31,16 +34,13 @@ use abridge_tokens::Counted;
 use super::{Rewriter, Work};
 use crate::config::PolicyConfig;
 use crate::event::{Degradation, Event, Rung};
-use crate::placeholder::{result, with_handle};
+use crate::placeholder::{cut_header, is_cut_result, result};
 use crate::plan::Plan;
 use crate::policy::{self, Policy};
 use crate::recall::{Handle, Original};
 
 /// Shortest a cut result keeps, in characters, before it becomes a placeholder.
 const MIN_CUT_CHARS: usize = 400;
-
-/// How a result cut to fit begins.
-const CUT_NOTE: &str = "[tool result cut to fit the context window";
 
 /// Tokens left for what the steps make of the old region (a briefing or
 /// an omission note) when the newest results are cut to fit.
@@ -189,7 +189,7 @@ fn newest_start<M: Borrow<Message>>(messages: &[M]) -> usize {
 /// than text, such as an image).
 fn can_cut(r: &ToolResult, text: &str) -> bool {
     let has_other = r.parts.iter().any(|p| p.as_text().is_none());
-    has_other || (text.len() > MIN_CUT_CHARS && !text.starts_with(CUT_NOTE))
+    has_other || (text.len() > MIN_CUT_CHARS && !is_cut_result(text))
 }
 
 /// Cuts one result, whose `text` is `tokens` long, so that it loses about
@@ -210,11 +210,7 @@ fn cut_to_fit(
         result(handle)
     } else {
         let kept = abridge_model::text::clip(text, keep, keep / 2);
-        let note = with_handle(
-            &format!("its first and last {keep} of {} characters", text.len()),
-            handle,
-        );
-        format!("{CUT_NOTE}: {note}]\n{kept}")
+        format!("{}\n{kept}", cut_header(keep, text.len(), handle))
     };
     r.replace_with_text(replacement);
 }

@@ -191,9 +191,15 @@ fn the_floor_ladder_degrades_step_by_step() {
             let last = out.conversation.messages.last().unwrap();
             let cut = last.tool_results().next().unwrap().text();
             assert!(
-                cut.contains("cut to fit the context window") || cut.contains("clipped"),
+                cut.contains("cut to fit the context window")
+                    || cut.contains("excerpt of a tool result")
+                    || cut.contains("clipped"),
                 "{cut}"
             );
+            // What the steps left of the room held for them goes back to
+            // the results cut.
+            let after = out.report.tokens_after.get();
+            assert!(after * 10 >= target * 9, "{after} of {target}");
         }
     }
 }

@@ -424,3 +424,91 @@ fn the_room_a_briefing_leaves_quotes_what_it_replaced() {
         }
     }
 }
+
+/// A long policy, lookups, and a last result too large to keep whole
+/// beside the policy: the region is dropped (a briefing has no room beside
+/// the newest iteration) and the newest result is cut to fit with room
+/// held for what the steps make of the region.
+fn a_policy_then_a_large_last_result() -> Conversation {
+    let policy =
+        "Before any change, list its details and obtain the user's confirmation. ".repeat(40);
+    let mut messages = vec![
+        json!({"role": "system", "content": policy}),
+        json!({"role": "user", "content": "Move my return flight to the same day."}),
+    ];
+    for i in 0..6 {
+        let id = format!("call_{i}");
+        let args = json!({"reservation_id": format!("RES{i:03}")}).to_string();
+        messages.push(json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "get_reservation", "arguments": args}}]}));
+        let flights: Vec<_> = (0..12)
+            .map(|j| json!({"flight_number": format!("HAT{i}{j:02}"), "date": "2024-05-27"}))
+            .collect();
+        let body = json!({"reservation_id": format!("RES{i:03}"), "flights": flights});
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": body.to_string()}));
+    }
+    messages.push(
+        json!({"role": "assistant", "content": "Searching the flights of that day.",
+        "tool_calls": [{"id": "last", "type": "function",
+            "function": {"name": "search_flights", "arguments": "{\"date\":\"2024-05-27\"}"}}]}),
+    );
+    let flights: String = (0..80)
+        .map(|j| {
+            format!(
+                "flight HAT{j:03} DEN to IAH departs {:02}:00 seats 9\n",
+                j % 24
+            )
+        })
+        .collect();
+    messages.push(json!({"role": "tool", "tool_call_id": "last", "content": flights}));
+    let body = json!({"model": "gpt-4o", "messages": messages});
+    decode(body.to_string().as_bytes()).unwrap().remove(0)
+}
+
+/// When the floor ladder cuts the newest result to fit and the steps take
+/// less of the old region than it held for them, the room left goes back
+/// to that result, which stays one recall away whole.
+#[test]
+fn the_room_left_after_the_newest_result_was_cut_goes_back_to_it() {
+    let conv = a_policy_then_a_large_last_result();
+    let mut c = Compactor::new(Config::default()).unwrap();
+    let total = c.count(&conv).get();
+    let tokens: Vec<u64> = c
+        .message_tokens(&conv.messages)
+        .iter()
+        .map(|t| t.get())
+        .collect();
+    let tools = total - tokens.iter().sum::<u64>();
+    let n = tokens.len();
+    // Head and newest iteration fit, with too little room beside them for
+    // a briefing, or for the note of the region dropped.
+    let target = tokens[..2].iter().sum::<u64>() + tokens[n - 2..].iter().sum::<u64>() + tools + 10;
+    let mut c = Compactor::new(config(target)).unwrap();
+    let out = c.compact(&conv).unwrap();
+    let after = out.conversation.into_owned();
+    assert!(abridge::model::validate(&after).is_empty());
+    let rungs: Vec<_> = out.report.degraded.iter().map(|d| d.rung).collect();
+    assert_eq!(
+        rungs.last(),
+        Some(&abridge::Rung::NewestResultsCut),
+        "{rungs:?}"
+    );
+    let got = out.report.tokens_after.get();
+    assert!(got <= target, "{got} > {target}");
+    assert!(got * 10 >= target * 9, "{got} of {target}");
+    let last = after
+        .messages
+        .last()
+        .unwrap()
+        .tool_results()
+        .next()
+        .unwrap()
+        .text();
+    let h = Handle::find_all(&last).next().expect("a handle");
+    let Piece::Text { text } = &c.engine().original(&h).expect("kept").pieces[0] else {
+        panic!("text")
+    };
+    assert!(text.contains("HAT079") && text.contains("HAT000"), "{text}");
+    assert!(last.contains("HAT000") && last.contains("HAT079"), "{last}");
+}
