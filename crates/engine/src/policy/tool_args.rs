@@ -25,8 +25,15 @@ use crate::slot::Slot;
 /// Longest string argument kept as it is.
 const KEEP_CHARS: usize = 100;
 
-/// Names of the clipped arguments a note lists at most.
+/// Names of the clipped arguments a note lists: this many...
 const NAMES: usize = 8;
+
+/// ...and one more per this many characters clipped (a document the
+/// agent wrote names more than a one-line edit)...
+const CHARS_PER_NAME: usize = 1_000;
+
+/// ...up to this many: a note stays a note.
+const MOST_NAMES: usize = 24;
 
 pub(super) fn apply(
     messages: &mut [Slot<'_>],
@@ -96,7 +103,7 @@ fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_
         // Text that is not an object of arguments is clipped whole.
         let whole = |s: &str| match cfg.blank_args {
             true => ARGS_NOTE.to_owned(),
-            false => naming(ARGS_NOTE, [s], ""),
+            false => naming(ARGS_NOTE, &[s], ""),
         };
         let clipped = match &call.arguments {
             Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
@@ -183,13 +190,16 @@ fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
     Value::Object(out)
 }
 
-/// `note`, then the first [`NAMES`] names `dropped` held that `kept`
-/// does not.
-fn naming<S: AsRef<str>>(note: &str, dropped: impl IntoIterator<Item = S>, kept: &str) -> String {
+/// `note`, then the first names `dropped` held that `kept` does not:
+/// [`NAMES`], one more per [`CHARS_PER_NAME`] characters dropped, at most
+/// [`MOST_NAMES`].
+fn naming<S: AsRef<str>>(note: &str, dropped: &[S], kept: &str) -> String {
+    let chars: usize = dropped.iter().map(|t| t.as_ref().len()).sum();
+    let most = (NAMES + chars / CHARS_PER_NAME).min(MOST_NAMES);
     let mut names: Vec<String> = Vec::new();
     for text in dropped {
         for id in prose_identifiers(text.as_ref()) {
-            if names.len() == NAMES {
+            if names.len() == most {
                 break;
             }
             if !kept.contains(id.as_str()) && !names.contains(&id) {
@@ -272,6 +282,38 @@ mod tests {
             );
         }
         out
+    }
+
+    /// The longer what a call's arguments lose, the more of its names the
+    /// note keeps: a plan the agent wrote names more than a one-line edit,
+    /// and the note stays a note.
+    #[test]
+    fn a_longer_clipped_argument_names_more_up_to_a_bound() {
+        let count = |sections: usize| {
+            let plan: String = (0..sections)
+                .map(|i| {
+                    format!(
+                        "Call `plan_step_{i}`.\n{}\n",
+                        "Then check it again. ".repeat(40)
+                    )
+                })
+                .collect();
+            let body = json!({"model": "gpt-4o", "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+                    "function": {"name": "write", "arguments":
+                        json!({"path": "docs/plan.md", "content": plan}).to_string()}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "ok"}
+            ]});
+            let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+            let notes = notes_with(&conv, &PolicyConfig::default());
+            (plan.len(), notes[0].matches("plan_step_").count())
+        };
+        let (len, named) = count(12);
+        assert!(named > NAMES, "{named} of 12");
+        assert_eq!(named, 12.min(NAMES + len / CHARS_PER_NAME), "{len} chars");
+        let (_, most) = count(60);
+        assert_eq!(most, MOST_NAMES);
     }
 
     /// A clipped call's note lists the names its clipped arguments held
