@@ -1,6 +1,8 @@
 //! Recall and precision of identifiers against what the agent wrote later.
 
-use abridge::model::{Conversation, Message, Role, head_len, validate};
+use std::collections::HashSet;
+
+use abridge::model::{Conversation, Message, Role, fingerprint, head_len, validate};
 use abridge::recall::split_index;
 use abridge::summarize::ident::{identifiers, mentions, prose_identifiers};
 use abridge::summarize::tools::split_arguments;
@@ -26,6 +28,10 @@ pub struct Targets {
     pre_text: String,
     /// Violations the pre-cut history already had.
     pre_violations: Vec<(String, Option<String>)>,
+    /// Fingerprints of the summaries the history held before the cut (an
+    /// agent's own, from an earlier compaction): what a strategy keeps of
+    /// them is the rest of the history, not its briefing.
+    summaries_before: HashSet<u64>,
 }
 
 /// What the agent wrote, sorted: its prose, the arguments that refer to
@@ -193,6 +199,11 @@ fn by_section(briefing: &str, named: &[String], unused: &[String]) -> Vec<Sectio
     scores
 }
 
+/// What tells a summary message from another.
+fn summary_print(m: &Message) -> u64 {
+    fingerprint(std::slice::from_ref(m))
+}
+
 /// Share of `ids` that `text` mentions (1 when there are none).
 fn share_kept(ids: &[String], text: &str) -> f64 {
     if ids.is_empty() {
@@ -229,6 +240,12 @@ impl Targets {
             written: format!("{}\n{}\n{}", w.prose, w.references, w.bodies),
             pre_text,
             pre_violations: violations(pre),
+            summaries_before: pre
+                .messages
+                .iter()
+                .filter(|m| m.meta.compact_summary)
+                .map(summary_print)
+                .collect(),
         }
     }
 
@@ -367,7 +384,9 @@ impl Targets {
         // recallable originals (a catalog, whose cost is its tokens), and
         // only what the rest of the history does not already hold.
         let judged = applied.briefing.as_deref().map(|b| {
-            conv.messages.retain(|m| !m.meta.compact_summary);
+            conv.messages.retain(|m| {
+                !m.meta.compact_summary || self.summaries_before.contains(&summary_print(m))
+            });
             let said = split_index(b).0;
             let (named, unused) = self.judge(said, &text_of(&conv));
             let sections = by_section(said, &named, &unused);
@@ -463,6 +482,49 @@ mod tests {
         assert_eq!(t.missed(kept), missed);
         // Had nothing said been lost, only the result's name would be.
         assert!((t.recall_missing(lost.results) - 0.8).abs() < 1e-9);
+    }
+
+    /// Precision judges what only the briefing carries: an agent's own
+    /// summary from before the cut, kept in the compacted history, is part
+    /// of the rest of the history, like any message the strategy kept.
+    #[test]
+    fn an_agents_earlier_summary_is_the_rest_of_the_history_for_precision() {
+        let body = serde_json::json!({"messages": [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Earlier work: `agent_kept_name` was renamed."},
+            {"role": "user", "content": "Fix `parse_header` in `briefed_name`."},
+            {"role": "assistant", "content": "Done with `agent_kept_name` and `briefed_name`."}
+        ]});
+        let mut conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
+        conv.messages[1].meta.compact_summary = true;
+        let (pre, after) = conv.messages.split_at(3);
+        let pre = Conversation {
+            messages: pre.to_vec(),
+            ..conv.clone()
+        };
+        let t = Targets::new(&pre, after);
+        let briefing = "## Identifiers used\n`agent_kept_name`, `briefed_name`";
+        let mut note = Message::text(Role::User, briefing.to_owned());
+        note.meta.compact_summary = true;
+        let compacted = Conversation {
+            messages: vec![pre.messages[0].clone(), pre.messages[1].clone(), note],
+            ..conv.clone()
+        };
+        let applied = Applied {
+            conversation: Some(compacted),
+            briefing: Some(briefing.to_owned()),
+            error: None,
+            recallable: None,
+            over_budget: None,
+            searchable: None,
+        };
+        let r = t.score(Strategy::Pipeline, applied, 100, TokenizerKind::O200kBase);
+        let named: usize = r.sections.iter().map(|s| s.named).sum();
+        assert_eq!(
+            named, 1,
+            "only `briefed_name` is the briefing's alone: {:?}",
+            r.sections
+        );
     }
 
     #[test]
