@@ -41,6 +41,13 @@ pub fn with_handle(text: &str, handle: Option<&Handle>) -> String {
     }
 }
 
+/// Whether `text` opens with `[note`, as the placeholder [`bracketed`]
+/// makes of `note` does (read on every result a compaction walks: no
+/// allocation).
+fn opens(text: &str, note: &str) -> bool {
+    text.strip_prefix('[').is_some_and(|t| t.starts_with(note))
+}
+
 /// `[text; recall abr_…]`.
 fn bracketed(text: &str, handle: Option<&Handle>) -> String {
     format!("[{}]", with_handle(text, handle))
@@ -81,7 +88,7 @@ pub fn is_external_body(body: &str) -> bool {
 
 /// True for any tool-result placeholder.
 pub fn is_result_placeholder(text: &str) -> bool {
-    text.starts_with(&format!("[{RESULT_NOTE}"))
+    opens(text, RESULT_NOTE)
 }
 
 /// Placeholder for a result that a later result (of call `later`)
@@ -155,7 +162,7 @@ pub fn cut_header(keep: usize, len: usize, handle: Option<&Handle>) -> String {
 
 /// True for a result [`cut_header`] heads.
 pub fn is_cut_result(text: &str) -> bool {
-    text.starts_with(&format!("[{CUT_NOTE}"))
+    opens(text, CUT_NOTE)
 }
 
 /// What heads an excerpt of a result given back into a compaction's room.
@@ -169,9 +176,7 @@ pub fn excerpt_header(lines: usize, handle: &Handle) -> String {
 
 /// The handle of an excerpt [`excerpt_header`] headed, if `text` is one.
 pub fn excerpt_handle(text: &str) -> Option<Handle> {
-    text.starts_with(&format!("[{EXCERPT_NOTE}"))
-        .then(|| handle_in(text))
-        .flatten()
+    opens(text, EXCERPT_NOTE).then(|| handle_in(text)).flatten()
 }
 
 /// `[N earlier iterations omitted; recall abr_…]`.
