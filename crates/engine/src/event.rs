@@ -82,10 +82,10 @@ pub enum Event {
     Degraded(Degradation),
     /// The steps left room under the target, and results they clipped got
     /// their content back, whole or as excerpts (and clipped arguments,
-    /// whole), and results the briefing replaced were quoted in it by the
+    /// whole, or their notes named more), and results the briefing replaced were quoted in it by the
     /// lines that name the most.
     RoomGivenBack {
-        /// Results and calls given back.
+        /// Results, calls and notes given room.
         results: usize,
         /// Tokens they added.
         tokens: Counted,

@@ -9,7 +9,9 @@
 //! said — headed by what it is and its handle, so the whole stays one
 //! recall away. A result is never all-or-nothing. Then clipped tool
 //! arguments (the agent's own edits) come back whole where what the
-//! results left holds them, newest first.
+//! results left holds them, newest first. Before all of it, a clipped
+//! call's note names more of what its arguments held ([`name_more`]): a
+//! few tokens each, and the agent's own names are the ones it uses again.
 
 use std::collections::HashSet;
 
@@ -18,6 +20,7 @@ use abridge_summarize::ident::prose_identifiers;
 use abridge_tokens::{Counted, TokenCounter};
 
 use crate::placeholder::{self, args_handle, excerpt_header};
+use crate::policy::naming_more;
 use crate::recall::{Handle, Original, OriginalKind};
 use crate::slot::Slot;
 
@@ -121,6 +124,56 @@ pub(crate) fn refill(
         given += 1;
     }
     (given, total.saturating_sub(before))
+}
+
+/// Gives the room under `target` to the notes of the calls clipped into
+/// `originals`, newest first: each names more of what its arguments held
+/// ([`naming_more`]) where the room holds the longer note. Returns how
+/// many notes grew and the tokens they added; `counts` and `total` as in
+/// [`refill`].
+pub(crate) fn name_more(
+    messages: &mut [Slot<'_>],
+    counts: &mut [Counted],
+    total: &mut Counted,
+    target: Counted,
+    originals: &[Original],
+    counter: &mut TokenCounter,
+) -> (usize, Counted) {
+    let before = *total;
+    let mut named = 0;
+    for c in clipped(messages, originals).iter().filter(|c| c.is_call()) {
+        if *total >= target {
+            break;
+        }
+        let Some(text) = text_of(c.original) else {
+            continue;
+        };
+        let mut m = Message::clone(&messages[c.message]);
+        let mut original = m.parts[c.part].clone();
+        let (Some(()), Part::ToolCall(call)) =
+            (restore_call(&mut original, &text), &mut m.parts[c.part])
+        else {
+            continue;
+        };
+        let Part::ToolCall(original) = original else {
+            continue;
+        };
+        let more = naming_more(&original.arguments, &c.original.handle);
+        if more == call.arguments {
+            continue;
+        }
+        call.arguments = more;
+        let now = counter.count_message(&m).total();
+        let after = total.saturating_sub(counts[c.message]) + now;
+        if after > target {
+            continue;
+        }
+        *total = after;
+        counts[c.message] = now;
+        messages[c.message] = m.into();
+        named += 1;
+    }
+    (named, total.saturating_sub(before))
 }
 
 /// The results and calls of `messages` clipped into `originals` (their
@@ -538,6 +591,69 @@ mod tests {
         assert_eq!(run(args + result + 100, &mut counter), (2, true, true));
         let (given, args_back, result_back) = run(result + 60, &mut counter);
         assert_eq!((given, args_back, result_back), (1, false, true));
+    }
+
+    /// A clipped call's note names more of what its arguments held where
+    /// the room holds the longer note, and stays as it is where it does
+    /// not: the target is never passed for a name.
+    #[test]
+    fn a_clipped_calls_note_names_more_only_where_the_room_holds_it() {
+        let mut counter = TokenCounter::new(TokenizerKind::O200kBase);
+        let plan: String = (0..20)
+            .map(|i| format!("Call `ledger_step_{i}`.\n{}\n", "Check it. ".repeat(100)))
+            .collect();
+        let args = serde_json::json!({"path": "docs/plan.md", "content": plan});
+        let body = serde_json::json!({"model": "gpt-4o", "messages": [
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "write_file", "arguments": args.to_string()}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]});
+        let mut messages = abridge_model::decode(body.to_string().as_bytes())
+            .unwrap()
+            .remove(0)
+            .messages;
+        let originals = vec![Original::arguments(
+            messages[1].tool_calls().next().unwrap(),
+        )];
+        let Part::ToolCall(c) = &mut messages[1].parts[0] else {
+            unreachable!()
+        };
+        c.arguments = Arguments::Json(placeholder::args_json(
+            "1 long argument clipped for brevity",
+            Some(&originals[0].handle),
+        ));
+        let mut run = |room: u64| {
+            let mut slots: Vec<Slot<'_>> = crate::slot::borrowed(&messages);
+            let mut counts: Vec<Counted> = messages
+                .iter()
+                .map(|m| counter.count_message(m).total())
+                .collect();
+            let mut total: Counted = counts.iter().copied().sum();
+            let target = total + Counted::new(room);
+            let (named, _) = name_more(
+                &mut slots,
+                &mut counts,
+                &mut total,
+                target,
+                &originals,
+                &mut counter,
+            );
+            assert!(total <= target);
+            let note = slots[1]
+                .tool_calls()
+                .next()
+                .unwrap()
+                .arguments
+                .to_json_text();
+            assert!(note.contains(originals[0].handle.as_str()), "{note}");
+            (named, note.matches("ledger_step_").count())
+        };
+        let (named, names) = run(500);
+        assert_eq!(named, 1);
+        assert!(names > 8, "{names} names");
+        assert_eq!(run(0), (0, 0));
+        assert_eq!(run(5), (0, 0));
     }
 
     /// Where the room holds one of two lines, the one naming something

@@ -11,6 +11,8 @@ mod supersede;
 mod tool_args;
 mod tool_results;
 
+pub(crate) use tool_args::naming_more;
+
 use std::ops::Range;
 
 use crate::config::{PolicyConfig, PolicyKind};

@@ -5,7 +5,8 @@
 //! "_abridged": "2 long arguments clipped for brevity; recall abr_…"}`.
 //! The note lists the first names the clipped arguments held that the
 //! kept ones do not (a symbol an edit wrote, a path a patch touched): the
-//! agent's own names are the ones it uses again.
+//! agent's own names are the ones it uses again. Where the compaction
+//! leaves room, [`naming_more`] lists more of a long argument's names.
 //! With `blank_args` no argument stays; with `strip_reasoning` the text of
 //! the message that made the calls goes too, kept with the first call's
 //! arguments for recall (Pilo #437).
@@ -25,11 +26,13 @@ use crate::slot::Slot;
 /// Longest string argument kept as it is.
 const KEEP_CHARS: usize = 100;
 
-/// Names of the clipped arguments a note lists: this many...
+/// Names of the clipped arguments a note lists while clipping, where the
+/// room is not known yet...
 const NAMES: usize = 8;
 
-/// ...and one more per this many characters clipped (a document the
-/// agent wrote names more than a one-line edit)...
+/// ...and, where the compaction leaves room, one more per this many
+/// characters clipped (a document the agent wrote names more than a
+/// one-line edit)...
 const CHARS_PER_NAME: usize = 1_000;
 
 /// ...up to this many: a note stays a note.
@@ -100,21 +103,7 @@ fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_
             original = original.after_text(t);
         }
         let h = found.is_some().then(|| original.handle.clone());
-        // Text that is not an object of arguments is clipped whole.
-        let whole = |s: &str| match cfg.blank_args {
-            true => ARGS_NOTE.to_owned(),
-            false => naming(ARGS_NOTE, &[s], ""),
-        };
-        let clipped = match &call.arguments {
-            Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
-                Ok(v) => Arguments::Json(clip(&v, h.as_ref(), cfg.blank_args).to_string()),
-                Err(_) => Arguments::Json(args_json(&whole(s), h.as_ref())),
-            },
-            Arguments::Value(v) => Arguments::Value(clip(v, h.as_ref(), cfg.blank_args)),
-            Arguments::Custom(s) => {
-                Arguments::Custom(format!("[{}]", with_handle(&whole(s), h.as_ref())))
-            }
-        };
+        let clipped = clipped_form(&call.arguments, h.as_ref(), cfg.blank_args, false);
         let smaller = clipped.to_json_text().len() < text.len();
         if smaller || with_text.is_some() {
             keep(found, || original);
@@ -125,6 +114,32 @@ fn clip_message(m: &mut Message, cfg: &PolicyConfig, found: &mut Option<Found<'_
         }
     }
     changed
+}
+
+/// A call's `original` arguments clipped under `handle`, the note naming
+/// more than clipping does: one more name per [`CHARS_PER_NAME`]
+/// characters clipped, at most [`MOST_NAMES`]. For the room a compaction
+/// leaves ([`refill`](crate::refill)).
+pub(crate) fn naming_more(original: &Arguments, handle: &Handle) -> Arguments {
+    clipped_form(original, Some(handle), false, true)
+}
+
+/// `args` clipped, its note under `handle`; naming more (see
+/// [`naming`]) when `more`.
+fn clipped_form(args: &Arguments, handle: Option<&Handle>, blank: bool, more: bool) -> Arguments {
+    // Text that is not an object of arguments is clipped whole.
+    let whole = |s: &str| match blank {
+        true => ARGS_NOTE.to_owned(),
+        false => naming(ARGS_NOTE, &[s], "", more),
+    };
+    match args {
+        Arguments::Json(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v) => Arguments::Json(clip(&v, handle, blank, more).to_string()),
+            Err(_) => Arguments::Json(args_json(&whole(s), handle)),
+        },
+        Arguments::Value(v) => Arguments::Value(clip(v, handle, blank, more)),
+        Arguments::Custom(s) => Arguments::Custom(format!("[{}]", with_handle(&whole(s), handle))),
+    }
 }
 
 /// Takes the text out of an assistant message that calls tools; what it
@@ -148,7 +163,7 @@ fn strip_text(m: &mut Message) -> Option<String> {
 }
 
 /// Short scalars of an object kept, the rest replaced by a count.
-fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
+fn clip(v: &Value, handle: Option<&Handle>, blank: bool, more: bool) -> Value {
     let mut out = Map::new();
     let mut dropped = Vec::new();
     if let Value::Object(m) = v {
@@ -181,6 +196,7 @@ fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
             &note,
             &dropped,
             &serde_json::to_string(&out).unwrap_or_default(),
+            more,
         ),
     };
     out.insert(
@@ -191,11 +207,14 @@ fn clip(v: &Value, handle: Option<&Handle>, blank: bool) -> Value {
 }
 
 /// `note`, then the first names `dropped` held that `kept` does not:
-/// [`NAMES`], one more per [`CHARS_PER_NAME`] characters dropped, at most
-/// [`MOST_NAMES`].
-fn naming<S: AsRef<str>>(note: &str, dropped: &[S], kept: &str) -> String {
+/// [`NAMES`], or when `more`, one more per [`CHARS_PER_NAME`] characters
+/// dropped, at most [`MOST_NAMES`].
+fn naming<S: AsRef<str>>(note: &str, dropped: &[S], kept: &str, more: bool) -> String {
     let chars: usize = dropped.iter().map(|t| t.as_ref().len()).sum();
-    let most = (NAMES + chars / CHARS_PER_NAME).min(MOST_NAMES);
+    let most = match more {
+        true => (NAMES + chars / CHARS_PER_NAME).min(MOST_NAMES),
+        false => NAMES,
+    };
     let mut names: Vec<String> = Vec::new();
     for text in dropped {
         for id in prose_identifiers(text.as_ref()) {
@@ -284,11 +303,12 @@ mod tests {
         out
     }
 
-    /// The longer what a call's arguments lose, the more of its names the
-    /// note keeps: a plan the agent wrote names more than a one-line edit,
-    /// and the note stays a note.
+    /// Clipping names [`NAMES`]; where there is room, the longer what a
+    /// call's arguments lose, the more of its names the note keeps: a plan
+    /// the agent wrote names more than a one-line edit, and the note stays
+    /// a note.
     #[test]
-    fn a_longer_clipped_argument_names_more_up_to_a_bound() {
+    fn a_longer_clipped_argument_names_more_where_there_is_room_up_to_a_bound() {
         let count = |sections: usize| {
             let plan: String = (0..sections)
                 .map(|i| {
@@ -306,13 +326,22 @@ mod tests {
                 {"role": "tool", "tool_call_id": "c", "content": "ok"}
             ]});
             let conv = decode(body.to_string().as_bytes()).unwrap().remove(0);
-            let notes = notes_with(&conv, &PolicyConfig::default());
-            (plan.len(), notes[0].matches("plan_step_").count())
+            let clipped = notes_with(&conv, &PolicyConfig::default());
+            let call = conv.messages[1].tool_calls().next().unwrap();
+            let more = naming_more(&call.arguments, &Handle::parse("abr_plan12").unwrap());
+            let more = more.to_json_text();
+            assert!(
+                more.contains("docs/plan.md") && more.contains("abr_plan12"),
+                "{more}"
+            );
+            let named = |s: &str| s.matches("plan_step_").count();
+            (plan.len(), named(&clipped[0]), named(&more))
         };
-        let (len, named) = count(12);
-        assert!(named > NAMES, "{named} of 12");
-        assert_eq!(named, 12.min(NAMES + len / CHARS_PER_NAME), "{len} chars");
-        let (_, most) = count(60);
+        let (len, clipped, more) = count(12);
+        assert_eq!(clipped, NAMES);
+        assert_eq!(more, 12.min(NAMES + len / CHARS_PER_NAME), "{len} chars");
+        assert!(more > NAMES, "{more} of 12");
+        let (_, _, most) = count(60);
         assert_eq!(most, MOST_NAMES);
     }
 

@@ -371,12 +371,24 @@ impl Rewriter<'_> {
         work.total <= target
     }
 
-    /// Gives the room the steps left under `target` back to the results
-    /// they clipped ([`refill`](crate::refill)), then to lines of the
+    /// Gives the room the steps left under `target` to the notes of the
+    /// calls they clipped, back to the results they clipped
+    /// ([`refill`](crate::refill)), then to lines of the
     /// results the briefing replaced ([`result_lines`](crate::result_lines)),
     /// and says so in `events`.
     fn refill(&mut self, work: &mut Work, plan: &Plan, target: Counted, events: &mut Vec<Event>) {
-        let (mut results, mut tokens) = crate::refill::refill(
+        let (mut results, mut tokens) = match self.engine.config.policies.blank_args {
+            true => (0, Counted::ZERO),
+            false => crate::refill::name_more(
+                &mut work.messages,
+                &mut work.counts,
+                &mut work.total,
+                target,
+                &work.originals,
+                self.counter,
+            ),
+        };
+        let (given, added) = crate::refill::refill(
             &mut work.messages,
             &mut work.counts,
             &mut work.total,
@@ -384,6 +396,8 @@ impl Rewriter<'_> {
             &work.originals,
             self.counter,
         );
+        results += given;
+        tokens += added;
         let (quoted, added) = self.quote_replaced(work, plan, target);
         results += quoted;
         tokens += added;
