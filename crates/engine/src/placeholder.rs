@@ -83,7 +83,34 @@ pub fn external_body(handle: Option<&Handle>) -> String {
 
 /// True for a body [`external_body`] wrote.
 pub fn is_external_body(body: &str) -> bool {
-    body.trim().starts_with(&format!("> [{EXTERNAL_NOTE}"))
+    body.trim()
+        .strip_prefix("> ")
+        .is_some_and(|b| opens(b, EXTERNAL_NOTE))
+}
+
+/// False when `text` holds no body [`external_body`] wrote (a quick test:
+/// true does not say it does).
+pub fn may_hold_external_body(text: &str) -> bool {
+    text.contains(EXTERNAL_NOTE)
+}
+
+/// What heads the excerpt of a wrapped block's body given back.
+const BLOCK_EXCERPT_NOTE: &str = "excerpt of this block";
+
+/// `[excerpt of this block: N lines, …; recall abr_… for all of it]`.
+pub fn block_excerpt_header(lines: usize, handle: &Handle) -> String {
+    format!(
+        "[{BLOCK_EXCERPT_NOTE}: {lines} lines, the lines cut said; recall {handle} for all of it]"
+    )
+}
+
+/// The handle of a block body [`block_excerpt_header`] headed, if `body`
+/// is one.
+pub fn block_excerpt_handle(body: &str) -> Option<Handle> {
+    let body = body.trim_start();
+    opens(body, BLOCK_EXCERPT_NOTE)
+        .then(|| handle_in(body))
+        .flatten()
 }
 
 /// True for any tool-result placeholder.

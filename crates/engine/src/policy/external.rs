@@ -10,7 +10,7 @@ use abridge_model::{ContentForm, Message, Part};
 use memchr::memmem::Finder;
 
 use crate::config::PolicyConfig;
-use crate::placeholder::{external_body, image, is_external_body};
+use crate::placeholder::{block_excerpt_handle, external_body, image, is_external_body};
 use crate::recall::{Found, Original, keep};
 use crate::slot::Slot;
 
@@ -175,7 +175,12 @@ fn clip_blocks(text: &str, tag: &Tag, found: &mut Option<Found<'_>>) -> Option<S
             out.push_str(body);
         } else {
             let open = &text[text[..body_start].rfind('<').unwrap_or(0)..body_start];
-            let handle = keep(found, || Original::external(open, body));
+            // An excerpt an earlier compaction gave back goes back to its
+            // placeholder, its original the one it named.
+            let handle = match block_excerpt_handle(body) {
+                Some(h) => Some(h),
+                None => keep(found, || Original::external(open, body)),
+            };
             out.push('\n');
             out.push_str(&external_body(handle.as_ref()));
             out.push('\n');

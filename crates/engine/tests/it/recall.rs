@@ -512,3 +512,53 @@ fn the_room_left_after_the_newest_result_was_cut_goes_back_to_it() {
     assert!(text.contains("HAT079") && text.contains("HAT000"), "{text}");
     assert!(last.contains("HAT000") && last.contains("HAT079"), "{last}");
 }
+
+/// An old page snapshot clipped by `clip_external` gets the room the
+/// target leaves back as an excerpt inside its tags, under its handle, and
+/// a later compaction that needs the room puts its placeholder back under
+/// the same handle.
+#[test]
+fn an_old_page_snapshot_gets_the_room_back_as_an_excerpt_inside_its_tags() {
+    let conv = example("web-agent.anthropic.json");
+    let target = 2_500;
+    let mut c = Compactor::new(config(target)).unwrap();
+    let out = c.compact(&conv).unwrap();
+    let got = out.report.tokens_after.get();
+    assert!(got <= target && got * 10 >= target * 9, "{got} of {target}");
+    let after = out.conversation.into_owned();
+    assert!(abridge::model::validate(&after).is_empty());
+    let all = texts(&after).join("\n");
+    let at = all.find("[excerpt of this block: ").expect("an excerpt");
+    let opened = all[..at]
+        .rfind("<EXTERNAL-CONTENT")
+        .expect("inside its tags");
+    assert!(
+        !all[opened..at].contains("</EXTERNAL-CONTENT>"),
+        "inside its tags"
+    );
+    let h = Handle::find_all(&all[at..]).next().expect("a handle");
+    let original = c.engine().original(&h).expect("kept");
+    assert_eq!(original.kind, OriginalKind::External);
+    let Piece::Text { text: whole } = &original.pieces[0] else {
+        panic!("text")
+    };
+    let shown = all[at..].split("</EXTERNAL-CONTENT>").next().unwrap();
+    assert!(whole.len() > shown.len(), "an excerpt, not the whole");
+    // Tighter: the excerpt goes back to the placeholder naming the same
+    // original (and, with the room left, comes back from it): no original
+    // is made of an excerpt.
+    let mut c2 = Compactor::new(config(target * 3 / 4)).unwrap();
+    let again = c2.compact(&after).unwrap().conversation.into_owned();
+    let all = texts(&again).join("\n");
+    assert!(all.contains(h.as_str()), "{all}");
+    for h in Handle::find_all(&all) {
+        let Some(o) = c2.engine().original(&h) else {
+            continue;
+        };
+        for p in &o.pieces {
+            if let Piece::Text { text } = p {
+                assert!(!text.contains("[excerpt of this block: "), "{h}: {text}");
+            }
+        }
+    }
+}
