@@ -323,19 +323,23 @@ impl Engine {
         kept
     }
 
-    /// Where the clipping policies keep what they replace, when recall is on.
+    /// Where the clipping policies keep what they replace: for recall, and
+    /// without it for the refill alone, which finds what it gives back by
+    /// the handles its placeholders name (a compaction without recall
+    /// takes them out at its end).
     pub(crate) fn found<'a>(
         &'a self,
         originals: &'a mut Vec<Original>,
         input: &'a Conversation,
         key: Option<&'a HandleKey>,
-    ) -> Option<Found<'a>> {
-        self.recall_for(input.tools.as_deref()).map(|r| Found {
-            tool: &r.tool,
+    ) -> Found<'a> {
+        let recall = self.recall_for(input.tools.as_deref());
+        Found {
+            tool: recall.map(|r| r.tool.as_str()),
             originals,
             input: &input.messages,
             key,
-        })
+        }
     }
 
     /// `[recall]` when the model that reads a history with these `tools`

@@ -41,6 +41,23 @@ pub fn with_handle(text: &str, handle: Option<&Handle>) -> String {
     }
 }
 
+/// `text` with the handles of `named` it names taken out, as the
+/// placeholders say it without recall; `None` when it names none of them.
+pub fn unnamed(text: &str, named: &std::collections::HashSet<&Handle>) -> Option<String> {
+    let mut out: Option<String> = None;
+    for h in Handle::find_all(text).filter(|h| named.contains(h)) {
+        let t = out.get_or_insert_with(|| text.to_owned());
+        // An excerpt's header says what the handle is for.
+        for said in [
+            format!("; recall {h} for all of it"),
+            format!("; recall {h}"),
+        ] {
+            *t = t.replace(&said, "");
+        }
+    }
+    out
+}
+
 /// Whether `text` opens with `[note`, as the placeholder [`bracketed`]
 /// makes of `note` does (read on every result a compaction walks: no
 /// allocation).

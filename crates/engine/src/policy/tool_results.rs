@@ -26,7 +26,7 @@ pub(super) fn apply(
     mut found: Option<Found<'_>>,
 ) -> usize {
     let calls = answered_calls(messages);
-    let recall_tool = found.as_ref().map(|f| f.tool);
+    let recall_tool = found.as_ref().and_then(|f| f.tool);
     // What each result was before this compaction touched it: the input's
     // result with the same id and the same place among that id's results,
     // counted from the newest (what a compaction removes is the oldest).

@@ -32,8 +32,9 @@ pub fn split_index(briefing: &str) -> (&str, Option<&str>) {
 /// What the clipping policies collect as they replace content, when
 /// recall is on (off: placeholders carry no handle).
 pub(crate) struct Found<'a> {
-    /// The recall tool: its results are never clipped again.
-    pub(crate) tool: &'a str,
+    /// The recall tool, when recall is on: its results are never clipped
+    /// again.
+    pub(crate) tool: Option<&'a str>,
     pub(crate) originals: &'a mut Vec<Original>,
     /// The history as the compaction got it: a result an earlier step
     /// already clipped in part is kept as it was there.

@@ -55,79 +55,99 @@ impl Clipped<'_> {
     }
 }
 
-/// Gives the room under `target` back to the results, wrapped blocks and
-/// calls clipped into `originals`, newest first; returns how many it gave back and the tokens
-/// it added. `counts` are the tokens of each of `messages` and `total`
-/// those of the history (tools included); both are kept up to date.
+/// The history a refill grows: its messages, the tokens of each and of
+/// the whole (tools included), kept up to date, and the target it stays
+/// within.
+pub(crate) struct Room<'w, 's> {
+    pub(crate) messages: &'w mut [Slot<'s>],
+    pub(crate) counts: &'w mut [Counted],
+    pub(crate) total: &'w mut Counted,
+    pub(crate) target: Counted,
+}
+
+impl Room<'_, '_> {
+    /// What the target leaves.
+    fn left(&self) -> Counted {
+        self.target.saturating_sub(*self.total)
+    }
+
+    /// Puts `m` in place of message `i` when the history still fits the
+    /// target with it; whether it did.
+    fn replace(&mut self, i: usize, m: Message, counter: &mut TokenCounter) -> bool {
+        let now = counter.count_message(&m).total();
+        let after = self.total.saturating_sub(self.counts[i]) + now;
+        if after > self.target {
+            return false;
+        }
+        *self.total = after;
+        self.counts[i] = now;
+        self.messages[i] = m.into();
+        true
+    }
+}
+
+/// Gives what `room` leaves back to the results, wrapped blocks and calls
+/// clipped into `originals`, newest first; returns how many it gave back
+/// and the tokens it added.
 pub(crate) fn refill(
-    messages: &mut [Slot<'_>],
-    counts: &mut [Counted],
-    total: &mut Counted,
-    target: Counted,
+    room: &mut Room<'_, '_>,
     originals: &[Original],
     counter: &mut TokenCounter,
 ) -> (usize, Counted) {
-    let before = *total;
+    let before = *room.total;
+    let least = min_room(room.target);
     let mut given = 0;
-    let mut clipped = clipped(messages, originals);
+    let mut clipped = clipped(room.messages, originals);
     // Results and blocks first: an excerpt sized to the room keeps the
     // lines that name the most, where arguments come back whole or not at
     // all.
     clipped.sort_by_key(Clipped::is_call);
-    if clipped.is_empty() || target.saturating_sub(*total) < min_room(target) {
+    if clipped.is_empty() || room.left() < least {
         return (0, Counted::ZERO);
     }
-    let mut held = held_names(messages);
+    let mut held = held_names(room.messages);
     for c in clipped {
-        let room = target.saturating_sub(*total);
-        if room < min_room(target) {
+        let left = room.left();
+        if left < least {
             break;
         }
         let Some(text) = text_of(c.original) else {
             continue;
         };
-        let old = counts[c.message];
-        let mut m = Message::clone(&messages[c.message]);
-        let Some(names) = give_back(&c, &mut m, &text, room, &held, counter) else {
+        let mut m = Message::clone(&room.messages[c.message]);
+        let Some(names) = give_back(&c, &mut m, &text, left, &held, counter) else {
             continue;
         };
-        let now = counter.count_message(&m).total();
-        let after = total.saturating_sub(old) + now;
-        if after > target {
-            continue;
+        if room.replace(c.message, m, counter) {
+            held.extend(names);
+            given += 1;
         }
-        *total = after;
-        held.extend(names);
-        counts[c.message] = now;
-        messages[c.message] = m.into();
-        given += 1;
     }
-    (given, total.saturating_sub(before))
+    (given, room.total.saturating_sub(before))
 }
 
-/// Gives the room under `target` to the notes of the calls clipped into
+/// Gives what `room` leaves to the notes of the calls clipped into
 /// `originals`, newest first: each names more of what its arguments held
 /// ([`naming_more`]) where the room holds the longer note. Returns how
-/// many notes grew and the tokens they added; `counts` and `total` as in
-/// [`refill`].
+/// many notes grew and the tokens they added.
 pub(crate) fn name_more(
-    messages: &mut [Slot<'_>],
-    counts: &mut [Counted],
-    total: &mut Counted,
-    target: Counted,
+    room: &mut Room<'_, '_>,
     originals: &[Original],
     counter: &mut TokenCounter,
 ) -> (usize, Counted) {
-    let before = *total;
+    let before = *room.total;
     let mut named = 0;
-    for c in clipped(messages, originals).iter().filter(|c| c.is_call()) {
-        if *total >= target {
+    for c in clipped(room.messages, originals)
+        .iter()
+        .filter(|c| c.is_call())
+    {
+        if room.left() == Counted::ZERO {
             break;
         }
         let Some(text) = text_of(c.original) else {
             continue;
         };
-        let mut m = Message::clone(&messages[c.message]);
+        let mut m = Message::clone(&room.messages[c.message]);
         let mut original = m.parts[c.part].clone();
         let (Some(()), Part::ToolCall(call)) =
             (restore_call(&mut original, &text), &mut m.parts[c.part])
@@ -142,17 +162,9 @@ pub(crate) fn name_more(
             continue;
         }
         call.arguments = more;
-        let now = counter.count_message(&m).total();
-        let after = total.saturating_sub(counts[c.message]) + now;
-        if after > target {
-            continue;
-        }
-        *total = after;
-        counts[c.message] = now;
-        messages[c.message] = m.into();
-        named += 1;
+        named += usize::from(room.replace(c.message, m, counter));
     }
-    (named, total.saturating_sub(before))
+    (named, room.total.saturating_sub(before))
 }
 
 /// Puts `text`, the original of `c`, back into `m` (a copy of its
@@ -353,14 +365,7 @@ mod tests {
     use abridge_tokens::TokenizerKind;
 
     /// A step of the refill.
-    type Step = fn(
-        &mut [Slot<'_>],
-        &mut [Counted],
-        &mut Counted,
-        Counted,
-        &[Original],
-        &mut TokenCounter,
-    ) -> (usize, Counted);
+    type Step = fn(&mut Room<'_, '_>, &[Original], &mut TokenCounter) -> (usize, Counted);
 
     /// `step` over `messages` with `room` under its target: the history
     /// after it and how many items it gave room to. The target is never
@@ -379,14 +384,13 @@ mod tests {
             .collect();
         let mut total: Counted = counts.iter().copied().sum();
         let target = total + Counted::new(room);
-        let (given, _) = step(
-            &mut slots,
-            &mut counts,
-            &mut total,
+        let mut room = Room {
+            messages: &mut slots,
+            counts: &mut counts,
+            total: &mut total,
             target,
-            originals,
-            counter,
-        );
+        };
+        let (given, _) = step(&mut room, originals, counter);
         assert!(total <= target, "{total:?} > {target:?}");
         (slots, given)
     }

@@ -106,7 +106,7 @@ impl Rewriter<'_> {
     ) -> (usize, Counted) {
         let Pass { policy: p, old } = pass;
         let region = old_region(&work.messages, work.tail_n + old - upto);
-        let found = self.engine.found(&mut work.originals, conv, self.key);
+        let found = Some(self.engine.found(&mut work.originals, conv, self.key));
         let before = work.messages.len();
         let cfg = &self.engine.config.policies;
         let items = policy::apply(p, &mut work.messages, region.clone(), cfg, found);

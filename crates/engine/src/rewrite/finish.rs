@@ -2,17 +2,20 @@
 
 use std::borrow::Cow;
 
-use abridge_model::{Conversation, iterations, validate};
+use std::collections::HashSet;
+
+use abridge_model::{Arguments, Conversation, Part, iterations, validate};
 use abridge_summarize::wrapper::unwrap;
 use abridge_tokens::Counted;
 
 use super::{Rewriter, Work, written_briefing};
 use crate::error::{Error, Result};
 use crate::event::{Event, iteration_id};
+use crate::placeholder;
 use crate::plan::Plan;
-use crate::recall::Original;
+use crate::recall::{Handle, Original};
 use crate::report::{Eval, Outcome, Report};
-use crate::slot;
+use crate::slot::{self, Slot};
 use crate::snapshot::SnapshotData;
 
 impl Rewriter<'_> {
@@ -24,6 +27,7 @@ impl Rewriter<'_> {
         mut eval: Eval,
     ) -> Result<Outcome<'a>> {
         self.cancel.check()?;
+        self.unname(&mut work);
         let originals = self
             .engine
             .keep_originals(std::mem::take(&mut work.originals));
@@ -66,6 +70,32 @@ impl Rewriter<'_> {
             report,
             conversation: Cow::Owned(after),
         })
+    }
+
+    /// Without recall, takes the handles this compaction's placeholders
+    /// name out of the messages it wrote, and its originals with them (kept
+    /// for the refill alone), counting the messages it changes again.
+    pub(super) fn unname(&mut self, work: &mut Work) {
+        if work.named || work.originals.is_empty() {
+            return;
+        }
+        let originals = std::mem::take(&mut work.originals);
+        let named: HashSet<&Handle> = originals.iter().map(|o| &o.handle).collect();
+        for (i, slot) in work.messages.iter_mut().enumerate() {
+            let Slot::Changed(m) = slot else {
+                continue;
+            };
+            let mut changed = false;
+            for p in &mut m.parts {
+                changed |= unname_part(p, &named);
+            }
+            if changed {
+                let now = self.counter.count_message(m).total();
+                work.total = work.total.saturating_sub(work.counts[i]) + now;
+                work.counts[i] = now;
+            }
+        }
+        work.briefing = work.briefing.take().map(|(at, _)| (at, 0..0));
     }
 
     /// Records the snapshot; a failure becomes an event, not an error.
@@ -150,5 +180,49 @@ pub(super) fn guard(before: &Conversation, after: &Conversation) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Invalid(new))
+    }
+}
+
+/// Takes the handles of `named` out of a part's text, its result's texts
+/// or its call's arguments; whether it changed.
+fn unname_part(p: &mut Part, named: &HashSet<&Handle>) -> bool {
+    let in_place = |s: &mut String| match placeholder::unnamed(s, named) {
+        Some(t) => {
+            *s = t;
+            true
+        }
+        None => false,
+    };
+    match p {
+        Part::Text(t) => in_place(&mut t.text),
+        Part::ToolResult(r) => r
+            .parts
+            .iter_mut()
+            .fold(false, |changed, q| unname_part(q, named) | changed),
+        Part::ToolCall(c) => match &mut c.arguments {
+            Arguments::Json(s) | Arguments::Custom(s) => in_place(s),
+            Arguments::Value(v) => unname_value(v, named),
+        },
+        _ => false,
+    }
+}
+
+/// [`unname_part`] over the strings of a JSON value.
+fn unname_value(v: &mut serde_json::Value, named: &HashSet<&Handle>) -> bool {
+    match v {
+        serde_json::Value::String(s) => match placeholder::unnamed(s, named) {
+            Some(t) => {
+                *s = t;
+                true
+            }
+            None => false,
+        },
+        serde_json::Value::Array(a) => a
+            .iter_mut()
+            .fold(false, |changed, x| unname_value(x, named) | changed),
+        serde_json::Value::Object(o) => o
+            .values_mut()
+            .fold(false, |changed, x| unname_value(x, named) | changed),
+        _ => false,
     }
 }

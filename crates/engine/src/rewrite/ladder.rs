@@ -76,7 +76,7 @@ impl Rewriter<'_> {
         };
         let mut items = 0;
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
-            let found = self.engine.found(&mut work.originals, conv, self.key);
+            let found = Some(self.engine.found(&mut work.originals, conv, self.key));
             items += policy::apply(p, &mut work.messages, region.clone(), &forced, found);
         }
         if items > 0 {

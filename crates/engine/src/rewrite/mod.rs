@@ -71,6 +71,10 @@ pub(crate) struct Work<'a> {
     degraded: Vec<Degradation>,
     /// What the placeholders and the briefing name by handle.
     originals: Vec<Original>,
+    /// Whether the history sent names them (recall is on for it); else
+    /// they are kept for the refill alone and go at the end
+    /// ([`Rewriter::unname`]).
+    named: bool,
     /// The briefing taken, if any: its message and its originals (of
     /// `originals`).
     briefing: Option<(usize, Range<usize>)>,
@@ -190,6 +194,7 @@ impl Rewriter<'_> {
             sheet: None,
             degraded: Vec::new(),
             originals: Vec::new(),
+            named: self.engine.recall_for(conv.tools.as_deref()).is_some(),
             briefing: None,
             region_facts: RegionFacts::default(),
         }
@@ -377,25 +382,17 @@ impl Rewriter<'_> {
     /// results the briefing replaced ([`result_lines`](crate::result_lines)),
     /// and says so in `events`.
     fn refill(&mut self, work: &mut Work, plan: &Plan, target: Counted, events: &mut Vec<Event>) {
+        let mut room = crate::refill::Room {
+            messages: &mut work.messages,
+            counts: &mut work.counts,
+            total: &mut work.total,
+            target,
+        };
         let (mut results, mut tokens) = match self.engine.config.policies.blank_args {
             true => (0, Counted::ZERO),
-            false => crate::refill::name_more(
-                &mut work.messages,
-                &mut work.counts,
-                &mut work.total,
-                target,
-                &work.originals,
-                self.counter,
-            ),
+            false => crate::refill::name_more(&mut room, &work.originals, self.counter),
         };
-        let (given, added) = crate::refill::refill(
-            &mut work.messages,
-            &mut work.counts,
-            &mut work.total,
-            target,
-            &work.originals,
-            self.counter,
-        );
+        let (given, added) = crate::refill::refill(&mut room, &work.originals, self.counter);
         results += given;
         tokens += added;
         let (quoted, added) = self.quote_replaced(work, plan, target);

@@ -46,10 +46,9 @@ impl Rewriter<'_> {
         None
     }
 
-    /// With an instant summarizer and recall on, when what the briefing
-    /// leaves of the target cannot hold the next older iteration whole,
-    /// takes it into the tail with its results and arguments clipped to
-    /// their handles, and writes the briefing again over the region before
+    /// With an instant summarizer, when what the briefing leaves of the
+    /// target cannot hold the next older iteration whole, takes it into
+    /// the tail with its results and arguments clipped to their handles, and writes the briefing again over the region before
     /// it, given the room the first took. The room left then goes back to
     /// those results as excerpts ([`refill`](crate::refill)): a large last
     /// result is never all-or-nothing, and every cut line stays one recall
@@ -85,8 +84,7 @@ impl Rewriter<'_> {
         // Each policy's items and the tokens after it, recorded if kept.
         let mut steps = Vec::new();
         for p in [Policy::ClipToolResults, Policy::ClipToolArgs] {
-            // Recall is the same for both: only the first can return here.
-            let found = self.engine.found(&mut work.originals, conv, self.key)?;
+            let found = self.engine.found(&mut work.originals, conv, self.key);
             let cfg = &self.engine.config.policies;
             let n = policy::apply(p, &mut work.messages, range.clone(), cfg, Some(found));
             let clipped = self.message_tokens(&work.messages[range.clone()]);

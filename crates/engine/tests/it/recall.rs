@@ -175,18 +175,32 @@ fn a_recalled_original_is_not_clipped_again() {
     assert!(!texts(&out.conversation).contains(&recalled));
 }
 
+/// Without recall the room clipping leaves still comes back (the refill
+/// finds what it gives back by the handles of this compaction alone), and
+/// the history sent names no handle, not even in an excerpt's header.
 #[test]
-fn with_recall_off_placeholders_carry_no_handle() {
+fn with_recall_off_the_room_still_comes_back_and_nothing_names_a_handle() {
     let conv = example("web-agent.anthropic.json");
-    let mut cfg = config(2500);
+    let target = 2_500;
+    let mut cfg = config(target);
     cfg.recall.enabled = false;
     let mut c = Compactor::new(cfg).unwrap();
     let out = c.compact(&conv).unwrap();
-    assert!(out.report.compacted);
+    let got = out.report.tokens_after.get();
+    assert!(got <= target && got * 10 >= target * 9, "{got} of {target}");
+    assert_eq!(got, c.count(&out.conversation).get(), "counted as sent");
+    assert!(out.report.handles.is_empty());
     assert!(handles(&out.conversation).is_empty());
     assert!(c.engine().recall_tool().is_none());
     let body = texts(&out.conversation).join("\n");
-    assert!(body.contains("> [clipped for brevity]"), "{body}");
+    assert!(!body.contains("recall"), "{body}");
+    assert!(body.contains("[excerpt of this block: "), "{body}");
+    // What it sends is compacted: sent again, nothing changes.
+    let again = Compactor::new(config(target))
+        .unwrap()
+        .compact(&out.conversation)
+        .unwrap();
+    assert!(!again.report.compacted);
 }
 
 #[test]
