@@ -79,7 +79,6 @@ impl Rewriter<'_> {
         work: &mut Work,
         target: Counted,
     ) -> Error {
-        self.unname(work);
         let smallest = smallest(conv, work).map(Box::new);
         let tokens = &work.counts;
         let its = iterations(&work.messages);

@@ -26,7 +26,7 @@
 //! the target, the error carries the smallest valid history, so a proxy
 //! can send it rather than the whole.
 
-use abridge_model::{Conversation, Message, Part, Tool, ToolResult, head_len, iterations};
+use abridge_model::{Conversation, Message, Part, ToolResult, head_len, iterations};
 use std::borrow::Borrow;
 
 use abridge_tokens::Counted;
@@ -96,8 +96,7 @@ impl Rewriter<'_> {
         // Cut the newest results until what the steps cannot touch fits
         // with room for what they make of the rest; then let them run.
         let kept_limit = limit.saturating_sub(RESERVE);
-        let tools = conv.tools.as_deref();
-        let mut cut = self.cut_newest_results(work, newest, tools, |c, w| {
+        let mut cut = self.cut_newest_results(work, newest, |c, w| {
             c.kept_tokens(w).saturating_sub(kept_limit)
         });
         if cut > 0 {
@@ -107,7 +106,7 @@ impl Rewriter<'_> {
                 return true;
             }
         }
-        cut += self.cut_newest_results(work, newest, tools, |_, w| w.total.saturating_sub(limit));
+        cut += self.cut_newest_results(work, newest, |_, w| w.total.saturating_sub(limit));
         if cut > 0 {
             self.degraded(work, Rung::NewestResultsCut, cut);
         }
@@ -115,13 +114,12 @@ impl Rewriter<'_> {
     }
 
     /// Cuts the results from `newest` on, oldest first, while `excess`
-    /// says the history is over; how many it changed. `tools`: the
-    /// history's, which say whether a cut result gets a handle.
+    /// says the history is over; how many it changed. Each cut names its
+    /// original (for the refill alone, without recall).
     fn cut_newest_results(
         &mut self,
         work: &mut Work,
         newest: usize,
-        tools: Option<&[Tool]>,
         excess: impl Fn(&mut Rewriter<'_>, &Work) -> Counted,
     ) -> usize {
         let mut changed = 0;
@@ -143,18 +141,14 @@ impl Rewriter<'_> {
                     return changed;
                 }
                 let tokens = self.counter.count_text(&text);
-                let recall = self.engine.recall_for(tools);
-                let handle = recall.map(|_| {
-                    let call = work.messages[..i]
-                        .iter()
-                        .rev()
-                        .flat_map(|m| m.tool_calls())
-                        .find(|c| c.id == r.call_id);
-                    let o = Original::tool_result(r, call).scoped(self.key);
-                    let h = o.handle.clone();
-                    work.originals.push(o);
-                    h
-                });
+                let call = work.messages[..i]
+                    .iter()
+                    .rev()
+                    .flat_map(|m| m.tool_calls())
+                    .find(|c| c.id == r.call_id);
+                let o = Original::tool_result(r, call).scoped(self.key);
+                let handle = Some(o.handle.clone());
+                work.originals.push(o);
                 let Part::ToolResult(r) = &mut work.messages[i].make_mut().parts[j] else {
                     continue;
                 };

@@ -221,6 +221,12 @@ impl Rewriter<'_> {
                         return Ok(());
                     }
                 }
+                // Without recall the handles go now: what they took can be
+                // all the history was over by.
+                self.unname(work);
+                if work.total <= target {
+                    return Ok(());
+                }
                 return Err(self.cannot_shrink(conv, work, target));
             }
             work.tail_n = (work.tail_n / 2).max(plan.floor);
