@@ -86,24 +86,29 @@ impl Room<'_, '_> {
     }
 }
 
-/// Gives what `room` leaves back to the results, wrapped blocks and calls
-/// clipped into `originals`, newest first; returns how many it gave back
-/// and the tokens it added.
+/// Gives what `room` leaves to what this compaction clipped into
+/// `originals`, newest first: to the notes of its calls when `more_names`
+/// ([`name_more`]), then back to its results, wrapped blocks and calls;
+/// returns how many it gave room to and the tokens it added.
 pub(crate) fn refill(
     room: &mut Room<'_, '_>,
     originals: &[Original],
     counter: &mut TokenCounter,
+    more_names: bool,
 ) -> (usize, Counted) {
     let before = *room.total;
     let least = min_room(room.target);
-    let mut given = 0;
     let mut clipped = clipped(room.messages, originals);
+    let mut given = match more_names {
+        true => name_more(room, &clipped, counter),
+        false => 0,
+    };
     // Results and blocks first: an excerpt sized to the room keeps the
     // lines that name the most, where arguments come back whole or not at
     // all.
     clipped.sort_by_key(Clipped::is_call);
     if clipped.is_empty() || room.left() < least {
-        return (0, Counted::ZERO);
+        return (given, room.total.saturating_sub(before));
     }
     let mut held = held_names(room.messages);
     for c in clipped {
@@ -126,21 +131,17 @@ pub(crate) fn refill(
     (given, room.total.saturating_sub(before))
 }
 
-/// Gives what `room` leaves to the notes of the calls clipped into
-/// `originals`, newest first: each names more of what its arguments held
+/// Gives what `room` leaves to the notes of the calls of `clipped`, in
+/// its order (newest first): each names more of what its arguments held
 /// ([`naming_more`]) where the room holds the longer note. Returns how
-/// many notes grew and the tokens they added.
-pub(crate) fn name_more(
+/// many notes grew.
+fn name_more(
     room: &mut Room<'_, '_>,
-    originals: &[Original],
+    clipped: &[Clipped<'_>],
     counter: &mut TokenCounter,
-) -> (usize, Counted) {
-    let before = *room.total;
+) -> usize {
     let mut named = 0;
-    for c in clipped(room.messages, originals)
-        .iter()
-        .filter(|c| c.is_call())
-    {
+    for c in clipped.iter().filter(|c| c.is_call()) {
         if room.left() == Counted::ZERO {
             break;
         }
@@ -164,7 +165,7 @@ pub(crate) fn name_more(
         call.arguments = more;
         named += usize::from(room.replace(c.message, m, counter));
     }
-    (named, room.total.saturating_sub(before))
+    named
 }
 
 /// Puts `text`, the original of `c`, back into `m` (a copy of its
@@ -364,14 +365,11 @@ mod tests {
     use super::*;
     use abridge_tokens::TokenizerKind;
 
-    /// A step of the refill.
-    type Step = fn(&mut Room<'_, '_>, &[Original], &mut TokenCounter) -> (usize, Counted);
-
-    /// `step` over `messages` with `room` under its target: the history
-    /// after it and how many items it gave room to. The target is never
-    /// passed.
+    /// The refill (naming more when `more_names`) over `messages` with
+    /// `room` under its target: the history after it and how many items it
+    /// gave room to. The target is never passed.
     fn with_room<'m>(
-        step: Step,
+        more_names: bool,
         messages: &'m [Message],
         originals: &[Original],
         room: u64,
@@ -390,7 +388,7 @@ mod tests {
             total: &mut total,
             target,
         };
-        let (given, _) = step(&mut room, originals, counter);
+        let (given, _) = refill(&mut room, originals, counter, more_names);
         assert!(total <= target, "{total:?} > {target:?}");
         (slots, given)
     }
@@ -441,7 +439,7 @@ mod tests {
         let mut counter = TokenCounter::new(TokenizerKind::O200kBase);
         let (messages, originals) = clipped_pair();
         let run = |room: u64, counter: &mut TokenCounter| {
-            let (slots, given) = with_room(refill, &messages, &originals, room, counter);
+            let (slots, given) = with_room(false, &messages, &originals, room, counter);
             let args = slots[1]
                 .tool_calls()
                 .next()
@@ -498,7 +496,7 @@ mod tests {
             Some(&originals[0].handle),
         ));
         let mut run = |room: u64| {
-            let (slots, named) = with_room(name_more, &messages, &originals, room, &mut counter);
+            let (slots, named) = with_room(true, &messages, &originals, room, &mut counter);
             let note = slots[1]
                 .tool_calls()
                 .next()

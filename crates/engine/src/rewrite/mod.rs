@@ -394,13 +394,9 @@ impl Rewriter<'_> {
             total: &mut work.total,
             target,
         };
-        let (mut results, mut tokens) = match self.engine.config.policies.blank_args {
-            true => (0, Counted::ZERO),
-            false => crate::refill::name_more(&mut room, &work.originals, self.counter),
-        };
-        let (given, added) = crate::refill::refill(&mut room, &work.originals, self.counter);
-        results += given;
-        tokens += added;
+        let more_names = !self.engine.config.policies.blank_args;
+        let (mut results, mut tokens) =
+            crate::refill::refill(&mut room, &work.originals, self.counter, more_names);
         let (quoted, added) = self.quote_replaced(work, plan, target);
         results += quoted;
         tokens += added;
