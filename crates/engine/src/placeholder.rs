@@ -106,9 +106,11 @@ pub fn is_external_body(body: &str) -> bool {
 }
 
 /// False when `text` holds no body [`external_body`] wrote (a quick test:
-/// true does not say it does).
+/// true does not say it does, but a clipped result's or image's note,
+/// which says the same words, does not make it true).
 pub fn may_hold_external_body(text: &str) -> bool {
-    text.contains(EXTERNAL_NOTE)
+    text.match_indices(EXTERNAL_NOTE)
+        .any(|(at, _)| text[..at].ends_with("> ["))
 }
 
 /// What heads the excerpt of a wrapped block's body given back.
@@ -295,4 +297,28 @@ pub fn parse_feedback(text: &str) -> Option<Vec<(String, usize)>> {
             Some((name.to_owned(), n))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_clipped_blocks_body_may_hold_one() {
+        let h = Handle::parse("abr_0123456789abcdef").expect("a handle");
+        let block = format!(
+            "<EXTERNAL-CONTENT>\n{}\n</EXTERNAL-CONTENT>",
+            external_body(Some(&h))
+        );
+        assert!(may_hold_external_body(&block));
+        assert!(may_hold_external_body(&external_body(None)));
+        for other in [
+            result(Some(&h)),
+            image(Some(&h)),
+            failed_result("exit status 1", None),
+            args_json(ARGS_NOTE, Some(&h)),
+        ] {
+            assert!(!may_hold_external_body(&other), "{other}");
+        }
+    }
 }
