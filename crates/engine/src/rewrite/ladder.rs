@@ -21,6 +21,12 @@
 //!    back to the results cut (the refill takes them like any clipped
 //!    result).
 //!
+//! The last rung's cut also serves the steps before the ladder: when the
+//! newest iteration is the whole tail and leaves a briefing too little
+//! room, its results are cut to hold that room
+//! ([`Rewriter::make_room_for_briefing`]) rather than the old region
+//! dropped without a briefing.
+//!
 //! What is left — system prompt, task, tool definitions and the newest
 //! message's own words — is the irreducible floor. When even that is over
 //! the target, the error carries the smallest valid history, so a proxy
@@ -113,6 +119,35 @@ impl Rewriter<'_> {
         work.total <= limit
     }
 
+    /// Cuts the newest iteration's results so that head, tail and tools
+    /// leave `target` the room the last rung holds for a briefing, when
+    /// what they hold makes that room with the `briefing` room there is;
+    /// whether it cut any (each reported).
+    pub(super) fn make_room_for_briefing(
+        &mut self,
+        work: &mut Work,
+        target: Counted,
+        briefing: Counted,
+    ) -> bool {
+        let newest = newest_start(&work.messages);
+        let cuttable: Counted = (newest..work.messages.len())
+            .filter(|&i| cuttable(&work.messages[i]))
+            .map(|i| work.counts[i])
+            .sum();
+        if briefing + cuttable < RESERVE {
+            return false;
+        }
+        let kept_limit = target.saturating_sub(RESERVE);
+        let cut = self.cut_newest_results(work, newest, |c, w| {
+            c.kept_tokens(w).saturating_sub(kept_limit)
+        });
+        if cut > 0 {
+            self.recount(work);
+            self.degraded(work, Rung::NewestResultsCut, cut);
+        }
+        cut > 0
+    }
+
     /// Cuts the results from `newest` on, oldest first, while `excess`
     /// says the history is over; how many it changed. Each cut names its
     /// original (for the refill alone, without recall).
@@ -177,6 +212,15 @@ fn newest_start<M: Borrow<Message>>(messages: &[M]) -> usize {
     iterations(messages)
         .last()
         .map_or(messages.len(), |it| it.start)
+}
+
+/// Whether `m` holds a result the last rung could cut.
+fn cuttable(m: &Message) -> bool {
+    !m.meta.pinned
+        && m.parts.iter().any(|p| match p {
+            Part::ToolResult(r) => can_cut(r, &r.text()),
+            _ => false,
+        })
 }
 
 /// A result worth cutting: not short, not cut before (or holding more

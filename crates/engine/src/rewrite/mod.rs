@@ -270,6 +270,11 @@ impl Rewriter<'_> {
             {
                 false
             }
+            // Nor when the newest iteration is all the tail there is: its
+            // results are cut to make the room, and the region briefed.
+            Step::Policy(Policy::DropIterations) if self.brief_in_room_made(conv, plan, work) => {
+                true
+            }
             Step::Summarize => self.summarize(conv, plan, work),
             Step::Policy(p) => self.clip(p, conv, plan.target, work),
         })
@@ -286,6 +291,26 @@ impl Rewriter<'_> {
             && !self.engine.summarizers.is_empty()
             && work.tail_n > 1
             && self.briefing_budget(work, target, Room::default()) < MIN_BRIEFING
+    }
+
+    /// When the plan briefs, the tail is the newest iteration alone and
+    /// leaves a briefing too little room, and its results hold that room:
+    /// cuts them to it ([`make_room_for_briefing`](Self::make_room_for_briefing))
+    /// and summarizes again; whether that reached the target. Dropping the
+    /// region instead would keep the newest results whole and lose all
+    /// the agent did before them, its task's progress included.
+    fn brief_in_room_made(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> bool {
+        let Some(target) = plan.target else {
+            return false;
+        };
+        if !plan.steps.contains(&Step::Summarize) || self.engine.summarizers.is_empty() {
+            return false;
+        }
+        let budget = self.briefing_budget(work, target, Room::default());
+        if work.tail_n > 1 || budget >= MIN_BRIEFING {
+            return false;
+        }
+        self.make_room_for_briefing(work, target, budget) && self.summarize(conv, plan, work)
     }
 
     /// Whether what `step` cannot touch fits the target: head, kept tail

@@ -8,6 +8,8 @@ use abridge::model::{Conversation, Family, Role};
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Event, History, Rung};
 
+use crate::support::message_and_tool_tokens;
+
 type Events = Arc<Mutex<Vec<Event>>>;
 
 /// A session over the head of `conv`, recording every event.
@@ -154,19 +156,13 @@ fn the_floor_ladder_degrades_step_by_step() {
     let mut cfg = Config::default();
     cfg.budget.min_iterations = 3;
     let mut c = Compactor::new(cfg.clone()).unwrap();
-    let total = c.count(&conv).get();
     let its = conv.iterations();
-    let tokens: Vec<u64> = c
-        .message_tokens(&conv.messages)
-        .iter()
-        .map(|t| t.get())
-        .collect();
+    let (tokens, tools) = message_and_tool_tokens(&mut c, &conv);
     let last3: u64 = its[its.len() - 3..]
         .iter()
         .flat_map(|i| &tokens[i.range()])
         .sum();
     let head: u64 = tokens[..conv.head_len()].iter().sum();
-    let tools = total - tokens.iter().sum::<u64>();
     // Under head + tools + three iterations, over head + tools + one.
     let newest: u64 = tokens[its[its.len() - 1].range()].iter().sum();
     for target in [head + tools + last3 - 1, head + tools + newest / 2] {
@@ -202,6 +198,35 @@ fn the_floor_ladder_degrades_step_by_step() {
             assert!(after * 10 >= target * 9, "{after} of {target}");
         }
     }
+}
+
+/// When the newest iteration alone leaves a briefing too little room, the
+/// old region is not dropped without one: the newest results are cut to
+/// make that room (they stay recallable), and the agent keeps its task.
+#[test]
+fn a_briefing_is_not_given_up_for_the_newest_results() {
+    let conv = run(Spec {
+        iterations: 8,
+        ..Spec::default()
+    });
+    let mut cfg = Config::default();
+    cfg.budget.min_iterations = 1;
+    let mut c = Compactor::new(cfg.clone()).unwrap();
+    let (tokens, tools) = message_and_tool_tokens(&mut c, &conv);
+    let newest = conv.iterations().last().unwrap().range();
+    let kept: u64 =
+        tokens[..conv.head_len()].iter().sum::<u64>() + tokens[newest].iter().sum::<u64>() + tools;
+    // Room for the newest iteration and a few tokens: none for a briefing.
+    let target = kept + 40;
+    cfg.budget.target_tokens = Some(target);
+    let wrapper = cfg.summary.wrapper.clone();
+    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
+    assert!(out.report.tokens_after.get() <= target);
+    assert!(validate(&out.conversation).is_empty());
+    let briefing = out.report.briefing_text(&out.conversation, &wrapper);
+    assert!(briefing.is_some(), "{:#?}", out.conversation.messages);
+    let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
+    assert_eq!(rungs.last(), Some(&Rung::NewestResultsCut), "{rungs:?}");
 }
 
 /// The provider counts 1.5× what abridge does: after the first response

@@ -5,6 +5,8 @@
 use abridge::model::{Arguments, Conversation, Message, Part, Role, ToolCall, ToolResult, decode};
 use abridge::recall::{Handle, OriginalKind, Piece};
 use abridge::{Compactor, Config};
+
+use crate::support::message_and_tool_tokens;
 use serde_json::json;
 
 fn example(name: &str) -> Conversation {
@@ -487,13 +489,7 @@ fn a_policy_then_a_large_last_result() -> Conversation {
 fn the_room_left_after_the_newest_result_was_cut_goes_back_to_it() {
     let conv = a_policy_then_a_large_last_result();
     let mut c = Compactor::new(Config::default()).unwrap();
-    let total = c.count(&conv).get();
-    let tokens: Vec<u64> = c
-        .message_tokens(&conv.messages)
-        .iter()
-        .map(|t| t.get())
-        .collect();
-    let tools = total - tokens.iter().sum::<u64>();
+    let (tokens, tools) = message_and_tool_tokens(&mut c, &conv);
     let n = tokens.len();
     // Head and newest iteration fit, with too little room beside them for
     // a briefing, or for the note of the region dropped.

@@ -2,9 +2,23 @@
 
 use std::ops::Range;
 
+use abridge::Compactor;
 use abridge::model::{Conversation, Family, Message, head_len, iterations};
 use abridge::synth::Spec;
 use proptest::prelude::*;
+
+/// Tokens of each message of `conv` as `c` counts them, and of its tool
+/// definitions.
+pub(crate) fn message_and_tool_tokens(c: &mut Compactor, conv: &Conversation) -> (Vec<u64>, u64) {
+    let total = c.count(conv).get();
+    let tokens: Vec<u64> = c
+        .message_tokens(&conv.messages)
+        .iter()
+        .map(|t| t.get())
+        .collect();
+    let tools = total - tokens.iter().sum::<u64>();
+    (tokens, tools)
+}
 
 /// Same on the wire: role, parts, content form and extra fields (meta ignored).
 pub(crate) fn same(a: &Message, b: &Message) -> bool {
