@@ -21,11 +21,12 @@
 //!    back to the results cut (the refill takes them like any clipped
 //!    result).
 //!
-//! The last rung's cut also serves the steps before the ladder: when the
-//! newest iteration is the whole tail and leaves a briefing too little
-//! room, its results are cut to hold that room
+//! The last rung's cut also serves the steps before the ladder, so that
+//! the same rule holds at every budget: when the newest iteration is the
+//! whole tail and leaves a briefing less than the room that rung holds
+//! for it, its results are cut to hold that room
 //! ([`Rewriter::make_room_for_briefing`]) rather than the old region
-//! dropped without a briefing.
+//! briefed in a few dozen tokens, or dropped without a briefing.
 //!
 //! What is left — system prompt, task, tool definitions and the newest
 //! message's own words — is the irreducible floor. When even that is over
@@ -50,7 +51,7 @@ const MIN_CUT_CHARS: usize = 400;
 
 /// Tokens left for what the steps make of the old region (a briefing or
 /// an omission note) when the newest results are cut to fit.
-const RESERVE: Counted = Counted::new(256);
+pub(super) const RESERVE: Counted = Counted::new(256);
 
 impl Rewriter<'_> {
     /// Climbs down the ladder until `target` is reached — or, rather than

@@ -35,6 +35,9 @@ use crate::summarize_step::{self, Briefed, Earlier, Inputs};
 /// What a briefing may take when even the floor is over the target.
 const FLOOR_ROOM: Counted = Counted::new(1_024);
 
+/// What a briefing's message takes beside its text.
+const BRIEFING_OVERHEAD: Counted = Counted::new(32);
+
 /// The least room a briefing is written in.
 const MIN_BRIEFING: Counted = Counted::new(64);
 
@@ -270,12 +273,10 @@ impl Rewriter<'_> {
             {
                 false
             }
-            // Nor when the newest iteration is all the tail there is: its
-            // results are cut to make the room, and the region briefed.
-            Step::Policy(Policy::DropIterations) if self.brief_in_room_made(conv, plan, work) => {
-                true
+            Step::Summarize => {
+                self.hold_briefing_room(plan, work);
+                self.summarize(conv, plan, work)
             }
-            Step::Summarize => self.summarize(conv, plan, work),
             Step::Policy(p) => self.clip(p, conv, plan.target, work),
         })
     }
@@ -293,24 +294,25 @@ impl Rewriter<'_> {
             && self.briefing_budget(work, target, Room::default()) < MIN_BRIEFING
     }
 
-    /// When the plan briefs, the tail is the newest iteration alone and
-    /// leaves a briefing too little room, and its results hold that room:
-    /// cuts them to it ([`make_room_for_briefing`](Self::make_room_for_briefing))
-    /// and summarizes again; whether that reached the target. Dropping the
-    /// region instead would keep the newest results whole and lose all
-    /// the agent did before them, its task's progress included.
-    fn brief_in_room_made(&mut self, conv: &Conversation, plan: &Plan, work: &mut Work) -> bool {
+    /// When the plan briefs and the tail is the newest iteration alone,
+    /// gives the briefing the room the ladder's last rung holds for it
+    /// ([`make_room_for_briefing`](Self::make_room_for_briefing)) where
+    /// the tail leaves it less and its results can make it. The same rule
+    /// at every budget: without it a budget just above the one that cuts
+    /// the newest results kept them whole beside a briefing of a few
+    /// dozen tokens, or dropped the region without one — and recall fell
+    /// as the budget rose.
+    fn hold_briefing_room(&mut self, plan: &Plan, work: &mut Work) {
         let Some(target) = plan.target else {
-            return false;
+            return;
         };
-        if !plan.steps.contains(&Step::Summarize) || self.engine.summarizers.is_empty() {
-            return false;
+        if work.tail_n > 1 || self.engine.summarizers.is_empty() {
+            return;
         }
         let budget = self.briefing_budget(work, target, Room::default());
-        if work.tail_n > 1 || budget >= MIN_BRIEFING {
-            return false;
+        if budget < ladder::RESERVE.saturating_sub(BRIEFING_OVERHEAD) {
+            self.make_room_for_briefing(work, target, budget);
         }
-        self.make_room_for_briefing(work, target, budget) && self.summarize(conv, plan, work)
     }
 
     /// Whether what `step` cannot touch fits the target: head, kept tail
@@ -564,7 +566,7 @@ impl Rewriter<'_> {
             + pinned_in_region
             + work.tools;
         target
-            .saturating_sub(kept.saturating_sub(earlier_tokens) + Counted::new(32))
+            .saturating_sub(kept.saturating_sub(earlier_tokens) + BRIEFING_OVERHEAD)
             .max(room.at_least)
             .min(Counted::new(self.engine.config.summary.max_tokens))
     }

@@ -201,8 +201,9 @@ fn the_floor_ladder_degrades_step_by_step() {
 }
 
 /// When the newest iteration alone leaves a briefing too little room, the
-/// old region is not dropped without one: the newest results are cut to
-/// make that room (they stay recallable), and the agent keeps its task.
+/// old region is neither dropped without one nor briefed in a few dozen
+/// tokens: the newest results are cut to make the room the ladder's last
+/// rung holds (they stay recallable), at every budget alike.
 #[test]
 fn a_briefing_is_not_given_up_for_the_newest_results() {
     let conv = run(Spec {
@@ -216,17 +217,22 @@ fn a_briefing_is_not_given_up_for_the_newest_results() {
     let newest = conv.iterations().last().unwrap().range();
     let kept: u64 =
         tokens[..conv.head_len()].iter().sum::<u64>() + tokens[newest].iter().sum::<u64>() + tools;
-    // Room for the newest iteration and a few tokens: none for a briefing.
-    let target = kept + 40;
-    cfg.budget.target_tokens = Some(target);
-    let wrapper = cfg.summary.wrapper.clone();
-    let out = Compactor::new(cfg).unwrap().compact(&conv).unwrap();
-    assert!(out.report.tokens_after.get() <= target);
-    assert!(validate(&out.conversation).is_empty());
-    let briefing = out.report.briefing_text(&out.conversation, &wrapper);
-    assert!(briefing.is_some(), "{:#?}", out.conversation.messages);
-    let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
-    assert_eq!(rungs.last(), Some(&Rung::NewestResultsCut), "{rungs:?}");
+    // Beside the newest iteration, room for no briefing, then for a small one.
+    for extra in [40, 150] {
+        let target = kept + extra;
+        cfg.budget.target_tokens = Some(target);
+        let wrapper = cfg.summary.wrapper.clone();
+        let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
+        assert!(out.report.tokens_after.get() <= target);
+        assert!(validate(&out.conversation).is_empty());
+        let briefing = out.report.briefing_text(&out.conversation, &wrapper);
+        assert!(briefing.is_some(), "{:#?}", out.conversation.messages);
+        let at = out.report.briefing.expect("the briefing's place");
+        let tokens = c.message_tokens(&out.conversation.messages[at..=at])[0].get();
+        assert!(tokens > extra, "{extra}: {briefing:?}");
+        let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
+        assert_eq!(rungs, [Rung::NewestResultsCut], "{extra}");
+    }
 }
 
 /// The provider counts 1.5× what abridge does: after the first response
