@@ -122,21 +122,21 @@ impl Rewriter<'_> {
 
     /// Cuts the newest iteration's results so that head, tail and tools
     /// leave `target` the room the last rung holds for a briefing, when
-    /// what they hold makes that room with the `briefing` room there is;
-    /// whether it cut any (each reported).
+    /// what they hold makes that room with the `briefing` room there is
+    /// (each cut reported).
     pub(super) fn make_room_for_briefing(
         &mut self,
         work: &mut Work,
         target: Counted,
         briefing: Counted,
-    ) -> bool {
+    ) {
         let newest = newest_start(&work.messages);
         let cuttable: Counted = (newest..work.messages.len())
             .filter(|&i| cuttable(&work.messages[i]))
             .map(|i| work.counts[i])
             .sum();
         if briefing + cuttable < RESERVE {
-            return false;
+            return;
         }
         let kept_limit = target.saturating_sub(RESERVE);
         let cut = self.cut_newest_results(work, newest, |c, w| {
@@ -146,7 +146,6 @@ impl Rewriter<'_> {
             self.recount(work);
             self.degraded(work, Rung::NewestResultsCut, cut);
         }
-        cut > 0
     }
 
     /// Cuts the results from `newest` on, oldest first, while `excess`
