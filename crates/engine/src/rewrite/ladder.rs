@@ -24,9 +24,10 @@
 //! The last rung's cut also serves the steps before the ladder, so that
 //! the same rule holds at every budget: when the newest iteration is the
 //! whole tail and leaves a briefing less than the room that rung holds
-//! for it, its results are cut to hold that room
-//! ([`Rewriter::make_room_for_briefing`]) rather than the old region
-//! briefed in a few dozen tokens, or dropped without a briefing.
+//! for it, its results are cut to hold that room, or as much of it as
+//! they hold, as the rung does ([`Rewriter::make_room_for_briefing`]),
+//! rather than the old region briefed in a few dozen tokens, or dropped
+//! without a briefing.
 //!
 //! What is left — system prompt, task, tool definitions and the newest
 //! message's own words — is the irreducible floor. When even that is over
@@ -38,7 +39,7 @@ use std::borrow::Borrow;
 
 use abridge_tokens::Counted;
 
-use super::{Rewriter, Work};
+use super::{MIN_BRIEFING, Rewriter, Work};
 use crate::config::PolicyConfig;
 use crate::event::{Degradation, Event, Rung};
 use crate::placeholder::{cut_header, is_cut_result, result};
@@ -121,9 +122,11 @@ impl Rewriter<'_> {
     }
 
     /// Cuts the newest iteration's results so that head, tail and tools
-    /// leave `target` the room the last rung holds for a briefing, when
-    /// what they hold makes that room with the `briefing` room there is
-    /// (each cut reported).
+    /// leave `target` the room the last rung holds for a briefing, or as
+    /// much of it as they hold, as that rung does at a smaller target: the
+    /// same rule at every budget. Nothing is cut when even all they hold
+    /// would leave a briefing less than its least room beside the
+    /// `briefing` room there is. Each cut is reported.
     pub(super) fn make_room_for_briefing(
         &mut self,
         work: &mut Work,
@@ -135,7 +138,7 @@ impl Rewriter<'_> {
             .filter(|&i| cuttable(&work.messages[i]))
             .map(|i| work.counts[i])
             .sum();
-        if briefing + cuttable < RESERVE {
+        if briefing + cuttable < MIN_BRIEFING {
             return;
         }
         let kept_limit = target.saturating_sub(RESERVE);

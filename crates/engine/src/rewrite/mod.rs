@@ -297,7 +297,7 @@ impl Rewriter<'_> {
     /// When the plan briefs and the tail is the newest iteration alone,
     /// gives the briefing the room the ladder's last rung holds for it
     /// ([`make_room_for_briefing`](Self::make_room_for_briefing)) where
-    /// the tail leaves it less and its results can make it. The same rule
+    /// the tail leaves it less, as far as its results can make it. The same rule
     /// at every budget: without it a budget just above the one that cuts
     /// the newest results kept them whole beside a briefing of a few
     /// dozen tokens, or dropped the region without one — and recall fell

@@ -4,7 +4,7 @@ use abridge::tokens::Reported;
 use std::sync::{Arc, Mutex};
 
 use abridge::model::validate;
-use abridge::model::{Conversation, Family, Role};
+use abridge::model::{Conversation, Family, Part, Role};
 use abridge::synth::{Spec, run};
 use abridge::{Compactor, Config, Event, History, Rung};
 
@@ -233,6 +233,48 @@ fn a_briefing_is_not_given_up_for_the_newest_results() {
         let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
         assert_eq!(rungs, [Rung::NewestResultsCut], "{extra}");
     }
+}
+
+/// The newest result holds less than the room the ladder's last rung
+/// holds for a briefing, but enough for one: it is cut for it all the
+/// same, as that rung does at a smaller target, rather than kept whole
+/// while the old region is dropped without a briefing.
+#[test]
+fn a_briefing_takes_what_short_newest_results_can_give() {
+    let mut conv = run(Spec {
+        iterations: 8,
+        ..Spec::default()
+    });
+    let newest = conv.iterations().last().unwrap().range();
+    let mut first = true;
+    for m in &mut conv.messages[newest.clone()] {
+        for p in &mut m.parts {
+            if let Part::ToolResult(r) = p {
+                let text = match std::mem::take(&mut first) {
+                    true => "row 17: sku C17-0042 price 19.99 stock 3\n".repeat(11),
+                    false => "ok".to_owned(),
+                };
+                r.replace_with_text(text);
+            }
+        }
+    }
+    let mut cfg = Config::default();
+    cfg.budget.min_iterations = 1;
+    let mut c = Compactor::new(cfg.clone()).unwrap();
+    let (tokens, tools) = message_and_tool_tokens(&mut c, &conv);
+    let results: u64 = tokens[newest.clone()].iter().sum();
+    let kept = tokens[..conv.head_len()].iter().sum::<u64>() + results + tools;
+    let target = kept + 40;
+    cfg.budget.target_tokens = Some(target);
+    let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
+    assert!(out.report.tokens_after.get() <= target);
+    assert!(validate(&out.conversation).is_empty());
+    let briefing = out
+        .report
+        .briefing_text(&out.conversation, &cfg.summary.wrapper);
+    assert!(briefing.is_some(), "{:#?}", out.conversation.messages);
+    let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
+    assert_eq!(rungs, [Rung::NewestResultsCut]);
 }
 
 /// The provider counts 1.5× what abridge does: after the first response
