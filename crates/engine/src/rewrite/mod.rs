@@ -297,11 +297,11 @@ impl Rewriter<'_> {
     /// When the plan briefs and the tail is the newest iteration alone,
     /// gives the briefing the room the ladder's last rung holds for it
     /// ([`make_room_for_briefing`](Self::make_room_for_briefing)) where
-    /// the tail leaves it less, as far as its results can make it. The same rule
-    /// at every budget: without it a budget just above the one that cuts
-    /// the newest results kept them whole beside a briefing of a few
-    /// dozen tokens, or dropped the region without one — and recall fell
-    /// as the budget rose.
+    /// the tail leaves it less, as far as its results can make it. The
+    /// same rule at every budget: without it a budget just above the one
+    /// that cuts the newest results kept them whole beside a briefing of a
+    /// few dozen tokens, or dropped the region without one — and recall
+    /// fell as the budget rose.
     fn hold_briefing_room(&mut self, plan: &Plan, work: &mut Work) {
         let Some(target) = plan.target else {
             return;

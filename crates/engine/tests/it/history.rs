@@ -200,6 +200,37 @@ fn the_floor_ladder_degrades_step_by_step() {
     }
 }
 
+/// Compacts `conv` to what its head, newest iteration and tools take
+/// plus `extra`, keeping one iteration at least: the history fits and
+/// stays valid, a briefing is written and the newest results were cut for
+/// it, and nothing else of the ladder was taken. The briefing's tokens.
+fn brief_beside_newest(conv: &Conversation, extra: u64) -> u64 {
+    let mut cfg = Config::default();
+    cfg.budget.min_iterations = 1;
+    let mut c = Compactor::new(cfg.clone()).unwrap();
+    let (tokens, tools) = message_and_tool_tokens(&mut c, conv);
+    let newest = conv.iterations().last().unwrap().range();
+    let kept =
+        tokens[..conv.head_len()].iter().sum::<u64>() + tokens[newest].iter().sum::<u64>() + tools;
+    let target = kept + extra;
+    cfg.budget.target_tokens = Some(target);
+    let out = Compactor::new(cfg.clone()).unwrap().compact(conv).unwrap();
+    assert!(out.report.tokens_after.get() <= target);
+    assert!(validate(&out.conversation).is_empty());
+    let briefing = out
+        .report
+        .briefing_text(&out.conversation, &cfg.summary.wrapper);
+    assert!(
+        briefing.is_some(),
+        "{extra}: {:#?}",
+        out.conversation.messages
+    );
+    let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
+    assert_eq!(rungs, [Rung::NewestResultsCut], "{extra}");
+    let at = out.report.briefing.expect("the briefing's place");
+    c.message_tokens(&out.conversation.messages[at..=at])[0].get()
+}
+
 /// When the newest iteration alone leaves a briefing too little room, the
 /// old region is neither dropped without one nor briefed in a few dozen
 /// tokens: the newest results are cut to make the room the ladder's last
@@ -210,28 +241,10 @@ fn a_briefing_is_not_given_up_for_the_newest_results() {
         iterations: 8,
         ..Spec::default()
     });
-    let mut cfg = Config::default();
-    cfg.budget.min_iterations = 1;
-    let mut c = Compactor::new(cfg.clone()).unwrap();
-    let (tokens, tools) = message_and_tool_tokens(&mut c, &conv);
-    let newest = conv.iterations().last().unwrap().range();
-    let kept: u64 =
-        tokens[..conv.head_len()].iter().sum::<u64>() + tokens[newest].iter().sum::<u64>() + tools;
     // Beside the newest iteration, room for no briefing, then for a small one.
     for extra in [40, 150] {
-        let target = kept + extra;
-        cfg.budget.target_tokens = Some(target);
-        let wrapper = cfg.summary.wrapper.clone();
-        let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
-        assert!(out.report.tokens_after.get() <= target);
-        assert!(validate(&out.conversation).is_empty());
-        let briefing = out.report.briefing_text(&out.conversation, &wrapper);
-        assert!(briefing.is_some(), "{:#?}", out.conversation.messages);
-        let at = out.report.briefing.expect("the briefing's place");
-        let tokens = c.message_tokens(&out.conversation.messages[at..=at])[0].get();
-        assert!(tokens > extra, "{extra}: {briefing:?}");
-        let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
-        assert_eq!(rungs, [Rung::NewestResultsCut], "{extra}");
+        let tokens = brief_beside_newest(&conv, extra);
+        assert!(tokens > extra, "{extra}: a briefing of {tokens}");
     }
 }
 
@@ -246,35 +259,21 @@ fn a_briefing_takes_what_short_newest_results_can_give() {
         ..Spec::default()
     });
     let newest = conv.iterations().last().unwrap().range();
-    let mut first = true;
-    for m in &mut conv.messages[newest.clone()] {
-        for p in &mut m.parts {
-            if let Part::ToolResult(r) = p {
-                let text = match std::mem::take(&mut first) {
-                    true => "row 17: sku C17-0042 price 19.99 stock 3\n".repeat(11),
-                    false => "ok".to_owned(),
-                };
-                r.replace_with_text(text);
-            }
-        }
+    let results = conv.messages[newest]
+        .iter_mut()
+        .flat_map(|m| m.parts.iter_mut())
+        .filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r),
+            _ => None,
+        });
+    // One result a little over what can be cut; any others too short to.
+    for (i, r) in results.enumerate() {
+        r.replace_with_text(match i {
+            0 => "row 17: sku C17-0042 price 19.99 stock 3\n".repeat(11),
+            _ => "ok".to_owned(),
+        });
     }
-    let mut cfg = Config::default();
-    cfg.budget.min_iterations = 1;
-    let mut c = Compactor::new(cfg.clone()).unwrap();
-    let (tokens, tools) = message_and_tool_tokens(&mut c, &conv);
-    let results: u64 = tokens[newest.clone()].iter().sum();
-    let kept = tokens[..conv.head_len()].iter().sum::<u64>() + results + tools;
-    let target = kept + 40;
-    cfg.budget.target_tokens = Some(target);
-    let out = Compactor::new(cfg.clone()).unwrap().compact(&conv).unwrap();
-    assert!(out.report.tokens_after.get() <= target);
-    assert!(validate(&out.conversation).is_empty());
-    let briefing = out
-        .report
-        .briefing_text(&out.conversation, &cfg.summary.wrapper);
-    assert!(briefing.is_some(), "{:#?}", out.conversation.messages);
-    let rungs: Vec<Rung> = out.report.degraded.iter().map(|d| d.rung).collect();
-    assert_eq!(rungs, [Rung::NewestResultsCut]);
+    brief_beside_newest(&conv, 40);
 }
 
 /// The provider counts 1.5× what abridge does: after the first response
