@@ -74,13 +74,51 @@ impl Rewriter<'_> {
 
     /// Without recall, takes the handles this compaction's placeholders
     /// name out of the messages it wrote, and its originals with them (kept
-    /// for the refill alone), counting the messages it changes again.
+    /// for the refill alone).
     pub(super) fn unname(&mut self, work: &mut Work) {
         if work.named || work.originals.is_empty() {
             return;
         }
-        let originals = std::mem::take(&mut work.originals);
-        let named: HashSet<&Handle> = originals.iter().map(|o| &o.handle).collect();
+        self.strip_handles(work);
+        work.originals.clear();
+        work.briefing = work.briefing.take().map(|(at, _)| (at, 0..0));
+    }
+
+    /// About the tokens [`Self::strip_handles`] would free: one handle's
+    /// note for each time the messages this compaction wrote name one of
+    /// its originals.
+    pub(super) fn handle_notes(&mut self, work: &Work) -> Counted {
+        let Some(first) = work.originals.first() else {
+            return Counted::ZERO;
+        };
+        let named: HashSet<&Handle> = work.originals.iter().map(|o| &o.handle).collect();
+        let mut times = 0;
+        let mut count = |text: &str| {
+            times += Handle::find_all(text).filter(|h| named.contains(h)).count() as u64;
+        };
+        for slot in &work.messages {
+            let Slot::Changed(m) = slot else {
+                continue;
+            };
+            for p in &m.parts {
+                match p {
+                    Part::Text(t) => count(&t.text),
+                    Part::ToolResult(r) => count(&r.text()),
+                    Part::ToolCall(c) => count(&c.arguments.to_json_text()),
+                    _ => {}
+                }
+            }
+        }
+        let note = self
+            .counter
+            .count_text(&format!("; recall {}", first.handle));
+        Counted::new(note.get() * times)
+    }
+
+    /// Takes the handles of the compaction's originals out of the messages
+    /// it wrote, counting the messages it changes again.
+    pub(super) fn strip_handles(&mut self, work: &mut Work) {
+        let named: HashSet<&Handle> = work.originals.iter().map(|o| &o.handle).collect();
         for (i, slot) in work.messages.iter_mut().enumerate() {
             let Slot::Changed(m) = slot else {
                 continue;
@@ -95,7 +133,6 @@ impl Rewriter<'_> {
                 work.counts[i] = now;
             }
         }
-        work.briefing = work.briefing.take().map(|(at, _)| (at, 0..0));
     }
 
     /// Records the snapshot; a failure becomes an event, not an error.

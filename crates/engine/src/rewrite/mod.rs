@@ -415,6 +415,41 @@ impl Rewriter<'_> {
     /// results the briefing replaced ([`result_lines`](crate::result_lines)),
     /// and says so in `events`.
     fn refill(&mut self, work: &mut Work, plan: &Plan, target: Counted, events: &mut Vec<Event>) {
+        let given = match work.named || work.originals.is_empty() {
+            true => self.give_room(work, plan, target),
+            false => self.give_room_unnamed(work, plan, target),
+        };
+        if let Some(e) = given {
+            self.engine.emit(&e);
+            events.push(e);
+        }
+    }
+
+    /// Without recall the handles go ([`Self::unname`]), and the tokens
+    /// they took while the steps ran are the refill's too, as long as the
+    /// history is within `target` once they are gone (else it is given the
+    /// room the steps left alone). The handles are gone when it returns.
+    fn give_room_unnamed(
+        &mut self,
+        work: &mut Work,
+        plan: &Plan,
+        target: Counted,
+    ) -> Option<Event> {
+        let handles = self.handle_notes(work);
+        let before = (work.messages.clone(), work.counts.clone(), work.total);
+        let given = self.give_room(work, plan, target + handles);
+        self.strip_handles(work);
+        if work.total <= target {
+            return given;
+        }
+        (work.messages, work.counts, work.total) = before;
+        let given = self.give_room(work, plan, target);
+        self.strip_handles(work);
+        given
+    }
+
+    /// [`Self::refill`] within `target`; what it gave back, if anything.
+    fn give_room(&mut self, work: &mut Work, plan: &Plan, target: Counted) -> Option<Event> {
         let mut room = crate::refill::Room {
             messages: &mut work.messages,
             counts: &mut work.counts,
@@ -427,12 +462,8 @@ impl Rewriter<'_> {
         let (quoted, added) = self.quote_replaced(work, plan, target);
         results += quoted;
         tokens += added;
-        if results > 0 {
-            debug_assert_eq!(work.total, self.checked_total(work));
-            let e = Event::RoomGivenBack { results, tokens };
-            self.engine.emit(&e);
-            events.push(e);
-        }
+        debug_assert_eq!(work.total, self.checked_total(work));
+        (results > 0).then_some(Event::RoomGivenBack { results, tokens })
     }
 
     /// What the target leaves after the refill, up to the briefing's most

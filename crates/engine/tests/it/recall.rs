@@ -205,6 +205,39 @@ fn with_recall_off_the_room_still_comes_back_and_nothing_names_a_handle() {
     assert!(!again.report.compacted);
 }
 
+/// Without recall the handles go from what is sent, and the room they
+/// took while the steps ran is the refill's too: the history ends short of
+/// the target by less than the least room worth giving back (200 tokens
+/// at these targets), not by that and every clipped result's handle.
+#[test]
+fn with_recall_off_the_room_the_handles_took_is_given_back() {
+    let mut messages = vec![json!({"role": "user", "content": "Reconcile the ledger."})];
+    for i in 0..40 {
+        let id = format!("call_{i}");
+        let path = format!("src/ledger_{i}.rs");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function":
+                {"name": "read_file", "arguments": json!({"path": path}).to_string()}}]}));
+        let body: String = (0..12)
+            .map(|l| format!("pub fn entry_{i}_{l}(amount: u64) -> Row{i}x{l} {{ todo!() }}\n"))
+            .collect();
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": body}));
+    }
+    messages.push(json!({"role": "assistant", "content": "All forty read."}));
+    let body = serde_json::to_vec(&json!({ "messages": messages })).unwrap();
+    let conv = decode(&body).unwrap().remove(0);
+    for target in [4_000, 6_000, 9_000] {
+        let mut cfg = config(target);
+        cfg.policies.pipeline = vec![abridge::PolicyKind::ClipToolResults];
+        cfg.recall.enabled = false;
+        let mut c = Compactor::new(cfg).unwrap();
+        let out = c.compact(&conv).unwrap();
+        let got = out.report.tokens_after.get();
+        assert!(got <= target && got + 200 > target, "{got} of {target}");
+        assert!(handles(&out.conversation).is_empty(), "at {target}");
+    }
+}
+
 #[test]
 fn the_recall_tool_is_declared_and_answers_in_pages() {
     let conv = example("coding-agent.openai.json");
