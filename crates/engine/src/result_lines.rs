@@ -59,19 +59,34 @@ impl Candidate<'_> {
     }
 }
 
-/// Writes the lines of the `originals` a briefing replaced into the
-/// briefing `messages[at]` (wrapped in `wrapper`), in at most `room`
-/// tokens; returns how many results it quoted and the tokens it added.
-/// `counts` and `total` are kept up to date; nothing changes when no line
-/// fits or the briefing is not one.
+/// The replaced results a briefing quotes, and how it names them.
+pub(crate) struct Quoted<'o> {
+    /// Their originals.
+    pub(crate) originals: &'o [Original],
+    /// The tags the briefing is wrapped in.
+    pub(crate) wrapper: &'o str,
+    /// Whether the model can recall them: each result's lines are headed by
+    /// its label and handle, else by its label alone.
+    pub(crate) named: bool,
+}
+
+/// Writes the lines of the results `quoted` into the briefing
+/// `messages[at]`, in at most `room` tokens; returns how many results it
+/// quoted and the tokens it added. `counts` and `total` are kept up to
+/// date; nothing changes when no line fits or the briefing is not one.
 pub(crate) fn fill(
     messages: &mut [Slot<'_>],
     (counts, total): (&mut [Counted], &mut Counted),
     at: usize,
-    (originals, wrapper): (&[Original], &str),
+    quoted: &Quoted<'_>,
     room: Counted,
     counter: &mut TokenCounter,
 ) -> (usize, Counted) {
+    let Quoted {
+        originals,
+        wrapper,
+        named,
+    } = *quoted;
     // Newest first, until they hold MOST_LINES: a huge region is not copied.
     let mut lines = 0;
     let texts: Vec<(&Original, String)> = originals
@@ -95,11 +110,11 @@ pub(crate) fn fill(
     // Each candidate's tokens, counted once over the tries.
     let mut tokens = vec![None; candidates.len()];
     for _ in 0..TRIES {
-        let chosen = choose(&candidates, &texts, budget, (counter, &mut tokens));
+        let chosen = choose(&candidates, &texts, named, budget, (counter, &mut tokens));
         if chosen.is_empty() {
             break;
         }
-        let section = render(&texts, &candidates, &chosen);
+        let section = render(&texts, &candidates, &chosen, named);
         let Some(m) = with_section(&messages[at], &section, wrapper) else {
             break;
         };
@@ -182,17 +197,18 @@ fn pieces(line: &str) -> Vec<(usize, usize)> {
 fn choose(
     candidates: &[Candidate<'_>],
     texts: &[(&Original, String)],
+    named: bool,
     budget: Counted,
     (counter, tokens): (&TokenCounter, &mut [Option<u64>]),
 ) -> Vec<usize> {
-    let heading = counter.count_text(SectionKind::ResultLines.title()).get() + 4;
+    let heading = counter.count_text(title(named)).get() + 4;
     let room = budget.get().saturating_sub(heading);
     // Ranked by an estimate (a token is about four bytes); counted only
     // where what is left may hold it.
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     let density = |c: &Candidate| c.names.len() as f64 / (c.text.len() / 4 + 1) as f64;
     order.sort_by(|&a, &b| density(&candidates[b]).total_cmp(&density(&candidates[a])));
-    let mut named: HashSet<&str> = HashSet::new();
+    let mut said: HashSet<&str> = HashSet::new();
     let mut quoted = vec![false; texts.len()];
     let (mut used, mut chosen) = (0, Vec::new());
     for i in order {
@@ -203,45 +219,65 @@ fn choose(
         }
         // At least this many tokens: a line longer than what is left is not counted.
         let at_least = (c.text.len() / BYTES_PER_TOKEN_AT_MOST) as u64;
-        if at_least + GAP > left || c.names.iter().all(|n| named.contains(n.as_str())) {
+        if at_least + GAP > left || c.names.iter().all(|n| said.contains(n.as_str())) {
             continue;
         }
         let text_tokens = *tokens[i].get_or_insert_with(|| counter.count_text(c.text).get());
         let mut cost = text_tokens + GAP;
         if !quoted[c.result] {
-            cost += counter.count_text(&result_heading(texts[c.result].0)).get() + GAP;
+            cost += counter
+                .count_text(&result_heading(texts[c.result].0, named))
+                .get()
+                + GAP;
         }
         if used + cost > room {
             continue;
         }
         used += cost;
         quoted[c.result] = true;
-        named.extend(c.names.iter().map(String::as_str));
+        said.extend(c.names.iter().map(String::as_str));
         chosen.push(i);
     }
     chosen
 }
 
-/// `[label · handle]`: which result the lines below it are from.
-fn result_heading(o: &Original) -> String {
-    format!("[{} · {}]", o.label, o.handle)
+/// The section's title: without recall it says no handle recalls the rest.
+fn title(named: bool) -> &'static str {
+    match named {
+        true => SectionKind::ResultLines.title(),
+        false => SectionKind::ResultLines.title_without_recall(),
+    }
+}
+
+/// `[label · handle]` (without recall, `[label]`): which result the lines
+/// below it are from.
+fn result_heading(o: &Original, named: bool) -> String {
+    match named {
+        true => format!("[{} · {}]", o.label, o.handle),
+        false => format!("[{}]", o.label),
+    }
 }
 
 /// The section: the results quoted, oldest first, each under its heading
 /// with its chosen lines (and pieces) in their order and each gap said.
-fn render(texts: &[(&Original, String)], candidates: &[Candidate<'_>], chosen: &[usize]) -> String {
+fn render(
+    texts: &[(&Original, String)],
+    candidates: &[Candidate<'_>],
+    chosen: &[usize],
+    named: bool,
+) -> String {
     let mut by_result: Vec<Vec<&Candidate>> = vec![Vec::new(); texts.len()];
     for &i in chosen {
         by_result[candidates[i].result].push(&candidates[i]);
     }
-    let mut out = format!("## {}", SectionKind::ResultLines.title());
+    let mut out = format!("## {}", title(named));
     for (result, mut quoted) in by_result.into_iter().enumerate().rev() {
         if quoted.is_empty() {
             continue;
         }
         quoted.sort_by_key(|c| (c.line, c.span.0));
         out.push('\n');
-        out.push_str(&result_heading(texts[result].0));
+        out.push_str(&result_heading(texts[result].0, named));
         let mut prev: Option<&Candidate> = None;
         for c in quoted {
             match prev {

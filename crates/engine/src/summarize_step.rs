@@ -443,7 +443,8 @@ struct Indexing<'a> {
 
 /// Appends the index of what the briefing replaced to `text`, when recall
 /// is on, in what is left of the budget and at most `index_share` of the
-/// whole; returns the originals it names.
+/// whole; returns the originals it names (without recall, those of the
+/// replaced results, which its quoted lines name until the end).
 fn with_index(
     w: &mut Written,
     inp: &Inputs<'_>,
@@ -452,7 +453,7 @@ fn with_index(
     facts: &Facts,
 ) -> Vec<Original> {
     let Some(recall) = inp.recall else {
-        return Vec::new();
+        return index::unindexed_results(&region.replaced, inp.key);
     };
     let tokens = w
         .tokens

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use abridge_model::{Message, Part};
+use abridge_model::{Message, Part, ToolCall, ToolResult};
 use abridge_summarize::outcome::{CallOutcome, exit_code, failure_summary, outcome};
 use abridge_summarize::{created, root_of};
 use abridge_tokens::TokenizerKind;
@@ -142,22 +142,7 @@ fn result_lines(inp: &IndexInputs<'_>) -> (Vec<Line>, Vec<Original>, Placed) {
     let mut originals: Vec<Original> = Vec::new();
     let mut lines = Vec::new();
     let mut by_place = Vec::new();
-    let calls = super::answered_calls(inp.replaced);
-    let results = inp.replaced.iter().enumerate().flat_map(|(i, m)| {
-        m.parts
-            .iter()
-            .enumerate()
-            .filter_map(move |(j, p)| match p {
-                Part::ToolResult(r) => Some(((i, j), r)),
-                _ => None,
-            })
-    });
-    for (place, r) in results {
-        let call = calls.get(&place).copied();
-        let o = Original::tool_result(r, call).scoped(inp.key);
-        if o.pieces.is_empty() {
-            continue;
-        }
+    for (place, r, call, o) in replaced_results(inp.replaced, inp.key) {
         let text = r.text();
         let ok = outcome(r, &text, inp.error_prefixes);
         let failed = failure_note(ok, &text);
@@ -175,6 +160,46 @@ fn result_lines(inp: &IndexInputs<'_>) -> (Vec<Line>, Vec<Original>, Placed) {
         originals.push(o);
     }
     (lines, originals, by_place)
+}
+
+/// Every tool result of `replaced` that has something to recall, oldest
+/// first: where it was, the result, the call it answered and its
+/// original.
+fn replaced_results<'m>(
+    replaced: &'m [Message],
+    key: Option<&HandleKey>,
+) -> impl Iterator<
+    Item = (
+        (usize, usize),
+        &'m ToolResult,
+        Option<&'m ToolCall>,
+        Original,
+    ),
+> {
+    let calls = super::answered_calls(replaced);
+    replaced
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| {
+            m.parts
+                .iter()
+                .enumerate()
+                .filter_map(move |(j, p)| match p {
+                    Part::ToolResult(r) => Some(((i, j), &**r)),
+                    _ => None,
+                })
+        })
+        .filter_map(move |(place, r)| {
+            let call = calls.get(&place).copied();
+            let o = Original::tool_result(r, call).scoped(key);
+            (!o.pieces.is_empty()).then_some((place, r, call, o))
+        })
+}
+
+/// The originals of the tool results of `replaced`, oldest first, when
+/// no index names them (without recall: for the briefing to quote alone).
+pub(crate) fn unindexed_results(replaced: &[Message], key: Option<&HandleKey>) -> Vec<Original> {
+    replaced_results(replaced, key).map(|(.., o)| o).collect()
 }
 
 /// How a result failed (` · failed (exit 2): why`), so the model can tell

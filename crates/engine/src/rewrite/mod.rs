@@ -496,7 +496,11 @@ impl Rewriter<'_> {
             &mut work.messages,
             (&mut work.counts, &mut work.total),
             at,
-            (&work.originals[originals], &self.engine.facts.wrapper),
+            &crate::result_lines::Quoted {
+                originals: &work.originals[originals],
+                wrapper: &self.engine.facts.wrapper,
+                named: work.named,
+            },
             room,
             self.counter,
         )

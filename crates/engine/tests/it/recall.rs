@@ -474,6 +474,40 @@ fn the_room_a_briefing_leaves_quotes_what_it_replaced() {
     }
 }
 
+/// Without recall a briefing quotes the replaced results' lines the same
+/// way, each result under its label alone: the history sent names no
+/// handle, and the room the index would have taken is not left unused.
+#[test]
+fn without_recall_a_briefing_still_quotes_what_it_replaced() {
+    let conv = reads_then_a_long_message();
+    let target = 4_000;
+    let mut cfg = config(target);
+    cfg.recall.enabled = false;
+    let mut c = Compactor::new(cfg).unwrap();
+    let out = c.compact(&conv).unwrap();
+    let after = out.report.tokens_after.get();
+    assert!(
+        after <= target && after >= target * 9 / 10,
+        "{after} of {target}"
+    );
+    assert_eq!(after, c.count(&out.conversation).get(), "counted as sent");
+    assert!(handles(&out.conversation).is_empty());
+    let i = out.report.briefing.expect("a briefing");
+    let briefing = out.conversation.messages[i].text_content().into_owned();
+    let (_, section) = briefing
+        .split_once("## Lines from the replaced results")
+        .unwrap_or_else(|| panic!("a section of quoted lines:\n{briefing}"));
+    assert!(!briefing.contains("## Recallable originals"));
+    assert!(!briefing.contains("recall a handle"), "{briefing}");
+    let headings: Vec<&str> = section.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!headings.is_empty(), "{section}");
+    for h in headings {
+        assert!(h.ends_with(']') && !h.contains(" · "), "{h}");
+    }
+    let quoted = section.lines().filter(|l| l.contains("settle_entry_"));
+    assert!(quoted.count() > 10, "{section}");
+}
+
 /// A long policy, lookups, and a last result too large to keep whole
 /// beside the policy: the region is dropped (a briefing has no room beside
 /// the newest iteration) and the newest result is cut to fit with room

@@ -195,6 +195,15 @@ impl SectionKind {
         }
     }
 
+    /// Its heading where the model has no recall tool (only the result
+    /// lines' says to recall).
+    pub fn title_without_recall(self) -> &'static str {
+        match self {
+            Kind::ResultLines => "Lines from the replaced results",
+            _ => self.title(),
+        }
+    }
+
     /// Headings this kind was written under by earlier versions. When a
     /// title changes, its old text goes here.
     fn legacy_titles(self) -> &'static [&'static str] {
@@ -208,9 +217,11 @@ impl SectionKind {
 
     fn from_heading(heading: &str) -> Option<Kind> {
         let heading = heading.trim();
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.title() == heading || k.legacy_titles().contains(&heading))
+        Kind::ALL.into_iter().find(|k| {
+            k.title() == heading
+                || k.title_without_recall() == heading
+                || k.legacy_titles().contains(&heading)
+        })
     }
 
     /// Trim order (lower first; `u8::MAX` is never trimmed) and how many of

@@ -49,28 +49,33 @@ fn foreign_headings_become_the_earlier_briefing() {
 
 /// Lines the engine quoted from replaced results into a briefing's room
 /// are not carried into the next briefing: their results stay one recall
-/// away, and the room they took is the new briefing's.
+/// away, and the room they took is the new briefing's. The same under the
+/// title a briefing without recall gives them.
 #[test]
 fn quoted_result_lines_are_dropped_when_a_briefing_merges() {
-    let mut sections = vec![
-        Section::new(Kind::Files, vec![SheetItem::keyed("read · a.rs", "a.rs")]),
-        Section::new(Kind::ResultLines, Vec::new()),
-        Section::new(Kind::Earlier, Vec::new()),
-    ];
-    let previous = format!(
-        "## Files\n- edited · b.rs\n\n## {}\n[read_file a.rs · abr_0123456789]\n…\npub fn settle_entry() {{}}\n…\n",
-        Kind::ResultLines.title()
-    );
-    let (known, foreign) = parse(&previous);
-    assert!(foreign.is_empty(), "{foreign:?}");
-    merge(&mut sections, known, foreign);
-    let rendered: String = sections
-        .iter()
-        .flat_map(|s| s.items.iter())
-        .map(|i| i.text.clone())
-        .collect();
-    assert!(!rendered.contains("settle_entry"), "{rendered}");
-    assert!(rendered.contains("edited · b.rs"), "{rendered}");
+    for title in [
+        Kind::ResultLines.title(),
+        Kind::ResultLines.title_without_recall(),
+    ] {
+        let mut sections = vec![
+            Section::new(Kind::Files, vec![SheetItem::keyed("read · a.rs", "a.rs")]),
+            Section::new(Kind::ResultLines, Vec::new()),
+            Section::new(Kind::Earlier, Vec::new()),
+        ];
+        let previous = format!(
+            "## Files\n- edited · b.rs\n\n## {title}\n[read_file a.rs]\n…\npub fn settle_entry() {{}}\n…\n",
+        );
+        let (known, foreign) = parse(&previous);
+        assert!(foreign.is_empty(), "{title}: {foreign:?}");
+        merge(&mut sections, known, foreign);
+        let rendered: String = sections
+            .iter()
+            .flat_map(|s| s.items.iter())
+            .map(|i| i.text.clone())
+            .collect();
+        assert!(!rendered.contains("settle_entry"), "{title}: {rendered}");
+        assert!(rendered.contains("edited · b.rs"), "{title}: {rendered}");
+    }
 }
 
 /// Chained as data, a file seen in both compactions is listed once, in
