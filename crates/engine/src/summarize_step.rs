@@ -444,7 +444,7 @@ struct Indexing<'a> {
 /// Appends the index of what the briefing replaced to `text`, when recall
 /// is on, in what is left of the budget and at most `index_share` of the
 /// whole; returns the originals it names (without recall, those of the
-/// replaced results, which its quoted lines name until the end).
+/// replaced results, kept for the lines the briefing may quote alone).
 fn with_index(
     w: &mut Written,
     inp: &Inputs<'_>,

@@ -74,7 +74,7 @@ impl Rewriter<'_> {
 
     /// Without recall, takes the handles this compaction's placeholders
     /// name out of the messages it wrote, and its originals with them (kept
-    /// for the refill alone).
+    /// for the refill and the briefing's quoted lines alone).
     pub(super) fn unname(&mut self, work: &mut Work) {
         if work.named || work.originals.is_empty() {
             return;

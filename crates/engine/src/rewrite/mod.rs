@@ -75,8 +75,8 @@ pub(crate) struct Work<'a> {
     /// What the placeholders and the briefing name by handle.
     originals: Vec<Original>,
     /// Whether the history sent names them (recall is on for it); else
-    /// they are kept for the refill alone and go at the end
-    /// ([`Rewriter::unname`]).
+    /// they are kept for the refill and the briefing's quoted lines alone
+    /// and go at the end ([`Rewriter::unname`]).
     named: bool,
     /// The briefing taken, if any: its message and its originals (of
     /// `originals`).
