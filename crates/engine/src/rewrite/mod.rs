@@ -427,22 +427,29 @@ impl Rewriter<'_> {
 
     /// Without recall the handles go ([`Self::unname`]), and the tokens
     /// they took while the steps ran are the refill's too, as long as the
-    /// history is within `target` once they are gone (else it is given the
-    /// room the steps left alone). The handles are gone when it returns.
+    /// history is within `target` once they are gone: a refill that ends
+    /// over is tried again with the tokens its handles took, then given
+    /// the room the steps left alone. The handles are gone when it returns.
     fn give_room_unnamed(
         &mut self,
         work: &mut Work,
         plan: &Plan,
         target: Counted,
     ) -> Option<Event> {
-        let handles = self.handle_notes(work);
+        let mut handles = self.handle_notes(work);
         let before = (work.messages.clone(), work.counts.clone(), work.total);
-        let given = self.give_room(work, plan, target + handles);
-        self.strip_handles(work);
-        if work.total <= target {
-            return given;
+        for _ in 0..2 {
+            let given = self.give_room(work, plan, target + handles);
+            let refilled = work.total;
+            self.strip_handles(work);
+            if work.total <= target {
+                return given;
+            }
+            // Fewer went than counted (a result given back whole takes its
+            // placeholder's handle with it): try again with what went.
+            handles = refilled.saturating_sub(work.total);
+            (work.messages, work.counts, work.total) = before.clone();
         }
-        (work.messages, work.counts, work.total) = before;
         let given = self.give_room(work, plan, target);
         self.strip_handles(work);
         given

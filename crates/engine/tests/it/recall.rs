@@ -208,7 +208,9 @@ fn with_recall_off_the_room_still_comes_back_and_nothing_names_a_handle() {
 /// Without recall the handles go from what is sent, and the room they
 /// took while the steps ran is the refill's too: the history ends short of
 /// the target by less than the least room worth giving back (200 tokens
-/// at these targets), not by that and every clipped result's handle.
+/// at these targets), not by that and every clipped result's handle, at
+/// every target — also where that room gives a result back whole, which
+/// takes its placeholder's handle with it.
 #[test]
 fn with_recall_off_the_room_the_handles_took_is_given_back() {
     let mut messages = vec![json!({"role": "user", "content": "Reconcile the ledger."})];
@@ -226,7 +228,7 @@ fn with_recall_off_the_room_the_handles_took_is_given_back() {
     messages.push(json!({"role": "assistant", "content": "All forty read."}));
     let body = serde_json::to_vec(&json!({ "messages": messages })).unwrap();
     let conv = decode(&body).unwrap().remove(0);
-    for target in [4_000, 6_000, 9_000] {
+    for target in (3_000..=9_000).step_by(20) {
         let mut cfg = config(target);
         cfg.policies.pipeline = vec![abridge::PolicyKind::ClipToolResults];
         cfg.recall.enabled = false;
