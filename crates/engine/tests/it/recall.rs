@@ -22,6 +22,13 @@ fn config(target: u64) -> Config {
     c
 }
 
+/// A compactor of `cfg` with recall off: the history it sends names no
+/// handle.
+fn without_recall(mut cfg: Config) -> Compactor {
+    cfg.recall.enabled = false;
+    Compactor::new(cfg).unwrap()
+}
+
 /// Every text the history holds: message text, arguments, results.
 fn texts(conv: &Conversation) -> Vec<String> {
     let mut out = Vec::new();
@@ -184,9 +191,7 @@ fn a_recalled_original_is_not_clipped_again() {
 fn with_recall_off_the_room_still_comes_back_and_nothing_names_a_handle() {
     let conv = example("web-agent.anthropic.json");
     let target = 2_500;
-    let mut cfg = config(target);
-    cfg.recall.enabled = false;
-    let mut c = Compactor::new(cfg).unwrap();
+    let mut c = without_recall(config(target));
     let out = c.compact(&conv).unwrap();
     let got = out.report.tokens_after.get();
     assert!(got <= target && got * 10 >= target * 9, "{got} of {target}");
@@ -231,8 +236,7 @@ fn with_recall_off_the_room_the_handles_took_is_given_back() {
     for target in (3_000..=9_000).step_by(20) {
         let mut cfg = config(target);
         cfg.policies.pipeline = vec![abridge::PolicyKind::ClipToolResults];
-        cfg.recall.enabled = false;
-        let mut c = Compactor::new(cfg).unwrap();
+        let mut c = without_recall(cfg);
         let out = c.compact(&conv).unwrap();
         let got = out.report.tokens_after.get();
         assert!(got <= target && got + 200 > target, "{got} of {target}");
@@ -483,9 +487,7 @@ fn the_room_a_briefing_leaves_quotes_what_it_replaced() {
 fn without_recall_a_briefing_still_quotes_what_it_replaced() {
     let conv = reads_then_a_long_message();
     let target = 4_000;
-    let mut cfg = config(target);
-    cfg.recall.enabled = false;
-    let mut c = Compactor::new(cfg).unwrap();
+    let mut c = without_recall(config(target));
     let out = c.compact(&conv).unwrap();
     let after = out.report.tokens_after.get();
     assert!(
