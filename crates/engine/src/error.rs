@@ -3,6 +3,8 @@
 use abridge_model::{Conversation, Violation};
 use abridge_tokens::Counted;
 
+use crate::report::Report;
+
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -44,6 +46,9 @@ pub enum Error {
         /// target, smaller than the input), when it changed anything: what
         /// a proxy sends rather than the whole history.
         smallest: Option<Box<Conversation>>,
+        /// The report of `smallest`, recorded like any compaction's: what
+        /// it did, and the target it missed.
+        report: Option<Box<Report>>,
     },
     /// The rewrite would break the API's rules; the history is returned untouched
     /// by the caller. This is a bug in abridge if it ever happens.

@@ -9,9 +9,9 @@ use abridge_tokens::{Counted, Reported};
 
 use crate::agent::{self, Answered};
 use crate::compactor::Compactor;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::input::Input;
-use crate::report::Report;
+use crate::report::{Outcome, Report};
 
 /// A conversation that grows turn by turn and compacts itself.
 ///
@@ -130,7 +130,9 @@ impl History {
 
     /// Evaluates the turn: a history-size event, and a compaction when a
     /// trigger fires. Without a compaction this costs the messages pushed
-    /// since the last turn.
+    /// since the last turn. A compaction that cannot reach its target but
+    /// reached a smaller valid history leaves that history (a proxy sends
+    /// the same), its report saying the target it missed.
     pub fn turn(&mut self, usage: Option<Reported>) -> Result<TurnReport> {
         if let Some(u) = usage {
             self.compactor.thread_mut().reported(u);
@@ -139,6 +141,16 @@ impl History {
         let input = Input::evaluate(&self.conv).extending(self.sent);
         let outcome = match self.compactor.turn(input) {
             Ok(o) => o,
+            // Over the target even at its floor: the floor is the history
+            // now, as a proxy sends it, and its report says what it missed.
+            Err(Error::CannotShrink {
+                smallest: Some(floor),
+                report: Some(report),
+                ..
+            }) => Outcome {
+                conversation: Cow::Owned(*floor),
+                report: *report,
+            },
             Err(e) => {
                 // The history stays as it is, and is what gets sent.
                 self.sent = self.conv.messages.len();

@@ -52,13 +52,14 @@ impl Rewriter<'_> {
         plan: &Plan,
         mut work: Work,
         eval: &Eval,
-        error: Error,
+        mut error: Error,
     ) -> Error {
         let Error::CannotShrink {
             smallest: Some(smallest),
             target,
+            report: sent,
             ..
-        } = &error
+        } = &mut error
         else {
             return error;
         };
@@ -67,6 +68,7 @@ impl Rewriter<'_> {
             .keep_originals(std::mem::take(&mut work.originals));
         let mut report = report_of(conv, smallest, plan, Some(*target), work, eval, Vec::new());
         self.snapshot(conv, smallest, &originals, &mut report);
+        *sent = Some(Box::new(report));
         error
     }
 
@@ -104,6 +106,7 @@ impl Rewriter<'_> {
             tail_iterations: work.tail_n.min(its.len()),
             tools: work.tools,
             smallest,
+            report: None,
         }
     }
 }

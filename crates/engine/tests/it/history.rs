@@ -397,3 +397,48 @@ fn a_small_trigger_still_compacts() {
         report.tokens_after.get()
     );
 }
+
+/// A system prompt over the trigger (a small window): in an agent's own
+/// loop, as through a proxy, each compaction leaves the smallest valid
+/// history it reached, its report saying the target it missed. The
+/// history used to stay whole, the turn fail, and the agent send it all.
+#[test]
+fn a_turn_over_its_target_even_at_the_floor_leaves_the_floor() {
+    let mut conv = run(Spec {
+        iterations: 30,
+        ..Spec::default()
+    });
+    assert_eq!(conv.messages[0].role, Role::System);
+    conv.messages[0].parts = vec![Part::text("Follow the rules. ".repeat(2000))];
+    let toml = "[trigger]\nmax_tokens = 6000\n[budget]\nmin_iterations = 1";
+    let (mut session, _) = session(&conv, Config::from_toml(toml).unwrap());
+    let head = abridge::model::head_len(&conv.messages);
+    let head_tokens = Compactor::new(Config::default())
+        .unwrap()
+        .count(&Conversation {
+            messages: conv.messages[..head].to_vec(),
+            ..conv.clone_envelope()
+        })
+        .get();
+    assert!(head_tokens > 6000, "{head_tokens}");
+    let (mut reports, mut untouched) = (Vec::new(), 0);
+    for m in &conv.messages[head..] {
+        if m.role == Role::Assistant {
+            match session.turn(None) {
+                Ok(t) => reports.extend(t.report.filter(|r| r.compacted)),
+                // Nothing to shrink yet: the history goes as it is.
+                Err(abridge::Error::CannotShrink { smallest: None, .. }) => untouched += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        session.push(m.clone());
+    }
+    assert!(untouched <= 1, "{untouched} turns left whole");
+    assert!(reports.len() > 10, "{} compactions", reports.len());
+    for r in &reports {
+        assert!(r.tokens_after < r.tokens_before, "{r:?}");
+        assert!(r.tokens_after > r.target.unwrap());
+        assert!(r.tokens_after.get() < head_tokens + 2000, "{r:?}");
+    }
+    assert!(validate(session.conversation()).is_empty());
+}
