@@ -153,16 +153,19 @@ impl Context<'_> {
                 smallest: Some(floor),
                 floor: tokens,
                 target,
+                report,
                 ..
             }) => {
-                // Over the target even at its floor: the floor goes, not the whole.
+                // Over the target even at its floor: the floor goes, not the
+                // whole, accounted like any compaction (its snapshot, the
+                // summarizers it paid, the rungs it took).
                 self.metrics.over_target();
                 let why = format!(
                     "over the target ({target}) even at its floor ({tokens} tokens): sent at its floor"
                 );
                 Outgoing {
                     out: Some(*floor),
-                    report: None,
+                    report: report.map(|r| *r),
                     warning: Some(why),
                     sent: tokens,
                 }

@@ -5,7 +5,7 @@ use abridge_testkit::ProviderOptions;
 use serde_json::{Value, json};
 
 use crate::CONFIG;
-use crate::support::{client, metric, metrics_text, openai_loop, start};
+use crate::support::{LoopLog, OpenAiAgent, client, metric, metrics_text, openai_loop, start};
 
 async fn post(proxy: &str, headers: &[(&str, &str)], body: String) -> reqwest::Response {
     let mut req = client()
@@ -170,5 +170,40 @@ async fn an_overflow_is_compacted_harder_and_retried_once() {
     let report = setup.provider.report();
     let refused = report.requests.iter().filter(|r| r.tokens > 4000).count();
     assert_eq!(refused, log.retried, "each refusal retried once");
+    setup.stop().await;
+}
+
+/// A system prompt over the trigger (a small window): each request goes at
+/// its floor, smaller than the agent sent and valid, with a warning, and is
+/// accounted as the compaction it is (its count, the rungs it took).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_its_target_even_at_its_floor_goes_at_its_floor() {
+    let setup = start(CONFIG, ProviderOptions::default(), None).await;
+    let mut agent = OpenAiAgent::new(false);
+    agent.messages[0] = json!({"role": "system", "content": "Follow the rules. ".repeat(2000)});
+    let mut log = LoopLog::default();
+    for _ in 0..8 {
+        log.note(&agent.step(&setup.proxy, &[]).await);
+    }
+    let floors = log
+        .warnings
+        .iter()
+        .filter(|w| w.contains("sent at its floor"))
+        .count();
+    assert!(floors >= 4, "{:?}", log.warnings);
+    let seen = setup.provider.report().requests;
+    let last = seen.last().unwrap();
+    assert!(last.violations.is_empty(), "{:?}", last.violations);
+    assert!(last.messages < agent.messages.len() - 1, "{last:?}");
+    let metrics = metrics_text(&setup.proxy).await;
+    assert_eq!(metric(&metrics, "abridge_over_target_total"), floors as f64);
+    assert!(
+        metric(&metrics, "abridge_compactions_total") >= floors as f64,
+        "{metrics}"
+    );
+    assert!(
+        metric(&metrics, "abridge_degraded_total") > 0.0,
+        "{metrics}"
+    );
     setup.stop().await;
 }
