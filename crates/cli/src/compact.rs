@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use abridge::model::Wire;
+use abridge::model::{Conversation, Wire};
 use abridge::{Compactor, Error as EngineError, Limits, PolicyKind, Report};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -68,13 +68,28 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     }
     let limits = *compactor.limits();
     let tokens_before = compactor.count(&conv);
+    let to = args.to.unwrap_or(Wire::of(conv.format));
     let outcome = match compactor.compact(&conv) {
         Ok(o) => o,
         Err(e @ EngineError::CannotShrink { .. }) => {
             eprintln!("abridge: {label}: {e}");
+            let error = e.to_string();
+            // What a proxy sends in its place: the smallest valid history
+            // the engine reached, when it reached one, and its report.
+            let (smallest, report) = match e {
+                EngineError::CannotShrink {
+                    smallest, report, ..
+                } => (smallest, report),
+                _ => (None, None),
+            };
+            if let (Some(s), Some(r)) = (&smallest, &report) {
+                eprintln!("abridge: {label}: writing the smallest history it reached");
+                tell(&label, r, &limits, &args.store);
+                write_out(args, &label, s, to, out)?;
+            }
             if let Some(path) = &args.report {
-                let report = json!({"file": label, "error": e.to_string(),
-                    "tokens_before": tokens_before, "limits": limits});
+                let report = json!({"file": label, "error": error,
+                    "tokens_before": tokens_before, "limits": limits, "report": report});
                 write_report(path, &report)?;
             }
             return Ok(ExitCode::from(CANNOT_SHRINK));
@@ -83,27 +98,31 @@ pub(crate) fn run(args: &CompactArgs, out: &mut dyn Write) -> Result<ExitCode> {
     };
     tell(&label, &outcome.report, &limits, &args.store);
     // The body first: a report that cannot be written must not cost it.
-    let to = args.to.unwrap_or(Wire::of(conv.format));
-    match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
-        Some(path) => {
-            let mut file = std::fs::File::create(path)
-                .with_context(|| format!("{}: cannot create", path.display()))?;
-            write_body(
-                &label,
-                &outcome.conversation,
-                to,
-                args.compact_json,
-                &mut file,
-            )
-            .with_context(|| format!("{}: cannot write", path.display()))?;
-        }
-        None => write_body(&label, &outcome.conversation, to, args.compact_json, out)?,
-    }
+    write_out(args, &label, &outcome.conversation, to, out)?;
     if let Some(path) = &args.report {
         let report = json!({"file": label, "limits": limits, "report": outcome.report});
         write_report(path, &report)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `conv` as a `to` request body to `--output`, or to `out`.
+fn write_out(
+    args: &CompactArgs,
+    label: &str,
+    conv: &Conversation,
+    to: Wire,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => {
+            let mut file = std::fs::File::create(path)
+                .with_context(|| format!("{}: cannot create", path.display()))?;
+            write_body(label, conv, to, args.compact_json, &mut file)
+                .with_context(|| format!("{}: cannot write", path.display()))
+        }
+        None => write_body(label, conv, to, args.compact_json, out),
+    }
 }
 
 fn write_report(path: &Path, report: &serde_json::Value) -> Result<()> {

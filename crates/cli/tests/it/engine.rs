@@ -102,7 +102,21 @@ fn compact_converts_and_says_when_it_cannot_shrink() {
     ]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("cannot shrink below"), "{}", stderr(&o));
-    assert!(o.stdout.is_empty());
+    // The smallest valid history it reached is written all the same, as a
+    // proxy sends it: smaller than the input, over the target.
+    assert!(
+        stderr(&o).contains("writing the smallest history it reached")
+            && stderr(&o).contains("1560 → "),
+        "{}",
+        stderr(&o)
+    );
+    let smallest: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let input: Value = serde_json::from_slice(
+        &std::fs::read(crate::support::root().join("examples/coding-agent.openai.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(smallest["model"], input["model"]);
+    assert!(smallest.to_string().len() < input.to_string().len());
     let o = abridge(&[
         "compact",
         "examples/coding-agent.openai.json",
