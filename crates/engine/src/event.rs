@@ -4,7 +4,7 @@ use abridge_model::{Message, Role};
 use abridge_tokens::{Calibrated, Counted};
 use serde::{Deserialize, Serialize};
 
-use crate::config::PolicyKind;
+use crate::policy::kind::PolicyKind;
 use crate::recall::Handle;
 use crate::trigger::Reason;
 

@@ -50,6 +50,7 @@ mod compactor;
 mod config;
 mod engine;
 mod error;
+mod evaluation;
 mod event;
 mod history;
 mod input;

@@ -6,6 +6,7 @@
 mod drop;
 mod external;
 mod feedback;
+pub(crate) mod kind;
 mod lossless;
 mod supersede;
 mod tool_args;
@@ -15,9 +16,10 @@ pub(crate) use tool_args::naming_more;
 
 use std::ops::Range;
 
-use crate::config::{PolicyConfig, PolicyKind};
+use crate::config::PolicyConfig;
 use crate::recall::Found;
 use crate::slot::Slot;
+use kind::PolicyKind;
 
 /// A policy that rewrites the old region in place: every pipeline step but
 /// summarizing, which needs the original history and a summarizer.

@@ -10,11 +10,12 @@ use abridge_tokens::Counted;
 
 use super::{Rewriter, Work, written_briefing};
 use crate::error::{Error, Result};
+use crate::evaluation::Eval;
 use crate::event::{Event, iteration_id};
 use crate::placeholder;
 use crate::plan::Plan;
 use crate::recall::{Handle, Original};
-use crate::report::{Eval, Outcome, Report};
+use crate::report::{Outcome, Report};
 use crate::slot::{self, Slot};
 use crate::snapshot::SnapshotData;
 

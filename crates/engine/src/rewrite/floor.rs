@@ -8,10 +8,10 @@ use super::finish::{guard, report_of};
 use super::{FLOOR_ROOM, Rewriter, Room, Work};
 use crate::boundary::tail_start;
 use crate::error::Error;
+use crate::evaluation::Eval;
 use crate::event::Rung;
 use crate::plan::Plan;
 use crate::policy::Step;
-use crate::report::Eval;
 use crate::slot;
 use crate::summarize_step::Earlier;
 

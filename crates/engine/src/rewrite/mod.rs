@@ -23,11 +23,12 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::{Degradation, Event, PolicyRun};
 
+use crate::evaluation::{Eval, unchanged};
 use crate::plan::Plan;
 use crate::policy::{Policy, Step};
 use crate::recall::{HandleKey, Original};
 use crate::region_facts::RegionFacts;
-use crate::report::{Attempt, Eval, Outcome, unchanged};
+use crate::report::{Attempt, Outcome};
 use crate::slot::{self, Slot};
 use crate::summarize_step::KeptBriefing;
 use crate::summarize_step::{self, Briefed, Earlier, Inputs};

@@ -44,9 +44,9 @@ use crate::calibration::Calibration;
 use crate::carryover::Carryover;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::evaluation::Eval;
 use crate::input::{Action, Input};
 use crate::recall::HandleKey;
-use crate::report::Eval;
 use crate::report::Outcome;
 use crate::state::ThreadState;
 
