@@ -78,6 +78,34 @@ class Api(unittest.TestCase):
         self.assertIn("history_compacted", events)
         self.assertEqual(s.tokens, abridge.count_tokens(s.messages))
 
+    def test_a_session_over_its_trigger_even_at_the_floor_sends_the_floor(self):
+        # The system prompt alone is over the trigger: each compaction misses
+        # its target, and the session keeps the smallest valid history it
+        # reached (as the proxy sends it) instead of failing and growing.
+        system = {"role": "system", "content": "Follow the rules. " * 1500}
+        s = abridge.Session([system], trigger_tokens=3000, target_tokens=2000)
+        head = s.tokens
+        self.assertGreater(head, 3000)
+        s.push({"role": "user", "content": "Watch the logs."})
+        compacted = 0
+        for i in range(40):
+            s.push([
+                {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "tail", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 60},
+            ])
+            try:
+                t = s.turn()
+            except abridge.CannotShrinkError:
+                # Nothing to shrink yet: the first step alone.
+                self.assertEqual(i, 0)
+                continue
+            compacted += t["compacted"]
+            if t["compacted"]:
+                self.assertGreater(t["report"]["tokens_after"], t["report"]["target"])
+            self.assertLess(t["tokens"], head + 1500, f"step {i}")
+            self.assertEqual(abridge.validate(s.messages), [])
+        self.assertGreater(compacted, 30)
+
     def test_a_preset_gives_a_seed_systems_behaviour(self):
         # Pilo #437: every old result clipped before each step, however
         # short, the last three iterations whole; the defaults leave these be.
