@@ -162,3 +162,22 @@ class MycoderPreset(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ALongSystemPrompt(unittest.TestCase):
+    def test_the_system_prompt_counts_towards_the_trigger(self):
+        # LangChain sends the system prompt apart from the messages; the
+        # model gets both, so the trigger holds for both.
+        model = ScriptedModel(seen=[])
+        middleware = AbridgeMiddleware(trigger_tokens=TRIGGER, target_tokens=TARGET)
+        system = "Follow the house rules for fares. " * 1200
+        agent = create_agent(model=model, tools=[read_page], system_prompt=system, middleware=[middleware])
+        agent.invoke({"messages": [{"role": "user", "content": "Find the cheapest fare to Lisbon."}]},
+                     {"recursion_limit": 4 * STEPS})
+        self.assertEqual(len(model.seen), STEPS)
+        head = abridge.count_tokens(abridge.langchain.to_dicts(model.seen[0]))
+        self.assertGreater(head, TRIGGER // 3)
+        for sent in model.seen:
+            self.assertEqual(sent[0].content, system, "the system prompt goes as it is")
+        check_calls(self, model.seen)
+        self.assertEqual(middleware.stats["sessions"], 1)

@@ -36,7 +36,8 @@ log = logging.getLogger("abridge")
 class AbridgeMiddleware(AgentMiddleware):
     """A LangChain v1 agent middleware that compacts the model input before
     each model call. The system prompt stays apart (LangChain sends it
-    separately); the state is not touched.
+    separately) and as it is, but counts: the triggers and the target hold
+    for what the model is sent. The state is not touched.
 
     Keyword options are those of ``abridge.Session`` (``trigger_tokens``:
     compact above this, ``target_tokens``, ``model``, ``config``,
@@ -70,6 +71,8 @@ class AbridgeMiddleware(AgentMiddleware):
         self._session: Optional[Session] = None
         self._seen: List[BaseMessage] = []
         self._dicts: List[Dict[str, Any]] = []
+        #: The system message the session counts ahead of the messages.
+        self._system: List[Dict[str, Any]] = []
         self._current: Optional[List[BaseMessage]] = None
         #: Sessions started (1 unless the history was edited), messages read, compactions.
         self.stats = {"sessions": 0, "messages_read": 0, "compactions": 0}
@@ -108,7 +111,7 @@ class AbridgeMiddleware(AgentMiddleware):
                 answer = session.compact_history(args)
                 if answer["compacted"]:
                     self.stats["compactions"] += 1
-                    self._current = from_dicts(session.messages, self._dicts, self._seen)
+                    self._current = from_dicts(self._sent(), self._dicts, self._seen)
             return answer["text"]
 
         return StructuredTool.from_function(
@@ -119,29 +122,34 @@ class AbridgeMiddleware(AgentMiddleware):
         )
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        compacted = self._prepare(request.messages)
+        compacted = self._prepare(request.messages, _system(request))
         return handler(request if compacted is None else request.override(messages=compacted))
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        compacted = await asyncio.to_thread(self._prepare, request.messages)
+        compacted = await asyncio.to_thread(self._prepare, request.messages, _system(request))
         return await handler(request if compacted is None else request.override(messages=compacted))
 
-    def _prepare(self, messages: List[BaseMessage]) -> Optional[List[BaseMessage]]:
+    def _prepare(self, messages: List[BaseMessage], system: List[Dict[str, Any]]) -> Optional[List[BaseMessage]]:
         """The messages to send, or ``None`` for the agent's own."""
         with self._lock:
             try:
-                return self._step(messages)
+                return self._step(messages, system)
             except AbridgeError as e:
                 log.warning("abridge: the model call goes on uncompacted: %s", e)
                 self._session = None
                 return None
 
-    def _step(self, messages: List[BaseMessage]) -> Optional[List[BaseMessage]]:
+    def _sent(self) -> List[Dict[str, Any]]:
+        """The session's messages after the system message it counts."""
+        return self._session.messages[len(self._system):]
+
+    def _step(self, messages: List[BaseMessage], system: List[Dict[str, Any]]) -> Optional[List[BaseMessage]]:
         seen = self._seen
         appended = len(seen) <= len(messages) and all(a is b or a == b for a, b in zip(seen, messages))
-        if self._session is None or not appended:
+        if self._session is None or not appended or system != self._system:
             self._dicts = to_dicts(messages)
-            self._session = Session(self._dicts, format="openai", **self._options)
+            self._system = system
+            self._session = Session(system + self._dicts, format="openai", **self._options)
             self._current = None
             self.stats["sessions"] += 1
             self.stats["messages_read"] += len(messages)
@@ -157,7 +165,7 @@ class AbridgeMiddleware(AgentMiddleware):
         turn = self._session.turn()
         if turn["compacted"]:
             self.stats["compactions"] += 1
-            self._current = from_dicts(self._session.messages, self._dicts, self._seen)
+            self._current = from_dicts(self._sent(), self._dicts, self._seen)
             if self._on_compact is not None:
                 self._on_compact(turn["report"])
         status = turn.get("status")
@@ -168,3 +176,13 @@ class AbridgeMiddleware(AgentMiddleware):
         # The note goes this once, after the history the model is sent.
         sent = list(self._seen) if self._current is None else list(self._current)
         return sent + [HumanMessage(content=status)]
+
+
+def _system(request: Any) -> List[Dict[str, Any]]:
+    """The system message LangChain sends apart from the messages, as a
+    one-item list of its dict (none: empty)."""
+    message = getattr(request, "system_message", None)
+    if message is not None:
+        return to_dicts([message])
+    prompt = getattr(request, "system_prompt", None)
+    return [{"role": "system", "content": prompt}] if isinstance(prompt, str) and prompt else []
