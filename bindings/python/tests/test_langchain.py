@@ -164,20 +164,37 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class ALongSystemPrompt(unittest.TestCase):
-    def test_the_system_prompt_counts_towards_the_trigger(self):
-        # LangChain sends the system prompt apart from the messages; the
-        # model gets both, so the trigger holds for both.
+@tool
+def book_fare(fare: str) -> str:
+    """Book a fare."""
+    return f"Booked {fare}."
+
+
+book_fare.description = "Book a fare. " + "Check the traveller's documents first. " * 400
+
+
+class ALongSystemPromptAndTools(unittest.TestCase):
+    def test_the_system_prompt_and_tools_count_towards_the_trigger(self):
+        # LangChain sends the system prompt and the tools apart from the
+        # messages; the model gets all of it, so the trigger holds for all.
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
         model = ScriptedModel(seen=[])
         middleware = AbridgeMiddleware(trigger_tokens=TRIGGER, target_tokens=TARGET)
         system = "Follow the house rules for fares. " * 1200
-        agent = create_agent(model=model, tools=[read_page], system_prompt=system, middleware=[middleware])
+        tools = [read_page, book_fare]
+        agent = create_agent(model=model, tools=tools, system_prompt=system, middleware=[middleware])
         agent.invoke({"messages": [{"role": "user", "content": "Find the cheapest fare to Lisbon."}]},
                      {"recursion_limit": 4 * STEPS})
         self.assertEqual(len(model.seen), STEPS)
         head = abridge.count_tokens(abridge.langchain.to_dicts(model.seen[0]))
         self.assertGreater(head, TRIGGER // 3)
-        for sent in model.seen:
+        declared = [convert_to_openai_tool(t) for t in tools]
+        beside = abridge.count_tokens({"messages": [], "tools": declared})
+        self.assertGreater(beside, 2000)
+        for i, sent in enumerate(model.seen):
             self.assertEqual(sent[0].content, system, "the system prompt goes as it is")
+            tokens = abridge.count_tokens({"messages": abridge.langchain.to_dicts(sent), "tools": declared})
+            self.assertLessEqual(tokens, TRIGGER, f"call {i}")
         check_calls(self, model.seen)
         self.assertEqual(middleware.stats["sessions"], 1)

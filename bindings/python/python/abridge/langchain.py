@@ -35,9 +35,9 @@ log = logging.getLogger("abridge")
 
 class AbridgeMiddleware(AgentMiddleware):
     """A LangChain v1 agent middleware that compacts the model input before
-    each model call. The system prompt stays apart (LangChain sends it
-    separately) and as it is, but counts: the triggers and the target hold
-    for what the model is sent. The state is not touched.
+    each model call. The system prompt and the tools stay apart (LangChain
+    sends them separately) and as they are, but count: the triggers and the
+    target hold for what the model is sent. The state is not touched.
 
     Keyword options are those of ``abridge.Session`` (``trigger_tokens``:
     compact above this, ``target_tokens``, ``model``, ``config``,
@@ -71,8 +71,10 @@ class AbridgeMiddleware(AgentMiddleware):
         self._session: Optional[Session] = None
         self._seen: List[BaseMessage] = []
         self._dicts: List[Dict[str, Any]] = []
-        #: The system message the session counts ahead of the messages.
+        #: The system message the session counts ahead of the messages, and
+        #: the tools it counts beside them.
         self._system: List[Dict[str, Any]] = []
+        self._tools: List[Dict[str, Any]] = []
         self._current: Optional[List[BaseMessage]] = None
         #: Sessions started (1 unless the history was edited), messages read, compactions.
         self.stats = {"sessions": 0, "messages_read": 0, "compactions": 0}
@@ -122,18 +124,20 @@ class AbridgeMiddleware(AgentMiddleware):
         )
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        compacted = self._prepare(request.messages, _system(request))
+        compacted = self._prepare(request.messages, _system(request), _tools(request))
         return handler(request if compacted is None else request.override(messages=compacted))
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        compacted = await asyncio.to_thread(self._prepare, request.messages, _system(request))
+        compacted = await asyncio.to_thread(self._prepare, request.messages, _system(request), _tools(request))
         return await handler(request if compacted is None else request.override(messages=compacted))
 
-    def _prepare(self, messages: List[BaseMessage], system: List[Dict[str, Any]]) -> Optional[List[BaseMessage]]:
+    def _prepare(
+        self, messages: List[BaseMessage], system: List[Dict[str, Any]], tools: List[Dict[str, Any]]
+    ) -> Optional[List[BaseMessage]]:
         """The messages to send, or ``None`` for the agent's own."""
         with self._lock:
             try:
-                return self._step(messages, system)
+                return self._step(messages, system, tools)
             except AbridgeError as e:
                 log.warning("abridge: the model call goes on uncompacted: %s", e)
                 self._session = None
@@ -141,15 +145,20 @@ class AbridgeMiddleware(AgentMiddleware):
 
     def _sent(self) -> List[Dict[str, Any]]:
         """The session's messages after the system message it counts."""
-        return self._session.messages[len(self._system):]
+        return self._session.messages["messages"][len(self._system):]
 
-    def _step(self, messages: List[BaseMessage], system: List[Dict[str, Any]]) -> Optional[List[BaseMessage]]:
+    def _step(
+        self, messages: List[BaseMessage], system: List[Dict[str, Any]], tools: List[Dict[str, Any]]
+    ) -> Optional[List[BaseMessage]]:
         seen = self._seen
         appended = len(seen) <= len(messages) and all(a is b or a == b for a, b in zip(seen, messages))
-        if self._session is None or not appended or system != self._system:
+        if self._session is None or not appended or (system, tools) != (self._system, self._tools):
             self._dicts = to_dicts(messages)
-            self._system = system
-            self._session = Session(system + self._dicts, format="openai", **self._options)
+            self._system, self._tools = system, tools
+            body: Dict[str, Any] = {"messages": system + self._dicts}
+            if tools:
+                body["tools"] = tools
+            self._session = Session(body, format="openai", **self._options)
             self._current = None
             self.stats["sessions"] += 1
             self.stats["messages_read"] += len(messages)
@@ -186,3 +195,17 @@ def _system(request: Any) -> List[Dict[str, Any]]:
         return to_dicts([message])
     prompt = getattr(request, "system_prompt", None)
     return [{"role": "system", "content": prompt}] if isinstance(prompt, str) and prompt else []
+
+
+def _tools(request: Any) -> List[Dict[str, Any]]:
+    """The tools declared to the model with this call, as Chat Completions
+    declarations (one that does not convert is left out of the count)."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    out = []
+    for t in getattr(request, "tools", None) or []:
+        try:
+            out.append(convert_to_openai_tool(t))
+        except (ValueError, TypeError):
+            continue
+    return out
