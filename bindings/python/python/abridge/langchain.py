@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage
@@ -75,6 +75,9 @@ class AbridgeMiddleware(AgentMiddleware):
         #: the tools it counts beside them.
         self._system: List[Dict[str, Any]] = []
         self._tools: List[Dict[str, Any]] = []
+        #: The last call's tool objects and their declarations: the same
+        #: objects next call are not converted again.
+        self._declarations: Tuple[List[Any], List[Dict[str, Any]]] = ([], [])
         self._current: Optional[List[BaseMessage]] = None
         #: Sessions started (1 unless the history was edited), messages read, compactions.
         self.stats = {"sessions": 0, "messages_read": 0, "compactions": 0}
@@ -124,15 +127,15 @@ class AbridgeMiddleware(AgentMiddleware):
         )
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        compacted = self._prepare(request.messages, _system(request), _tools(request))
+        compacted = self._prepare(request.messages, _system(request), list(request.tools or []))
         return handler(request if compacted is None else request.override(messages=compacted))
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        compacted = await asyncio.to_thread(self._prepare, request.messages, _system(request), _tools(request))
+        compacted = await asyncio.to_thread(self._prepare, request.messages, _system(request), list(request.tools or []))
         return await handler(request if compacted is None else request.override(messages=compacted))
 
     def _prepare(
-        self, messages: List[BaseMessage], system: List[Dict[str, Any]], tools: List[Dict[str, Any]]
+        self, messages: List[BaseMessage], system: List[Dict[str, Any]], tools: List[Any]
     ) -> Optional[List[BaseMessage]]:
         """The messages to send, or ``None`` for the agent's own."""
         with self._lock:
@@ -147,9 +150,20 @@ class AbridgeMiddleware(AgentMiddleware):
         """The session's messages after the system message it counts."""
         return self._session.messages["messages"][len(self._system):]
 
+    def _declared(self, tools: List[Any]) -> List[Dict[str, Any]]:
+        """``tools`` as Chat Completions declarations: converted when they
+        are not the objects of the last call."""
+        objects, declared = self._declarations
+        if len(tools) == len(objects) and all(a is b for a, b in zip(tools, objects)):
+            return declared
+        declared = _tools(tools)
+        self._declarations = (tools, declared)
+        return declared
+
     def _step(
-        self, messages: List[BaseMessage], system: List[Dict[str, Any]], tools: List[Dict[str, Any]]
+        self, messages: List[BaseMessage], system: List[Dict[str, Any]], tool_objects: List[Any]
     ) -> Optional[List[BaseMessage]]:
+        tools = self._declared(tool_objects)
         seen = self._seen
         appended = len(seen) <= len(messages) and all(a is b or a == b for a, b in zip(seen, messages))
         if self._session is None or not appended or (system, tools) != (self._system, self._tools):
@@ -197,13 +211,13 @@ def _system(request: Any) -> List[Dict[str, Any]]:
     return [{"role": "system", "content": prompt}] if isinstance(prompt, str) and prompt else []
 
 
-def _tools(request: Any) -> List[Dict[str, Any]]:
-    """The tools declared to the model with this call, as Chat Completions
-    declarations (one that does not convert is left out of the count)."""
+def _tools(tools: List[Any]) -> List[Dict[str, Any]]:
+    """LangChain tools as Chat Completions declarations (one that does not
+    convert is left out of the count)."""
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     out = []
-    for t in getattr(request, "tools", None) or []:
+    for t in tools:
         try:
             out.append(convert_to_openai_tool(t))
         except (ValueError, TypeError):
