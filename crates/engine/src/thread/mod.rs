@@ -321,8 +321,15 @@ impl Thread {
             }
             Err(e) => {
                 if input.action == Action::Evaluate {
-                    // The history goes as it is.
-                    self.state.last_sent = Some(m.tokens + m.tools + m.declared);
+                    // What goes: the floor when there is one (the provider's
+                    // next count is of it), else the history as it is.
+                    self.state.last_sent = Some(match &e {
+                        Error::CannotShrink {
+                            report: Some(floor),
+                            ..
+                        } => floor.tokens_after,
+                        _ => m.tokens + m.tools + m.declared,
+                    });
                 }
                 self.state.carryover = m.carry;
                 Err(e)

@@ -421,10 +421,15 @@ fn a_turn_over_its_target_even_at_the_floor_leaves_the_floor() {
         })
         .get();
     assert!(head_tokens > 6000, "{head_tokens}");
-    let (mut reports, mut untouched) = (Vec::new(), 0);
+    let (mut reports, mut untouched, mut sent) = (Vec::new(), 0, None);
     for m in &conv.messages[head..] {
         if m.role == Role::Assistant {
-            match session.turn(None) {
+            // The provider reports what the last turn sent, counted as
+            // abridge counts it: the calibration must learn nothing from
+            // the floor going instead of the whole.
+            let turned = session.turn(sent.take());
+            sent = Some(Reported::new(session.tokens().get()));
+            match turned {
                 Ok(t) => reports.extend(t.report.filter(|r| r.compacted)),
                 // Nothing to shrink yet: the history goes as it is.
                 Err(abridge::Error::CannotShrink { smallest: None, .. }) => untouched += 1,
@@ -439,6 +444,11 @@ fn a_turn_over_its_target_even_at_the_floor_leaves_the_floor() {
         assert!(r.tokens_after < r.tokens_before, "{r:?}");
         assert!(r.tokens_after > r.target.unwrap());
         assert!(r.tokens_after.get() < head_tokens + 2000, "{r:?}");
+        let f = r.calibration.factor();
+        assert!(
+            (0.95..=1.05).contains(&f),
+            "calibration learnt {f} from the floor"
+        );
     }
     assert!(validate(session.conversation()).is_empty());
 }
